@@ -1,0 +1,32 @@
+/*
+ * The agent: one per node. Registers the node's resources with the master,
+ * long-polls for its desired tasks, runs each through a shim and a runtime,
+ * reports status and ships logs.
+ */
+#ifndef YARD_AGENT_H
+#define YARD_AGENT_H
+
+#include <signal.h>
+
+#include "base/error.h"
+
+struct agent_config {
+	const char *master_url;
+	const char *name;
+	const char *work_dir;
+	const char *gpus;            /* "auto", "none", "sim:N" or "sim:N:MODEL" */
+	const char *advertise_addr;  /* NULL: the address used to reach the master */
+	const char *join_token;
+	const char *dev_dir;         /* where GPU device nodes live; default "/dev" */
+	const char *self_exe;        /* the yard binary, to start shims; default /proc/self/exe */
+};
+
+/* agent_run registers and serves until *stop becomes non-zero. */
+int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struct errbuf *eb);
+
+/* `yard agent --master URL --name NAME --work-dir DIR [...]` */
+int cmd_agent(int argc, char **argv);
+/* `yard shim --dir TASKDIR`: internal, started by the agent. */
+int cmd_shim(int argc, char **argv);
+
+#endif

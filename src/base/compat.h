@@ -1,0 +1,36 @@
+/*
+ * The first include of every .c file in yard: the C library headers nearly
+ * every file needs, then banned.h, so that banned functions cannot be called
+ * anywhere in the project (system headers are already parsed by then).
+ */
+#ifndef YARD_COMPAT_H
+#define YARD_COMPAT_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#include "base/banned.h"
+
+#endif

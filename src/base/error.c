@@ -1,0 +1,87 @@
+#include "base/compat.h"
+#include "base/error.h"
+
+static const char *const codes[] = {
+#define X_(name, code, status, msg) code,
+	YARD_ERRORS(X_)
+#undef X_
+};
+static const int statuses[] = {
+#define X_(name, code, status, msg) status,
+	YARD_ERRORS(X_)
+#undef X_
+};
+static const char *const messages[] = {
+#define X_(name, code, status, msg) msg,
+	YARD_ERRORS(X_)
+#undef X_
+};
+static_assert(ARRAY_SIZE(codes) == YERR__COUNT, "codes must mirror YARD_ERRORS");
+static_assert(ARRAY_SIZE(statuses) == YERR__COUNT, "statuses must mirror YARD_ERRORS");
+
+static int index_of(int err)
+{
+	int i = -err - 1;
+	return (i >= 0 && i < YERR__COUNT) ? i : YERR_IDX_INTERNAL;
+}
+
+const char *yerr_code_str(int err)
+{
+	return codes[index_of(err)];
+}
+
+int yerr_http_status(int err)
+{
+	return statuses[index_of(err)];
+}
+
+const char *yerr_default_message(int err)
+{
+	return messages[index_of(err)];
+}
+
+void errbuf_reset(struct errbuf *eb)
+{
+	eb->code = 0;
+	eb->field[0] = '\0';
+	eb->msg[0] = '\0';
+}
+
+int verror_field(struct errbuf *eb, int code, const char *field, const char *fmt, va_list ap)
+{
+	if (!eb)
+		return code;
+	eb->code = code;
+	snprintf(eb->field, sizeof(eb->field), "%s", field ? field : "");
+	vsnprintf(eb->msg, sizeof(eb->msg), fmt, ap);
+	return code;
+}
+
+int error_field(struct errbuf *eb, int code, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror_field(eb, code, field, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int error(struct errbuf *eb, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror_field(eb, code, NULL, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("yard: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}

@@ -1,0 +1,115 @@
+#include "base/compat.h"
+#include "base/fsutil.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <libgen.h>
+
+int mkdir_p(const char *path, unsigned mode)
+{
+	char *p = xstrdup(path);
+	int ret = 0;
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || !*s) {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
+				ret = -1;
+				break;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	int saved = errno;
+	free(p);
+	errno = saved;
+	return ret;
+}
+
+int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int fsync_parent_dir(const char *path)
+{
+	char *copy = xstrdup(path);
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = -1;
+	free(copy);
+	if (fd < 0)
+		return -1;
+	ret = fsync(fd);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return ret;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	struct strbuf tmp = STRBUF_INIT;
+	int fd, ret = -1, saved;
+	strbuf_addf(&tmp, "%s.tmp", path);
+	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+	if (fd < 0)
+		goto out;
+	if (fchmod(fd, (mode_t)mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		saved = errno;
+		close(fd);
+		unlink(tmp.buf);
+		errno = saved;
+		goto out;
+	}
+	if (close(fd) < 0 || rename(tmp.buf, path) < 0) {
+		saved = errno;
+		unlink(tmp.buf);
+		errno = saved;
+		goto out;
+	}
+	ret = fsync_parent_dir(path);
+out:
+	saved = errno;
+	strbuf_release(&tmp);
+	errno = saved;
+	return ret;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	if (remove(path) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+int rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -1;
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+int path_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}

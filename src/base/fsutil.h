@@ -1,0 +1,22 @@
+/*
+ * Small filesystem helpers. All return 0 or -1 with errno set.
+ */
+#ifndef YARD_FSUTIL_H
+#define YARD_FSUTIL_H
+
+#include <stddef.h>
+
+/* mkdir_p creates path and its missing parents with mode. */
+int mkdir_p(const char *path, unsigned mode);
+/* write_file_atomic writes data to "PATH.tmp", fsyncs it, renames it over
+ * path and fsyncs the directory, so readers see the old or the new content. */
+int write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
+/* rm_rf removes path and everything below it; missing is not an error. */
+int rm_rf(const char *path);
+/* fsync_dir fsyncs the directory that holds path. */
+int fsync_parent_dir(const char *path);
+/* write_all writes every byte, retrying on EINTR and short writes. */
+int write_all(int fd, const void *data, size_t len);
+int path_exists(const char *path);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * Job code archives (tar.gz through libarchive). The CLI packs the directory
+ * that holds a spec, honouring .yardignore; the agent unpacks it into each
+ * task's fresh working directory.
+ */
+#ifndef YARD_CODEPACK_H
+#define YARD_CODEPACK_H
+
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/strbuf.h"
+
+/* codepack_create packs the regular files, directories and symlinks below dir
+ * into a tar.gz in out (appended). .yardignore in dir holds gitignore-style
+ * patterns (blank lines and '#' comments skipped; "name", "dir/", "*.ext",
+ * "/anchored", "!negation" not needed). The archive is deterministic (sorted
+ * names, zero mtimes, uid/gid 0) so that the same tree gives the same digest.
+ * Fails with YERR(TOO_LARGE) past max_bytes of input (0 = no limit). */
+int codepack_create(const char *dir, struct strbuf *out, uint64_t max_bytes, struct errbuf *eb);
+
+/* codepack_extract unpacks the tar.gz at archive_path into dest (created).
+ * Absolute paths, ".." components, and links that point outside dest are
+ * refused with YERR(BAD_REQUEST) naming the entry; nothing is written outside dest. */
+int codepack_extract(const char *archive_path, const char *dest, struct errbuf *eb);
+
+#endif

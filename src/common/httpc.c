@@ -1,0 +1,223 @@
+#include "base/compat.h"
+#include "common/httpc.h"
+#include "base/xalloc.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+
+static const char *const api_codes[] = {
+#define X_(name, code, status, msg) code,
+	YARD_ERRORS(X_)
+#undef X_
+};
+
+int yerr_from_code_str(const char *code)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(api_codes); i++)
+		if (code && !strcmp(code, api_codes[i]))
+			return -(int)i - 1;
+	return YERR(INTERNAL);
+}
+
+void httpc_init(struct httpc *c, const char *base_url, const char *token)
+{
+	size_t n = strlen(base_url);
+	while (n && base_url[n - 1] == '/')
+		n--;
+	c->curl = curl_easy_init();
+	if (!c->curl)
+		die("cannot initialise libcurl");
+	c->base_url = xstrndup(base_url, n);
+	c->token = token ? xstrdup(token) : NULL;
+	c->timeout_ms = 0;
+}
+
+void httpc_release(struct httpc *c)
+{
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->base_url);
+	free(c->token);
+	c->curl = NULL;
+	c->base_url = c->token = NULL;
+}
+
+void httpc_set_token(struct httpc *c, const char *token)
+{
+	free(c->token);
+	c->token = token ? xstrdup(token) : NULL;
+}
+
+void httpc_response_init(struct httpc_response *res)
+{
+	memset(res, 0, sizeof(*res));
+	strbuf_init(&res->body, 0);
+}
+
+void httpc_response_release(struct httpc_response *res)
+{
+	strbuf_release(&res->body);
+	free(res->offset_hdr);
+	free(res->size_hdr);
+	free(res->eof_hdr);
+	free(res->content_type);
+	res->offset_hdr = res->size_hdr = res->eof_hdr = res->content_type = NULL;
+	res->status = 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct httpc_response *res = arg;
+	strbuf_add(&res->body, data, size * nmemb);
+	return size * nmemb;
+}
+
+static void take_header(char **slot, const char *line, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+	if (len <= n || strncasecmp(line, name, n) != 0)
+		return;
+	const char *v = line + n;
+	const char *end = line + len;
+	while (v < end && isspace((unsigned char)*v))
+		v++;
+	while (end > v && isspace((unsigned char)end[-1]))
+		end--;
+	free(*slot);
+	*slot = xstrndup(v, (size_t)(end - v));
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct httpc_response *res = arg;
+	size_t len = size * nmemb;
+	take_header(&res->offset_hdr, data, len, "X-Yard-Offset:");
+	take_header(&res->size_hdr, data, len, "X-Yard-Size:");
+	take_header(&res->eof_hdr, data, len, "X-Yard-Eof:");
+	take_header(&res->content_type, data, len, "Content-Type:");
+	return len;
+}
+
+int httpc_request(struct httpc *c, const char *method, const char *path,
+		  const void *body, size_t body_len, const char *content_type,
+		  struct httpc_response *res, struct errbuf *eb)
+{
+	CURL *h = c->curl;
+	struct curl_slist *hdrs = NULL;
+	struct strbuf url = STRBUF_INIT, line = STRBUF_INIT;
+	CURLcode rc;
+	int ret = 0;
+
+	httpc_response_release(res);
+	curl_easy_reset(h);
+	strbuf_addf(&url, "%s%s", c->base_url, path);
+	curl_easy_setopt(h, CURLOPT_URL, url.buf);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, res);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, res);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	if (c->timeout_ms)
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	if (c->token) {
+		strbuf_addf(&line, "Authorization: Bearer %s", c->token);
+		hdrs = curl_slist_append(hdrs, line.buf);
+	}
+	if (body || !strcmp(method, "POST") || !strcmp(method, "PUT")) {
+		strbuf_reset(&line);
+		strbuf_addf(&line, "Content-Type: %s",
+			    content_type ? content_type : "application/octet-stream");
+		hdrs = curl_slist_append(hdrs, line.buf);
+		/* no "Expect: 100-continue" round trip for large bodies */
+		hdrs = curl_slist_append(hdrs, "Expect:");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+	}
+	if (!strcmp(method, "GET"))
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url.buf,
+			    curl_easy_strerror(rc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
+out:
+	curl_slist_free_all(hdrs);
+	strbuf_release(&url);
+	strbuf_release(&line);
+	return ret;
+}
+
+int httpc_error_from_reply(const struct httpc_response *res, struct errbuf *eb)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(res->body.buf, res->body.len, 0, &jerr);
+	json_t *e = doc ? json_object_get(doc, "error") : NULL;
+	int code;
+	if (!json_is_object(e)) {
+		code = res->status == 401 ? YERR(UNAUTHORIZED)
+		     : res->status == 403 ? YERR(FORBIDDEN)
+		     : res->status == 404 ? YERR(NOT_FOUND)
+		     : res->status >= 500 ? YERR(INTERNAL) : YERR(BAD_REQUEST);
+		error(eb, code, "server answered HTTP %ld", res->status);
+	} else {
+		const char *field = json_string_value(json_object_get(e, "field"));
+		const char *msg = json_string_value(json_object_get(e, "message"));
+		code = yerr_from_code_str(json_string_value(json_object_get(e, "code")));
+		error_field(eb, code, field, "%s", msg ? msg : yerr_default_message(code));
+	}
+	json_decref(doc);
+	return code;
+}
+
+int httpc_json(struct httpc *c, const char *method, const char *path, json_t *body,
+	       json_t **out, long *status, struct errbuf *eb)
+{
+	struct httpc_response res;
+	char *text = NULL;
+	int ret;
+	json_error_t jerr;
+
+	if (out)
+		*out = NULL;
+	httpc_response_init(&res);
+	if (body)
+		text = json_dumps(body, JSON_COMPACT);
+	ret = httpc_request(c, method, path, text, text ? strlen(text) : 0,
+			    body ? "application/json" : NULL, &res, eb);
+	free(text);
+	if (ret < 0)
+		goto out;
+	if (status)
+		*status = res.status;
+	if (res.status >= 400) {
+		ret = httpc_error_from_reply(&res, eb);
+		goto out;
+	}
+	if (out && res.body.len) {
+		*out = json_loadb(res.body.buf, res.body.len, 0, &jerr);
+		if (!*out)
+			ret = error(eb, YERR(INTERNAL), "bad JSON from server: %s", jerr.text);
+	}
+out:
+	httpc_response_release(&res);
+	return ret;
+}
+
+char *url_escape(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~')
+			strbuf_addch(&sb, ch);
+		else
+			strbuf_addf(&sb, "%%%02X", ch);
+	}
+	return strbuf_detach(&sb, NULL);
+}

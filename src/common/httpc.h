@@ -1,0 +1,63 @@
+/*
+ * A small blocking HTTP client over libcurl, shared by the agent and the CLI.
+ * One struct httpc per thread (it keeps its connection alive between calls).
+ * curl_global_init is done once by main() before any thread starts.
+ */
+#ifndef YARD_HTTPC_H
+#define YARD_HTTPC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "base/error.h"
+#include "base/strbuf.h"
+
+struct httpc {
+	void *curl;          /* CURL *, owned */
+	char *base_url;      /* owned, no trailing slash: "http://127.0.0.1:7420" */
+	char *token;         /* owned or NULL: sent as a bearer token */
+	long timeout_ms;     /* whole-request limit; 0 = none */
+};
+
+struct httpc_response {
+	long status;           /* HTTP status, 0 when no response came */
+	struct strbuf body;    /* owned; released by httpc_response_release */
+	char *offset_hdr;      /* X-Yard-Offset value or NULL (owned) */
+	char *size_hdr;        /* X-Yard-Size (owned) */
+	char *eof_hdr;         /* X-Yard-Eof (owned) */
+	char *content_type;    /* owned or NULL */
+};
+
+void httpc_init(struct httpc *c, const char *base_url, const char *token);
+void httpc_release(struct httpc *c);
+void httpc_set_token(struct httpc *c, const char *token);
+
+/* httpc_request sends METHOD base_url+path (path starts with '/', already
+ * escaped) with an optional body and content type. A transport failure
+ * returns YERR(UNAVAILABLE) with the curl message in eb; any HTTP status
+ * returns 0 with res->status set. Caller releases res, also after an error. */
+int httpc_request(struct httpc *c, const char *method, const char *path,
+		  const void *body, size_t body_len, const char *content_type,
+		  struct httpc_response *res, struct errbuf *eb);
+
+/* httpc_json sends a JSON body (or none when body is NULL) and parses a JSON
+ * reply into *out (new reference, may be NULL when the reply is empty). A
+ * status >= 400 with the API's error document becomes that error (code from
+ * error.code, message, field) and returns its negative code; *status gets the
+ * HTTP status if status is not NULL. */
+int httpc_json(struct httpc *c, const char *method, const char *path, json_t *body,
+	       json_t **out, long *status, struct errbuf *eb);
+
+/* httpc_error_from_reply fills eb from an API error document; returns the code. */
+int httpc_error_from_reply(const struct httpc_response *res, struct errbuf *eb);
+
+/* yerr_from_code_str: YERR(...) for an API code string, YERR(INTERNAL) if unknown. */
+int yerr_from_code_str(const char *code);
+
+void httpc_response_init(struct httpc_response *res);
+void httpc_response_release(struct httpc_response *res);
+
+/* url_escape: percent-encode s for a path segment or query value (caller frees). */
+char *url_escape(const char *s);
+
+#endif

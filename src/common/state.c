@@ -1,0 +1,149 @@
+#include "base/compat.h"
+#include "common/state.h"
+
+static const char *const job_state_names[] = {
+#define X_(n, s) s,
+	JOB_STATES(X_)
+#undef X_
+};
+static const char *const job_event_names[] = {
+#define X_(n, s) s,
+	JOB_EVENTS(X_)
+#undef X_
+};
+static const char *const task_state_names[] = {
+#define X_(n, s) s,
+	TASK_STATES(X_)
+#undef X_
+};
+static const char *const task_event_names[] = {
+#define X_(n, s) s,
+	TASK_EVENTS(X_)
+#undef X_
+};
+static_assert(ARRAY_SIZE(job_state_names) == JOB_STATE__COUNT, "job state names");
+static_assert(ARRAY_SIZE(job_event_names) == JOB_EVENT__COUNT, "job event names");
+static_assert(ARRAY_SIZE(task_state_names) == TASK_STATE__COUNT, "task state names");
+static_assert(ARRAY_SIZE(task_event_names) == TASK_EVENT__COUNT, "task event names");
+
+/* 0 means "not allowed"; otherwise the next state + 1. */
+#define J(s) (JOB_##s + 1)
+static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
+	[JOB_QUEUED] = {
+		[JOB_EV_PLACED] = J(STARTING),
+		[JOB_EV_CANCEL] = J(CANCELLED),
+		[JOB_EV_TIMEOUT] = J(FAILED),
+	},
+	[JOB_STARTING] = {
+		[JOB_EV_ALL_RUNNING] = J(RUNNING),
+		[JOB_EV_ALL_SUCCEEDED] = J(SUCCEEDED),
+		[JOB_EV_TASK_FAILED] = J(FAILED),
+		[JOB_EV_RESTART] = J(QUEUED),
+		[JOB_EV_CANCEL] = J(CANCELLED),
+		[JOB_EV_TIMEOUT] = J(FAILED),
+	},
+	[JOB_RUNNING] = {
+		[JOB_EV_ALL_SUCCEEDED] = J(SUCCEEDED),
+		[JOB_EV_TASK_FAILED] = J(FAILED),
+		[JOB_EV_RESTART] = J(QUEUED),
+		[JOB_EV_CANCEL] = J(CANCELLED),
+		[JOB_EV_TIMEOUT] = J(FAILED),
+	},
+};
+#undef J
+
+#define T(s) (TASK_##s + 1)
+static const signed char task_table[TASK_STATE__COUNT][TASK_EVENT__COUNT] = {
+	[TASK_PENDING] = {
+		[TASK_EV_ASSIGN] = T(ASSIGNED),
+		[TASK_EV_STOP] = T(KILLED),
+	},
+	[TASK_ASSIGNED] = {
+		[TASK_EV_STARTED] = T(RUNNING),
+		[TASK_EV_EXITED_OK] = T(SUCCEEDED),
+		[TASK_EV_EXITED_FAIL] = T(FAILED),
+		[TASK_EV_STOP] = T(STOPPING),
+		[TASK_EV_LOST] = T(LOST),
+	},
+	[TASK_RUNNING] = {
+		[TASK_EV_EXITED_OK] = T(SUCCEEDED),
+		[TASK_EV_EXITED_FAIL] = T(FAILED),
+		[TASK_EV_STOP] = T(STOPPING),
+		[TASK_EV_LOST] = T(LOST),
+	},
+	[TASK_STOPPING] = {
+		[TASK_EV_EXITED_OK] = T(KILLED),
+		[TASK_EV_EXITED_FAIL] = T(KILLED),
+		[TASK_EV_LOST] = T(LOST),
+	},
+	[TASK_SUCCEEDED] = { [TASK_EV_REQUEUE] = T(PENDING) },
+	[TASK_FAILED] = { [TASK_EV_REQUEUE] = T(PENDING) },
+	[TASK_KILLED] = { [TASK_EV_REQUEUE] = T(PENDING) },
+	[TASK_LOST] = { [TASK_EV_REQUEUE] = T(PENDING) },
+};
+#undef T
+
+int job_transition(enum job_state state, enum job_event ev)
+{
+	if ((unsigned)state >= JOB_STATE__COUNT || (unsigned)ev >= JOB_EVENT__COUNT)
+		return -1;
+	return job_table[state][ev] - 1;
+}
+
+int task_transition(enum task_state state, enum task_event ev)
+{
+	if ((unsigned)state >= TASK_STATE__COUNT || (unsigned)ev >= TASK_EVENT__COUNT)
+		return -1;
+	return task_table[state][ev] - 1;
+}
+
+const char *job_state_name(enum job_state s)
+{
+	return (unsigned)s < JOB_STATE__COUNT ? job_state_names[s] : "unknown";
+}
+
+const char *job_event_name(enum job_event e)
+{
+	return (unsigned)e < JOB_EVENT__COUNT ? job_event_names[e] : "unknown";
+}
+
+const char *task_state_name(enum task_state s)
+{
+	return (unsigned)s < TASK_STATE__COUNT ? task_state_names[s] : "unknown";
+}
+
+const char *task_event_name(enum task_event e)
+{
+	return (unsigned)e < TASK_EVENT__COUNT ? task_event_names[e] : "unknown";
+}
+
+int job_state_parse(const char *s)
+{
+	for (int i = 0; i < JOB_STATE__COUNT; i++)
+		if (!strcmp(s, job_state_names[i]))
+			return i;
+	return -1;
+}
+
+int task_state_parse(const char *s)
+{
+	for (int i = 0; i < TASK_STATE__COUNT; i++)
+		if (!strcmp(s, task_state_names[i]))
+			return i;
+	return -1;
+}
+
+int job_state_is_final(enum job_state s)
+{
+	return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+}
+
+int task_state_is_final(enum task_state s)
+{
+	return s == TASK_SUCCEEDED || s == TASK_FAILED || s == TASK_KILLED || s == TASK_LOST;
+}
+
+int task_state_holds_resources(enum task_state s)
+{
+	return s == TASK_ASSIGNED || s == TASK_RUNNING || s == TASK_STOPPING;
+}

@@ -1,0 +1,92 @@
+/*
+ * The lifecycles of a job (in the master) and of a task (as the master sees
+ * it), as explicit state x event tables. Every transition is listed in
+ * state.c; anything not listed is refused with -1, and callers treat that as
+ * "ignore the event" (a late or duplicate report), never as a crash.
+ */
+#ifndef YARD_STATE_H
+#define YARD_STATE_H
+
+#define JOB_STATES(X)        \
+	X(QUEUED, "queued")       \
+	X(STARTING, "starting")   \
+	X(RUNNING, "running")     \
+	X(SUCCEEDED, "succeeded") \
+	X(FAILED, "failed")       \
+	X(CANCELLED, "cancelled")
+
+enum job_state {
+#define X_(n, s) JOB_##n,
+	JOB_STATES(X_)
+#undef X_
+	JOB_STATE__COUNT
+};
+
+#define JOB_EVENTS(X)                                                             \
+	X(PLACED, "placed")               /* the scheduler gave every task a node */ \
+	X(ALL_RUNNING, "all_running")     /* every task reported running */          \
+	X(ALL_SUCCEEDED, "all_succeeded") /* every task exited 0 */                   \
+	X(TASK_FAILED, "task_failed")     /* a task failed, no restart left */       \
+	X(RESTART, "restart")             /* a task failed or was lost, restart left */ \
+	X(CANCEL, "cancel")               /* the owner or an admin cancelled */      \
+	X(TIMEOUT, "timeout")             /* the spec's timeout passed */
+
+enum job_event {
+#define X_(n, s) JOB_EV_##n,
+	JOB_EVENTS(X_)
+#undef X_
+	JOB_EVENT__COUNT
+};
+
+#define TASK_STATES(X)         \
+	X(PENDING, "pending")       /* not placed yet (job queued) */ \
+	X(ASSIGNED, "assigned")     /* placed; the agent has not started it */ \
+	X(RUNNING, "running")       \
+	X(STOPPING, "stopping")     /* asked to stop; holds its GPUs until it exits */ \
+	X(SUCCEEDED, "succeeded")   \
+	X(FAILED, "failed")         \
+	X(KILLED, "killed")         /* stopped on request (cancel, gang stop) */ \
+	X(LOST, "lost")             /* its node was lost */
+
+enum task_state {
+#define X_(n, s) TASK_##n,
+	TASK_STATES(X_)
+#undef X_
+	TASK_STATE__COUNT
+};
+
+#define TASK_EVENTS(X)                                                              \
+	X(ASSIGN, "assign")     /* placed on a node */                                 \
+	X(STARTED, "started")   /* the agent reports the process running */            \
+	X(EXITED_OK, "exited_ok")                                                      \
+	X(EXITED_FAIL, "exited_fail") /* non-zero exit, signal, oom, start failure */  \
+	X(STOP, "stop")         /* cancel or gang stop requested */                    \
+	X(LOST, "lost")         /* the node's lease ran out */                         \
+	X(REQUEUE, "requeue")   /* the job goes back to the queue for a restart */
+
+enum task_event {
+#define X_(n, s) TASK_EV_##n,
+	TASK_EVENTS(X_)
+#undef X_
+	TASK_EVENT__COUNT
+};
+
+/* *_transition: the next state, or -1 when the event is not allowed in state. */
+int job_transition(enum job_state state, enum job_event ev);
+int task_transition(enum task_state state, enum task_event ev);
+
+const char *job_state_name(enum job_state s);
+const char *job_event_name(enum job_event e);
+const char *task_state_name(enum task_state s);
+const char *task_event_name(enum task_event e);
+/* *_state_parse: the state named s, or -1. */
+int job_state_parse(const char *s);
+int task_state_parse(const char *s);
+
+/* A finished job or task never changes again. */
+int job_state_is_final(enum job_state s);
+int task_state_is_final(enum task_state s);
+/* A task that holds its node's resources: assigned, running or stopping. */
+int task_state_holds_resources(enum task_state s);
+
+#endif

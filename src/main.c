@@ -1,0 +1,69 @@
+/*
+ * yard: one binary for every role, git-style. The daemons (master, agent,
+ * shim, up) are dispatched here; everything else is a CLI command.
+ */
+#include "base/compat.h"
+
+#include <curl/curl.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "master/master.h"
+#include "up.h"
+
+static const struct role {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} roles[] = {
+	{ "master", cmd_master },
+	{ "agent", cmd_agent },
+	{ "shim", cmd_shim },
+	{ "up", cmd_up },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: yard <command> [options]\n\n"
+		     "daemons:\n"
+		     "  master   run the control plane\n"
+		     "  agent    run a node agent\n"
+		     "  up       master and a local agent in one process\n\n");
+	cli_usage(out);
+}
+
+static int finish(int status)
+{
+	/* a CLI whose output could not be written has failed */
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+		if (errno != EPIPE)
+			fprintf(stderr, "yard: cannot write output: %s\n", strerror(errno));
+		return status ? status : 1;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return finish(argc < 2 ? 2 : 0);
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("yard 0.1.0\n");
+		return finish(0);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(roles); i++)
+		if (!strcmp(argv[1], roles[i].name)) {
+			if (strcmp(argv[1], "shim"))
+				curl_global_init(CURL_GLOBAL_DEFAULT);
+			return finish(roles[i].fn(argc - 1, argv + 1));
+		}
+	if (cli_has_command(argv[1])) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		return finish(cli_main(argc - 1, argv + 1));
+	}
+	fprintf(stderr, "yard: '%s' is not a yard command\n\n", argv[1]);
+	usage(stderr);
+	return finish(2);
+}

@@ -1,0 +1,34 @@
+/*
+ * The master: the control plane. One thread runs its event loop and owns all
+ * cluster state; every change is committed to the store before it is
+ * acknowledged.
+ */
+#ifndef YARD_MASTER_H
+#define YARD_MASTER_H
+
+#include "base/error.h"
+
+struct master_config {
+	const char *listen;     /* "HOST:PORT"; port 0 picks a free one */
+	const char *data_dir;   /* created if missing */
+	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
+	const char *web_dir;    /* static UI files served at / (may be NULL) */
+};
+
+struct master;
+
+/* master_open creates the data dir, opens the store, makes the first tokens
+ * (printing the admin token once) and binds the listening socket. */
+int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb);
+/* master_url: "http://HOST:PORT" of the bound socket (owned by the master). */
+const char *master_url(const struct master *m);
+/* master_run runs the event loop until master_stop(); returns 0 or an error. */
+int master_run(struct master *m);
+/* master_stop may be called from any thread or a signal-handling thread. */
+void master_stop(struct master *m);
+void master_free(struct master *m);
+
+/* `yard master --listen ADDR --data-dir DIR [--lease S]` */
+int cmd_master(int argc, char **argv);
+
+#endif
