@@ -44,6 +44,10 @@ static int finish(int status)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "help") && cli_has_command(argv[2])) {
+		char *help_argv[] = { argv[2], (char *)"--help", NULL };
+		return finish(cli_main(2, help_argv));
+	}
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);

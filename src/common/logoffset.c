@@ -8,7 +8,7 @@ struct log_chunk_decision log_chunk_decide(uint64_t have, uint64_t offset, uint6
 		d.action = LOG_CHUNK_GAP;
 		return d;
 	}
-	if (offset + len <= have) {
+	if (len <= have - offset) {
 		d.skip = len;
 		return d;
 	}

@@ -4,26 +4,38 @@
  *
  * Validation names the field path, the value and the reason:
  *   tasks.worker.gpus: expected an integer >= 0, got "two"
- * in errbuf (code YERR(INVALID_SPEC), field "tasks.worker.gpus").
+ * in errbuf (code YERR(INVALID_SPEC), field "tasks.worker.gpus"); the message
+ * always starts with the field path and ": ". Elements of arrays are named
+ * "command[1]". The first error is reported, in the order of this list, and
+ * an unknown field of an object before its known fields ("tasks.worker.gpu:
+ * unknown field (did you mean 'gpus'?)").
  *
- * Fields (see DESIGN.md "Job spec"); all but command and tasks are optional:
+ * Fields (see DESIGN.md "Job spec"); all but command and tasks are optional,
+ * and an optional field that is null counts as absent:
  *   name        string, [a-z0-9][a-z0-9_.-]{0,62}   (default "job")
  *   framework   "command" (other frameworks are refused until their launcher exists)
- *   command     non-empty array of strings (argv; never a shell); "{params.K}" expands
+ *   command     non-empty array of strings (argv; never a shell), at most 1024;
+ *               "{params.K}" expands; every K must be in params
  *   image       must be absent or null (container runtimes are not built yet)
- *   params      object of scalars (string, number, bool)
- *   env         object of string -> scalar; names [A-Za-z_][A-Za-z0-9_]*, not YARD_*
- *   tasks       object ROLE -> {replicas >= 1 (default 1), gpus >= 0 (0), cpus > 0
- *               (number, default 1), memory (size string or integer bytes, optional),
- *               pids >= 16 (default 4096), command (optional argv override)}
- *               ROLE is [a-z][a-z0-9_-]{0,31}; at most 64 roles, 4096 tasks in all
- *   data        refused for now (datasets are not built yet)
- *   placement   {gpu_model: string ("*" any), max_nodes: integer >= 1,
+ *   params      object of scalars (string, number, bool; not null); keys
+ *               [A-Za-z_][A-Za-z0-9_]{0,63}
+ *   env         object of string -> scalar; names [A-Za-z_][A-Za-z0-9_]{0,63},
+ *               not YARD_*; numbers and bools are stored as their text
+ *   tasks       object ROLE -> {replicas 1..1024 (default 1), gpus 0..64 (0),
+ *               cpus 0 < x <= 1024 (number, default 1, kept in milli-CPUs),
+ *               memory (size string or integer bytes, >= 4MiB, optional),
+ *               pids 16..1000000 (default 4096), command (optional argv override)}
+ *               ROLE is [a-z][a-z0-9_-]{0,31}; at most 64 roles, 4096 tasks in all;
+ *               a role that is null takes every default
+ *   data        refused for now (datasets are not built yet); null or [] pass
+ *   placement   {gpu_model: string ("*" any), max_nodes: integer 1..4096,
  *               wait_for_nodes: bool (queue even if no node can ever hold a task)}
- *   priority    low | normal | high
+ *   priority    low | normal | high   (default normal)
  *   team        string like name
  *   restart     {max: integer 0..100}
- *   timeout     duration ("2h", "90m", "3600s", integer seconds); absent = none
+ *   timeout     duration ("2h", "90m", "3600s", "1h30m", integer seconds) > 0;
+ *               absent = none
+ * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
 #define YARD_SPEC_H
@@ -64,32 +76,57 @@ struct job_spec {
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document
- * (scalars typed as YAML 1.2 core schema: plain 3 is an integer, "3" a string).
- * Caller owns *out. Depth and size are bounded; errors name the line. */
+ * (scalars typed as YAML 1.2 core schema: plain 3 is an integer, "3" a string,
+ * empty/~/null is null, true/false bools, 1.5 and 1e3 reals; hex stays a
+ * string). Caller owns *out (NULL on error). Refused with YERR(INVALID_SPEC)
+ * and a message that names the line ("line 7: duplicate key 'gpus'"): anchors
+ * and aliases, duplicate keys, keys that are not scalars, tags other than
+ * !!str/!!map/!!seq, more than one document, an empty text, nesting deeper
+ * than 32, integers beyond int64, .inf/.nan, NUL characters, and text over
+ * 1 MiB. Only the document's shape is checked here: spec_from_json validates. */
 int spec_load_text(const char *text, size_t len, json_t **out, struct errbuf *eb);
 
 /* spec_set applies one "--set path=value" override (such as params.lr=0.1 or
- * tasks.worker.replicas=4) to the document; the value is typed as YAML would. */
+ * tasks.worker.replicas=4) to the document, creating the objects along the
+ * dotted path; the value is typed as a YAML plain scalar would be, except that
+ * one wrapped in matching '' or "" quotes is the string inside (name='007').
+ * Fails with YERR(BAD_REQUEST): "--set 'x': expected PATH=VALUE", or when a
+ * step of the path is not an object, or the value is not a finite number.
+ * The result is not validated: call spec_from_json after the last --set. */
 int spec_set(json_t *doc, const char *assignment, struct errbuf *eb);
 
 /* spec_from_json validates doc and fills spec (caller releases it with
  * spec_release, also after an error). doc is not modified or kept. */
 int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb);
 
-/* spec_to_json: the canonical form, every default filled in (new reference). */
+/* spec_to_json: the canonical form, every default filled in (new reference):
+ * every top-level field and every role field is present; absent values are
+ * null (image, data, team, timeout, memory, max_nodes, a role's command);
+ * cpus is an integer or a real, timeout integer seconds (or "1500ms" when not
+ * whole seconds), gpu_model "*" for any. spec_from_json of it gives back an
+ * equal spec. */
 json_t *spec_to_json(const struct job_spec *spec);
 
+/* spec_release frees what spec owns and leaves it empty (safe to call twice). */
 void spec_release(struct job_spec *spec);
 
 /* spec_total_tasks: the sum of replicas over roles. */
 unsigned spec_total_tasks(const struct job_spec *spec);
 
 /* spec_expand_argv: argv with each "{params.K}" replaced by the parameter's
- * value (strings as they are, numbers in JSON form), "{{" and "}}" as braces.
- * Returns a NULL-terminated array the caller frees with argv_free, or NULL
- * with eb set when a placeholder names a missing parameter. */
+ * value (spec_scalar_str), "{{" and "}}" as single braces; any other brace is
+ * kept as it is ("{gpus}" stays for a launcher). Returns a NULL-terminated
+ * array the caller frees with argv_free, or NULL with eb set (YERR(INVALID_SPEC),
+ * field "command") when a placeholder names a missing parameter. */
 char **spec_expand_argv(char *const *argv, const json_t *params, struct errbuf *eb);
+/* spec_scalar_str: the text of a parameter as it is expanded and as it goes
+ * into YARD_PARAM_<NAME>: strings as they are, integers and bools as JSON
+ * writes them, reals in the shortest form that reads back exactly ("0.1",
+ * "2.0"). Caller frees. */
+char *spec_scalar_str(const json_t *v);
+/* argv_free frees a NULL-terminated argv and its strings (NULL is fine). */
 void argv_free(char **argv);
+/* argv_len: the number of strings before the NULL (0 for NULL). */
 size_t argv_len(char *const *argv);
 
 #endif

@@ -1,0 +1,66 @@
+# Trainyard: the two commands a new machine needs are `make demo` and `make test`.
+# Everything else here is what those two are made of.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PYTHON     ?= python3
+SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Debian 12 packages the build, the tests and the demo need.
+DEB_PACKAGES := gcc pkg-config meson ninja-build \
+	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
+	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev \
+	python3 procps iproute2 curl coreutils util-linux
+
+.PHONY: all build deps test unit e2e demo bench clean asan help
+
+all: build
+
+help:
+	@echo "make deps   install the missing Debian packages (apt-get; idempotent)"
+	@echo "make        build ./$(BUILD)/yard"
+	@echo "make test   deps, an ASan+UBSan build, unit tests, end-to-end tests"
+	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
+	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
+
+# Installs only what is missing, so a second run does nothing.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "deps: all Debian packages present"; fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) -Dwerror=true
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+
+unit: asan
+	meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
+
+e2e: asan
+	$(PYTHON) tests/e2e/run.py --yard $(ASAN_BUILD)/yard
+
+test: deps
+	@$(MAKE) --no-print-directory asan
+	@$(PYTHON) tests/run_all.py --build $(ASAN_BUILD)
+
+demo: deps build
+	./examples/demo.sh $(BUILD)/yard
+
+bench: deps build
+	$(PYTHON) bench/run.py --yard $(BUILD)/yard
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Trainyard core benchmarks. Each starts its own master and agents on
+loopback in a temp dir and prints numbers (targets beside them); nothing here
+asserts on time.
+
+  latency     submit->running on an idle local agent, p50/p99 over 200 jobs,
+              from the master's own timestamps (submitted_at, running_at)
+  throughput  durable submissions/s through the HTTP API, 8 concurrent clients
+  rss         agent RSS when idle; master RSS with 10,000 finished jobs
+              (while running, and after a restart that loads them from the store)
+
+usage: bench/run.py [--yard build/yard] [latency|throughput|rss ...]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def bench_latency(h):
+    with h.cluster("bench-latency") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="none")
+        lat = []
+        for i in range(200):
+            status, job = c.api.submit(h.spec(["/bin/true"], name=f"lat{i}", cpus=0.1))
+            assert status == 201, job
+            j = c.api.wait_job(job["id"], timeout=30)
+            if j["state"] != "succeeded" or not j.get("running_at"):
+                print(f"latency: job {job['id']} ended {j['state']} without running_at", file=sys.stderr)
+                continue
+            lat.append((j["running_at"] - j["submitted_at"]) / 1000.0)
+        print(f"latency submit->running over {len(lat)} jobs: p50 {pct(lat, 50):.2f} ms "
+              f"(target <= 10), p99 {pct(lat, 99):.2f} ms (target <= 50), "
+              f"mean {statistics.mean(lat):.2f} ms, max {max(lat):.2f} ms")
+
+
+def bench_throughput(h, yard):
+    tool = os.path.join(os.path.dirname(yard), "bench", "submit_throughput")
+    with h.cluster("bench-throughput") as c:
+        c.start_master()
+        r = subprocess.run([tool, c.url, c.admin_token, "8", "20000"], capture_output=True, text=True)
+        print(r.stdout.strip() + "   (target >= 2000 jobs/s)")
+        if r.returncode:
+            print(r.stderr, file=sys.stderr)
+        print(f"master RSS with 20,000 queued jobs: {rss_mib(c.master.p.pid):.1f} MiB")
+
+
+def bench_rss(h):
+    with h.cluster("bench-rss") as c:
+        c.start_master()
+        a = c.start_agent("n1", gpus="sim:8")
+        time.sleep(2)
+        print(f"agent RSS idle: {rss_mib(a.p.pid):.1f} MiB (target <= 10)")
+        n = 10000
+        ids = []
+        lock = threading.Lock()
+
+        def submit(k):
+            for i in range(k, n, 8):
+                status, job = c.api.submit(h.spec(["/bin/true"], name=f"rss{i}", cpus=0.01))
+                assert status == 201, job
+                with lock:
+                    ids.append(job["id"])
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=submit, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        done = lambda: c.api.json("GET", "/v1/jobs?state=succeeded&limit=100000")[1]["jobs"]
+        while len(done()) < n and time.monotonic() - t0 < 1800:
+            time.sleep(2)
+        finished = len(done())
+        print(f"ran {finished} jobs to completion in {time.monotonic() - t0:.0f} s "
+              f"({finished / (time.monotonic() - t0):.0f} jobs/s through one agent)")
+        print(f"master RSS with {finished} finished jobs: {rss_mib(c.master.p.pid):.1f} MiB (target <= 64)")
+        c.master.stop()
+        c.start_master()
+        c.api.json("GET", "/v1/jobs?limit=10")
+        print(f"master RSS after a restart that loaded them: {rss_mib(c.master.p.pid):.1f} MiB (target <= 64)")
+        print(f"agent RSS after running them: {rss_mib(a.p.pid):.1f} MiB")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yard", default=os.path.join(ROOT, "build", "yard"))
+    ap.add_argument("which", nargs="*", default=["latency", "throughput", "rss"])
+    args = ap.parse_args()
+    os.environ["YARD"] = os.path.abspath(args.yard)
+    import harness as h
+    h.YARD = os.environ["YARD"]
+    for w in args.which:
+        {"latency": lambda: bench_latency(h), "throughput": lambda: bench_throughput(h, args.yard),
+         "rss": lambda: bench_rss(h)}[w]()
+
+
+if __name__ == "__main__":
+    main()

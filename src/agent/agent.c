@@ -1,0 +1,1146 @@
+/*
+ * The agent. Three threads:
+ * - the main thread runs a libuv loop that owns the task table: it
+ *   reconciles desired against actual state the moment a work reply arrives
+ *   (uv_async), starts and stops tasks through a runtime, and watches each
+ *   task's start pipe and exit pidfd (uv_poll);
+ * - the poll thread long-polls GET /v1/agents/{id}/work and hands each reply
+ *   to the main loop;
+ * - the shipper thread does every other request: log shipping and status
+ *   reports, retried until acknowledged.
+ * Registration (and re-registration on 401/404) is shared by all three
+ * through struct session.
+ */
+#include "base/compat.h"
+#include "agent/agent.h"
+
+#include <curl/curl.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <uv.h>
+
+#include "agent/cgroup.h"
+#include "agent/gpu.h"
+#include "agent/runtime.h"
+#include "agent/taskdir.h"
+#include "base/clock.h"
+#include "base/crypto.h"
+#include "base/fsutil.h"
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "common/httpc.h"
+
+#define POLL_WAIT_S 10
+#define LOG_CHUNK (1 << 20)
+#define SHIP_TICK_MS 50
+#define BACKOFF_MAX_MS 10000
+
+/* ---- registration, shared by every thread; reference counted because the
+ * poll thread may outlive agent_run while its long poll finishes ---- */
+
+struct session {
+	pthread_mutex_t lock;
+	int refs;
+	bool closed;            /* agent_run has finished: post nothing more */
+	uv_async_t *wake;       /* the main loop's async, NULL once closed */
+	json_t *work;           /* latest unhandled work reply (owned) */
+	/* registration */
+	char *master_url, *name, *addr, *join_token, *work_dir;
+	json_t *gpus;           /* owned */
+	char *id, *token;       /* owned, from the last registration */
+	unsigned gen;           /* bumped by every registration */
+	bool printed_ready;
+	volatile sig_atomic_t *stop;
+};
+
+static void session_unref(struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int left = --s->refs;
+	pthread_mutex_unlock(&s->lock);
+	if (left)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	json_decref(s->work);
+	json_decref(s->gpus);
+	free(s->master_url);
+	free(s->name);
+	free(s->addr);
+	free(s->join_token);
+	free(s->work_dir);
+	free(s->id);
+	free(s->token);
+	free(s);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Sleeps up to ms but wakes early on stop; returns non-zero when stopping. */
+static int sleep_unless_stop(struct session *s, unsigned ms)
+{
+	for (unsigned done = 0; done < ms && !*s->stop; done += 50)
+		sleep_ms(50);
+	return *s->stop != 0;
+}
+
+static unsigned backoff_next(unsigned *cur)
+{
+	unsigned base = *cur ? *cur : 100;
+	*cur = base * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : base * 2;
+	unsigned r = (unsigned)((mono_us() * 2654435761u) >> 8) & 0xff;
+	return base / 2 + (base / 2) * r / 255; /* jitter: 50..100% */
+}
+
+static json_t *scan_task_ids(const char *work_dir)
+{
+	json_t *ids = json_array();
+	char *dir = xasprintf("%s/tasks", work_dir);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		uint64_t id;
+		if (parse_u64_str(de->d_name, &id) == 0)
+			json_array_append_new(ids, json_integer((json_int_t)id));
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return ids;
+}
+
+static long cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? n : 1;
+}
+
+static uint64_t mem_total(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t kb = 0;
+	if (strbuf_read_file(&sb, "/proc/meminfo", 1 << 20) == 0) {
+		const char *p = strstr(sb.buf, "MemTotal:");
+		if (p) {
+			p += 9;
+			while (*p == ' ')
+				p++;
+			if (parse_u64(&p, &kb) < 0)
+				kb = 0;
+		}
+	}
+	strbuf_release(&sb);
+	return kb * 1024;
+}
+
+/* One registration attempt. */
+static int register_once(struct session *s, struct errbuf *eb)
+{
+	struct httpc c;
+	json_t *reply = NULL;
+	long status = 0;
+	int ret;
+
+	httpc_init(&c, s->master_url, s->join_token);
+	c.timeout_ms = 15000;
+	if (!s->addr) {
+		struct httpc_response res;
+		char *ip = NULL;
+		httpc_response_init(&res);
+		ret = httpc_request(&c, "GET", "/healthz", NULL, 0, NULL, &res, eb);
+		httpc_response_release(&res);
+		if (ret)
+			goto out;
+		if (curl_easy_getinfo(c.curl, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip)
+			s->addr = xstrdup(ip);
+		else
+			s->addr = xstrdup("127.0.0.1");
+	}
+	json_t *body = json_pack("{s:s, s:s, s:i, s:I, s:O, s:[s], s:o}", "name", s->name, "addr",
+				 s->addr, "cpus", (int)cpu_count(), "memory", (json_int_t)mem_total(),
+				 "gpus", s->gpus, "runtimes", "process", "tasks",
+				 scan_task_ids(s->work_dir));
+	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
+	json_decref(body);
+	if (ret)
+		goto out;
+	const char *id = json_string_value(json_object_get(reply, "id"));
+	const char *token = json_string_value(json_object_get(reply, "token"));
+	if (!id || !token) {
+		ret = error(eb, YERR(BAD_REQUEST), "registration reply lacks 'id' or 'token'");
+		goto out;
+	}
+	pthread_mutex_lock(&s->lock);
+	free(s->id);
+	free(s->token);
+	s->id = xstrdup(id);
+	s->token = xstrdup(token);
+	s->gen++;
+	pthread_mutex_unlock(&s->lock);
+	json_t *aj = json_pack("{s:s, s:s}", "name", s->name, "id", id);
+	taskdir_write_json(s->work_dir, "agent.json", aj, NULL);
+	json_decref(aj);
+out:
+	json_decref(reply);
+	httpc_release(&c);
+	return ret;
+}
+
+/*
+ * session_register registers until it works or the agent stops, unless
+ * another thread already did since seen_gen. Returns 0 when registered.
+ */
+static pthread_mutex_t *reg_mutex(struct session *s);
+static int session_register(struct session *s, unsigned seen_gen)
+{
+	unsigned backoff = 0;
+	struct errbuf eb = ERRBUF_INIT;
+	pthread_mutex_lock(reg_mutex(s));
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		bool done = s->gen != seen_gen;
+		pthread_mutex_unlock(&s->lock);
+		if (done || *s->stop)
+			break;
+		if (register_once(s, &eb) == 0) {
+			if (!s->printed_ready) {
+				s->printed_ready = true;
+				printf("yard agent ready name=%s\n", s->name);
+				fflush(stdout);
+			}
+			break;
+		}
+		fprintf(stderr, "yard agent: cannot register with '%s': %s\n", s->master_url, eb.msg);
+		if (sleep_unless_stop(s, backoff_next(&backoff)))
+			break;
+	}
+	pthread_mutex_unlock(reg_mutex(s));
+	return *s->stop ? -1 : 0;
+}
+
+/* Registrations are serialised by a second lock, so that s->lock is never
+ * held across a request. It lives with the session. */
+struct session_full {
+	struct session s;
+	pthread_mutex_t reg;
+};
+
+static pthread_mutex_t *reg_mutex(struct session *s)
+{
+	return &((struct session_full *)s)->reg;
+}
+
+/* The current credentials: OUT path prefix "/v1/agents/ID", token, gen. */
+static unsigned session_creds(struct session *s, char **id, char **token)
+{
+	pthread_mutex_lock(&s->lock);
+	*id = xstrdup(s->id ? s->id : "");
+	*token = xstrdup(s->token ? s->token : "");
+	unsigned gen = s->gen;
+	pthread_mutex_unlock(&s->lock);
+	return gen;
+}
+
+/* ---- the poll thread ---- */
+
+static void *poll_thread(void *arg)
+{
+	struct session *s = arg;
+	struct httpc c;
+	json_int_t rev = 0;
+	unsigned backoff = 0, gen = 0;
+	char *id = NULL, *token = NULL;
+
+	httpc_init(&c, s->master_url, NULL);
+	c.timeout_ms = (POLL_WAIT_S + 20) * 1000L;
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		bool closed = s->closed;
+		pthread_mutex_unlock(&s->lock);
+		if (closed || *s->stop)
+			break;
+		free(id);
+		free(token);
+		unsigned g = session_creds(s, &id, &token);
+		if (g != gen) {
+			gen = g;
+			rev = 0; /* a new registration: take the whole state again */
+		}
+		httpc_set_token(&c, token);
+		char *esc = url_escape(id);
+		char *path = xasprintf("/v1/agents/%s/work?rev=%" JSON_INTEGER_FORMAT "&wait=%d", esc, rev,
+				       POLL_WAIT_S);
+		free(esc);
+		json_t *reply = NULL;
+		long status = 0;
+		struct errbuf eb = ERRBUF_INIT;
+		int ret = httpc_json(&c, "GET", path, NULL, &reply, &status, &eb);
+		free(path);
+		if (ret == 0 && json_is_object(reply)) {
+			backoff = 0;
+			rev = json_integer_value(json_object_get(reply, "rev"));
+			pthread_mutex_lock(&s->lock);
+			json_decref(s->work);
+			s->work = reply;
+			reply = NULL;
+			if (s->wake)
+				uv_async_send(s->wake);
+			pthread_mutex_unlock(&s->lock);
+		} else if (status == 401 || status == 404) {
+			session_register(s, gen);
+		} else if (ret) {
+			sleep_unless_stop(s, backoff_next(&backoff));
+		}
+		json_decref(reply);
+	}
+	free(id);
+	free(token);
+	httpc_release(&c);
+	session_unref(s);
+	return NULL;
+}
+
+/* ---- the shipper thread ---- */
+
+enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED };
+
+struct ship_event {
+	enum ship_event_kind kind;
+	int64_t id;
+	pid_t pid;
+	struct task_exit exit;
+	struct ship_event *next;
+};
+
+struct ship_task {
+	int64_t id;
+	char *dir;
+	uint64_t off[2];        /* acknowledged by the master: stdout, stderr */
+	pid_t pid;
+	bool running, running_reported;
+	bool finished;
+	struct task_exit exit;
+	uint64_t retry_at;      /* mono ms; 0: now */
+	unsigned backoff;
+	struct ship_task *next;
+};
+
+struct shipper {
+	struct session *s;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct ship_event *head, *tail; /* queued by the main loop */
+	bool quit;
+	/* the thread's own */
+	struct ship_task *tasks;
+	struct httpc c;
+	unsigned gen;
+};
+
+static const char *const stream_names[2] = { "stdout", "stderr" };
+
+static void shipper_post(struct shipper *sh, struct ship_event *ev)
+{
+	pthread_mutex_lock(&sh->lock);
+	ev->next = NULL;
+	if (sh->tail)
+		sh->tail->next = ev;
+	else
+		sh->head = ev;
+	sh->tail = ev;
+	pthread_cond_signal(&sh->cond);
+	pthread_mutex_unlock(&sh->lock);
+}
+
+static void ship_event(struct shipper *sh, enum ship_event_kind kind, int64_t id, pid_t pid,
+		       const struct task_exit *e)
+{
+	struct ship_event *ev = xcalloc(1, sizeof(*ev));
+	ev->kind = kind;
+	ev->id = id;
+	ev->pid = pid;
+	if (e)
+		ev->exit = *e;
+	shipper_post(sh, ev);
+}
+
+static struct ship_task *ship_find(struct shipper *sh, int64_t id)
+{
+	for (struct ship_task *t = sh->tasks; t; t = t->next)
+		if (t->id == id)
+			return t;
+	return NULL;
+}
+
+static void ship_load_offsets(struct ship_task *t)
+{
+	json_t *doc;
+	if (taskdir_read_json(t->dir, "shipped.json", &doc, NULL))
+		return;
+	for (int i = 0; i < 2; i++)
+		t->off[i] = (uint64_t)json_integer_value(json_object_get(doc, stream_names[i]));
+	json_decref(doc);
+}
+
+static void ship_save_offsets(struct ship_task *t)
+{
+	json_t *doc = json_pack("{s:I, s:I}", "stdout", (json_int_t)t->off[0], "stderr",
+				(json_int_t)t->off[1]);
+	taskdir_write_json(t->dir, "shipped.json", doc, NULL);
+	json_decref(doc);
+}
+
+static void ship_apply(struct shipper *sh, struct ship_event *ev)
+{
+	struct ship_task *t = ship_find(sh, ev->id);
+	if (!t) {
+		t = xcalloc(1, sizeof(*t));
+		t->id = ev->id;
+		t->dir = xasprintf("%s/tasks/%" PRId64, sh->s->work_dir, ev->id);
+		ship_load_offsets(t);
+		t->next = sh->tasks;
+		sh->tasks = t;
+	}
+	if (ev->kind == SHIP_RUNNING) {
+		t->running = true;
+		t->pid = ev->pid;
+	} else if (ev->kind == SHIP_FINISHED) {
+		t->finished = true;
+		t->exit = ev->exit;
+	}
+}
+
+/* A request answered 401/404 means the master forgot us: register again. */
+static void ship_reregister(struct shipper *sh)
+{
+	session_register(sh->s, sh->gen);
+}
+
+static void ship_sync_creds(struct shipper *sh)
+{
+	char *id, *token;
+	unsigned gen = session_creds(sh->s, &id, &token);
+	httpc_set_token(&sh->c, token);
+	if (gen != sh->gen) {
+		/* a new registration: report everything again */
+		sh->gen = gen;
+		for (struct ship_task *t = sh->tasks; t; t = t->next)
+			t->running_reported = false;
+	}
+	free(id);
+	free(token);
+}
+
+/* Ships what is new in one stream; returns 1 when fully shipped (as far as
+ * the file goes), 0 when more is left or an error asks for a retry. */
+static int ship_stream(struct shipper *sh, struct ship_task *t, int i)
+{
+	char *path = xasprintf("%s/%s", t->dir, stream_names[i]);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int done = 0;
+	char *buf = NULL;
+	free(path);
+	if (fd < 0)
+		return 1; /* no output (yet) */
+	if (fstat(fd, &st) < 0)
+		goto out;
+	buf = xmalloc(LOG_CHUNK);
+	for (int rounds = 0; rounds < 16; rounds++) {
+		if (t->off[i] >= (uint64_t)st.st_size) {
+			done = 1;
+			break;
+		}
+		size_t want = (uint64_t)st.st_size - t->off[i] > LOG_CHUNK ? LOG_CHUNK
+					: (size_t)((uint64_t)st.st_size - t->off[i]);
+		ssize_t n = pread(fd, buf, want, (off_t)t->off[i]);
+		if (n <= 0)
+			break;
+		char *p = xasprintf("/v1/tasks/%" PRId64 "/log?stream=%s&offset=%" PRIu64, t->id,
+				    stream_names[i], t->off[i]);
+		struct httpc_response res;
+		struct errbuf eb = ERRBUF_INIT;
+		httpc_response_init(&res);
+		int ret = httpc_request(&sh->c, "POST", p, buf, (size_t)n, "application/octet-stream", &res, &eb);
+		free(p);
+		json_t *doc = res.body.len ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
+		json_t *size = json_object_get(doc, "size");
+		long status = res.status;
+		if (ret == 0 && status == 200 && json_is_integer(size)) {
+			uint64_t have = (uint64_t)json_integer_value(size);
+			t->off[i] = have > t->off[i] + (uint64_t)n ? t->off[i] + (uint64_t)n : have;
+			if (t->off[i] < have)
+				t->off[i] = have;
+			ship_save_offsets(t);
+		} else if (ret == 0 && status == 409 && json_is_integer(size)) {
+			t->off[i] = (uint64_t)json_integer_value(size);
+			ship_save_offsets(t);
+		} else if (status == 401 || status == 404) {
+			json_decref(doc);
+			httpc_response_release(&res);
+			ship_reregister(sh);
+			break;
+		} else {
+			json_decref(doc);
+			httpc_response_release(&res);
+			t->retry_at = mono_ms() + backoff_next(&t->backoff);
+			break;
+		}
+		t->backoff = 0;
+		json_decref(doc);
+		httpc_response_release(&res);
+	}
+out:
+	free(buf);
+	close(fd);
+	return done;
+}
+
+static json_t *exit_report(const struct ship_task *t)
+{
+	const struct task_exit *e = &t->exit;
+	return json_pack("{s:I, s:s, s:o, s:o, s:b, s:s}", "id", (json_int_t)t->id, "state",
+			 e->start_failed ? "start_failed" : "exited", "exit_code",
+			 e->has_code ? json_integer(e->exit_code) : json_null(), "signal",
+			 e->signal ? json_integer(e->signal) : json_null(), "oom_killed", e->oom_killed,
+			 "message", e->reason);
+}
+
+/* Once the final status is acknowledged the task dir is no longer needed:
+ * a marker in WORK/finished remembers the id so it is never started again. */
+static void ship_retire(struct shipper *sh, struct ship_task *t)
+{
+	char *rep = xasprintf("%s/reported", t->dir);
+	char *fin = xasprintf("%s/finished", sh->s->work_dir);
+	char *mark = xasprintf("%s/%" PRId64, fin, t->id);
+	write_file_atomic(rep, "", 0, 0644);
+	mkdir_p(fin, 0755);
+	write_file_atomic(mark, "", 0, 0644);
+	rm_rf(t->dir);
+	free(rep);
+	free(fin);
+	free(mark);
+}
+
+static void ship_round(struct shipper *sh)
+{
+	json_t *reports = json_array();
+	uint64_t now = mono_ms();
+	ship_sync_creds(sh);
+	for (struct ship_task *t = sh->tasks; t; t = t->next) {
+		if (t->retry_at > now)
+			continue;
+		int all = ship_stream(sh, t, 0) & ship_stream(sh, t, 1);
+		if (t->finished && all)
+			json_array_append_new(reports, exit_report(t));
+		else if (t->running && !t->running_reported && !t->finished)
+			json_array_append_new(reports, json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id,
+								  "state", "running", "pid", (int)t->pid));
+	}
+	if (!json_array_size(reports))
+		goto out;
+	char *id, *token;
+	session_creds(sh->s, &id, &token);
+	char *esc = url_escape(id);
+	char *path = xasprintf("/v1/agents/%s/status", esc);
+	json_t *body = json_pack("{s:O}", "tasks", reports);
+	long status = 0;
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *reply = NULL;
+	int ret = httpc_json(&sh->c, "POST", path, body, &reply, &status, &eb);
+	json_decref(reply);
+	json_decref(body);
+	free(path);
+	free(esc);
+	free(id);
+	free(token);
+	if (ret == 0) {
+		size_t i;
+		json_t *r;
+		json_array_foreach(reports, i, r) {
+			struct ship_task **pp = &sh->tasks;
+			int64_t tid = json_integer_value(json_object_get(r, "id"));
+			while (*pp && (*pp)->id != tid)
+				pp = &(*pp)->next;
+			struct ship_task *t = *pp;
+			if (!t)
+				continue;
+			if (strcmp(json_string_value(json_object_get(r, "state")), "running")) {
+				ship_retire(sh, t);
+				*pp = t->next;
+				free(t->dir);
+				free(t);
+			} else {
+				t->running_reported = true;
+			}
+		}
+	} else if (status == 401 || status == 404) {
+		ship_reregister(sh);
+	} else {
+		fprintf(stderr, "yard agent: cannot report status: %s\n", eb.msg);
+		sleep_unless_stop(sh->s, 500);
+	}
+out:
+	json_decref(reports);
+}
+
+static void *shipper_thread(void *arg)
+{
+	struct shipper *sh = arg;
+	httpc_init(&sh->c, sh->s->master_url, NULL);
+	sh->c.timeout_ms = 30000;
+	for (;;) {
+		pthread_mutex_lock(&sh->lock);
+		if (!sh->head && !sh->quit) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += SHIP_TICK_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&sh->cond, &sh->lock, &ts);
+		}
+		struct ship_event *evs = sh->head;
+		sh->head = sh->tail = NULL;
+		bool quit = sh->quit;
+		pthread_mutex_unlock(&sh->lock);
+		while (evs) {
+			struct ship_event *next = evs->next;
+			ship_apply(sh, evs);
+			free(evs);
+			evs = next;
+		}
+		if (quit)
+			break;
+		ship_round(sh);
+	}
+	while (sh->tasks) {
+		struct ship_task *t = sh->tasks;
+		sh->tasks = t->next;
+		free(t->dir);
+		free(t);
+	}
+	httpc_release(&sh->c);
+	return NULL;
+}
+
+/* ---- the main loop ---- */
+
+struct agent;
+
+struct atask {
+	struct agent *a;
+	const struct runtime_ops *ops;
+	struct runtime_task rt;
+	uv_poll_t start_poll, exit_poll;
+	bool start_active, exit_active;
+	int closing;             /* handles still to close before free */
+	bool stop_sent, done;
+	struct atask *next;
+};
+
+struct agent {
+	const struct agent_config *cfg;
+	struct runtime_ctx ctx;
+	struct gpu_list gpus;
+	uv_loop_t loop;
+	uv_async_t wake;
+	uv_timer_t tick;
+	struct session *s;
+	struct shipper sh;
+	struct httpc code_http;     /* code downloads from the main loop */
+	struct atask *tasks;
+	int64_t *finished;          /* ids never to start again */
+	size_t nfinished, afinished;
+	volatile sig_atomic_t *stop;
+};
+
+static bool is_finished(struct agent *a, int64_t id)
+{
+	for (size_t i = 0; i < a->nfinished; i++)
+		if (a->finished[i] == id)
+			return true;
+	return false;
+}
+
+static void add_finished(struct agent *a, int64_t id)
+{
+	if (is_finished(a, id))
+		return;
+	ALLOC_GROW(a->finished, a->nfinished + 1, a->afinished);
+	a->finished[a->nfinished++] = id;
+}
+
+static struct atask *find_task(struct agent *a, int64_t id)
+{
+	for (struct atask *t = a->tasks; t; t = t->next)
+		if (t->rt.id == id && !t->done)
+			return t;
+	return NULL;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+	struct atask *t = h->data;
+	if (--t->closing == 0) {
+		t->ops->cleanup(&t->rt);
+		free(t);
+	}
+}
+
+/* Unlinks t and frees it once its handles are closed. */
+static void task_forget(struct agent *a, struct atask *t)
+{
+	struct atask **pp = &a->tasks;
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
+	t->done = true;
+	t->closing = 1;
+	if (t->start_active) {
+		t->closing++;
+		uv_close((uv_handle_t *)&t->start_poll, on_handle_closed);
+	}
+	if (t->exit_active) {
+		t->closing++;
+		uv_close((uv_handle_t *)&t->exit_poll, on_handle_closed);
+	}
+	on_handle_closed((uv_handle_t *)&(uv_poll_t){ .data = t });
+}
+
+/* The task has finished: hand its verdict to the shipper. */
+static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
+{
+	add_finished(a, t->rt.id);
+	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
+	task_forget(a, t);
+}
+
+static void check_exit(struct agent *a, struct atask *t)
+{
+	struct task_exit e;
+	if (t->done || t->ops->wait(&t->rt, &e) != 0)
+		return;
+	if (t->start_active) {
+		/* read a "running" line that came just before the exit */
+		pid_t pid = 0;
+		if (t->ops->started(&t->rt, &pid) == 1)
+			ship_event(&a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
+	}
+	task_finish(a, t, &e);
+}
+
+static void on_exit_poll(uv_poll_t *h, int status, int events)
+{
+	struct atask *t = h->data;
+	check_exit(t->a, t);
+}
+
+static void on_start_poll(uv_poll_t *h, int status, int events)
+{
+	struct atask *t = h->data;
+	pid_t pid = 0;
+	int r = t->ops->started(&t->rt, &pid);
+	if (r == YERR(UNAVAILABLE))
+		return;
+	uv_poll_stop(h);
+	if (r == 1)
+		ship_event(&t->a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
+	/* a failed start ends with exit.json; the exit pidfd reports it */
+}
+
+static void watch_task(struct agent *a, struct atask *t)
+{
+	if (t->rt.start_fd >= 0 && uv_poll_init(&a->loop, &t->start_poll, t->rt.start_fd) == 0) {
+		t->start_poll.data = t;
+		t->start_active = true;
+		uv_poll_start(&t->start_poll, UV_READABLE | UV_DISCONNECT, on_start_poll);
+	}
+	if (t->rt.exit_fd >= 0 && uv_poll_init(&a->loop, &t->exit_poll, t->rt.exit_fd) == 0) {
+		t->exit_poll.data = t;
+		t->exit_active = true;
+		uv_poll_start(&t->exit_poll, UV_READABLE, on_exit_poll);
+	}
+}
+
+static struct atask *task_new(struct agent *a, int64_t id)
+{
+	struct atask *t = xcalloc(1, sizeof(*t));
+	t->a = a;
+	t->ops = &runtime_process_ops;
+	t->rt.id = id;
+	t->rt.dir = xasprintf("%s/tasks/%" PRId64, a->cfg->work_dir, id);
+	t->rt.start_fd = t->rt.exit_fd = -1;
+	t->next = a->tasks;
+	a->tasks = t;
+	return t;
+}
+
+/* Fetches the job's code into WORK/code/HEX.tar.gz unless cached. */
+static int fetch_code(struct agent *a, const char *digest, char **path_out, struct errbuf *eb)
+{
+	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : digest;
+	char got[SHA256_HEX_LEN + 1];
+	int ret = 0;
+	if (strlen(hex) != SHA256_HEX_LEN || strspn(hex, "0123456789abcdef") != SHA256_HEX_LEN)
+		return error(eb, YERR(BAD_REQUEST), "bad code digest '%s'", digest);
+	char *dir = xasprintf("%s/code", a->cfg->work_dir);
+	char *path = xasprintf("%s/%s.tar.gz", dir, hex);
+	mkdir_p(dir, 0755);
+	if (!path_exists(path)) {
+		char *id, *token;
+		session_creds(a->s, &id, &token);
+		httpc_set_token(&a->code_http, token);
+		free(id);
+		free(token);
+		char *url = xasprintf("/v1/code/sha256:%s", hex);
+		struct httpc_response res;
+		httpc_response_init(&res);
+		ret = httpc_request(&a->code_http, "GET", url, NULL, 0, NULL, &res, eb);
+		free(url);
+		if (!ret && res.status != 200)
+			ret = httpc_error_from_reply(&res, eb);
+		if (!ret) {
+			sha256_hex(res.body.buf, res.body.len, got);
+			if (strcmp(got, hex))
+				ret = error(eb, YERR(IO), "code '%s' arrived with digest '%s'", digest, got);
+			else if (write_file_atomic(path, res.body.buf, res.body.len, 0644) < 0)
+				ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
+		}
+		httpc_response_release(&res);
+	}
+	free(dir);
+	if (ret)
+		free(path);
+	else
+		*path_out = path;
+	return ret;
+}
+
+static void start_task(struct agent *a, json_t *assignment, int64_t id)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct atask *t = task_new(a, id);
+	const char *code = json_string_value(json_object_get(assignment, "code"));
+	int ret;
+
+	if (mkdir_p(t->rt.dir, 0755) < 0) {
+		ret = error(&eb, YERR(IO), "cannot create '%s': %s", t->rt.dir, strerror(errno));
+		goto fail;
+	}
+	if ((ret = taskdir_write_json(t->rt.dir, "task.json", assignment, &eb)))
+		goto fail;
+	ship_event(&a->sh, SHIP_TRACK, id, 0, NULL);
+	if (code && (ret = fetch_code(a, code, &t->rt.code, &eb)))
+		goto fail;
+	if ((ret = t->ops->start(&a->ctx, &t->rt, &eb)))
+		goto fail;
+	watch_task(a, t);
+	if (t->rt.exit_fd < 0)
+		check_exit(a, t);
+	return;
+fail: {
+	struct task_exit e;
+	memset(&e, 0, sizeof(e));
+	e.start_failed = true;
+	snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
+	task_exit_write(t->rt.dir, &e, NULL);
+	task_finish(a, t, &e);
+}
+}
+
+static void stop_task(struct agent *a, struct atask *t)
+{
+	if (t->stop_sent)
+		return;
+	t->stop_sent = true;
+	t->ops->stop(&t->rt);
+}
+
+static void reconcile(struct agent *a, json_t *work)
+{
+	json_t *tasks = json_object_get(work, "tasks"), *d;
+	size_t i;
+	json_array_foreach(tasks, i, d) {
+		json_int_t id = json_integer_value(json_object_get(d, "id"));
+		const char *desired = json_string_value(json_object_get(d, "desired"));
+		struct atask *t = find_task(a, id);
+		if (desired && !strcmp(desired, "run")) {
+			if (!t && !is_finished(a, id))
+				start_task(a, d, id);
+		} else if (t) {
+			stop_task(a, t);
+		}
+	}
+	for (struct atask *t = a->tasks; t; t = t->next) {
+		bool listed = false;
+		json_array_foreach(tasks, i, d)
+			if (json_integer_value(json_object_get(d, "id")) == t->rt.id)
+				listed = true;
+		if (!listed)
+			stop_task(a, t);
+	}
+}
+
+static void on_wake(uv_async_t *h)
+{
+	struct agent *a = h->data;
+	pthread_mutex_lock(&a->s->lock);
+	json_t *work = a->s->work;
+	a->s->work = NULL;
+	pthread_mutex_unlock(&a->s->lock);
+	if (work)
+		reconcile(a, work);
+	json_decref(work);
+	if (*a->stop)
+		uv_stop(&a->loop);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+	struct agent *a = h->data;
+	if (*a->stop) {
+		uv_stop(&a->loop);
+		return;
+	}
+	/* tasks without a pidfd are watched by polling */
+	struct atask *next;
+	for (struct atask *t = a->tasks; t; t = next) {
+		next = t->next;
+		if (!t->exit_active)
+			check_exit(a, t);
+	}
+}
+
+/* After a restart: reattach to running tasks, report finished ones. */
+static void scan_work_dir(struct agent *a)
+{
+	char *dir = xasprintf("%s/tasks", a->cfg->work_dir);
+	char *fin = xasprintf("%s/finished", a->cfg->work_dir);
+	DIR *d = opendir(fin);
+	struct dirent *de;
+	uint64_t id;
+	while (d && (de = readdir(d)))
+		if (parse_u64_str(de->d_name, &id) == 0)
+			add_finished(a, (int64_t)id);
+	if (d)
+		closedir(d);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		if (parse_u64_str(de->d_name, &id) < 0)
+			continue;
+		struct atask *t = task_new(a, (int64_t)id);
+		char *rep = xasprintf("%s/reported", t->rt.dir);
+		bool reported = path_exists(rep);
+		free(rep);
+		if (reported) {
+			/* acknowledged: only the clean-up was left */
+			add_finished(a, t->rt.id);
+			rm_rf(t->rt.dir);
+			task_forget(a, t);
+			continue;
+		}
+		ship_event(&a->sh, SHIP_TRACK, t->rt.id, 0, NULL);
+		if (t->ops->reattach(&a->ctx, &t->rt) == 1) {
+			json_t *pj;
+			pid_t pid = 0;
+			if (taskdir_read_json(t->rt.dir, "task.pid", &pj, NULL) == 0) {
+				pid = (pid_t)json_integer_value(json_object_get(pj, "pid"));
+				json_decref(pj);
+			}
+			if (pid > 0)
+				ship_event(&a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
+			watch_task(a, t);
+		}
+		check_exit(a, t);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	free(fin);
+}
+
+static struct session *session_new(const struct agent_config *cfg, const struct gpu_list *gpus,
+				   volatile sig_atomic_t *stop)
+{
+	struct session_full *f = xcalloc(1, sizeof(*f));
+	struct session *s = &f->s;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&f->reg, NULL);
+	s->refs = 1;
+	s->master_url = xstrdup(cfg->master_url);
+	s->name = xstrdup(cfg->name);
+	s->addr = cfg->advertise_addr ? xstrdup(cfg->advertise_addr) : NULL;
+	s->join_token = xstrdup(cfg->join_token ? cfg->join_token : "");
+	s->work_dir = xstrdup(cfg->work_dir);
+	s->gpus = gpu_list_to_json(gpus);
+	s->stop = stop;
+	return s;
+}
+
+int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struct errbuf *eb)
+{
+	struct agent a;
+	pthread_t poller;
+	int ret = 0;
+	bool shipper_started = false;
+
+	memset(&a, 0, sizeof(a));
+	a.cfg = cfg;
+	a.stop = stop;
+	if (!cfg->master_url || !cfg->name || !cfg->work_dir)
+		return error(eb, YERR(BAD_REQUEST), "the agent needs a master url, a name and a work dir");
+	if ((ret = gpu_discover(cfg->gpus ? cfg->gpus : "none", cfg->name, &a.gpus, eb)))
+		goto out_gpus;
+	char *tasks_dir = xasprintf("%s/tasks", cfg->work_dir);
+	if (mkdir_p(tasks_dir, 0755) < 0) {
+		ret = error(eb, YERR(IO), "cannot create '%s': %s", tasks_dir, strerror(errno));
+		free(tasks_dir);
+		goto out_gpus;
+	}
+	free(tasks_dir);
+	a.ctx.work_dir = cfg->work_dir;
+	a.ctx.agent_name = cfg->name;
+	a.ctx.dev_dir = cfg->dev_dir ? cfg->dev_dir : "/dev";
+	a.ctx.self_exe = cfg->self_exe ? cfg->self_exe : "/proc/self/exe";
+	a.ctx.cgroup_root = getenv("YARD_CGROUP_ROOT");
+	a.ctx.cgroups = cgroup_detect(a.ctx.cgroup_root) != NULL && geteuid() == 0;
+	if (!a.ctx.cgroups)
+		fprintf(stderr, "yard agent: no usable cgroups: tasks run without limits\n");
+	a.ctx.gpus = &a.gpus;
+
+	a.s = session_new(cfg, &a.gpus, stop);
+	if (session_register(a.s, 0) < 0)
+		goto out_session; /* stopped before registering */
+
+	uv_loop_init(&a.loop);
+	uv_async_init(&a.loop, &a.wake, on_wake);
+	a.wake.data = &a;
+	uv_timer_init(&a.loop, &a.tick);
+	a.tick.data = &a;
+	uv_timer_start(&a.tick, on_tick, 100, 100);
+	httpc_init(&a.code_http, cfg->master_url, NULL);
+	a.code_http.timeout_ms = 300000;
+
+	a.sh.s = a.s;
+	pthread_mutex_init(&a.sh.lock, NULL);
+	pthread_cond_init(&a.sh.cond, NULL);
+	scan_work_dir(&a);
+	if (pthread_create(&a.sh.thread, NULL, shipper_thread, &a.sh) == 0)
+		shipper_started = true;
+	pthread_mutex_lock(&a.s->lock);
+	a.s->wake = &a.wake;
+	a.s->refs++;
+	pthread_mutex_unlock(&a.s->lock);
+	if (pthread_create(&poller, NULL, poll_thread, a.s) != 0) {
+		session_unref(a.s);
+		ret = error(eb, YERR(INTERNAL), "cannot start the poll thread");
+	} else {
+		pthread_detach(poller);
+		uv_run(&a.loop, UV_RUN_DEFAULT);
+	}
+
+	/* tasks keep running: the shims own them. Close everything of ours. */
+	pthread_mutex_lock(&a.s->lock);
+	a.s->closed = true;
+	a.s->wake = NULL;
+	pthread_mutex_unlock(&a.s->lock);
+	while (a.tasks)
+		task_forget(&a, a.tasks);
+	uv_close((uv_handle_t *)&a.wake, NULL);
+	uv_close((uv_handle_t *)&a.tick, NULL);
+	uv_run(&a.loop, UV_RUN_DEFAULT);
+	uv_loop_close(&a.loop);
+	httpc_release(&a.code_http);
+	pthread_mutex_lock(&a.sh.lock);
+	a.sh.quit = true;
+	pthread_cond_signal(&a.sh.cond);
+	pthread_mutex_unlock(&a.sh.lock);
+	if (shipper_started)
+		pthread_join(a.sh.thread, NULL);
+	while (a.sh.head) {
+		struct ship_event *n = a.sh.head->next;
+		free(a.sh.head);
+		a.sh.head = n;
+	}
+	pthread_mutex_destroy(&a.sh.lock);
+	pthread_cond_destroy(&a.sh.cond);
+out_session:
+	session_unref(a.s);
+	free(a.finished);
+out_gpus:
+	gpu_list_release(&a.gpus);
+	return ret;
+}
+
+/* ---- yard agent ---- */
+
+static volatile sig_atomic_t agent_stop;
+
+static void on_signal(int sig)
+{
+	agent_stop = 1;
+}
+
+static int agent_usage(void)
+{
+	fprintf(stderr, "usage: yard agent --master URL --name NAME --work-dir DIR [--gpus auto|none|sim:N[:MODEL]]\n"
+			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n");
+	return 2;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent_config cfg = { .gpus = "none" };
+	struct errbuf eb = ERRBUF_INIT;
+	struct strbuf tok = STRBUF_INIT;
+	const char *token_file = NULL;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		const char **slot = !strcmp(argv[i], "--master")         ? &cfg.master_url
+				  : !strcmp(argv[i], "--name")           ? &cfg.name
+				  : !strcmp(argv[i], "--work-dir")       ? &cfg.work_dir
+				  : !strcmp(argv[i], "--gpus")           ? &cfg.gpus
+				  : !strcmp(argv[i], "--advertise-addr") ? &cfg.advertise_addr
+				  : !strcmp(argv[i], "--join-token-file") ? &token_file
+				  : !strcmp(argv[i], "--dev-dir")        ? &cfg.dev_dir
+									 : NULL;
+		if (!slot || i + 1 >= argc)
+			return agent_usage();
+		*slot = argv[++i];
+	}
+	if (!cfg.master_url || !cfg.name || !cfg.work_dir)
+		return agent_usage();
+	if (token_file) {
+		if (strbuf_read_file(&tok, token_file, 4096) < 0) {
+			fprintf(stderr, "yard agent: cannot read '%s': %s\n", token_file, strerror(errno));
+			return 1;
+		}
+		strbuf_trim(&tok);
+		cfg.join_token = tok.buf;
+	} else {
+		cfg.join_token = getenv("YARD_JOIN_TOKEN");
+	}
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ret = agent_run(&cfg, &agent_stop, &eb);
+	strbuf_release(&tok);
+	if (ret) {
+		fprintf(stderr, "yard agent: %s\n", eb.msg);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,157 @@
+#include "base/compat.h"
+#include "agent/gpu.h"
+
+#include <dlfcn.h>
+
+#include "base/parse.h"
+#include "base/xalloc.h"
+
+#define SIM_MEMORY (80ULL << 30)
+#define NVML_SUCCESS 0
+
+/* The few NVML prototypes the agent needs (nvml.h is not a dependency). */
+typedef int nvml_return;
+typedef void *nvml_device;
+struct nvml_memory {
+	unsigned long long total, free, used;
+};
+
+struct nvml {
+	void *lib;
+	nvml_return (*init)(void);
+	nvml_return (*shutdown)(void);
+	nvml_return (*count)(unsigned int *);
+	nvml_return (*by_index)(unsigned int, nvml_device *);
+	nvml_return (*name)(nvml_device, char *, unsigned int);
+	nvml_return (*uuid)(nvml_device, char *, unsigned int);
+	nvml_return (*memory)(nvml_device, struct nvml_memory *);
+	nvml_return (*minor)(nvml_device, unsigned int *);
+};
+
+void gpu_list_release(struct gpu_list *l)
+{
+	free(l->gpus);
+	l->gpus = NULL;
+	l->n = 0;
+}
+
+static int discover_sim(const char *arg, const char *node, struct gpu_list *out, struct errbuf *eb)
+{
+	const char *p = arg;
+	uint64_t n;
+	if (parse_u64(&p, &n) < 0 || n > 1024 || (*p && *p != ':') || (*p == ':' && !p[1]))
+		return error(eb, YERR(BAD_REQUEST), "bad --gpus 'sim:%s': expected sim:N or sim:N:MODEL", arg);
+	const char *model = *p == ':' ? p + 1 : "SIM-GPU";
+	out->gpus = xcalloc(n ? n : 1, sizeof(*out->gpus));
+	out->n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct gpu_info *g = &out->gpus[i];
+		g->index = (int)i;
+		g->minor = (int)i;
+		g->memory = SIM_MEMORY;
+		snprintf(g->model, sizeof(g->model), "%s", model);
+		snprintf(g->uuid, sizeof(g->uuid), "GPU-sim-%s-%zu", node, i);
+	}
+	return 0;
+}
+
+static void *sym(struct nvml *nv, const char *name, int *missing)
+{
+	void *f = dlsym(nv->lib, name);
+	if (!f)
+		*missing = 1;
+	return f;
+}
+
+static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
+{
+	struct nvml nv = { 0 };
+	const char *path = getenv("YARD_NVML_LIBRARY");
+	int missing = 0, ret = 0;
+	unsigned int count = 0;
+
+	nv.lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!nv.lib) {
+		fprintf(stderr, "yard agent: no NVML (%s): no GPUs\n", dlerror());
+		return 0;
+	}
+	*(void **)&nv.init = sym(&nv, "nvmlInit_v2", &missing);
+	*(void **)&nv.shutdown = sym(&nv, "nvmlShutdown", &missing);
+	*(void **)&nv.count = sym(&nv, "nvmlDeviceGetCount_v2", &missing);
+	*(void **)&nv.by_index = sym(&nv, "nvmlDeviceGetHandleByIndex_v2", &missing);
+	*(void **)&nv.name = sym(&nv, "nvmlDeviceGetName", &missing);
+	*(void **)&nv.uuid = sym(&nv, "nvmlDeviceGetUUID", &missing);
+	*(void **)&nv.memory = sym(&nv, "nvmlDeviceGetMemoryInfo", &missing);
+	*(void **)&nv.minor = sym(&nv, "nvmlDeviceGetMinorNumber", &missing);
+	if (missing) {
+		ret = error(eb, YERR(IO), "NVML library lacks a needed function");
+		goto out_close;
+	}
+	if (nv.init() != NVML_SUCCESS) {
+		ret = error(eb, YERR(IO), "nvmlInit_v2 failed");
+		goto out_close;
+	}
+	if (nv.count(&count) != NVML_SUCCESS) {
+		ret = error(eb, YERR(IO), "nvmlDeviceGetCount_v2 failed");
+		goto out_shutdown;
+	}
+	out->gpus = xcalloc(count ? count : 1, sizeof(*out->gpus));
+	for (unsigned int i = 0; i < count; i++) {
+		struct gpu_info *g = &out->gpus[i];
+		nvml_device dev;
+		struct nvml_memory mem = { 0 };
+		unsigned int minor = i;
+		if (nv.by_index(i, &dev) != NVML_SUCCESS) {
+			ret = error(eb, YERR(IO), "nvmlDeviceGetHandleByIndex_v2 failed for GPU %u", i);
+			goto out_shutdown;
+		}
+		g->index = (int)i;
+		if (nv.name(dev, g->model, sizeof(g->model)) != NVML_SUCCESS)
+			snprintf(g->model, sizeof(g->model), "unknown");
+		if (nv.uuid(dev, g->uuid, sizeof(g->uuid)) != NVML_SUCCESS)
+			g->uuid[0] = '\0';
+		if (nv.memory(dev, &mem) == NVML_SUCCESS)
+			g->memory = mem.total;
+		if (nv.minor(dev, &minor) != NVML_SUCCESS)
+			minor = i;
+		g->minor = (int)minor;
+		out->n++;
+	}
+out_shutdown:
+	nv.shutdown();
+out_close:
+	dlclose(nv.lib);
+	return ret;
+}
+
+int gpu_discover(const char *spec, const char *node, struct gpu_list *out, struct errbuf *eb)
+{
+	out->gpus = NULL;
+	out->n = 0;
+	if (!spec || !strcmp(spec, "none"))
+		return 0;
+	if (!strncmp(spec, "sim:", 4))
+		return discover_sim(spec + 4, node, out, eb);
+	if (!strcmp(spec, "auto"))
+		return discover_nvml(out, eb);
+	return error(eb, YERR(BAD_REQUEST), "bad --gpus '%s': expected auto, none or sim:N[:MODEL]", spec);
+}
+
+json_t *gpu_list_to_json(const struct gpu_list *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < l->n; i++)
+		json_array_append_new(a, json_pack("{s:i, s:s, s:I, s:s}", "index", l->gpus[i].index,
+						   "model", l->gpus[i].model,
+						   "memory", (json_int_t)l->gpus[i].memory,
+						   "uuid", l->gpus[i].uuid));
+	return a;
+}
+
+int gpu_minor(const struct gpu_list *l, int index)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->gpus[i].index == index)
+			return l->gpus[i].minor;
+	return index;
+}

@@ -1,0 +1,39 @@
+/*
+ * GPU discovery. "none": no GPUs. "sim:N[:MODEL]": N simulated GPUs (model
+ * "SIM-GPU" by default, 80 GiB, uuid GPU-sim-NODE-i). "auto": NVML, loaded
+ * with dlopen("libnvidia-ml.so.1") or the path in YARD_NVML_LIBRARY; on a
+ * host without NVML, auto means none (said on stderr).
+ */
+#ifndef YARD_AGENT_GPU_H
+#define YARD_AGENT_GPU_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+struct gpu_info {
+	int index;
+	char model[96];
+	uint64_t memory;   /* bytes */
+	char uuid[96];
+	int minor;         /* the device node is DEV_DIR/nvidia<minor> */
+};
+
+struct gpu_list {
+	struct gpu_info *gpus; /* owned */
+	size_t n;
+};
+
+/* gpu_discover fills out (which the caller releases, also on error) for
+ * spec; node names the simulated uuids. YERR(BAD_REQUEST) for a bad spec,
+ * YERR(IO) when NVML is there but fails. */
+int gpu_discover(const char *spec, const char *node, struct gpu_list *out, struct errbuf *eb);
+void gpu_list_release(struct gpu_list *l);
+/* gpu_list_to_json: [{"index", "model", "memory", "uuid"}] (new reference). */
+json_t *gpu_list_to_json(const struct gpu_list *l);
+/* gpu_minor: the device minor of GPU index, or index itself when unknown. */
+int gpu_minor(const struct gpu_list *l, int index);
+
+#endif

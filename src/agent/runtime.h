@@ -1,0 +1,68 @@
+/*
+ * Runtimes: how a task's process tree is started, watched and stopped. A
+ * table of function pointers, chosen per task at run time: the process
+ * runtime (runtime_process.c, through `yard shim`) now, a docker runtime
+ * later behind the same table.
+ *
+ * Every runtime keeps its state in the task dir (docs/protocol.md) so that
+ * an agent restarted after a crash can reattach to what still runs.
+ */
+#ifndef YARD_AGENT_RUNTIME_H
+#define YARD_AGENT_RUNTIME_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/gpu.h"
+#include "agent/taskdir.h"
+#include "base/error.h"
+
+/* Node-local settings every runtime needs; borrowed, outlive the tasks. */
+struct runtime_ctx {
+	const char *work_dir;
+	const char *agent_name;
+	const char *dev_dir;       /* "/dev" */
+	const char *self_exe;      /* the yard binary */
+	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
+	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
+	const struct gpu_list *gpus;
+};
+
+/* One task as a runtime sees it. */
+struct runtime_task {
+	int64_t id;
+	char *dir;        /* owned: WORK/tasks/ID */
+	char *code;       /* owned or NULL: path of the job's code archive */
+	pid_t pid;        /* the supervisor (shim) */
+	int start_fd;     /* readable once the start succeeded or failed; -1 when known */
+	int exit_fd;      /* a pidfd, readable once the supervisor exited; -1 if none */
+};
+
+struct runtime_ops {
+	const char *name;
+	/* start launches the task described by TASKDIR/task.json (already
+	 * written). On success start_fd and exit_fd are set (owned by t). */
+	int (*start)(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb);
+	/* started reads the start result once start_fd is readable: 1 and
+	 * *task_pid when the task runs; 0 when it failed (exit.json says why);
+	 * YERR(UNAVAILABLE) when the answer is not complete yet. Closes start_fd
+	 * once known. */
+	int (*started)(struct runtime_task *t, pid_t *task_pid);
+	/* stop asks the task to stop (graceful, then forced by the supervisor). */
+	int (*stop)(struct runtime_task *t);
+	/* reattach finds the supervisor of an existing task dir after an agent
+	 * restart: 1 when it still runs (exit_fd set), 0 when it is gone. */
+	int (*reattach)(const struct runtime_ctx *ctx, struct runtime_task *t);
+	/* wait: 0 and *out when the task has finished; YERR(NOT_FOUND) while
+	 * it runs. A supervisor that died without a verdict yields a "lost" exit. */
+	int (*wait)(struct runtime_task *t, struct task_exit *out);
+	/* cleanup closes the fds and frees t's contents. */
+	void (*cleanup)(struct runtime_task *t);
+};
+
+extern const struct runtime_ops runtime_process_ops;
+
+#endif

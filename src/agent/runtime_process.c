@@ -1,0 +1,194 @@
+#include "base/compat.h"
+#include "agent/runtime.h"
+
+#include <sys/syscall.h>
+
+#include "base/fsutil.h"
+#include "base/parse.h"
+#include "base/spawn.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
+{
+	json_t *task = NULL, *devs = json_array(), *v;
+	size_t i;
+	int ret = taskdir_read_json(t->dir, "task.json", &task, eb);
+	if (ret)
+		goto out;
+	json_array_foreach(json_object_get(task, "gpus"), i, v) {
+		char *p = xasprintf("%s/nvidia%d", ctx->dev_dir,
+				    gpu_minor(ctx->gpus, (int)json_integer_value(v)));
+		json_array_append_new(devs, json_string(p));
+		free(p);
+	}
+	char *cwd = xasprintf("%s/code", t->dir);
+	char *data = xasprintf("%s/data", t->dir);
+	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
+			       json_integer_value(json_object_get(task, "job")));
+	char *rel = xasprintf("yard/%s/task-%" PRId64, ctx->agent_name, t->id);
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:O, s:s}", "cwd", cwd,
+				 "checkpoint_dir", ckpt, "data_dir", data, "code_archive", t->code,
+				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
+				 "gpu_devices", devs, "dev_dir", ctx->dev_dir);
+	ret = taskdir_write_json(t->dir, "shim.json", conf, eb);
+	json_decref(conf);
+	free(cwd);
+	free(data);
+	free(ckpt);
+	free(rel);
+out:
+	json_decref(task);
+	json_decref(devs);
+	return ret;
+}
+
+static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
+{
+	int fds[2] = { -1, -1 }, log_fd = -1, ret;
+	char *argv[] = { (char *)ctx->self_exe, "shim", "--dir", t->dir, NULL };
+	struct spawn_opts o;
+
+	if ((ret = write_shim_conf(ctx, t, eb)))
+		return ret;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return error(eb, YERR(INTERNAL), "cannot create a pipe: %s", strerror(errno));
+	char *log = xasprintf("%s/shim.log", t->dir);
+	log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	free(log);
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.stdout_fd = fds[1];
+	o.stderr_fd = log_fd;
+	o.flags = SPAWN_DETACH | SPAWN_SETSID;
+	ret = spawn_process(&o, &t->pid, NULL, eb);
+	close(fds[1]);
+	if (log_fd >= 0)
+		close(log_fd);
+	if (ret) {
+		close(fds[0]);
+		return ret;
+	}
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	t->start_fd = fds[0];
+	t->exit_fd = pidfd_open_(t->pid); /* -1 if it is already gone: wait() reads exit.json */
+	return 0;
+}
+
+static int process_started(struct runtime_task *t, pid_t *task_pid)
+{
+	char buf[1200];
+	ssize_t n = read(t->start_fd, buf, sizeof(buf) - 1);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return YERR(UNAVAILABLE);
+	close(t->start_fd);
+	t->start_fd = -1;
+	if (n <= 0)
+		return 0; /* the shim died before it could say: wait() will tell */
+	buf[n] = '\0';
+	if (!strncmp(buf, "running ", 8)) {
+		const char *p = buf + 8;
+		uint64_t pid;
+		*task_pid = parse_u64(&p, &pid) == 0 ? (pid_t)pid : 0;
+		return 1;
+	}
+	return 0;
+}
+
+static int process_stop(struct runtime_task *t)
+{
+	if (t->pid > 0 && kill(t->pid, SIGTERM) < 0 && errno != ESRCH)
+		return YERR(INTERNAL);
+	return 0;
+}
+
+/* Is pid a `yard shim --dir DIR`? */
+static int is_our_shim(pid_t pid, const char *dir)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char path[64];
+	int ok = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (strbuf_read_file(&sb, path, 1 << 16) == 0 && sb.len) {
+		const char *args[4] = { NULL, NULL, NULL, NULL };
+		size_t k = 0;
+		for (size_t off = 0; off < sb.len && k < 4; off += strlen(sb.buf + off) + 1)
+			args[k++] = sb.buf + off;
+		ok = k == 4 && !strcmp(args[1], "shim") && !strcmp(args[2], "--dir") && !strcmp(args[3], dir);
+	}
+	strbuf_release(&sb);
+	return ok;
+}
+
+static int process_reattach(const struct runtime_ctx *ctx, struct runtime_task *t)
+{
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t pid = 0;
+	char *path = xasprintf("%s/shim.pid", t->dir);
+	int alive = 0;
+	if (strbuf_read_file(&sb, path, 64) == 0) {
+		strbuf_trim(&sb);
+		if (parse_u64_str(sb.buf, &pid) == 0 && pid > 0 && pid < INT_MAX) {
+			int fd = pidfd_open_((pid_t)pid);
+			/* check the cmdline after the pidfd is held, so a reused pid cannot slip in */
+			if (fd >= 0 && is_our_shim((pid_t)pid, t->dir)) {
+				t->pid = (pid_t)pid;
+				t->exit_fd = fd;
+				alive = 1;
+			} else if (fd >= 0) {
+				close(fd);
+			}
+		}
+	}
+	strbuf_release(&sb);
+	free(path);
+	return alive;
+}
+
+static int process_wait(struct runtime_task *t, struct task_exit *out)
+{
+	int ret = task_exit_read(t->dir, out, NULL);
+	if (ret != YERR(NOT_FOUND))
+		return ret ? ret : 0;
+	if (t->pid > 0 && kill(t->pid, 0) == 0 && is_our_shim(t->pid, t->dir))
+		return YERR(NOT_FOUND);
+	/* the exit.json may have landed between the two checks */
+	if (task_exit_read(t->dir, out, NULL) == 0)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->reason, sizeof(out->reason), "lost: the shim of the task died without a verdict");
+	task_exit_write(t->dir, out, NULL);
+	return 0;
+}
+
+static void process_cleanup(struct runtime_task *t)
+{
+	if (t->start_fd >= 0)
+		close(t->start_fd);
+	if (t->exit_fd >= 0)
+		close(t->exit_fd);
+	t->start_fd = t->exit_fd = -1;
+	free(t->dir);
+	free(t->code);
+	t->dir = t->code = NULL;
+}
+
+const struct runtime_ops runtime_process_ops = {
+	.name = "process",
+	.start = process_start,
+	.started = process_started,
+	.stop = process_stop,
+	.reattach = process_reattach,
+	.wait = process_wait,
+	.cleanup = process_cleanup,
+};

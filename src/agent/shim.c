@@ -1,0 +1,361 @@
+#include "base/compat.h"
+#include "agent/shim.h"
+
+#include <jansson.h>
+#include <sys/prctl.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+
+#include "agent/agent.h"
+#include "agent/cgroup.h"
+#include "agent/taskdir.h"
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/spawn.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "common/codepack.h"
+
+#define MAX_DEVS 64
+
+struct shim {
+	const char *dir;
+	json_t *task;        /* task.json */
+	json_t *conf;        /* shim.json */
+	struct cgroup cg;
+	bool have_cg;
+	pid_t pid;           /* the task, also its process group */
+	int notify_fd;       /* 1 until the start is reported, then -1 */
+};
+
+static const char *conf_str(const struct shim *s, const char *key)
+{
+	return json_string_value(json_object_get(s->conf, key));
+}
+
+static void notify(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notify(struct shim *s, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	if (s->notify_fd < 0)
+		return;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	write_all(s->notify_fd, sb.buf, sb.len);
+	strbuf_release(&sb);
+	/* the agent sees EOF; the task never holds this fd (close-on-exec) */
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, s->notify_fd);
+		close(null);
+	}
+	s->notify_fd = -1;
+}
+
+static void add_dev(struct cgroup_dev *devs, size_t *n, const char *path)
+{
+	struct stat st;
+	if (*n < MAX_DEVS && stat(path, &st) == 0 && S_ISCHR(st.st_mode)) {
+		devs[*n].major = (int)major(st.st_rdev);
+		devs[*n].minor = (int)minor(st.st_rdev);
+		(*n)++;
+	}
+}
+
+static int setup_cgroup(struct shim *s, struct errbuf *eb)
+{
+	const char *rel = conf_str(s, "cgroup_rel");
+	const char *root = conf_str(s, "cgroup_root");
+	const char *dev_dir = conf_str(s, "dev_dir");
+	struct cgroup_dev devs[MAX_DEVS];
+	struct cgroup_limits lim = { 0 };
+	size_t n;
+	json_t *v;
+	size_t i;
+	static const char *const control[] = { "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools" };
+
+	if (!rel)
+		return 0;
+	const struct cgroup_ops *ops = cgroup_detect(root);
+	if (!ops)
+		return error(eb, YERR(IO), "no cgroup hierarchy under '%s'", root ? root : "/sys/fs/cgroup");
+	n = cgroup_default_devs(devs, MAX_DEVS);
+	json_array_foreach(json_object_get(s->conf, "gpu_devices"), i, v)
+		if (json_is_string(v))
+			add_dev(devs, &n, json_string_value(v));
+	for (i = 0; i < ARRAY_SIZE(control); i++) {
+		char *p = xasprintf("%s/%s", dev_dir ? dev_dir : "/dev", control[i]);
+		add_dev(devs, &n, p);
+		free(p);
+	}
+	lim.cpus_milli = (uint64_t)json_integer_value(json_object_get(s->task, "cpus_milli"));
+	lim.memory = (uint64_t)json_integer_value(json_object_get(s->task, "memory"));
+	lim.pids = (uint64_t)json_integer_value(json_object_get(s->task, "pids"));
+	lim.devices = 1;
+	lim.devs = devs;
+	lim.ndevs = n;
+	cgroup_init(&s->cg, ops, root, rel);
+	s->have_cg = true;
+	/* a group left over by an earlier shim of the same task would hold stale limits */
+	cgroup_kill_all(&s->cg, 1000, NULL);
+	cgroup_destroy(&s->cg, NULL);
+	return cgroup_create(&s->cg, &lim, eb);
+}
+
+/* The task's environment: the assignment's env exactly, plus the node-local dirs. */
+static char **build_env(struct shim *s)
+{
+	json_t *env = json_object_get(s->task, "env");
+	size_t n = json_object_size(env) + 3, k = 0;
+	char **out = xcalloc(n, sizeof(*out));
+	const char *key;
+	json_t *v;
+	json_object_foreach(env, key, v) {
+		if (!json_is_string(v) || !strcmp(key, "YARD_CHECKPOINT_DIR") || !strcmp(key, "YARD_DATA_DIR"))
+			continue;
+		out[k++] = xasprintf("%s=%s", key, json_string_value(v));
+	}
+	out[k++] = xasprintf("YARD_CHECKPOINT_DIR=%s", conf_str(s, "checkpoint_dir"));
+	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
+	out[k] = NULL;
+	return out;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int open_out(struct shim *s, const char *name, struct errbuf *eb)
+{
+	char *path = xasprintf("%s/%s", s->dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0)
+		error(eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
+	free(path);
+	return fd;
+}
+
+/* Everything up to a running task; on failure eb says why. */
+static int start_task(struct shim *s, struct errbuf *eb)
+{
+	struct spawn_opts o;
+	json_t *argv_j = json_object_get(s->task, "argv");
+	char **argv = NULL, **env = NULL;
+	int out_fd = -1, err_fd = -1, ret = 0;
+	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
+	const char *archive = conf_str(s, "code_archive");
+	size_t i;
+	json_t *v;
+
+	if (!json_array_size(argv_j))
+		return error(eb, YERR(BAD_REQUEST), "the assignment has no argv");
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (!dirs[i])
+			return error(eb, YERR(BAD_REQUEST), "shim.json lacks a directory");
+		if (mkdir_p(dirs[i], 0755) < 0)
+			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
+	}
+	if (archive && (ret = codepack_extract(archive, dirs[0], eb)))
+		return ret;
+	if ((ret = setup_cgroup(s, eb)))
+		return ret;
+	if ((out_fd = open_out(s, "stdout", eb)) < 0 || (err_fd = open_out(s, "stderr", eb)) < 0) {
+		ret = YERR(IO);
+		goto out;
+	}
+	argv = xcalloc(json_array_size(argv_j) + 1, sizeof(*argv));
+	json_array_foreach(argv_j, i, v)
+		argv[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
+	env = build_env(s);
+	/* execvpe looks argv[0] up in our PATH: make it the task's */
+	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
+	if (path)
+		setenv("PATH", path, 1);
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.env = env;
+	o.cwd = dirs[0];
+	o.stdout_fd = out_fd;
+	o.stderr_fd = err_fd;
+	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
+	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.procs : NULL;
+	ret = spawn_process(&o, &s->pid, NULL, eb);
+out:
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	free_strv(argv);
+	free_strv(env);
+	return ret;
+}
+
+static void reap_children(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* Kill whatever is left of the task: its process group and its cgroup. */
+static void kill_rest(struct shim *s)
+{
+	if (s->pid > 0)
+		kill(-s->pid, SIGKILL);
+	if (s->have_cg)
+		cgroup_kill_all(&s->cg, 10000, reap_children);
+	reap_children();
+}
+
+/* Wait for the task, forwarding a stop; OUT *status: its wait status. */
+static void wait_task(struct shim *s, int *status)
+{
+	sigset_t set;
+	uint64_t grace = 10000, deadline = 0;
+	bool stopping = false, killed = false;
+	json_t *g = json_object_get(s->conf, "stop_grace_ms");
+	if (json_is_integer(g))
+		grace = (uint64_t)json_integer_value(g);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	for (;;) {
+		pid_t r;
+		while ((r = waitpid(-1, status, WNOHANG)) > 0)
+			if (r == s->pid)
+				return;
+		if (r < 0 && errno == ECHILD) {
+			*status = W_EXITCODE(255, 0); /* cannot happen: the task is our child */
+			return;
+		}
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		if (stopping && !killed) {
+			uint64_t now = mono_ms();
+			uint64_t left = deadline > now ? deadline - now : 0;
+			if (left < 200) {
+				ts.tv_sec = 0;
+				ts.tv_nsec = (long)left * 1000000L;
+			}
+			if (!left) {
+				killed = true;
+				if (s->have_cg)
+					cgroup_signal_all(&s->cg, SIGKILL);
+				kill(-s->pid, SIGKILL);
+				continue;
+			}
+		}
+		siginfo_t info;
+		int sig = sigtimedwait(&set, &info, &ts);
+		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
+			stopping = true;
+			deadline = mono_ms() + grace;
+			kill(-s->pid, SIGTERM);
+		}
+	}
+}
+
+static void describe_exit(struct shim *s, int status, struct task_exit *e)
+{
+	if (WIFEXITED(status)) {
+		e->has_code = true;
+		e->exit_code = WEXITSTATUS(status);
+		snprintf(e->reason, sizeof(e->reason), "exited with status %d", e->exit_code);
+	} else if (WIFSIGNALED(status)) {
+		e->signal = WTERMSIG(status);
+		if (e->signal == SIGKILL && s->have_cg && cgroup_oom_kills(&s->cg) > 0) {
+			e->oom_killed = true;
+			snprintf(e->reason, sizeof(e->reason), "oom_killed: killed by the kernel out of memory");
+		} else {
+			snprintf(e->reason, sizeof(e->reason), "killed by signal %d (%s)", e->signal,
+				 strsignal(e->signal));
+		}
+	}
+}
+
+int shim_main(const char *dir)
+{
+	struct shim s = { .dir = dir, .pid = -1, .notify_fd = 1 };
+	struct errbuf eb = ERRBUF_INIT;
+	struct task_exit e;
+	sigset_t set;
+	char buf[64];
+	int status = 0, ret;
+
+	memset(&e, 0, sizeof(e));
+	/* signals are taken synchronously in wait_task; the task gets a clean mask */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	/* orphans of the task are re-parented to us, so we can reap them */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+	char *shim_pid = xasprintf("%s/shim.pid", dir);
+	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	write_file_atomic(shim_pid, buf, strlen(buf), 0644);
+	free(shim_pid);
+
+	if ((ret = taskdir_read_json(dir, "task.json", &s.task, &eb)) ||
+	    (ret = taskdir_read_json(dir, "shim.json", &s.conf, &eb)) ||
+	    (ret = start_task(&s, &eb))) {
+		snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
+		e.start_failed = true;
+		notify(&s, "%s\n", e.reason);
+		kill_rest(&s);
+		goto out_write;
+	}
+	json_t *pidj = json_pack("{s:i, s:i}", "pid", (int)s.pid, "pgid", (int)s.pid);
+	taskdir_write_json(dir, "task.pid", pidj, NULL);
+	json_decref(pidj);
+	notify(&s, "running %d\n", (int)s.pid);
+
+	wait_task(&s, &status);
+	describe_exit(&s, status, &e);
+	kill_rest(&s);
+out_write:
+	if (s.have_cg) {
+		if (!e.oom_killed && e.signal == SIGKILL && cgroup_oom_kills(&s.cg) > 0) {
+			e.oom_killed = true;
+			snprintf(e.reason, sizeof(e.reason), "oom_killed: killed by the kernel out of memory");
+		}
+		if (cgroup_destroy(&s.cg, &eb))
+			fprintf(stderr, "yard shim: %s\n", eb.msg);
+		cgroup_release(&s.cg);
+	}
+	json_decref(s.task);
+	json_decref(s.conf);
+	if (task_exit_write(dir, &e, &eb)) {
+		fprintf(stderr, "yard shim: %s\n", eb.msg);
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_shim(int argc, char **argv)
+{
+	const char *dir = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else if (!strncmp(argv[i], "--dir=", 6))
+			dir = argv[i] + 6;
+		else {
+			fprintf(stderr, "usage: yard shim --dir TASKDIR\n");
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "usage: yard shim --dir TASKDIR\n");
+		return 2;
+	}
+	return shim_main(dir);
+}

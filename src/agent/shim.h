@@ -1,0 +1,34 @@
+/*
+ * The shim: one small process per task, the task's parent (the
+ * containerd-shim / conmon pattern). `yard shim --dir TASKDIR` reads
+ * TASKDIR/task.json (the assignment: argv, env, gpus, cpus_milli, memory,
+ * pids) and TASKDIR/shim.json (node-local settings written by the process
+ * runtime, see struct below), sets up the task's cgroup, starts the task in
+ * its own session with stdout/stderr opened O_APPEND on TASKDIR/stdout and
+ * TASKDIR/stderr, writes TASKDIR/task.pid, waits for it and writes
+ * TASKDIR/exit.json atomically, last.
+ *
+ * shim.json: {"cwd": DIR, "checkpoint_dir": DIR, "data_dir": DIR,
+ *   "code_archive": PATH|null (extracted into cwd before start),
+ *   "cgroup_root": DIR|null (null: /sys/fs/cgroup), "cgroup_rel": "yard/A/task-ID"|null
+ *   (null: no cgroups), "gpu_devices": [PATH...] (device nodes of the task's GPUs),
+ *   "dev_dir": DIR (where nvidiactl and nvidia-uvm* are looked for),
+ *   "stop_grace_ms": N (default 10000)}
+ *
+ * The shim reports the start on its stdout (the agent's pipe), one line:
+ * "running PID\n" or "start_failed: MESSAGE\n", then closes it.
+ *
+ * On SIGTERM or SIGINT it sends SIGTERM to the task's process group, and
+ * after stop_grace_ms SIGKILL to every process in the task's cgroup (or its
+ * process group without cgroups) until none is left. When the task exits,
+ * whatever it left behind in its cgroup or process group is killed, the
+ * cgroups are removed, then exit.json is written.
+ */
+#ifndef YARD_AGENT_SHIM_H
+#define YARD_AGENT_SHIM_H
+
+/* shim_main: the whole shim; returns the process exit status (0 once
+ * exit.json is written, also for a start failure; 1 when it cannot be). */
+int shim_main(const char *task_dir);
+
+#endif

@@ -1,0 +1,33 @@
+/*
+ * The files of a task directory (docs/protocol.md, "Agent work dir"), shared
+ * by the agent, the runtimes and the shim.
+ */
+#ifndef YARD_AGENT_TASKDIR_H
+#define YARD_AGENT_TASKDIR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "base/error.h"
+
+/* How a task ended, as the shim writes it to exit.json. */
+struct task_exit {
+	bool has_code;      /* exit_code is meaningful (else null) */
+	int exit_code;
+	int signal;         /* 0: none */
+	bool oom_killed;
+	bool start_failed;  /* reason starts with "start_failed: " */
+	char reason[1100];
+};
+
+/* taskdir_write_json writes doc to DIR/NAME atomically; YERR(IO) on failure. */
+int taskdir_write_json(const char *dir, const char *name, const json_t *doc, struct errbuf *eb);
+/* taskdir_read_json loads DIR/NAME into *out (new reference); YERR(NOT_FOUND)
+ * when missing, YERR(IO) when unreadable or not JSON. */
+int taskdir_read_json(const char *dir, const char *name, json_t **out, struct errbuf *eb);
+
+int task_exit_write(const char *dir, const struct task_exit *e, struct errbuf *eb);
+/* task_exit_read: 0 and *e filled; YERR(NOT_FOUND) while the task runs. */
+int task_exit_read(const char *dir, struct task_exit *e, struct errbuf *eb);
+
+#endif

@@ -1,0 +1,183 @@
+#include "base/compat.h"
+#include "base/spawn.h"
+
+#include <sys/wait.h>
+
+extern char **environ;
+
+/* What the child reports over the close-on-exec pipe. */
+enum spawn_stage {
+	STAGE_PID,      /* not a failure: the detached grandchild's pid */
+	STAGE_FORK,
+	STAGE_SETSID,
+	STAGE_CGROUP,
+	STAGE_STDIO,
+	STAGE_CHDIR,
+	STAGE_EXEC,
+};
+
+struct spawn_report {
+	int stage;  /* enum spawn_stage */
+	int err;    /* errno */
+	int value;  /* STAGE_PID: the pid; STAGE_CGROUP: the index of the file */
+};
+
+void spawn_opts_init(struct spawn_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->stdin_fd = -1;
+	o->stdout_fd = -1;
+	o->stderr_fd = -1;
+}
+
+static void child_report(int fd, int stage, int err, int value)
+{
+	struct spawn_report r = { stage, err, value };
+	ssize_t n;
+	do
+		n = write(fd, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+}
+
+static void child_fail(int fd, int stage, int value)
+{
+	child_report(fd, stage, errno, value);
+	_exit(127);
+}
+
+/* The child from fork to exec: async-signal-safe calls only. */
+static void child_run(const struct spawn_opts *o, int report_fd)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int src[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		sigaction(sig, &sa, NULL); /* fails harmlessly for the RT signals glibc reserves */
+	}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if (o->flags & SPAWN_DETACH) {
+		pid_t pid = fork();
+		if (pid < 0)
+			child_fail(report_fd, STAGE_FORK, 0);
+		if (pid > 0) {
+			child_report(report_fd, STAGE_PID, 0, (int)pid);
+			_exit(0);
+		}
+	}
+	if ((o->flags & SPAWN_SETSID) && setsid() < 0)
+		child_fail(report_fd, STAGE_SETSID, 0);
+	for (int i = 0; o->cgroup_procs && o->cgroup_procs[i]; i++) {
+		int fd = open(o->cgroup_procs[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			child_fail(report_fd, STAGE_CGROUP, i);
+		if (write(fd, "0", 1) != 1)
+			child_fail(report_fd, STAGE_CGROUP, i);
+		close(fd);
+	}
+	/* Move every source above 2 first so that dup2 cannot clobber one. */
+	for (int i = 0; i < 3; i++) {
+		if (src[i] < 0)
+			src[i] = open("/dev/null", i == 0 ? O_RDONLY : O_RDWR);
+		if (src[i] < 0)
+			child_fail(report_fd, STAGE_STDIO, i);
+		src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		if (src[i] < 0)
+			child_fail(report_fd, STAGE_STDIO, i);
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(src[i], i) < 0)
+			child_fail(report_fd, STAGE_STDIO, i);
+	if (o->cwd && chdir(o->cwd) < 0)
+		child_fail(report_fd, STAGE_CHDIR, 0);
+	char *const *env = o->env ? o->env : environ;
+	if (o->flags & SPAWN_SEARCH_PATH)
+		execvpe(o->argv[0], o->argv, env);
+	else
+		execve(o->argv[0], o->argv, env);
+	child_fail(report_fd, STAGE_EXEC, 0);
+}
+
+static int report_error(const struct spawn_opts *o, const struct spawn_report *r, struct errbuf *eb)
+{
+	const char *what = strerror(r->err);
+	switch (r->stage) {
+	case STAGE_FORK:
+		return error(eb, YERR(INTERNAL), "cannot fork: %s", what);
+	case STAGE_SETSID:
+		return error(eb, YERR(INTERNAL), "cannot start a session: %s", what);
+	case STAGE_CGROUP:
+		return error(eb, YERR(INTERNAL), "cannot join cgroup '%s': %s",
+			     o->cgroup_procs[r->value], what);
+	case STAGE_STDIO:
+		return error(eb, YERR(INTERNAL), "cannot set up fd %d: %s", r->value, what);
+	case STAGE_CHDIR:
+		return error(eb, YERR(INTERNAL), "cannot change to directory '%s': %s", o->cwd, what);
+	default:
+		return error(eb, YERR(INTERNAL), "cannot exec '%s': %s", o->argv[0], what);
+	}
+}
+
+int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, struct errbuf *eb)
+{
+	int fds[2];
+	pid_t pid, status_pid;
+	struct spawn_report r;
+	int ret = 0, status;
+	ssize_t n;
+
+	if (child_errno)
+		*child_errno = 0;
+	if (!o->argv || !o->argv[0])
+		return error(eb, YERR(BAD_REQUEST), "cannot spawn: empty argv");
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return error(eb, YERR(INTERNAL), "cannot create a pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		ret = error(eb, YERR(INTERNAL), "cannot fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child_run(o, fds[1]);
+	}
+	close(fds[1]);
+	status_pid = pid;
+	for (;;) {
+		n = read(fds[0], &r, sizeof(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == (ssize_t)sizeof(r) && r.stage == STAGE_PID) {
+			pid = r.value;
+			continue;
+		}
+		break;
+	}
+	close(fds[0]);
+	if (o->flags & SPAWN_DETACH) {
+		/* the intermediate child exits at once; reap it */
+		while (waitpid(status_pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (n == (ssize_t)sizeof(r)) {
+		if (child_errno)
+			*child_errno = r.err;
+		ret = report_error(o, &r, eb);
+		if (!(o->flags & SPAWN_DETACH))
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+		return ret;
+	}
+	if ((o->flags & SPAWN_DETACH) && pid == status_pid)
+		return error(eb, YERR(INTERNAL), "cannot spawn '%s': the intermediate child died", o->argv[0]);
+	*pid_out = pid;
+	return 0;
+}

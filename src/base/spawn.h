@@ -1,0 +1,55 @@
+/*
+ * Starting a child process: the one spawn API of yard, after libuv's
+ * src/unix/process.c. Everything the child does between fork and exec is
+ * prepared by the parent first, so the child only calls async-signal-safe
+ * functions. A failure in the child before or at exec (cannot join a
+ * cgroup, cannot chdir, cannot exec) comes back to spawn_process() over a
+ * close-on-exec pipe, so the caller learns it synchronously: when
+ * spawn_process() returns 0 the program has been exec'd.
+ *
+ * In the child: signal dispositions are reset to their defaults, the signal
+ * mask is cleared, optionally a new session is made (setsid), the process
+ * moves itself into each listed cgroup (writes "0" to each cgroup.procs
+ * file), stdio is set up, the working directory changed, and then argv is
+ * exec'd with env.
+ */
+#ifndef YARD_SPAWN_H
+#define YARD_SPAWN_H
+
+#include <sys/types.h>
+
+#include "base/error.h"
+
+enum spawn_flags {
+	SPAWN_SETSID = 1 << 0, /* new session and process group (pgid == pid) */
+	SPAWN_DETACH = 1 << 1, /* double fork: the program is not our child; the
+				  intermediate child is reaped by spawn_process() */
+	SPAWN_SEARCH_PATH = 1 << 2, /* execvpe: look argv[0] up in PATH */
+};
+
+struct spawn_opts {
+	char *const *argv;          /* NULL-terminated; argv[0] is the program */
+	char *const *env;           /* NULL-terminated; NULL: inherit environ */
+	const char *cwd;            /* NULL: inherit */
+	int stdin_fd;               /* -1: /dev/null */
+	int stdout_fd;              /* -1: /dev/null */
+	int stderr_fd;              /* -1: /dev/null */
+	const char *const *cgroup_procs; /* NULL-terminated cgroup.procs paths to join, or NULL */
+	unsigned flags;             /* enum spawn_flags */
+};
+
+/* spawn_opts_init: no argv, inherit env and cwd, stdio to /dev/null, no flags. */
+void spawn_opts_init(struct spawn_opts *o);
+
+/*
+ * spawn_process starts o->argv. On success returns 0 and *pid (OUT) is the
+ * pid of the program (with SPAWN_DETACH: of the grandchild, which is not our
+ * child and must not be waited for). The stdio fds are not closed; every
+ * other fd marked close-on-exec is closed by the exec. On failure returns
+ * YERR(INTERNAL) with a message naming what failed ("cannot exec '/x': No
+ * such file or directory"); the failed child has been reaped. The caller's
+ * errno-level cause is also stored in *child_errno when it is not NULL.
+ */
+int spawn_process(const struct spawn_opts *o, pid_t *pid, int *child_errno, struct errbuf *eb);
+
+#endif

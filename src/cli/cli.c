@@ -1,0 +1,65 @@
+#include "base/compat.h"
+#include "cli/cli.h"
+
+#include "cli/cmd.h"
+
+/* The command table: one line per command, git.c style. */
+static const struct cli_command {
+	const char *name;
+	int (*fn)(struct cli_ctx *ctx, int argc, char **argv);
+	unsigned flags; /* enum cli_cmd_flags */
+	const char *help;
+} commands[] = {
+	{ "submit", cmd_submit, NEED_MASTER, "submit a job from a spec file" },
+	{ "ls", cmd_ls, NEED_MASTER, "list jobs" },
+	{ "show", cmd_show, NEED_MASTER, "show a job and its tasks" },
+	{ "logs", cmd_logs, NEED_MASTER, "print (or follow) a task's output" },
+	{ "cancel", cmd_cancel, NEED_MASTER, "cancel a job" },
+	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },
+	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs" },
+	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
+	{ "token", cmd_token, NEED_MASTER, "create API tokens (admin)" },
+};
+
+static const struct cli_command *find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+int cli_has_command(const char *name)
+{
+	return name && find(name) != NULL;
+}
+
+void cli_usage(void *stream)
+{
+	FILE *out = stream;
+	fprintf(out, "commands:\n");
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\nRun 'yard COMMAND --help' for a command's options. The master and token\n"
+		     "come from --master/--token, YARD_MASTER/YARD_TOKEN or ~/.config/yard/config.\n");
+}
+
+int cli_main(int argc, char **argv)
+{
+	const struct cli_command *c = argc > 0 ? find(argv[0]) : NULL;
+	struct cli_ctx ctx;
+	int status;
+
+	if (!c) {
+		fprintf(stderr, "yard: '%s' is not a yard command\n", argc > 0 ? argv[0] : "");
+		return EXIT_USAGE;
+	}
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cmd = c->name;
+	ctx.flags = c->flags;
+	status = c->fn(&ctx, argc, argv);
+	if (ctx.has_client)
+		client_close(&ctx.client);
+	cli_config_release(&ctx.cfg);
+	return status;
+}

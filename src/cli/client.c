@@ -1,0 +1,218 @@
+#include "base/compat.h"
+#include "cli/client.h"
+
+#include "base/parse.h"
+#include "base/xalloc.h"
+
+/* Plain requests get this long; a follow request is held up to 20 s by the master. */
+#define REQUEST_TIMEOUT_MS 60000L
+/* A 256 MiB code upload over a slow link may take a while. */
+#define UPLOAD_TIMEOUT_MS 1800000L
+
+void client_open(struct client *c, const char *base_url, const char *token)
+{
+	httpc_init(&c->http, base_url, token);
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+}
+
+void client_close(struct client *c)
+{
+	httpc_release(&c->http);
+}
+
+static int get_json(struct client *c, const char *method, const char *path, json_t *body,
+		    json_t **out, struct errbuf *eb)
+{
+	int ret;
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	ret = httpc_json(&c->http, method, path, body, out, NULL, eb);
+	if (ret && out && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+int client_whoami(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/whoami", NULL, out, eb);
+}
+
+int client_code_upload(struct client *c, const void *data, size_t len, char **digest,
+		       json_t **out, struct errbuf *eb)
+{
+	struct httpc_response res;
+	json_t *doc = NULL;
+	json_error_t jerr;
+	const char *d;
+	int ret;
+
+	*digest = NULL;
+	if (out)
+		*out = NULL;
+	httpc_response_init(&res);
+	c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
+	ret = httpc_request(&c->http, "POST", "/v1/code", data, len, "application/gzip", &res, eb);
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	if (ret)
+		goto out;
+	if (res.status >= 400) {
+		ret = httpc_error_from_reply(&res, eb);
+		goto out;
+	}
+	doc = json_loadb(res.body.buf, res.body.len, 0, &jerr);
+	d = doc ? json_string_value(json_object_get(doc, "digest")) : NULL;
+	if (!d || strncmp(d, "sha256:", 7)) {
+		ret = error(eb, YERR(INTERNAL), "the master's reply to 'POST /v1/code' has no digest");
+		goto out;
+	}
+	*digest = xstrdup(d);
+	if (out) {
+		*out = doc;
+		doc = NULL;
+	}
+out:
+	json_decref(doc);
+	httpc_response_release(&res);
+	return ret;
+}
+
+int client_submit(struct client *c, json_t *spec, const char *code, json_t **out,
+		  struct errbuf *eb)
+{
+	json_t *body = json_object();
+	int ret;
+
+	json_object_set(body, "spec", spec);
+	if (code)
+		json_object_set_new(body, "code", json_string(code));
+	ret = get_json(c, "POST", "/v1/jobs", body, out, eb);
+	json_decref(body);
+	return ret;
+}
+
+int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *eb)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64, id);
+	return get_json(c, "GET", path, NULL, out, eb);
+}
+
+static void add_query(struct strbuf *sb, const char *key, const char *value)
+{
+	char *v = url_escape(value);
+	strbuf_addf(sb, "%c%s=%s", strchr(sb->buf, '?') ? '&' : '?', key, v);
+	free(v);
+}
+
+int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
+		     struct errbuf *eb)
+{
+	struct strbuf path = STRBUF_INIT;
+	char num[24];
+	int ret;
+
+	strbuf_addstr(&path, "/v1/jobs");
+	if (f && f->state)
+		add_query(&path, "state", f->state);
+	if (f && f->user)
+		add_query(&path, "user", f->user);
+	if (f && f->limit) {
+		snprintf(num, sizeof(num), "%" PRIu64, f->limit);
+		add_query(&path, "limit", num);
+	}
+	ret = get_json(c, "GET", path.buf, NULL, out, eb);
+	strbuf_release(&path);
+	return ret;
+}
+
+int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb)
+{
+	char path[80];
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64 "/cancel", id);
+	return get_json(c, "POST", path, NULL, out, eb);
+}
+
+void client_log_chunk_init(struct client_log_chunk *ch)
+{
+	memset(ch, 0, sizeof(*ch));
+	strbuf_init(&ch->data, 0);
+}
+
+void client_log_chunk_release(struct client_log_chunk *ch)
+{
+	strbuf_release(&ch->data);
+}
+
+char *client_logs_path(uint64_t id, const struct client_log_req *req)
+{
+	struct strbuf path = STRBUF_INIT;
+	char num[24];
+
+	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/logs", id);
+	if (req->task)
+		add_query(&path, "task", req->task);
+	if (req->stream)
+		add_query(&path, "stream", req->stream);
+	snprintf(num, sizeof(num), "%" PRIu64, req->offset);
+	add_query(&path, "offset", num);
+	if (req->follow)
+		add_query(&path, "follow", "1");
+	if (req->limit) {
+		snprintf(num, sizeof(num), "%" PRIu64, req->limit);
+		add_query(&path, "limit", num);
+	}
+	return strbuf_detach(&path, NULL);
+}
+
+int client_logs_read(struct client *c, uint64_t id, const struct client_log_req *req,
+		     struct client_log_chunk *ch, struct errbuf *eb)
+{
+	struct httpc_response res;
+	char *path = client_logs_path(id, req);
+	int ret;
+
+	httpc_response_init(&res);
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	ret = httpc_request(&c->http, "GET", path, NULL, 0, NULL, &res, eb);
+	if (ret)
+		goto out;
+	if (res.status >= 400) {
+		ret = httpc_error_from_reply(&res, eb);
+		goto out;
+	}
+	strbuf_reset(&ch->data);
+	strbuf_add(&ch->data, res.body.buf, res.body.len);
+	if (!res.offset_hdr || parse_u64_str(res.offset_hdr, &ch->next_offset) < 0)
+		ch->next_offset = req->offset + res.body.len;
+	if (!res.size_hdr || parse_u64_str(res.size_hdr, &ch->size) < 0)
+		ch->size = ch->next_offset;
+	ch->eof = res.eof_hdr && !strcmp(res.eof_hdr, "1");
+out:
+	httpc_response_release(&res);
+	free(path);
+	return ret;
+}
+
+int client_nodes(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/nodes", NULL, out, eb);
+}
+
+int client_queue(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/queue", NULL, out, eb);
+}
+
+int client_token_create(struct client *c, const char *user, bool admin, const char *team,
+			json_t **out, struct errbuf *eb)
+{
+	json_t *body = json_pack("{s:s, s:b}", "user", user, "admin", admin);
+	int ret;
+
+	if (team)
+		json_object_set_new(body, "team", json_string(team));
+	ret = get_json(c, "POST", "/v1/tokens", body, out, eb);
+	json_decref(body);
+	return ret;
+}

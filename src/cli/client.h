@@ -1,0 +1,100 @@
+/*
+ * The API client of the CLI: one function per endpoint of docs/protocol.md
+ * that users call. Built on common/httpc.h. A struct client is used by one
+ * thread at a time (open one per thread to run requests in parallel).
+ *
+ * Every function returns 0 or the negative YERR(...) code of the failure
+ * with eb filled: the server's error (code, message, field) for an HTTP
+ * error, YERR(UNAVAILABLE) when the master cannot be reached. JSON replies
+ * come back as new references in *out (caller decrefs, also NULL on error).
+ */
+#ifndef YARD_CLI_CLIENT_H
+#define YARD_CLI_CLIENT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "base/strbuf.h"
+#include "common/httpc.h"
+
+struct client {
+	struct httpc http;
+};
+
+/* client_open prepares a client for the master at base_url ("http://h:p")
+ * with a bearer token (may be NULL). No connection is made yet. */
+void client_open(struct client *c, const char *base_url, const char *token);
+void client_close(struct client *c);
+
+/* GET /v1/whoami -> {"user", "admin"}. */
+int client_whoami(struct client *c, json_t **out, struct errbuf *eb);
+
+/* POST /v1/code with the tar.gz bytes. *digest gets "sha256:HEX" (caller
+ * frees); *out the whole reply when out is not NULL. */
+int client_code_upload(struct client *c, const void *data, size_t len, char **digest,
+		       json_t **out, struct errbuf *eb);
+
+/* POST /v1/jobs {"spec": spec, "code": code} (code omitted when NULL) -> the job. */
+int client_submit(struct client *c, json_t *spec, const char *code, json_t **out,
+		  struct errbuf *eb);
+
+/* GET /v1/jobs/{id} -> the job. */
+int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);
+
+/* Filters of GET /v1/jobs; NULL or 0 fields are not sent. */
+struct client_jobs_filter {
+	const char *state;
+	const char *user;
+	uint64_t limit;
+};
+
+/* GET /v1/jobs?state=&user=&limit= -> {"jobs": [...]}. */
+int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
+		     struct errbuf *eb);
+
+/* POST /v1/jobs/{id}/cancel -> the job. */
+int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);
+
+/* What to read of a task's log. */
+struct client_log_req {
+	const char *task;   /* "ROLE/INDEX" or NULL: the first task */
+	const char *stream; /* "stdout" or "stderr" */
+	uint64_t offset;
+	bool follow;        /* long poll up to 20 s when nothing is new */
+	uint64_t limit;     /* most bytes to return; 0: the server's default */
+};
+
+/* One reply of the logs endpoint. */
+struct client_log_chunk {
+	struct strbuf data;   /* the bytes, as stored; owned */
+	uint64_t next_offset; /* X-Yard-Offset: the offset just past data */
+	uint64_t size;        /* X-Yard-Size: bytes the master holds */
+	bool eof;             /* X-Yard-Eof: 1: the task is final and all is shipped */
+};
+
+void client_log_chunk_init(struct client_log_chunk *ch);
+void client_log_chunk_release(struct client_log_chunk *ch);
+
+/* GET /v1/jobs/{id}/logs?task=&stream=&offset=&follow=1&limit= into ch
+ * (its data is replaced). A missing X-Yard-Offset header counts as
+ * offset + bytes received. */
+int client_logs_read(struct client *c, uint64_t id, const struct client_log_req *req,
+		     struct client_log_chunk *ch, struct errbuf *eb);
+
+/* GET /v1/nodes -> {"nodes": [...]}. */
+int client_nodes(struct client *c, json_t **out, struct errbuf *eb);
+
+/* GET /v1/queue -> {"queue": [...]}. */
+int client_queue(struct client *c, json_t **out, struct errbuf *eb);
+
+/* POST /v1/tokens {"user", "admin", "team"} (team omitted when NULL) ->
+ * {"user", "admin", "token"}. Admin only. */
+int client_token_create(struct client *c, const char *user, bool admin, const char *team,
+			json_t **out, struct errbuf *eb);
+
+/* client_logs_path builds the request path of client_logs_read (exposed for
+ * tests; caller frees). */
+char *client_logs_path(uint64_t id, const struct client_log_req *req);
+
+#endif

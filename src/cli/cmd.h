@@ -1,0 +1,108 @@
+/*
+ * What the CLI commands share: the context cli_main() hands each command,
+ * the parsing of its options (with the common --master, --token, --output),
+ * error reporting with the CLI's exit statuses, and output helpers.
+ * Internal to src/cli/.
+ */
+#ifndef YARD_CLI_CMD_H
+#define YARD_CLI_CMD_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/error.h"
+#include "cli/client.h"
+#include "cli/config.h"
+#include "cli/options.h"
+
+/* Exit statuses. */
+#define EXIT_OK 0
+#define EXIT_FAIL 1  /* failure reported by the server, or no server */
+#define EXIT_USAGE 2 /* usage error or invalid spec */
+
+enum cli_cmd_flags {
+	NEED_MASTER = 1 << 0, /* resolve the master and open ctx->client */
+};
+
+struct cli_ctx {
+	const char *cmd;          /* the command's name: "submit" */
+	unsigned flags;           /* enum cli_cmd_flags of the command */
+	const char *opt_master;   /* --master, points into argv */
+	const char *opt_token;    /* --token */
+	const char *opt_output;   /* --output */
+	bool json;                /* --output json */
+	struct cli_config cfg;    /* owned: the resolved master and token */
+	struct client client;     /* open when has_client */
+	bool has_client;
+};
+
+/* cli_parse parses the command's options and the common ones (argv[0] is the
+ * command name). It returns -1 when the command should go on, with the
+ * positional arguments in argv[1..*npos]; otherwise the exit status to
+ * return at once (0 after printing --help, 2 after a usage error). With
+ * NEED_MASTER it also resolves the master and token and opens ctx->client. */
+int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+	      size_t nopts, int argc, char **argv, int *npos);
+
+/* cli_usage_error prints "yard CMD: MSG" and a hint; returns EXIT_USAGE. */
+int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cli_fail reports eb on stderr and returns its exit status: EXIT_USAGE with
+ * "yard: invalid spec: FIELD: MSG" for YERR(INVALID_SPEC), else
+ * "yard: MSG" and EXIT_FAIL. */
+int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb);
+
+/* cli_parse_id: a job id argument; 0 with *id set, or a usage error (2). */
+int cli_parse_id(struct cli_ctx *ctx, const char *arg, uint64_t *id);
+
+/* cli_print_json pretty-prints doc on stdout, followed by a newline. */
+void cli_print_json(const json_t *doc);
+
+/* Accessors that never fail: "-" (or 0) for a missing or null member. */
+const char *cli_jstr(const json_t *obj, const char *key);
+int64_t cli_jint(const json_t *obj, const char *key);
+/* cli_reason: "code: message" of a reason object, "-" when null; caller frees. */
+char *cli_reason(const json_t *reason);
+/* cli_age: "45s", "12m", "3h", "5d" since a wall_us time; "-" for 0. */
+void cli_age(int64_t since_us, char *buf, size_t len);
+/* cli_job_gpus: GPUs the job asks for (replicas x gpus over its spec's roles). */
+uint64_t cli_job_gpus(const json_t *job);
+
+/* A text table: columns padded to their widest cell, the last one not. */
+struct cli_table {
+	size_t ncols;
+	char **cells; /* owned, row-major, header first */
+	size_t nr, alloc;
+};
+
+void cli_table_init(struct cli_table *t, size_t ncols, const char *const *headers);
+/* cli_table_add appends one cell (a new row starts every ncols cells). */
+void cli_table_add(struct cli_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_table_print(const struct cli_table *t, FILE *out);
+void cli_table_release(struct cli_table *t);
+
+/* Which log streams to read. */
+enum cli_streams { CLI_STREAM_STDOUT = 1 << 0, CLI_STREAM_STDERR = 1 << 1 };
+
+/* cli_logs_stream copies a task's log streams to our stdout/stderr (binary
+ * safe); with follow, until the task's log reaches its end (one thread per
+ * stream when both). Returns 0 or the failing request's error in eb. */
+int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned streams,
+		    bool follow, struct errbuf *eb);
+
+/* cli_job_is_final: whether the job object's state is final (OUT: *succeeded). */
+bool cli_job_is_final(const json_t *job, bool *succeeded);
+
+/* The commands: each parses its own options; returns the exit status. */
+int cmd_submit(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_ls(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_show(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
+
+#endif

@@ -1,0 +1,74 @@
+#include "base/compat.h"
+
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "cli/cmd.h"
+
+/* models: the distinct GPU models of a node, comma-separated, into sb. */
+static void models(const json_t *gpus, struct strbuf *sb)
+{
+	json_t *g, *h;
+	size_t i, j;
+
+	json_array_foreach(gpus, i, g) {
+		const char *m = cli_jstr(g, "model");
+		bool seen = false;
+		json_array_foreach(gpus, j, h) {
+			if (j >= i)
+				break;
+			if (!strcmp(cli_jstr(h, "model"), m))
+				seen = true;
+		}
+		if (!seen)
+			strbuf_addf(sb, "%s%s", sb->len ? "," : "", m);
+	}
+}
+
+int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const char *const headers[] = { "NAME", "STATE", "ADDR", "CPUS", "MEMORY",
+					       "GPUS", "MODEL" };
+	struct errbuf eb = ERRBUF_INIT;
+	struct cli_table t;
+	json_t *reply = NULL, *node;
+	size_t i;
+	int npos, rc;
+
+	rc = cli_parse(ctx, "nodes", NULL, 0, argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 0)
+		return cli_usage_error(ctx, "unexpected argument '%s'", argv[1]);
+	if (client_nodes(&ctx->client, &reply, &eb))
+		return cli_fail(ctx, &eb);
+	if (ctx->json) {
+		cli_print_json(reply);
+		json_decref(reply);
+		return EXIT_OK;
+	}
+	cli_table_init(&t, ARRAY_SIZE(headers), headers);
+	json_array_foreach(json_object_get(reply, "nodes"), i, node) {
+		json_t *gpus = json_object_get(node, "gpus"), *g;
+		struct strbuf m = STRBUF_INIT;
+		char mem[32];
+		size_t used = 0, j;
+
+		json_array_foreach(gpus, j, g)
+			if (json_is_integer(json_object_get(g, "job")))
+				used++;
+		format_size((uint64_t)cli_jint(node, "memory"), mem, sizeof(mem));
+		models(gpus, &m);
+		cli_table_add(&t, "%s", cli_jstr(node, "name"));
+		cli_table_add(&t, "%s", cli_jstr(node, "state"));
+		cli_table_add(&t, "%s", cli_jstr(node, "addr"));
+		cli_table_add(&t, "%" PRId64, cli_jint(node, "cpus"));
+		cli_table_add(&t, "%s", mem);
+		cli_table_add(&t, "%zu/%zu", used, json_array_size(gpus));
+		cli_table_add(&t, "%s", m.len ? m.buf : "-");
+		strbuf_release(&m);
+	}
+	cli_table_print(&t, stdout);
+	cli_table_release(&t);
+	json_decref(reply);
+	return EXIT_OK;
+}

@@ -1,0 +1,181 @@
+#include "base/compat.h"
+
+#include <libgen.h>
+
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "cli/cmd.h"
+#include "common/codepack.h"
+#include "common/spec.h"
+
+/* The most code the master takes (docs/protocol.md, POST /v1/code). */
+#define MAX_CODE_BYTES (256ull << 20)
+/* The biggest spec file we read. */
+#define MAX_SPEC_BYTES (4u << 20)
+
+/* wait_until_started polls the job until it has left the queue. */
+static int wait_until_started(struct cli_ctx *ctx, uint64_t id, json_t **job, struct errbuf *eb);
+
+/* load_spec reads, overrides and validates the spec: 0, or an error in eb. */
+static int load_spec(const char *file, const struct cli_list *sets, const char *name,
+		     json_t **doc, struct errbuf *eb)
+{
+	struct strbuf text = STRBUF_INIT;
+	struct job_spec spec;
+	int ret;
+
+	*doc = NULL;
+	memset(&spec, 0, sizeof(spec));
+	if (strbuf_read_file(&text, file, MAX_SPEC_BYTES) < 0) {
+		ret = error(eb, YERR(IO), "cannot read '%s': %s", file, strerror(errno));
+		goto out;
+	}
+	ret = spec_load_text(text.buf, text.len, doc, eb);
+	if (ret)
+		goto out;
+	for (size_t i = 0; i < sets->nr; i++) {
+		ret = spec_set(*doc, sets->items[i], eb);
+		if (ret)
+			goto out;
+	}
+	if (name && json_object_set_new(*doc, "name", json_string(name)) < 0) {
+		ret = error_field(eb, YERR(INVALID_SPEC), "name", "name: expected an object document");
+		goto out;
+	}
+	ret = spec_from_json(*doc, &spec, eb);
+out:
+	spec_release(&spec);
+	strbuf_release(&text);
+	if (ret) {
+		json_decref(*doc);
+		*doc = NULL;
+	}
+	return ret;
+}
+
+/* upload_code packs the directory that holds file and uploads it. */
+static int upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct errbuf *eb)
+{
+	char *copy = xstrdup(file);
+	const char *dir = dirname(copy);
+	struct strbuf tgz = STRBUF_INIT;
+	int ret;
+
+	*digest = NULL;
+	ret = codepack_create(dir, &tgz, MAX_CODE_BYTES, eb);
+	if (!ret && tgz.len > MAX_CODE_BYTES)
+		ret = error(eb, YERR(TOO_LARGE), "the code archive of '%s' is over 256 MiB", dir);
+	if (!ret)
+		ret = client_code_upload(&ctx->client, tgz.buf, tgz.len, digest, NULL, eb);
+	strbuf_release(&tgz);
+	free(copy);
+	return ret;
+}
+
+int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
+{
+	struct cli_list sets = { NULL, 0, 0 };
+	int follow = 0;
+	const char *name = NULL;
+	const struct cli_option opts[] = {
+		{ "set", 0, CLI_OPT_LIST, &sets, "PATH=VALUE",
+		  "override a field of the spec (repeatable): --set params.lr=0.1" },
+		{ "name", 0, CLI_OPT_STRING, &name, "NAME", "the job's name (overrides the spec's)" },
+		{ "follow", 'f', CLI_OPT_FLAG, &follow, NULL,
+		  "print the first task's output until the job ends; exit 0 if it succeeded" },
+	};
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = NULL, *job = NULL;
+	char *digest = NULL;
+	uint64_t id;
+	bool ok;
+	int npos, status;
+
+	status = cli_parse(ctx, "submit FILE [--set PATH=VALUE ...] [--name NAME] [--follow]", opts,
+			   ARRAY_SIZE(opts), argc, argv, &npos);
+	if (status >= 0)
+		goto out;
+	if (npos != 1) {
+		status = cli_usage_error(ctx, "expected one spec file");
+		goto out;
+	}
+	if (load_spec(argv[1], &sets, name, &doc, &eb) ||
+	    upload_code(ctx, argv[1], &digest, &eb) ||
+	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
+		status = cli_fail(ctx, &eb);
+		goto out;
+	}
+	id = (uint64_t)cli_jint(job, "id");
+	if (!follow) {
+		if (ctx->json)
+			cli_print_json(job);
+		else
+			printf("%" PRIu64 "\n", id);
+		status = EXIT_OK;
+		goto out;
+	}
+	if (!ctx->json) {
+		printf("%" PRIu64 "\n", id);
+		fflush(stdout);
+	}
+	/* --follow: the first task's logs once it runs, then the job's outcome */
+	json_decref(job);
+	job = NULL;
+	if (wait_until_started(ctx, id, &job, &eb)) {
+		status = cli_fail(ctx, &eb);
+		goto out;
+	}
+	/* a job that ended before it ran may have no task log: not an error then */
+	if (!ctx->json &&
+	    cli_logs_stream(ctx, id, NULL, CLI_STREAM_STDOUT | CLI_STREAM_STDERR, true, &eb) &&
+	    !cli_job_is_final(job, &ok)) {
+		status = cli_fail(ctx, &eb);
+		goto out;
+	}
+	for (unsigned delay_ms = 20;; delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2) {
+		json_decref(job);
+		job = NULL;
+		if (client_job_get(&ctx->client, id, &job, &eb)) {
+			status = cli_fail(ctx, &eb);
+			goto out;
+		}
+		if (cli_job_is_final(job, &ok))
+			break;
+		usleep(delay_ms * 1000);
+	}
+	if (ctx->json) {
+		cli_print_json(job);
+	} else if (!ok) {
+		char *reason = cli_reason(json_object_get(job, "reason"));
+		fprintf(stderr, "yard: job %" PRIu64 " %s: %s\n", id, cli_jstr(job, "state"), reason);
+		free(reason);
+	}
+	status = ok ? EXIT_OK : EXIT_FAIL;
+out:
+	json_decref(doc);
+	json_decref(job);
+	free(digest);
+	cli_list_release(&sets);
+	return status;
+}
+
+static int wait_until_started(struct cli_ctx *ctx, uint64_t id, json_t **job, struct errbuf *eb)
+{
+	unsigned delay_ms = 20;
+	int ret;
+
+	for (;;) {
+		const char *state;
+		bool ok;
+		ret = client_job_get(&ctx->client, id, job, eb);
+		if (ret)
+			return ret;
+		state = cli_jstr(*job, "state");
+		if (cli_job_is_final(*job, &ok) || (strcmp(state, "queued") && strcmp(state, "starting")))
+			return 0;
+		json_decref(*job);
+		*job = NULL;
+		usleep(delay_ms * 1000);
+		delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2;
+	}
+}

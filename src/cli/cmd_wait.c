@@ -1,0 +1,67 @@
+#include "base/compat.h"
+
+#include "base/clock.h"
+#include "base/parse.h"
+#include "cli/cmd.h"
+
+/* Polling back-off: start fast for short jobs, settle at twice a second. */
+#define WAIT_FIRST_MS 20
+#define WAIT_MAX_MS 500
+
+int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *timeout = NULL;
+	const struct cli_option opts[] = {
+		{ "timeout", 't', CLI_OPT_STRING, &timeout, "S",
+		  "give up after S seconds (or a duration: 90s, 15m, 2h)" },
+	};
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *job = NULL;
+	uint64_t id, limit_ms = 0, deadline = 0;
+	unsigned delay_ms = WAIT_FIRST_MS;
+	bool ok = false, timed_out = false;
+	int npos, rc;
+
+	rc = cli_parse(ctx, "wait ID [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 1)
+		return cli_usage_error(ctx, "expected one job id");
+	if (cli_parse_id(ctx, argv[1], &id))
+		return EXIT_USAGE;
+	if (timeout && parse_duration_str(timeout, &limit_ms) < 0)
+		return cli_usage_error(ctx, "--timeout expects seconds or a duration, got '%s'",
+				       timeout);
+	if (timeout)
+		deadline = mono_ms() + limit_ms;
+	for (;;) {
+		json_decref(job);
+		job = NULL;
+		if (client_job_get(&ctx->client, id, &job, &eb))
+			return cli_fail(ctx, &eb);
+		if (cli_job_is_final(job, &ok))
+			break;
+		if (timeout && mono_ms() >= deadline) {
+			timed_out = true;
+			break;
+		}
+		if (timeout && mono_ms() + delay_ms > deadline)
+			delay_ms = (unsigned)(deadline - mono_ms()) + 1;
+		usleep(delay_ms * 1000);
+		delay_ms = delay_ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : delay_ms * 2;
+	}
+	if (ctx->json)
+		cli_print_json(job);
+	else
+		printf("%s\n", cli_jstr(job, "state"));
+	if (timed_out) {
+		fprintf(stderr, "yard: timed out after %s waiting for job %" PRIu64 " (still %s)\n",
+			timeout, id, cli_jstr(job, "state"));
+	} else if (!ok) {
+		char *reason = cli_reason(json_object_get(job, "reason"));
+		fprintf(stderr, "yard: job %" PRIu64 " %s: %s\n", id, cli_jstr(job, "state"), reason);
+		free(reason);
+	}
+	json_decref(job);
+	return ok && !timed_out ? EXIT_OK : EXIT_FAIL;
+}

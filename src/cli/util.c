@@ -1,0 +1,216 @@
+#include "base/compat.h"
+
+#include "base/clock.h"
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "cli/cmd.h"
+#include "common/state.h"
+
+int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+	      size_t nopts, int argc, char **argv, int *npos)
+{
+	const struct cli_option common[] = {
+		{ "master", 0, CLI_OPT_STRING, &ctx->opt_master, "URL",
+		  "the master's URL (default: $YARD_MASTER, then the config file)" },
+		{ "token", 0, CLI_OPT_STRING, &ctx->opt_token, "TOKEN",
+		  "the API token (default: $YARD_TOKEN, then the config file)" },
+		{ "output", 'o', CLI_OPT_STRING, &ctx->opt_output, "FORMAT",
+		  "'json' prints the server's JSON instead of text" },
+	};
+	struct errbuf eb = ERRBUF_INIT;
+	int rc;
+
+	rc = cli_options_parse(ctx->cmd, opts, nopts, common, ARRAY_SIZE(common), argc, argv, npos,
+			       stderr);
+	if (rc == CLI_PARSE_HELP) {
+		cli_options_usage(stdout, synopsis, opts, nopts, common, ARRAY_SIZE(common));
+		return EXIT_OK;
+	}
+	if (rc)
+		return EXIT_USAGE;
+	if (ctx->opt_output) {
+		if (!strcmp(ctx->opt_output, "json"))
+			ctx->json = true;
+		else if (strcmp(ctx->opt_output, "text"))
+			return cli_usage_error(ctx, "unknown output format '%s' (json or text)",
+					       ctx->opt_output);
+	}
+	if (!(ctx->flags & NEED_MASTER))
+		return -1;
+	if (cli_config_resolve(ctx->opt_master, ctx->opt_token, &ctx->cfg, &eb) < 0) {
+		fprintf(stderr, "yard: %s\n", eb.msg);
+		return EXIT_USAGE;
+	}
+	if (!ctx->cfg.master) {
+		fprintf(stderr, "yard %s: no master given\n"
+				"hint: pass --master URL, set YARD_MASTER, or put 'master = URL' in "
+				"~/.config/yard/config\n", ctx->cmd);
+		return EXIT_USAGE;
+	}
+	client_open(&ctx->client, ctx->cfg.master, ctx->cfg.token);
+	ctx->has_client = true;
+	return -1;
+}
+
+int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "yard %s: ", ctx->cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see 'yard %s --help')\n", ctx->cmd);
+	return EXIT_USAGE;
+}
+
+int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb)
+{
+	const char *msg = eb->msg[0] ? eb->msg : yerr_default_message(eb->code);
+	size_t flen = strlen(eb->field);
+
+	if (eb->code == YERR(INVALID_SPEC)) {
+		/* the message starts with the field's path; add it when it does not */
+		if (flen && strncmp(msg, eb->field, flen))
+			fprintf(stderr, "yard: invalid spec: %s: %s\n", eb->field, msg);
+		else
+			fprintf(stderr, "yard: invalid spec: %s\n", msg);
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "yard: %s\n", msg);
+	return EXIT_FAIL;
+}
+
+int cli_parse_id(struct cli_ctx *ctx, const char *arg, uint64_t *id)
+{
+	if (parse_u64_str(arg, id) < 0 || *id == 0)
+		return cli_usage_error(ctx, "'%s' is not a job id", arg);
+	return 0;
+}
+
+void cli_print_json(const json_t *doc)
+{
+	if (doc)
+		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	else
+		fputs("null", stdout);
+	fputc('\n', stdout);
+}
+
+const char *cli_jstr(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? s : "-";
+}
+
+int64_t cli_jint(const json_t *obj, const char *key)
+{
+	return json_integer_value(json_object_get(obj, key));
+}
+
+char *cli_reason(const json_t *reason)
+{
+	const char *code = json_string_value(json_object_get(reason, "code"));
+	const char *msg = json_string_value(json_object_get(reason, "message"));
+
+	if (!json_is_object(reason) || (!code && !msg))
+		return xstrdup("-");
+	if (code && msg && *msg)
+		return xasprintf("%s: %s", code, msg);
+	return xstrdup(code ? code : msg);
+}
+
+void cli_age(int64_t since_us, char *buf, size_t len)
+{
+	int64_t s;
+
+	if (since_us <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	s = ((int64_t)wall_us() - since_us) / 1000000;
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 120 * 60)
+		snprintf(buf, len, "%" PRId64 "m", s / 60);
+	else if (s < 48 * 3600)
+		snprintf(buf, len, "%" PRId64 "h", s / 3600);
+	else
+		snprintf(buf, len, "%" PRId64 "d", s / 86400);
+}
+
+uint64_t cli_job_gpus(const json_t *job)
+{
+	json_t *tasks = json_object_get(json_object_get(job, "spec"), "tasks");
+	const char *role;
+	json_t *r;
+	uint64_t n = 0;
+
+	json_object_foreach(tasks, role, r) {
+		json_t *rep = json_object_get(r, "replicas");
+		uint64_t replicas = json_is_integer(rep) ? (uint64_t)json_integer_value(rep) : 1;
+		n += replicas * (uint64_t)json_integer_value(json_object_get(r, "gpus"));
+	}
+	return n;
+}
+
+bool cli_job_is_final(const json_t *job, bool *succeeded)
+{
+	int st = job_state_parse(cli_jstr(job, "state"));
+	*succeeded = st == JOB_SUCCEEDED;
+	return st >= 0 && job_state_is_final((enum job_state)st);
+}
+
+void cli_table_init(struct cli_table *t, size_t ncols, const char *const *headers)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	for (size_t i = 0; i < ncols; i++)
+		cli_table_add(t, "%s", headers[i]);
+}
+
+void cli_table_add(struct cli_table *t, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	/* a cell is one line: control characters from the server are blanked */
+	for (size_t i = 0; i < sb.len; i++)
+		if ((unsigned char)sb.buf[i] < 0x20)
+			sb.buf[i] = ' ';
+	ALLOC_GROW(t->cells, t->nr + 1, t->alloc);
+	t->cells[t->nr++] = strbuf_detach(&sb, NULL);
+}
+
+void cli_table_print(const struct cli_table *t, FILE *out)
+{
+	size_t *width = xcalloc(t->ncols, sizeof(*width));
+
+	for (size_t i = 0; i < t->nr; i++) {
+		size_t w = strlen(t->cells[i]);
+		if (w > width[i % t->ncols])
+			width[i % t->ncols] = w;
+	}
+	for (size_t i = 0; i < t->nr; i++) {
+		size_t col = i % t->ncols;
+		bool last = col == t->ncols - 1 || i == t->nr - 1;
+		if (last)
+			fprintf(out, "%s\n", t->cells[i]);
+		else
+			fprintf(out, "%-*s  ", (int)width[col], t->cells[i]);
+	}
+	free(width);
+}
+
+void cli_table_release(struct cli_table *t)
+{
+	for (size_t i = 0; i < t->nr; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}

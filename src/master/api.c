@@ -1,0 +1,700 @@
+/* The REST API of the master: the route table and its handlers. */
+#include "base/compat.h"
+#include "master/api.h"
+
+#include <microhttpd.h>
+#include <openssl/evp.h>
+
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "master/jobs.h"
+#include "master/logs.h"
+
+#define LOG_FOLLOW_MS 20000
+#define WORK_WAIT_MAX_S 30
+
+static void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void reply_err(struct req *r, int code, const char *fmt, ...)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror_field(&eb, code, "", fmt, ap);
+	va_end(ap);
+	req_error(r, &eb);
+}
+
+/* the JSON body, or NULL after replying with an error */
+static json_t *body_json(struct req *r)
+{
+	int depth = 0, maxdepth = 0;
+	bool in_str = false, esc = false;
+	json_error_t jerr;
+	json_t *doc;
+
+	for (size_t i = 0; i < r->body.len; i++) {
+		char c = r->body.buf[i];
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > maxdepth)
+				maxdepth = depth;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	if (maxdepth > API_JSON_DEPTH) {
+		reply_err(r, YERR(BAD_REQUEST), "request body: JSON nested deeper than %d", API_JSON_DEPTH);
+		return NULL;
+	}
+	doc = json_loadb(r->body.buf, r->body.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc || !json_is_object(doc)) {
+		reply_err(r, YERR(BAD_REQUEST), "request body: %s",
+			  doc ? "expected a JSON object" : jerr.text);
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+static bool is_admin(const struct req *r) { return r->has_token && r->role == ROLE_ADMIN; }
+
+static struct job *path_job(struct req *r)
+{
+	uint64_t id;
+	struct job *j = NULL;
+
+	if (!parse_u64_str(r->cap[0], &id))
+		j = core_job(r->m, id);
+	if (!j)
+		reply_err(r, YERR(NOT_FOUND), "no job '%s'", r->cap[0]);
+	return j;
+}
+
+/* the node of an agent route, checked against the caller's token */
+static struct node *path_agent_node(struct req *r)
+{
+	struct node *n = core_node(r->m, r->cap[0]);
+
+	if (!n) {
+		reply_err(r, YERR(NOT_FOUND), "no node '%s'", r->cap[0]);
+		return NULL;
+	}
+	if (strcmp(r->user, n->name)) {
+		reply_err(r, YERR(FORBIDDEN), "the token of node '%s' may not act for '%s'", r->user,
+			  n->name);
+		return NULL;
+	}
+	return n;
+}
+
+/* ---- users ---- */
+
+static void h_healthz(struct req *r)
+{
+	req_json(r, 200, json_pack("{s:b}", "ok", 1));
+}
+
+static void h_whoami(struct req *r)
+{
+	req_json(r, 200, json_pack("{s:s, s:b, s:s, s:o}", "user", r->user, "admin", is_admin(r),
+				   "role", role_name(r->role), "team",
+				   r->team ? json_string(r->team) : json_null()));
+}
+
+static bool valid_user(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n < 1 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      (i && strchr("_.-", s[i]))))
+			return false;
+	return true;
+}
+
+static void h_tokens(struct req *r)
+{
+	json_t *body = body_json(r);
+	const char *user, *team;
+	bool admin;
+	char *tok;
+
+	if (!body)
+		return;
+	user = json_string_value(json_object_get(body, "user"));
+	team = json_string_value(json_object_get(body, "team"));
+	admin = json_is_true(json_object_get(body, "admin"));
+	if (!valid_user(user)) {
+		struct errbuf eb = ERRBUF_INIT;
+		error_field(&eb, YERR(BAD_REQUEST), "user", "user: expected [a-z0-9][a-z0-9_.-]{0,62}");
+		req_error(r, &eb);
+	} else if (team && !valid_user(team)) {
+		struct errbuf eb = ERRBUF_INIT;
+		error_field(&eb, YERR(BAD_REQUEST), "team", "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
+		req_error(r, &eb);
+	} else {
+		tok = auth_create_token(r->m, admin ? ROLE_ADMIN : ROLE_USER, user, team);
+		req_json(r, 201, json_pack("{s:s, s:b, s:o, s:s}", "user", user, "admin", admin, "team",
+					   team ? json_string(team) : json_null(), "token", tok));
+		free(tok);
+	}
+	json_decref(body);
+}
+
+/* ---- code ---- */
+
+static void h_code_put(struct req *r)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	char hex[65], *dst;
+
+	if (r->upload_fd < 0) {
+		reply_err(r, YERR(INTERNAL), "code upload lost its temp file");
+		return;
+	}
+	EVP_DigestFinal_ex(r->sha, md, &mdlen);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	if (fsync(r->upload_fd)) {
+		reply_err(r, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot sync '%s': %s",
+			  r->upload_tmp, strerror(errno));
+		return;
+	}
+	close(r->upload_fd);
+	r->upload_fd = -1;
+	dst = xasprintf("%s/code/%s.tar.gz", r->m->data_dir, hex);
+	if (rename(r->upload_tmp, dst) || fsync_parent_dir(dst)) {
+		reply_err(r, YERR(IO), "cannot store '%s': %s", dst, strerror(errno));
+		free(dst);
+		return;
+	}
+	free(r->upload_tmp);
+	r->upload_tmp = NULL;
+	free(dst);
+	{
+		char digest[80];
+		snprintf(digest, sizeof(digest), "sha256:%s", hex);
+		req_json(r, 201, json_pack("{s:s, s:I}", "digest", digest, "size",
+					   (json_int_t)r->upload_size));
+	}
+}
+
+static void h_code_get(struct req *r)
+{
+	const char *d = r->cap[0];
+	struct MHD_Response *resp;
+	struct stat st;
+	char *path;
+	int fd;
+
+	if (strncmp(d, "sha256:", 7) || strlen(d) != 71 || strspn(d + 7, "0123456789abcdef") != 64) {
+		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
+		return;
+	}
+	path = xasprintf("%s/code/%s.tar.gz", r->m->data_dir, d + 7);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		reply_err(r, YERR(NOT_FOUND), "no code '%s'", d);
+		free(path);
+		return;
+	}
+	free(path);
+	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+	MHD_add_response_header(resp, "Content-Type", "application/gzip");
+	req_set_response(r, 200, resp);
+}
+
+/* ---- jobs ---- */
+
+static void h_jobs_post(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *body = body_json(r);
+	struct job *j;
+
+	if (!body)
+		return;
+	if (jobs_submit(r->m, r->user, r->team, body, &j, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 201, jobs_job_json(r->m, j));
+	json_decref(body);
+}
+
+static void h_jobs_list(struct req *r)
+{
+	const char *state = req_query(r, "state"), *user = req_query(r, "user");
+	const char *lim = req_query(r, "limit");
+	uint64_t limit = 100;
+	int st = -1;
+	json_t *arr = json_array();
+
+	if (state && (st = job_state_parse(state)) < 0) {
+		json_decref(arr);
+		reply_err(r, YERR(BAD_REQUEST), "state: '%s' is not a job state", state);
+		return;
+	}
+	if (lim && (parse_u64_str(lim, &limit) || !limit)) {
+		json_decref(arr);
+		reply_err(r, YERR(BAD_REQUEST), "limit: expected an integer >= 1, got '%s'", lim);
+		return;
+	}
+	for (size_t i = r->m->njobs; i-- > 0 && json_array_size(arr) < limit;) {
+		struct job *j = r->m->jobs[i];
+		if (!j || (st >= 0 && (int)j->state != st) || (user && strcmp(user, j->user)))
+			continue;
+		json_array_append_new(arr, jobs_job_json(r->m, j));
+	}
+	req_json(r, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+static void h_job_get(struct req *r)
+{
+	struct job *j = path_job(r);
+
+	if (j)
+		req_json(r, 200, jobs_job_json(r->m, j));
+}
+
+static void h_job_cancel(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j = path_job(r);
+
+	if (!j)
+		return;
+	if (!is_admin(r) && strcmp(r->user, j->user)) {
+		reply_err(r, YERR(FORBIDDEN), "job %" PRIu64 " belongs to '%s'", j->id, j->user);
+		return;
+	}
+	if (jobs_cancel(r->m, j, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, jobs_job_json(r->m, j));
+}
+
+/* Replies with log bytes of r->task_id from r->offset (headers included). */
+static void logs_reply(struct req *r, struct task *t)
+{
+	uint64_t size = logs_size(r->m, t->id, r->stream), off = r->offset, n = 0;
+	struct MHD_Response *resp = NULL;
+	char buf[32];
+
+	if (off < size) {
+		char *path = logs_path(r->m, t->id, r->stream);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		free(path);
+		n = size - off;
+		if (r->limit && n > r->limit)
+			n = r->limit;
+		if (fd >= 0)
+			resp = MHD_create_response_from_fd_at_offset64(n, fd, off);
+	}
+	if (!resp) {
+		n = 0;
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	snprintf(buf, sizeof(buf), "%" PRIu64, off + n);
+	MHD_add_response_header(resp, "X-Yard-Offset", buf);
+	snprintf(buf, sizeof(buf), "%" PRIu64, size);
+	MHD_add_response_header(resp, "X-Yard-Size", buf);
+	if (task_state_is_final(t->state) && off + n >= size)
+		MHD_add_response_header(resp, "X-Yard-Eof", "1");
+	req_set_response(r, 200, resp);
+}
+
+static void h_job_logs(struct req *r)
+{
+	const char *task = req_query(r, "task"), *stream = req_query(r, "stream");
+	const char *off = req_query(r, "offset"), *lim = req_query(r, "limit");
+	const char *follow = req_query(r, "follow");
+	struct job *j = path_job(r);
+	struct task *t = NULL;
+
+	if (!j)
+		return;
+	r->stream = logs_stream_parse(stream);
+	if (r->stream < 0) {
+		reply_err(r, YERR(BAD_REQUEST), "stream: expected stdout or stderr, got '%s'", stream);
+		return;
+	}
+	if ((off && parse_u64_str(off, &r->offset)) || (lim && parse_u64_str(lim, &r->limit))) {
+		reply_err(r, YERR(BAD_REQUEST), "offset and limit: expected integers >= 0");
+		return;
+	}
+	if (task) {
+		const char *slash = strrchr(task, '/');
+		uint64_t idx;
+		char *role;
+		if (!slash || parse_u64_str(slash + 1, &idx) || idx > UINT_MAX) {
+			reply_err(r, YERR(BAD_REQUEST), "task: expected ROLE/INDEX, got '%s'", task);
+			return;
+		}
+		role = xstrndup(task, (size_t)(slash - task));
+		t = jobs_current_task(j, role, (unsigned)idx);
+		free(role);
+	} else {
+		t = jobs_current_task(j, NULL, 0);
+	}
+	if (!t) {
+		reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " has no task '%s'", j->id, task ? task : "");
+		return;
+	}
+	r->task_id = t->id;
+	if (follow && !strcmp(follow, "1") && !task_state_is_final(t->state) &&
+	    logs_size(r->m, t->id, r->stream) <= r->offset) {
+		r->wait = WAIT_LOGS;
+		r->deadline_ms = mono_ms() + LOG_FOLLOW_MS;
+		return;
+	}
+	logs_reply(r, t);
+}
+
+static void h_queue(struct req *r)
+{
+	struct job **q = xcalloc(r->m->njobs + 1, sizeof(*q));
+	json_t *arr = json_array();
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->m->njobs; i++) {
+		struct job *j = r->m->jobs[i];
+		if (j && j->state == JOB_QUEUED)
+			q[n++] = j;
+	}
+	/* by position (jobs not yet planned last) */
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0; b--) {
+			unsigned pa = q[b - 1]->queue_position ? q[b - 1]->queue_position : UINT_MAX;
+			unsigned pb = q[b]->queue_position ? q[b]->queue_position : UINT_MAX;
+			if (pa <= pb)
+				break;
+			struct job *tmp = q[b - 1];
+			q[b - 1] = q[b];
+			q[b] = tmp;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = q[i];
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id", (json_int_t)j->id,
+						     "name", j->name, "user", j->user, "position",
+						     j->queue_position ? json_integer(j->queue_position) : json_null(),
+						     "reason",
+						     j->queue_position ? json_pack("{s:s, s:s}", "code", j->wait_code,
+										   "message", j->wait_msg ? j->wait_msg : "")
+								       : json_null()));
+	}
+	free(q);
+	req_json(r, 200, json_pack("{s:o}", "queue", arr));
+}
+
+static void h_nodes(struct req *r)
+{
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < r->m->nnodes; i++)
+		json_array_append_new(arr, jobs_node_json(r->m, r->m->nodes[i]));
+	req_json(r, 200, json_pack("{s:o}", "nodes", arr));
+}
+
+static void h_drain(struct req *r)
+{
+	struct node *n = core_node(r->m, r->cap[0]);
+
+	if (!n) {
+		reply_err(r, YERR(NOT_FOUND), "no node '%s'", r->cap[0]);
+		return;
+	}
+	nodes_drain(r->m, n);
+	req_json(r, 200, jobs_node_json(r->m, n));
+}
+
+static void h_metrics(struct req *r)
+{
+	struct master *m = r->m;
+	unsigned jobs[JOB_STATE__COUNT] = { 0 }, nodes[NODE_STATE__COUNT] = { 0 };
+	uint64_t gtotal = 0, gused = 0;
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < m->njobs; i++)
+		if (m->jobs[i])
+			jobs[m->jobs[i]->state]++;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		nodes[m->nodes[i]->state]++;
+		gtotal += m->nodes[i]->ngpus;
+	}
+	for (size_t i = 0; i < m->ntasks; i++)
+		if (m->tasks[i] && task_state_holds_resources(m->tasks[i]->state))
+			gused += m->tasks[i]->ngpus;
+	strbuf_addstr(&sb, "# HELP yard_jobs Jobs by state.\n# TYPE yard_jobs gauge\n");
+	for (int s = 0; s < JOB_STATE__COUNT; s++)
+		strbuf_addf(&sb, "yard_jobs{state=\"%s\"} %u\n", job_state_name(s), jobs[s]);
+	strbuf_addstr(&sb, "# HELP yard_nodes Nodes by state.\n# TYPE yard_nodes gauge\n");
+	for (int s = 0; s < NODE_STATE__COUNT; s++)
+		strbuf_addf(&sb, "yard_nodes{state=\"%s\"} %u\n", node_state_name(s), nodes[s]);
+	strbuf_addf(&sb, "# HELP yard_gpus_total GPUs of all nodes.\n# TYPE yard_gpus_total gauge\n"
+			 "yard_gpus_total %" PRIu64 "\n"
+			 "# HELP yard_gpus_used GPUs held by tasks.\n# TYPE yard_gpus_used gauge\n"
+			 "yard_gpus_used %" PRIu64 "\n", gtotal, gused);
+	req_text(r, 200, "text/plain; version=0.0.4", sb.buf, sb.len);
+	strbuf_release(&sb);
+}
+
+/* ---- agents ---- */
+
+static void h_agents(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *body = body_json(r);
+	struct node *n;
+	char *tok;
+
+	if (!body)
+		return;
+	if (nodes_register(r->m, body, &n, &tok, &eb)) {
+		req_error(r, &eb);
+	} else {
+		req_json(r, 200, json_pack("{s:s, s:s, s:i}", "id", n->name, "token", tok, "lease_ms",
+					   (int)r->m->lease_ms));
+		free(tok);
+	}
+	json_decref(body);
+}
+
+static void h_work(struct req *r)
+{
+	const char *rev = req_query(r, "rev"), *wait = req_query(r, "wait");
+	struct node *n = path_agent_node(r);
+	uint64_t w = 0;
+
+	if (!n)
+		return;
+	r->rev = UINT64_MAX;
+	if ((rev && parse_u64_str(rev, &r->rev)) || (wait && parse_u64_str(wait, &w))) {
+		reply_err(r, YERR(BAD_REQUEST), "rev and wait: expected integers >= 0");
+		return;
+	}
+	if (w > WORK_WAIT_MAX_S)
+		w = WORK_WAIT_MAX_S;
+	nodes_touch(r->m, n);
+	if (n->state == NODE_LOST) {
+		/* it is back: ready again */
+		n->state = NODE_READY;
+		n->rev++;
+		core_save_node(r->m, n);
+		r->m->sched_needed = true;
+	}
+	if (r->rev == n->rev && w) {
+		r->wait = WAIT_WORK;
+		r->deadline_ms = mono_ms() + w * 1000;
+		return;
+	}
+	req_json(r, 200, jobs_work_json(r->m, n));
+}
+
+static void h_status(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n = path_agent_node(r);
+	json_t *body;
+
+	if (!n || !(body = body_json(r)))
+		return;
+	if (n->state == NODE_LOST) {
+		n->state = NODE_READY;
+		n->rev++;
+		core_save_node(r->m, n);
+		r->m->sched_needed = true;
+	}
+	if (nodes_status(r->m, n, body, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, json_pack("{s:b}", "ok", 1));
+	json_decref(body);
+}
+
+static struct task *path_agent_task(struct req *r)
+{
+	uint64_t id;
+	struct task *t = NULL;
+
+	if (!parse_u64_str(r->cap[0], &id))
+		t = core_task(r->m, id);
+	if (!t) {
+		reply_err(r, YERR(NOT_FOUND), "no task '%s'", r->cap[0]);
+		return NULL;
+	}
+	if (!t->node || strcmp(t->node, r->user)) {
+		reply_err(r, YERR(FORBIDDEN), "task %" PRIu64 " does not run on node '%s'", t->id, r->user);
+		return NULL;
+	}
+	return t;
+}
+
+static void h_task_log(struct req *r)
+{
+	const char *stream = req_query(r, "stream"), *off = req_query(r, "offset");
+	struct errbuf eb = ERRBUF_INIT;
+	struct task *t = path_agent_task(r);
+	uint64_t offset = 0, have = 0;
+	int s;
+
+	if (!t)
+		return;
+	s = logs_stream_parse(stream);
+	if (s < 0 || !off || parse_u64_str(off, &offset)) {
+		reply_err(r, YERR(BAD_REQUEST), "stream and offset: expected stdout|stderr and an integer");
+		return;
+	}
+	int rc = logs_append(r->m, t, s, offset, r->body.buf, r->body.len, &have, &eb);
+	if (rc == YERR(CONFLICT)) {
+		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb.msg);
+		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, "size", (json_int_t)have));
+	} else if (rc) {
+		req_error(r, &eb);
+	} else {
+		req_json(r, 200, json_pack("{s:I}", "size", (json_int_t)have));
+	}
+}
+
+static void h_task_log_size(struct req *r)
+{
+	struct task *t = path_agent_task(r);
+
+	if (t)
+		req_json(r, 200, json_pack("{s:I, s:I}", "stdout",
+					   (json_int_t)logs_size(r->m, t->id, LOG_STDOUT), "stderr",
+					   (json_int_t)logs_size(r->m, t->id, LOG_STDERR)));
+}
+
+bool api_poll_ready(struct req *r, uint64_t now_ms)
+{
+	if (r->wait == WAIT_WORK) {
+		struct node *n = core_node(r->m, r->cap[0]);
+		if (!n) {
+			reply_err(r, YERR(NOT_FOUND), "no node '%s'", r->cap[0]);
+			return true;
+		}
+		/* a held poll is a live agent */
+		nodes_touch(r->m, n);
+		if (n->rev == r->rev && now_ms < r->deadline_ms)
+			return false;
+		req_json(r, 200, jobs_work_json(r->m, n));
+		return true;
+	}
+	if (r->wait == WAIT_LOGS) {
+		struct task *t = core_task(r->m, r->task_id);
+		if (!t) {
+			reply_err(r, YERR(NOT_FOUND), "task %" PRIu64 " is gone", r->task_id);
+			return true;
+		}
+		if (now_ms < r->deadline_ms && !task_state_is_final(t->state) &&
+		    logs_size(r->m, t->id, r->stream) <= r->offset)
+			return false;
+		logs_reply(r, t);
+		return true;
+	}
+	return true;
+}
+
+/* ---- the table ---- */
+
+static const struct route routes[] = {
+	{ "GET", "/healthz", h_healthz, PERM_PUBLIC, BODY_NONE, "liveness: {\"ok\": true}" },
+	{ "GET", "/metrics", h_metrics, PERM_READ, BODY_NONE, "Prometheus metrics: jobs and nodes by state, GPUs total/used" },
+	{ "GET", "/v1/whoami", h_whoami, PERM_READ, BODY_NONE, "the caller's user and role" },
+	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, BODY_JSON, "create a user (or admin) token" },
+	{ "POST", "/v1/code", h_code_put, PERM_USER, BODY_CODE, "upload a job's code (tar.gz, max 256 MiB), content-addressed" },
+	{ "GET", "/v1/code/{digest}", h_code_get, PERM_READ, BODY_NONE, "download code by sha256:HEX digest" },
+	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, BODY_JSON, "submit a job; 201 once it is durable" },
+	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, BODY_NONE, "list jobs, newest first (state, user, limit)" },
+	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, BODY_NONE, "one job with its tasks" },
+	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, BODY_NONE, "cancel a job (owner or admin)" },
+	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
+	{ "GET", "/v1/queue", h_queue, PERM_READ, BODY_NONE, "queued jobs with position and reason" },
+	{ "GET", "/v1/nodes", h_nodes, PERM_READ, BODY_NONE, "nodes with their GPUs and free resources" },
+	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, BODY_NONE, "stop placing new tasks on a node" },
+	{ "POST", "/v1/agents", h_agents, PERM_JOIN, BODY_JSON, "register an agent (join token); returns its agent token" },
+	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, BODY_NONE, "long poll for the node's desired state (rev, wait)" },
+	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, BODY_JSON, "report task states; renews the lease" },
+	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
+	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, BODY_NONE, "bytes of each stream the master holds" },
+};
+
+const struct route *api_routes(size_t *n)
+{
+	*n = ARRAY_SIZE(routes);
+	return routes;
+}
+
+/* matches path against pattern; caps get copies of {x} segments */
+static bool match(const char *pattern, const char *path, char *caps[2])
+{
+	const char *p = pattern, *s = path;
+	int ncap = 0;
+	char *got[2] = { NULL, NULL };
+
+	while (*p && *s) {
+		if (*p == '{') {
+			const char *pe = strchr(p, '}');
+			const char *se = strchr(s, '/');
+			size_t len = se ? (size_t)(se - s) : strlen(s);
+			if (!pe || !len || ncap >= 2)
+				goto no;
+			got[ncap++] = xstrndup(s, len);
+			p = pe + 1;
+			s += len;
+			continue;
+		}
+		if (*p != *s)
+			goto no;
+		p++;
+		s++;
+	}
+	if (*p || *s)
+		goto no;
+	caps[0] = got[0];
+	caps[1] = got[1];
+	return true;
+no:
+	free(got[0]);
+	free(got[1]);
+	return false;
+}
+
+const struct route *api_match(const char *method, const char *path, char *caps[2],
+			      bool *path_known)
+{
+	*path_known = false;
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		char *c[2] = { NULL, NULL };
+		if (!match(routes[i].pattern, path, c))
+			continue;
+		if (!strcmp(routes[i].method, method)) {
+			caps[0] = c[0];
+			caps[1] = c[1];
+			return &routes[i];
+		}
+		*path_known = true;
+		free(c[0]);
+		free(c[1]);
+	}
+	return NULL;
+}

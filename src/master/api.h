@@ -1,0 +1,47 @@
+/*
+ * The REST API (docs/protocol.md): a table of routes
+ * {method, pattern, handler, permission, body} and their handlers.
+ * docs/api.md is checked against api_routes() by a unit test.
+ */
+#ifndef YARD_MASTER_API_H
+#define YARD_MASTER_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "master/auth.h"
+#include "master/http.h"
+
+enum body_kind {
+	BODY_NONE,  /* no body expected (one is read and ignored, capped like JSON) */
+	BODY_JSON,  /* a JSON document, at most API_JSON_MAX */
+	BODY_LOG,   /* a log chunk, at most API_LOG_MAX */
+	BODY_CODE,  /* a code archive streamed to a file, at most API_CODE_MAX */
+};
+
+#define API_JSON_MAX ((size_t)1 << 20)
+#define API_LOG_MAX ((size_t)4 << 20)
+#define API_CODE_MAX ((uint64_t)256 << 20)
+#define API_JSON_DEPTH 64
+
+struct route {
+	const char *method;
+	const char *pattern;        /* "/v1/jobs/{id}": a {x} matches one path segment */
+	void (*handler)(struct req *r);
+	enum perm perm;
+	enum body_kind body;
+	const char *summary;        /* one line for docs/api.md */
+};
+
+/* api_routes: the route table (static storage), *n its length. */
+const struct route *api_routes(size_t *n);
+/* api_match finds the route for method and path; caps[0..1] get newly
+ * allocated captures (caller frees). NULL when none; *path_known tells
+ * whether the path matched with another method (405). */
+const struct route *api_match(const char *method, const char *path, char *caps[2],
+			      bool *path_known);
+/* api_poll_ready: for a held long poll, builds the reply and returns true
+ * when its condition holds or its deadline (now_ms) passed. */
+bool api_poll_ready(struct req *r, uint64_t now_ms);
+
+#endif

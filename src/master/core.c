@@ -1,0 +1,388 @@
+/* The master's model: lookups, store serialisation and loading. */
+#include "base/compat.h"
+#include "master/core.h"
+
+#include "base/xalloc.h"
+
+static const char *const role_names[] = { "admin", "user", "agent", "join" };
+static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
+static const char *const node_state_names[] = { "ready", "draining", "lost" };
+static_assert(ARRAY_SIZE(node_state_names) == NODE_STATE__COUNT, "node state names");
+static const char *const stream_names[] = { "stdout", "stderr" };
+static_assert(ARRAY_SIZE(stream_names) == LOG_STREAM__COUNT, "stream names");
+
+const char *role_name(enum role r) { return role_names[r]; }
+const char *node_state_name(enum node_state s) { return node_state_names[s]; }
+const char *log_stream_name(enum log_stream s) { return stream_names[s]; }
+
+struct job *core_job(struct master *m, uint64_t id)
+{
+	return id >= 1 && id <= m->njobs ? m->jobs[id - 1] : NULL;
+}
+
+struct task *core_task(struct master *m, uint64_t id)
+{
+	return id >= 1 && id <= m->ntasks ? m->tasks[id - 1] : NULL;
+}
+
+struct node *core_node(struct master *m, const char *name)
+{
+	for (size_t i = 0; i < m->nnodes; i++)
+		if (!strcmp(m->nodes[i]->name, name))
+			return m->nodes[i];
+	return NULL;
+}
+
+static void put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc)
+{
+	char *text = json_dumps(doc, JSON_COMPACT);
+	int rc;
+
+	json_decref(doc);
+	if (!m->txn_open) {
+		errbuf_reset(&m->batch_eb);
+		m->batch_err = m->sops->begin(m->store, &m->batch_eb);
+		m->txn_open = true;
+	}
+	if (!m->batch_err) {
+		rc = m->sops->put(m->store, kind, key, text, &m->batch_eb);
+		if (rc)
+			m->batch_err = rc;
+	}
+	free(text);
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+
+void core_save_job(struct master *m, struct job *j)
+{
+	char key[24];
+	json_t *d = json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:i, s:i, s:o, s:o, s:b, s:i, s:I, s:I, s:I, s:I}",
+			      "id", (json_int_t)j->id, "name", j->name, "user", j->user,
+			      "team", str_or_null(j->team), "code", str_or_null(j->code),
+			      "spec", j->spec_text, "state", (int)j->state, "priority", (int)j->priority,
+			      "reason_code", str_or_null(j->reason_code),
+			      "reason_msg", str_or_null(j->reason_msg), "has_exit", j->has_exit,
+			      "exit_code", j->exit_code, "attempt", (json_int_t)j->attempt,
+			      "submitted_at", (json_int_t)j->submitted_at,
+			      "started_at", (json_int_t)j->started_at,
+			      "running_at", (json_int_t)j->running_at);
+	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
+	snprintf(key, sizeof(key), "%" PRIu64, j->id);
+	put_doc(m, STORE_JOB, key, d);
+}
+
+void core_save_task(struct master *m, struct task *t)
+{
+	char key[24];
+	json_t *gpus = json_array();
+	json_t *d;
+
+	for (unsigned i = 0; i < t->ngpus; i++)
+		json_array_append_new(gpus, json_integer(t->gpus[i]));
+	d = json_pack("{s:I, s:I, s:s, s:i, s:i, s:i, s:b, s:o, s:o, s:I, s:I, s:I, s:b, s:b, s:i, s:i}",
+		      "id", (json_int_t)t->id, "job", (json_int_t)t->job->id, "role", t->role,
+		      "index", (int)t->index, "attempt", (int)t->attempt, "state", (int)t->state,
+		      "stop", t->stop, "node", str_or_null(t->node), "gpus", gpus,
+		      "cpus_milli", (json_int_t)t->cpus_milli, "memory", (json_int_t)t->memory,
+		      "pids", (json_int_t)t->pids, "has_exit", t->has_exit,
+		      "has_signal", t->has_signal, "exit_code", t->exit_code, "signal", t->signal);
+	json_object_set_new(d, "reason_code", str_or_null(t->reason_code));
+	json_object_set_new(d, "reason_msg", str_or_null(t->reason_msg));
+	json_object_set_new(d, "started_at", json_integer((json_int_t)t->started_at));
+	json_object_set_new(d, "finished_at", json_integer((json_int_t)t->finished_at));
+	json_object_set_new(d, "stdout", json_integer((json_int_t)t->log_size[LOG_STDOUT]));
+	json_object_set_new(d, "stderr", json_integer((json_int_t)t->log_size[LOG_STDERR]));
+	snprintf(key, sizeof(key), "%" PRIu64, t->id);
+	put_doc(m, STORE_TASK, key, d);
+}
+
+void core_save_node(struct master *m, struct node *n)
+{
+	json_t *gpus = json_array();
+
+	for (size_t i = 0; i < n->ngpus; i++)
+		json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:I}", "index",
+						      (int)n->gpus[i].index, "model",
+						      str_or_null(n->gpus[i].model), "uuid",
+						      str_or_null(n->gpus[i].uuid), "memory",
+						      (json_int_t)n->gpus[i].memory));
+	put_doc(m, STORE_NODE, n->name,
+		json_pack("{s:s, s:o, s:i, s:I, s:I, s:o, s:I, s:I}", "name", n->name, "addr",
+			  str_or_null(n->addr), "state", (int)n->state, "cpus_milli",
+			  (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory, "gpus", gpus,
+			  "last_seen", (json_int_t)n->last_seen, "rev", (json_int_t)n->rev));
+}
+
+void core_save_token(struct master *m, const struct token *t)
+{
+	put_doc(m, STORE_TOKEN, t->hash,
+		json_pack("{s:s, s:i, s:o}", "user", t->user, "role", (int)t->role, "team",
+			  str_or_null(t->team)));
+}
+
+void core_save_meta(struct master *m, const char *key, const char *value)
+{
+	put_doc(m, STORE_META, key, json_pack("{s:s}", "v", value));
+}
+
+/* ---- loading ---- */
+
+static uint64_t get_u64(json_t *d, const char *k)
+{
+	json_t *v = json_object_get(d, k);
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static int get_int(json_t *d, const char *k)
+{
+	return (int)json_integer_value(json_object_get(d, k));
+}
+
+static char *get_str(json_t *d, const char *k)
+{
+	const char *s = json_string_value(json_object_get(d, k));
+	return s ? xstrdup(s) : NULL;
+}
+
+static int load_job(void *ctx, const char *key, const char *text)
+{
+	struct master *m = ctx;
+	json_t *d = json_loads(text, 0, NULL);
+	struct job *j;
+
+	if (!d)
+		return YERR(IO);
+	j = xcalloc(1, sizeof(*j));
+	j->id = get_u64(d, "id");
+	j->name = get_str(d, "name");
+	j->user = get_str(d, "user");
+	j->team = get_str(d, "team");
+	j->code = get_str(d, "code");
+	j->spec_text = get_str(d, "spec");
+	j->state = get_int(d, "state");
+	j->priority = get_int(d, "priority");
+	j->reason_code = get_str(d, "reason_code");
+	j->reason_msg = get_str(d, "reason_msg");
+	j->has_exit = json_is_true(json_object_get(d, "has_exit"));
+	j->exit_code = get_int(d, "exit_code");
+	j->attempt = (unsigned)get_u64(d, "attempt");
+	j->submitted_at = get_u64(d, "submitted_at");
+	j->started_at = get_u64(d, "started_at");
+	j->running_at = get_u64(d, "running_at");
+	j->finished_at = get_u64(d, "finished_at");
+	json_decref(d);
+	if (!j->id || !j->name || !j->user || !j->spec_text)
+		return YERR(IO);
+	if (!job_state_is_final(j->state)) {
+		json_t *sd = json_loads(j->spec_text, 0, NULL);
+		struct errbuf eb = ERRBUF_INIT;
+		j->spec = xcalloc(1, sizeof(*j->spec));
+		if (!sd || spec_from_json(sd, j->spec, &eb)) {
+			json_decref(sd);
+			return YERR(IO);
+		}
+		json_decref(sd);
+	}
+	/* ids are dense from 1; a hole is kept as NULL */
+	while (m->njobs < j->id - 1) {
+		ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
+		m->jobs[m->njobs++] = NULL;
+	}
+	ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
+	m->jobs[m->njobs++] = j;
+	(void)key;
+	return 0;
+}
+
+static int load_task(void *ctx, const char *key, const char *text)
+{
+	struct master *m = ctx;
+	json_t *d = json_loads(text, 0, NULL);
+	json_t *gpus, *v;
+	struct task *t;
+	size_t i;
+
+	if (!d)
+		return YERR(IO);
+	t = xcalloc(1, sizeof(*t));
+	t->id = get_u64(d, "id");
+	t->job = core_job(m, get_u64(d, "job"));
+	t->role = get_str(d, "role");
+	t->index = (unsigned)get_int(d, "index");
+	t->attempt = (unsigned)get_int(d, "attempt");
+	t->state = get_int(d, "state");
+	t->stop = json_is_true(json_object_get(d, "stop"));
+	t->node = get_str(d, "node");
+	gpus = json_object_get(d, "gpus");
+	t->ngpus = (unsigned)json_array_size(gpus);
+	t->gpus = xcalloc(t->ngpus + 1, sizeof(unsigned));
+	json_array_foreach(gpus, i, v)
+		t->gpus[i] = (unsigned)json_integer_value(v);
+	t->cpus_milli = get_u64(d, "cpus_milli");
+	t->memory = get_u64(d, "memory");
+	t->pids = get_u64(d, "pids");
+	t->has_exit = json_is_true(json_object_get(d, "has_exit"));
+	t->has_signal = json_is_true(json_object_get(d, "has_signal"));
+	t->exit_code = get_int(d, "exit_code");
+	t->signal = get_int(d, "signal");
+	t->reason_code = get_str(d, "reason_code");
+	t->reason_msg = get_str(d, "reason_msg");
+	t->started_at = get_u64(d, "started_at");
+	t->finished_at = get_u64(d, "finished_at");
+	t->log_size[LOG_STDOUT] = get_u64(d, "stdout");
+	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
+	json_decref(d);
+	if (!t->id || !t->job || !t->role)
+		return YERR(IO);
+	while (m->ntasks < t->id - 1) {
+		ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
+		m->tasks[m->ntasks++] = NULL;
+	}
+	ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
+	m->tasks[m->ntasks++] = t;
+	ALLOC_GROW(t->job->tasks, t->job->ntasks + 1, t->job->atasks);
+	t->job->tasks[t->job->ntasks++] = t;
+	(void)key;
+	return 0;
+}
+
+static int load_node(void *ctx, const char *key, const char *text)
+{
+	struct master *m = ctx;
+	json_t *d = json_loads(text, 0, NULL);
+	json_t *gpus, *v;
+	struct node *n;
+	size_t i;
+
+	if (!d)
+		return YERR(IO);
+	n = xcalloc(1, sizeof(*n));
+	n->name = get_str(d, "name");
+	n->addr = get_str(d, "addr");
+	n->state = get_int(d, "state");
+	n->cpus_milli = get_u64(d, "cpus_milli");
+	n->memory = get_u64(d, "memory");
+	n->last_seen = get_u64(d, "last_seen");
+	n->rev = get_u64(d, "rev");
+	gpus = json_object_get(d, "gpus");
+	n->ngpus = json_array_size(gpus);
+	n->gpus = xcalloc(n->ngpus + 1, sizeof(*n->gpus));
+	json_array_foreach(gpus, i, v) {
+		n->gpus[i].index = (unsigned)get_int(v, "index");
+		n->gpus[i].model = get_str(v, "model");
+		n->gpus[i].uuid = get_str(v, "uuid");
+		n->gpus[i].memory = get_u64(v, "memory");
+	}
+	json_decref(d);
+	if (!n->name)
+		return YERR(IO);
+	ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
+	m->nodes[m->nnodes++] = n;
+	(void)key;
+	return 0;
+}
+
+static int load_token(void *ctx, const char *key, const char *text)
+{
+	struct master *m = ctx;
+	json_t *d = json_loads(text, 0, NULL);
+	struct token *t;
+
+	if (!d || strlen(key) != 64) {
+		json_decref(d);
+		return YERR(IO);
+	}
+	ALLOC_GROW(m->tokens, m->ntokens + 1, m->atokens);
+	t = &m->tokens[m->ntokens++];
+	memset(t, 0, sizeof(*t));
+	memcpy(t->hash, key, 65);
+	t->user = get_str(d, "user");
+	t->role = get_int(d, "role");
+	t->team = get_str(d, "team");
+	json_decref(d);
+	if (!t->user || (int)t->role < 0 || t->role >= ROLE__COUNT)
+		return YERR(IO);
+	return 0;
+}
+
+int core_load(struct master *m, struct errbuf *eb)
+{
+	static const store_load_fn fns[] = { load_job, load_task, load_node, load_token };
+	static const char *const what[] = { "job", "task", "node", "token" };
+
+	for (size_t k = 0; k < ARRAY_SIZE(fns); k++) {
+		int rc = m->sops->load(m->store, (enum store_kind)k, fns[k], m, eb);
+		if (rc) {
+			if (!eb || !eb->code)
+				error(eb, rc, "store: a stored %s is corrupt", what[k]);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->name);
+	free(j->user);
+	free(j->team);
+	free(j->code);
+	free(j->spec_text);
+	if (j->spec) {
+		spec_release(j->spec);
+		free(j->spec);
+	}
+	free(j->reason_code);
+	free(j->reason_msg);
+	free(j->tasks);
+	free(j->wait_msg);
+	free(j);
+}
+
+static void task_free(struct task *t)
+{
+	if (!t)
+		return;
+	free(t->role);
+	free(t->node);
+	free(t->gpus);
+	free(t->reason_code);
+	free(t->reason_msg);
+	free(t);
+}
+
+void core_clear(struct master *m)
+{
+	for (size_t i = 0; i < m->njobs; i++)
+		job_free(m->jobs[i]);
+	for (size_t i = 0; i < m->ntasks; i++)
+		task_free(m->tasks[i]);
+	for (size_t i = 0; i < m->nnodes; i++) {
+		struct node *n = m->nodes[i];
+		for (size_t g = 0; g < n->ngpus; g++) {
+			free(n->gpus[g].model);
+			free(n->gpus[g].uuid);
+		}
+		free(n->gpus);
+		free(n->name);
+		free(n->addr);
+		free(n);
+	}
+	for (size_t i = 0; i < m->ntokens; i++) {
+		free(m->tokens[i].user);
+		free(m->tokens[i].team);
+	}
+	free(m->jobs);
+	free(m->tasks);
+	free(m->nodes);
+	free(m->tokens);
+	m->jobs = NULL;
+	m->tasks = NULL;
+	m->nodes = NULL;
+	m->tokens = NULL;
+	m->njobs = m->ajobs = m->ntasks = m->atasks = 0;
+	m->nnodes = m->anodes = m->ntokens = m->atokens = 0;
+}

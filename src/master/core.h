@@ -1,0 +1,142 @@
+/*
+ * The master's in-memory model: jobs, tasks, nodes and tokens, and struct
+ * master itself. Private to src/master. Everything here is owned by the one
+ * thread that runs the master's event loop; nothing is locked.
+ *
+ * Durability: every change to an entity is written to the store with
+ * core_save_*() inside the batch transaction that master.c commits before the
+ * loop sleeps. A reply that depends on a change is sent only after that
+ * commit; if the commit fails the master reloads its model from the store.
+ */
+#ifndef YARD_MASTER_CORE_H
+#define YARD_MASTER_CORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/error.h"
+#include "common/spec.h"
+#include "common/state.h"
+#include "master/store.h"
+
+struct MHD_Daemon;
+struct req;
+
+enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE__COUNT };
+enum node_state { NODE_READY, NODE_DRAINING, NODE_LOST, NODE_STATE__COUNT };
+enum log_stream { LOG_STDOUT, LOG_STDERR, LOG_STREAM__COUNT };
+
+struct token {
+	char hash[65];          /* sha256 hex of the token */
+	char *user;             /* owned; "admin" for the admin token, node name for agents */
+	enum role role;
+	char *team;             /* owned or NULL */
+};
+
+struct task {
+	uint64_t id;
+	struct job *job;        /* borrowed back pointer */
+	char *role;             /* owned */
+	unsigned index;
+	unsigned attempt;
+	enum task_state state;
+	bool stop;              /* desired state is stop */
+	char *node;             /* owned node name or NULL before placement */
+	unsigned *gpus;         /* owned, ngpus entries */
+	unsigned ngpus;
+	uint64_t cpus_milli, memory, pids;
+	bool has_exit, has_signal;
+	int exit_code, signal;
+	char *reason_code, *reason_msg; /* owned or NULL */
+	uint64_t started_at, finished_at;
+	uint64_t log_size[LOG_STREAM__COUNT];
+};
+
+struct job {
+	uint64_t id;
+	char *name, *user, *team, *code; /* owned; team and code may be NULL */
+	char *spec_text;        /* owned canonical spec, compact JSON */
+	struct job_spec *spec;  /* owned parsed spec, only while the job is not final */
+	enum job_state state;
+	enum spec_priority priority;
+	char *reason_code, *reason_msg;
+	bool has_exit;
+	int exit_code;
+	unsigned attempt;
+	uint64_t submitted_at, started_at, running_at, finished_at;
+	struct task **tasks;    /* borrowed (owned by master->tasks), every attempt */
+	size_t ntasks, atasks;
+	unsigned queue_position; /* 0 when not waiting */
+	char wait_code[32];
+	char *wait_msg;         /* owned or NULL */
+};
+
+struct gpu_info {
+	unsigned index;
+	char *model, *uuid;     /* owned */
+	uint64_t memory;
+};
+
+struct node {
+	char *name, *addr;      /* owned */
+	enum node_state state;
+	uint64_t cpus_milli, memory;
+	struct gpu_info *gpus;  /* owned */
+	size_t ngpus;
+	uint64_t last_seen;     /* wall clock, microseconds */
+	uint64_t lease_until;   /* mono_ms deadline */
+	uint64_t rev;           /* revision of the node's desired state */
+};
+
+struct master {
+	char *data_dir, *url, *web_dir;
+	unsigned lease_ms;
+	const struct store_ops *sops;
+	struct store *store;
+	bool txn_open;          /* a batch transaction is open */
+	int batch_err;          /* first write error of the batch */
+	struct errbuf batch_eb;
+	bool sched_needed;
+
+	struct job **jobs;      /* owned, jobs[id - 1] */
+	size_t njobs, ajobs;
+	struct task **tasks;    /* owned, tasks[id - 1] */
+	size_t ntasks, atasks;
+	struct node **nodes;    /* owned */
+	size_t nnodes, anodes;
+	struct token *tokens;   /* owned */
+	size_t ntokens, atokens;
+
+	struct MHD_Daemon *mhd;
+	uv_loop_t loop;
+	uv_poll_t mhd_poll;
+	uv_timer_t mhd_timer, tick;
+	uv_prepare_t prepare;
+	uv_async_t stop_async;
+	struct req *held;       /* suspended requests (intrusive list) */
+	unsigned short port;
+};
+
+/* The store writes of one entity into the open batch (opened on demand). */
+void core_save_job(struct master *m, struct job *j);
+void core_save_task(struct master *m, struct task *t);
+void core_save_node(struct master *m, struct node *n);
+void core_save_token(struct master *m, const struct token *t);
+void core_save_meta(struct master *m, const char *key, const char *value);
+
+struct job *core_job(struct master *m, uint64_t id);
+struct task *core_task(struct master *m, uint64_t id);
+struct node *core_node(struct master *m, const char *name);
+
+/* core_load fills an empty model from the store. */
+int core_load(struct master *m, struct errbuf *eb);
+/* core_clear frees the whole model (jobs, tasks, nodes, tokens). */
+void core_clear(struct master *m);
+
+const char *role_name(enum role r);
+const char *node_state_name(enum node_state s);
+const char *log_stream_name(enum log_stream s);
+
+#endif

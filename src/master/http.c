@@ -1,0 +1,405 @@
+#include "base/compat.h"
+#include "master/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+
+#include "base/clock.h"
+#include "base/parse.h"
+#include "base/xalloc.h"
+#include "master/api.h"
+
+void req_set_response(struct req *r, int status, struct MHD_Response *resp)
+{
+	if (r->resp)
+		MHD_destroy_response(r->resp);
+	r->status = status;
+	r->resp = resp;
+}
+
+void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	req_set_response(r, status, resp);
+}
+
+void req_json(struct req *r, int status, json_t *doc)
+{
+	char *text = json_dumps(doc, JSON_COMPACT);
+	struct MHD_Response *resp;
+	size_t len = strlen(text);
+
+	/* newline-terminated for curl users */
+	text = xrealloc(text, len + 2);
+	text[len++] = '\n';
+	text[len] = 0;
+	resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	req_set_response(r, status, resp);
+	json_decref(doc);
+}
+
+void req_error(struct req *r, const struct errbuf *eb)
+{
+	int code = eb->code ? eb->code : YERR(INTERNAL);
+	json_t *e = json_pack("{s:s, s:s}", "code", yerr_code_str(code), "message",
+			      eb->msg[0] ? eb->msg : yerr_default_message(code));
+
+	if (eb->field[0])
+		json_object_set_new(e, "field", json_string(eb->field));
+	req_json(r, yerr_http_status(code), json_pack("{s:o}", "error", e));
+}
+
+const char *req_header(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *req_query(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void held_remove(struct master *m, struct req *r)
+{
+	for (struct req **p = &m->held; *p; p = &(*p)->next_held)
+		if (*p == r) {
+			*p = r->next_held;
+			break;
+		}
+	r->next_held = NULL;
+}
+
+static void hold(struct req *r)
+{
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	r->next_held = r->m->held;
+	r->m->held = r;
+}
+
+static void release(struct master *m, struct req *r)
+{
+	held_remove(m, r);
+	r->wait = WAIT_NONE;
+	r->suspended = false;
+	MHD_resume_connection(r->conn);
+}
+
+void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
+{
+	uint64_t now = mono_ms();
+	struct req *r = m->held, *next;
+
+	for (; r; r = next) {
+		next = r->next_held;
+		if (r->wait == WAIT_COMMIT) {
+			if (commit_err)
+				req_error(r, eb);
+			release(m, r);
+		} else if (api_poll_ready(r, now)) {
+			release(m, r);
+		}
+	}
+}
+
+void http_release_all(struct master *m)
+{
+	struct errbuf eb = ERRBUF_INIT;
+
+	error(&eb, YERR(UNAVAILABLE), "the master is shutting down");
+	while (m->held) {
+		struct req *r = m->held;
+		req_error(r, &eb);
+		release(m, r);
+	}
+}
+
+static void upload_cleanup(struct req *r)
+{
+	if (r->upload_fd >= 0)
+		close(r->upload_fd);
+	r->upload_fd = -1;
+	if (r->upload_tmp)
+		unlink(r->upload_tmp);
+	free(r->upload_tmp);
+	r->upload_tmp = NULL;
+	if (r->sha)
+		EVP_MD_CTX_free(r->sha);
+	r->sha = NULL;
+}
+
+static void req_free(struct req *r)
+{
+	if (r->suspended)
+		held_remove(r->m, r);
+	upload_cleanup(r);
+	if (r->resp)
+		MHD_destroy_response(r->resp);
+	strbuf_release(&r->body);
+	free(r->method);
+	free(r->url);
+	free(r->cap[0]);
+	free(r->cap[1]);
+	free(r->user);
+	free(r->team);
+	free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	if (*con_cls)
+		req_free(*con_cls);
+	*con_cls = NULL;
+}
+
+static enum MHD_Result queue(struct req *r)
+{
+	enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)r->status, r->resp);
+
+	MHD_destroy_response(r->resp);
+	r->resp = NULL;
+	r->queued = true;
+	return ret;
+}
+
+/* First call of a request: route, auth, body set-up. Returns false when a
+ * reply (an error) is already set. */
+static bool req_begin(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	const struct token *tok;
+	const char *cl;
+	bool path_known = false;
+	uint64_t clen = 0;
+
+	r->route = api_match(r->method, r->url, r->cap, &path_known);
+	if (!r->route) {
+		if (path_known)
+			error(&eb, YERR(METHOD), "'%s' does not take %s", r->url, r->method);
+		else
+			error(&eb, YERR(NOT_FOUND), "no route '%s'", r->url);
+		goto fail;
+	}
+	tok = auth_lookup(r->m, req_header(r, "Authorization"));
+	if (tok) {
+		r->has_token = true;
+		r->role = tok->role;
+		r->user = xstrdup(tok->user);
+		r->team = tok->team ? xstrdup(tok->team) : NULL;
+	}
+	if (r->route->perm != PERM_PUBLIC && !tok) {
+		error(&eb, YERR(UNAUTHORIZED), "missing or unknown bearer token");
+		goto fail;
+	}
+	if (!auth_allows(r->route->perm, tok)) {
+		error(&eb, YERR(FORBIDDEN), "a %s token may not %s '%s'", role_name(tok->role), r->method,
+		      r->route->pattern);
+		goto fail;
+	}
+	switch (r->route->body) {
+	case BODY_LOG:
+		r->body_max = API_LOG_MAX;
+		break;
+	case BODY_CODE:
+		r->body_max = API_CODE_MAX;
+		break;
+	default:
+		r->body_max = API_JSON_MAX;
+	}
+	cl = req_header(r, "Content-Length");
+	if (cl && !parse_u64_str(cl, &clen) && clen > r->body_max) {
+		error(&eb, YERR(TOO_LARGE), "request body of %" PRIu64 " bytes is over the %zu byte limit",
+		      clen, r->body_max);
+		goto fail;
+	}
+	if (r->route->body == BODY_CODE) {
+		r->upload_tmp = xasprintf("%s/code/upload.XXXXXX", r->m->data_dir);
+		r->upload_fd = mkostemp(r->upload_tmp, O_CLOEXEC);
+		if (r->upload_fd < 0) {
+			error(&eb, YERR(IO), "cannot create '%s': %s", r->upload_tmp, strerror(errno));
+			free(r->upload_tmp);
+			r->upload_tmp = NULL;
+			goto fail;
+		}
+		r->sha = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(r->sha, EVP_sha256(), NULL);
+	}
+	return true;
+fail:
+	req_error(r, &eb);
+	r->handled = true;
+	return false;
+}
+
+static void req_sink(struct req *r, const char *data, size_t len)
+{
+	if (r->too_large)
+		return;
+	if (r->route->body == BODY_CODE) {
+		if (r->upload_size + len > API_CODE_MAX) {
+			r->too_large = true;
+			upload_cleanup(r);
+			return;
+		}
+		r->upload_size += len;
+		EVP_DigestUpdate(r->sha, data, len);
+		while (len) {
+			ssize_t w = write(r->upload_fd, data, len);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				struct errbuf eb = ERRBUF_INIT;
+				error(&eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO),
+				      "cannot write '%s': %s", r->upload_tmp, strerror(errno));
+				req_error(r, &eb);
+				r->handled = true;
+				upload_cleanup(r);
+				r->too_large = true; /* discard the rest */
+				return;
+			}
+			data += w;
+			len -= (size_t)w;
+		}
+		return;
+	}
+	if (strbuf_add_capped(&r->body, data, len, r->body_max))
+		r->too_large = true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct master *m = cls;
+	struct req *r = *con_cls;
+
+	if (!r) {
+		r = xcalloc(1, sizeof(*r));
+		r->m = m;
+		r->conn = conn;
+		r->method = xstrdup(method);
+		r->url = xstrdup(url);
+		r->upload_fd = -1;
+		strbuf_init(&r->body, 0);
+		*con_cls = r;
+		if (!req_begin(r))
+			return queue(r);
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!r->handled)
+			req_sink(r, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->queued)
+		return MHD_YES;
+	if (!r->handled) {
+		r->handled = true;
+		if (r->too_large) {
+			struct errbuf eb = ERRBUF_INIT;
+			error(&eb, YERR(TOO_LARGE), "request body is over the %zu byte limit", r->body_max);
+			req_error(r, &eb);
+		} else {
+			r->route->handler(r);
+		}
+		if (!r->resp && r->wait == WAIT_NONE) {
+			struct errbuf eb = ERRBUF_INIT;
+			error(&eb, YERR(INTERNAL), "'%s' gave no reply", r->route->pattern);
+			req_error(r, &eb);
+		}
+		if (r->resp && m->txn_open)
+			r->wait = WAIT_COMMIT;
+		if (r->wait != WAIT_NONE) {
+			hold(r);
+			return MHD_YES;
+		}
+	}
+	if (!r->resp)
+		return MHD_NO;
+	return queue(r);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_in *sa, struct errbuf *eb)
+{
+	const char *colon = strrchr(listen, ':');
+	char host[64];
+	uint64_t port;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (!colon || (size_t)(colon - listen) >= sizeof(host) || parse_u64_str(colon + 1, &port) ||
+	    port > 65535)
+		return error(eb, YERR(BAD_REQUEST), "--listen '%s': expected HOST:PORT", listen);
+	memcpy(host, listen, (size_t)(colon - listen));
+	host[colon - listen] = 0;
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (!host[0])
+		snprintf(host, sizeof(host), "0.0.0.0");
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return error(eb, YERR(BAD_REQUEST), "--listen '%s': '%s' is not an IPv4 address", listen,
+			     host);
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+int http_start(struct master *m, const char *listen, struct errbuf *eb)
+{
+	struct sockaddr_in sa;
+	const union MHD_DaemonInfo *info;
+	char host[64];
+	int rc;
+
+	rc = parse_listen(listen, &sa, eb);
+	if (rc)
+		return rc;
+	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+				  NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &sa,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+	if (!m->mhd)
+		return error(eb, YERR(IO), "cannot listen on '%s': %s", listen, strerror(errno));
+	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	m->port = info ? info->port : ntohs(sa.sin_port);
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+	if (!strcmp(host, "0.0.0.0"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	m->url = xasprintf("http://%s:%u", host, (unsigned)m->port);
+	return 0;
+}
+
+static void on_mhd_timer(uv_timer_t *t)
+{
+	http_run(t->data);
+}
+
+void http_run(struct master *m)
+{
+	MHD_UNSIGNED_LONG_LONG to = 0;
+
+	MHD_run(m->mhd);
+	if (MHD_get_timeout(m->mhd, &to) == MHD_YES) {
+		m->mhd_timer.data = m;
+		uv_timer_start(&m->mhd_timer, on_mhd_timer, to, 0);
+	} else {
+		uv_timer_stop(&m->mhd_timer);
+	}
+}
+
+void http_stop(struct master *m)
+{
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
+	m->mhd = NULL;
+}

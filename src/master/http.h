@@ -1,0 +1,78 @@
+/*
+ * libmicrohttpd glue: one struct req per HTTP request, bodies collected with
+ * caps (or streamed to a file for code uploads), replies built as MHD
+ * responses, and requests held (suspended) until the batch that changed
+ * state is committed or a long poll's condition is met.
+ *
+ * All of it runs on the master's loop thread; MHD runs with external
+ * polling (its epoll fd watched by the loop).
+ */
+#ifndef YARD_MASTER_HTTP_H
+#define YARD_MASTER_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/strbuf.h"
+#include "master/core.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+struct route;
+
+enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS };
+
+struct req {
+	struct master *m;
+	struct MHD_Connection *conn;
+	char *method, *url;         /* owned */
+	const struct route *route;  /* borrowed from the route table */
+	char *cap[2];               /* owned path captures ({id}, {name}) */
+	bool has_token;
+	enum role role;             /* the caller, when has_token */
+	char *user, *team;          /* owned */
+
+	struct strbuf body;         /* collected body (JSON, log chunk) */
+	size_t body_max;
+	bool too_large;
+	int upload_fd;              /* code upload temp file, or -1 */
+	char *upload_tmp;           /* owned path of the temp file */
+	void *sha;                  /* EVP_MD_CTX of the upload */
+	uint64_t upload_size;
+
+	bool handled;               /* the handler ran */
+	bool queued;                /* a response was queued to MHD */
+	int status;
+	struct MHD_Response *resp;  /* owned until queued */
+
+	enum req_wait wait;
+	bool suspended;
+	uint64_t deadline_ms;       /* mono_ms end of a long poll */
+	uint64_t rev, task_id, offset, limit; /* long poll arguments */
+	int stream;
+	struct req *next_held;
+};
+
+/* http_start binds listen ("HOST:PORT") and starts MHD (external polling). */
+int http_start(struct master *m, const char *listen, struct errbuf *eb);
+void http_stop(struct master *m);
+/* http_run lets MHD do its work and re-arms its timer. */
+void http_run(struct master *m);
+
+/* Replies. req_json steals doc. */
+void req_json(struct req *r, int status, json_t *doc);
+void req_error(struct req *r, const struct errbuf *eb);
+void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len);
+void req_set_response(struct req *r, int status, struct MHD_Response *resp);
+const char *req_header(struct req *r, const char *name);
+const char *req_query(struct req *r, const char *name);
+
+/* http_wake walks the held requests after a commit (commit_err 0 or the
+ * error, eb its message; a failed commit turns waiting replies into errors)
+ * and releases those whose condition holds or whose time is up. */
+void http_wake(struct master *m, int commit_err, const struct errbuf *eb);
+/* http_release_all answers every held request with 503 (at shutdown). */
+void http_release_all(struct master *m);
+
+#endif

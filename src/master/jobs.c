@@ -1,0 +1,957 @@
+/* Job, task and node lifecycles of the master, and their API documents. */
+#include "base/compat.h"
+#include "master/jobs.h"
+
+#include <ctype.h>
+
+#include "base/clock.h"
+#include "base/crypto.h"
+#include "base/fsutil.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "master/auth.h"
+#include "master/logs.h"
+#include "sched/sched.h"
+
+static void set_str(char **dst, const char *s)
+{
+	free(*dst);
+	*dst = s ? xstrdup(s) : NULL;
+}
+
+static void job_set_reason(struct job *j, const char *code, const char *msg)
+{
+	set_str(&j->reason_code, code);
+	set_str(&j->reason_msg, msg);
+}
+
+static bool job_event(struct master *m, struct job *j, enum job_event ev)
+{
+	int next = job_transition(j->state, ev);
+
+	if (next < 0)
+		return false;
+	j->state = (enum job_state)next;
+	if (job_state_is_final(j->state)) {
+		j->finished_at = wall_us();
+		j->queue_position = 0;
+		if (j->spec) {
+			spec_release(j->spec);
+			free(j->spec);
+			j->spec = NULL;
+		}
+		free(j->wait_msg);
+		j->wait_msg = NULL;
+	}
+	m->sched_needed = true;
+	return true;
+}
+
+static bool task_event(struct master *m, struct task *t, enum task_event ev)
+{
+	int next = task_transition(t->state, ev);
+
+	if (next < 0)
+		return false;
+	t->state = (enum task_state)next;
+	if (task_state_is_final(t->state) && !t->finished_at)
+		t->finished_at = wall_us();
+	if (t->state == TASK_STOPPING || task_state_is_final(t->state))
+		t->stop = true;
+	m->sched_needed = true;
+	return true;
+}
+
+static void node_bump(struct master *m, const char *name)
+{
+	struct node *n = name ? core_node(m, name) : NULL;
+
+	if (n) {
+		n->rev++;
+		core_save_node(m, n);
+	}
+}
+
+/* ---- creating jobs ---- */
+
+static struct task *task_new(struct master *m, struct job *j, const struct spec_role *r,
+			     unsigned index)
+{
+	struct task *t = xcalloc(1, sizeof(*t));
+
+	t->id = m->ntasks + 1;
+	t->job = j;
+	t->role = xstrdup(r->name);
+	t->index = index;
+	t->attempt = j->attempt;
+	t->state = TASK_PENDING;
+	t->cpus_milli = r->cpus_milli;
+	t->memory = r->memory;
+	t->pids = r->pids;
+	t->gpus = xcalloc(1, sizeof(unsigned));
+	ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
+	m->tasks[m->ntasks++] = t;
+	ALLOC_GROW(j->tasks, j->ntasks + 1, j->atasks);
+	j->tasks[j->ntasks++] = t;
+	return t;
+}
+
+static void job_new_attempt_tasks(struct master *m, struct job *j)
+{
+	char buf[24];
+
+	for (size_t r = 0; r < j->spec->nroles; r++)
+		for (unsigned i = 0; i < j->spec->roles[r].replicas; i++)
+			core_save_task(m, task_new(m, j, &j->spec->roles[r], i));
+	snprintf(buf, sizeof(buf), "%zu", m->ntasks);
+	core_save_meta(m, "next_task_id", buf);
+}
+
+static void fill_sched_node(struct master *m, const struct node *n, struct sched_node *sn,
+			    struct sched_gpu *gpus, bool with_use);
+
+int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
+		struct job **out, struct errbuf *eb)
+{
+	struct job_spec *spec = xcalloc(1, sizeof(*spec));
+	const json_t *jspec, *jcode;
+	const char *code = NULL;
+	struct job *j = NULL;
+	json_t *canon = NULL;
+	int ret = 0;
+
+	*out = NULL;
+	if (!json_is_object(body)) {
+		ret = error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
+		goto out;
+	}
+	jspec = json_object_get(body, "spec");
+	if (!json_is_object(jspec)) {
+		ret = error_field(eb, YERR(INVALID_SPEC), "spec", "spec: expected an object");
+		goto out;
+	}
+	ret = spec_from_json(jspec, spec, eb);
+	if (ret)
+		goto out;
+	jcode = json_object_get(body, "code");
+	if (jcode && !json_is_null(jcode)) {
+		const char *hex;
+		char *path;
+		bool ok = true;
+
+		code = json_string_value(jcode);
+		if (!code || strncmp(code, "sha256:", 7) || strlen(code) != 7 + 64) {
+			ret = error_field(eb, YERR(BAD_REQUEST), "code",
+					  "code: expected \"sha256:\" and 64 hex digits");
+			goto out;
+		}
+		hex = code + 7;
+		for (const char *p = hex; *p; p++)
+			ok &= (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+		path = xasprintf("%s/code/%s.tar.gz", m->data_dir, hex);
+		ok = ok && path_exists(path);
+		free(path);
+		if (!ok) {
+			ret = error_field(eb, YERR(BAD_REQUEST), "code",
+					  "code: '%s' was not uploaded (POST /v1/code first)", code);
+			goto out;
+		}
+	}
+	if (m->nnodes && !spec->wait_for_nodes) {
+		/* the cluster check: some node must be able to hold every task */
+		struct sched_node *sn = xcalloc(m->nnodes, sizeof(*sn));
+		struct sched_gpu **gp = xcalloc(m->nnodes, sizeof(*gp));
+		struct sched_task *st = xcalloc(spec->nroles + 1, sizeof(*st));
+		struct sched_job sj = { .tasks = st, .ntasks = spec->nroles,
+					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model };
+		char field[160], msg[512];
+		int bad;
+
+		for (size_t i = 0; i < m->nnodes; i++) {
+			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
+			fill_sched_node(m, m->nodes[i], &sn[i], gp[i], false);
+		}
+		for (size_t r = 0; r < spec->nroles; r++) {
+			st[r].role = spec->roles[r].name;
+			st[r].gpus = spec->roles[r].gpus;
+			st[r].cpus_milli = spec->roles[r].cpus_milli;
+			st[r].memory = spec->roles[r].memory;
+		}
+		bad = sched_check_feasible(sn, m->nnodes, &sj, field, sizeof(field), msg, sizeof(msg));
+		for (size_t i = 0; i < m->nnodes; i++)
+			free(gp[i]);
+		free(gp);
+		free(sn);
+		free(st);
+		if (bad) {
+			ret = error_field(eb, YERR(INVALID_SPEC), field,
+					  "%s (set placement.wait_for_nodes: true to queue anyway)", msg);
+			goto out;
+		}
+	}
+
+	j = xcalloc(1, sizeof(*j));
+	j->id = m->njobs + 1;
+	j->name = xstrdup(spec->name);
+	j->user = xstrdup(user);
+	j->team = spec->team ? xstrdup(spec->team) : team ? xstrdup(team) : NULL;
+	j->code = code ? xstrdup(code) : NULL;
+	canon = spec_to_json(spec);
+	j->spec_text = json_dumps(canon, JSON_COMPACT);
+	j->spec = spec;
+	spec = NULL;
+	j->state = JOB_QUEUED;
+	j->priority = j->spec->priority;
+	j->submitted_at = wall_us();
+	ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
+	m->jobs[m->njobs++] = j;
+	core_save_job(m, j);
+	job_new_attempt_tasks(m, j);
+	{
+		char buf[24];
+		snprintf(buf, sizeof(buf), "%zu", m->njobs);
+		core_save_meta(m, "next_job_id", buf);
+	}
+	m->sched_needed = true;
+	*out = j;
+out:
+	json_decref(canon);
+	if (spec) {
+		spec_release(spec);
+		free(spec);
+	}
+	return ret;
+}
+
+/* ---- stopping, failing, restarting ---- */
+
+/* The tasks of j's latest attempt. */
+static bool task_current(const struct job *j, const struct task *t)
+{
+	return t->attempt == j->attempt;
+}
+
+/* Asks every non-final task of j (all attempts) to stop. */
+static void job_stop_tasks(struct master *m, struct job *j, const struct task *except)
+{
+	for (size_t i = 0; i < j->ntasks; i++) {
+		struct task *t = j->tasks[i];
+		if (t == except || task_state_is_final(t->state))
+			continue;
+		if (t->state == TASK_STOPPING)
+			continue;
+		if (task_event(m, t, TASK_EV_STOP)) {
+			core_save_task(m, t);
+			node_bump(m, t->node);
+		}
+	}
+}
+
+/* A task of j's current attempt failed or was lost: restart the gang if the
+ * spec allows, else fail the job with code/msg. */
+static void job_task_failed(struct master *m, struct job *j, const struct task *t,
+			    const char *code, const char *msg, bool has_exit, int exit_code)
+{
+	if (job_state_is_final(j->state) || !task_current(j, t))
+		return;
+	job_stop_tasks(m, j, t);
+	if (j->spec && j->attempt < j->spec->restart_max && job_event(m, j, JOB_EV_RESTART)) {
+		j->attempt++;
+		job_set_reason(j, code, msg);
+		j->started_at = j->running_at = 0;
+		job_new_attempt_tasks(m, j);
+	} else if (job_event(m, j, JOB_EV_TASK_FAILED)) {
+		job_set_reason(j, code, msg);
+		j->has_exit = has_exit;
+		j->exit_code = exit_code;
+	}
+	core_save_job(m, j);
+}
+
+/* After a task of the current attempt changed: all running? all done? */
+static void job_check_progress(struct master *m, struct job *j)
+{
+	bool all_running = true, all_ok = true;
+
+	if (job_state_is_final(j->state) || j->state == JOB_QUEUED)
+		return;
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *t = j->tasks[i];
+		if (!task_current(j, t))
+			continue;
+		if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED)
+			all_running = false;
+		if (t->state != TASK_SUCCEEDED)
+			all_ok = false;
+	}
+	if (all_ok && job_event(m, j, JOB_EV_ALL_SUCCEEDED)) {
+		j->has_exit = true;
+		j->exit_code = 0;
+		job_set_reason(j, NULL, NULL);
+		if (!j->running_at)
+			j->running_at = wall_us();
+		core_save_job(m, j);
+	} else if (all_running && j->state == JOB_STARTING &&
+		   job_event(m, j, JOB_EV_ALL_RUNNING)) {
+		j->running_at = wall_us();
+		core_save_job(m, j);
+	}
+}
+
+int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb)
+{
+	if (job_state_is_final(j->state))
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is already %s", j->id,
+			     job_state_name(j->state));
+	if (!job_event(m, j, JOB_EV_CANCEL))
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " cannot be cancelled", j->id);
+	job_set_reason(j, "cancelled", "cancelled by request");
+	job_stop_tasks(m, j, NULL);
+	core_save_job(m, j);
+	return 0;
+}
+
+static void task_lost(struct master *m, struct task *t, const char *node_name)
+{
+	struct job *j = t->job;
+	char msg[300];
+
+	if (!task_event(m, t, TASK_EV_LOST))
+		return;
+	set_str(&t->reason_code, "node_lost");
+	snprintf(msg, sizeof(msg), "node '%s' was lost", node_name);
+	set_str(&t->reason_msg, msg);
+	core_save_task(m, t);
+	snprintf(msg, sizeof(msg), "%s/%u was lost with node '%s'", t->role, t->index, node_name);
+	job_task_failed(m, j, t, "node_lost", msg, false, 0);
+}
+
+static void node_lost(struct master *m, struct node *n)
+{
+	n->state = NODE_LOST;
+	n->rev++;
+	core_save_node(m, n);
+	for (size_t i = 0; i < m->ntasks; i++) {
+		struct task *t = m->tasks[i];
+		if (t && t->node && !task_state_is_final(t->state) && !strcmp(t->node, n->name))
+			task_lost(m, t, n->name);
+	}
+	m->sched_needed = true;
+}
+
+void jobs_tick(struct master *m)
+{
+	uint64_t now = mono_ms(), wall = wall_us();
+
+	for (size_t i = 0; i < m->nnodes; i++) {
+		struct node *n = m->nodes[i];
+		if (n->state != NODE_LOST && n->lease_until && n->lease_until < now)
+			node_lost(m, n);
+	}
+	for (size_t i = 0; i < m->njobs; i++) {
+		struct job *j = m->jobs[i];
+		if (!j || job_state_is_final(j->state) || !j->spec || !j->spec->timeout_ms ||
+		    !j->started_at)
+			continue;
+		if (wall - j->started_at >= j->spec->timeout_ms * 1000 &&
+		    job_event(m, j, JOB_EV_TIMEOUT)) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "the job ran past its timeout of %" PRIu64 " s",
+				 j->spec->timeout_ms / 1000);
+			job_set_reason(j, "timeout", msg);
+			job_stop_tasks(m, j, NULL);
+			core_save_job(m, j);
+		}
+	}
+}
+
+void jobs_restore_leases(struct master *m)
+{
+	uint64_t until = mono_ms() + m->lease_ms;
+
+	for (size_t i = 0; i < m->nnodes; i++)
+		m->nodes[i]->lease_until = until;
+}
+
+/* ---- scheduling ---- */
+
+static void fill_sched_node(struct master *m, const struct node *n, struct sched_node *sn,
+			    struct sched_gpu *gpus, bool with_use)
+{
+	sn->name = n->name;
+	sn->schedulable = n->state == NODE_READY;
+	sn->gpus = gpus;
+	sn->ngpus = n->ngpus;
+	sn->cpus_milli = n->cpus_milli;
+	sn->memory = n->memory;
+	sn->free_cpus_milli = n->cpus_milli;
+	sn->free_memory = n->memory;
+	for (size_t g = 0; g < n->ngpus; g++) {
+		gpus[g].index = n->gpus[g].index;
+		gpus[g].model = n->gpus[g].model;
+		gpus[g].free = true;
+	}
+	(void)m;
+	(void)with_use;
+}
+
+/* Subtracts what the tasks that hold resources use. */
+static void sched_account_use(struct master *m, struct sched_node *sn, struct sched_gpu **gp)
+{
+	for (size_t i = 0; i < m->ntasks; i++) {
+		const struct task *t = m->tasks[i];
+		if (!t || !t->node || !task_state_holds_resources(t->state))
+			continue;
+		for (size_t k = 0; k < m->nnodes; k++) {
+			if (strcmp(m->nodes[k]->name, t->node))
+				continue;
+			sn[k].free_cpus_milli -= t->cpus_milli < sn[k].free_cpus_milli ? t->cpus_milli
+										: sn[k].free_cpus_milli;
+			sn[k].free_memory -= t->memory < sn[k].free_memory ? t->memory : sn[k].free_memory;
+			for (unsigned g = 0; g < t->ngpus; g++)
+				for (size_t x = 0; x < sn[k].ngpus; x++)
+					if (gp[k][x].index == t->gpus[g])
+						gp[k][x].free = false;
+			break;
+		}
+	}
+}
+
+static void job_start(struct master *m, struct job *j, const struct sched_plan *plan,
+		      size_t first, size_t count, const struct sched_input *in, struct task **ts)
+{
+	if (!job_event(m, j, JOB_EV_PLACED))
+		return;
+	j->started_at = wall_us();
+	job_set_reason(j, NULL, NULL);
+	j->queue_position = 0;
+	free(j->wait_msg);
+	j->wait_msg = NULL;
+	for (size_t s = first; s < first + count; s++) {
+		const struct sched_start *st = &plan->starts[s];
+		struct task *t = ts[st->task];
+		if (!task_event(m, t, TASK_EV_ASSIGN))
+			continue;
+		set_str(&t->node, in->nodes[st->node].name);
+		free(t->gpus);
+		t->gpus = xcalloc(st->ngpus + 1, sizeof(unsigned));
+		memcpy(t->gpus, st->gpus, st->ngpus * sizeof(unsigned));
+		t->ngpus = st->ngpus;
+		t->started_at = wall_us();
+		core_save_task(m, t);
+		node_bump(m, t->node);
+	}
+	core_save_job(m, j);
+}
+
+void jobs_schedule(struct master *m)
+{
+	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
+	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
+	struct sched_job *sj = NULL;
+	struct task ***jt = NULL; /* per queued job: its current tasks */
+	struct job **qj = NULL;
+	size_t nq = 0, aq = 0, aq2 = 0, aq3 = 0;
+	struct sched_input in;
+	struct sched_plan plan;
+
+	m->sched_needed = false;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
+		fill_sched_node(m, m->nodes[i], &sn[i], gp[i], true);
+	}
+	sched_account_use(m, sn, gp);
+	for (size_t i = 0; i < m->njobs; i++) {
+		struct job *j = m->jobs[i];
+		struct sched_task *tasks;
+		size_t k = 0;
+
+		if (!j || j->state != JOB_QUEUED || !j->spec)
+			continue;
+		ALLOC_GROW(sj, nq + 1, aq);
+		ALLOC_GROW(jt, nq + 1, aq2);
+		ALLOC_GROW(qj, nq + 1, aq3);
+		tasks = xcalloc(j->ntasks + 1, sizeof(*tasks));
+		jt[nq] = xcalloc(j->ntasks + 1, sizeof(struct task *));
+		for (size_t x = 0; x < j->ntasks; x++) {
+			struct task *t = j->tasks[x];
+			if (!task_current(j, t) || t->state != TASK_PENDING)
+				continue;
+			tasks[k].role = t->role;
+			tasks[k].index = t->index;
+			tasks[k].gpus = j->spec->roles ? 0 : 0;
+			for (size_t r = 0; r < j->spec->nroles; r++)
+				if (!strcmp(j->spec->roles[r].name, t->role))
+					tasks[k].gpus = j->spec->roles[r].gpus;
+			tasks[k].cpus_milli = t->cpus_milli;
+			tasks[k].memory = t->memory;
+			jt[nq][k++] = t;
+		}
+		sj[nq] = (struct sched_job){ .id = j->id, .priority = (int)j->priority,
+					     .submitted_at = j->submitted_at, .tasks = tasks,
+					     .ntasks = k, .max_nodes = j->spec->max_nodes,
+					     .gpu_model = j->spec->gpu_model };
+		qj[nq++] = j;
+	}
+	in = (struct sched_input){ .nodes = sn, .nnodes = m->nnodes, .jobs = sj, .njobs = nq,
+				   .now = wall_us() };
+	sched_plan(&in, &plan);
+	for (size_t s = 0; s < plan.nstarts;) {
+		size_t e = s;
+		while (e < plan.nstarts && plan.starts[e].job == plan.starts[s].job)
+			e++;
+		job_start(m, qj[plan.starts[s].job], &plan, s, e - s, &in, jt[plan.starts[s].job]);
+		s = e;
+	}
+	for (size_t w = 0; w < plan.nwaits; w++) {
+		struct job *j = qj[plan.waits[w].job];
+		j->queue_position = plan.waits[w].position;
+		snprintf(j->wait_code, sizeof(j->wait_code), "%s", plan.waits[w].code);
+		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
+			set_str(&j->wait_msg, plan.waits[w].message);
+	}
+	sched_plan_release(&plan);
+	/* a plan can make nothing new schedulable: do not loop */
+	m->sched_needed = false;
+	for (size_t i = 0; i < nq; i++) {
+		free((void *)sj[i].tasks);
+		free(jt[i]);
+	}
+	for (size_t i = 0; i < m->nnodes; i++)
+		free(gp[i]);
+	free(gp);
+	free(sn);
+	free(sj);
+	free(jt);
+	free(qj);
+}
+
+/* ---- nodes ---- */
+
+static bool valid_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n < 1 || n > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && !strchr("_.-", s[i]))
+			return false;
+	return true;
+}
+
+static uint64_t json_u64(const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return (uint64_t)json_integer_value(v);
+	if (json_is_real(v) && json_real_value(v) > 0)
+		return (uint64_t)json_real_value(v);
+	return 0;
+}
+
+void nodes_touch(struct master *m, struct node *n)
+{
+	n->lease_until = mono_ms() + m->lease_ms;
+	n->last_seen = wall_us();
+}
+
+static bool id_listed(const json_t *arr, uint64_t id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v) {
+		if (json_is_integer(v) && (uint64_t)json_integer_value(v) == id)
+			return true;
+		if (json_is_object(v) && json_u64(v, "id") == id)
+			return true;
+	}
+	return false;
+}
+
+int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
+		   struct errbuf *eb)
+{
+	const char *name = json_string_value(json_object_get(body, "name"));
+	const char *addr = json_string_value(json_object_get(body, "addr"));
+	const json_t *gpus = json_object_get(body, "gpus"), *tasks = json_object_get(body, "tasks");
+	const json_t *cpus = json_object_get(body, "cpus");
+	struct node *n;
+	size_t i;
+	json_t *g;
+
+	*out = NULL;
+	*token_out = NULL;
+	if (!json_is_object(body))
+		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
+	if (!valid_name(name))
+		return error_field(eb, YERR(BAD_REQUEST), "name",
+				   "name: expected [a-z0-9][a-z0-9_.-]{0,62}");
+	if (gpus && !json_is_array(gpus))
+		return error_field(eb, YERR(BAD_REQUEST), "gpus", "gpus: expected an array");
+	if (json_array_size(gpus) > 256)
+		return error_field(eb, YERR(BAD_REQUEST), "gpus", "gpus: at most 256");
+	if (tasks && !json_is_array(tasks))
+		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
+	json_array_foreach(gpus, i, g) {
+		if (!json_is_object(g) || !json_is_integer(json_object_get(g, "index")) ||
+		    json_integer_value(json_object_get(g, "index")) < 0)
+			return error_field(eb, YERR(BAD_REQUEST), "gpus",
+					   "gpus: each entry needs an integer index >= 0");
+	}
+	n = core_node(m, name);
+	if (!n) {
+		n = xcalloc(1, sizeof(*n));
+		n->name = xstrdup(name);
+		n->state = NODE_READY;
+		ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
+		m->nodes[m->nnodes++] = n;
+	}
+	set_str(&n->addr, addr);
+	if (json_is_number(cpus))
+		n->cpus_milli = (uint64_t)(json_number_value(cpus) * 1000.0 + 0.5);
+	if (!n->cpus_milli)
+		n->cpus_milli = 1000;
+	n->memory = json_u64(body, "memory");
+	for (size_t k = 0; k < n->ngpus; k++) {
+		free(n->gpus[k].model);
+		free(n->gpus[k].uuid);
+	}
+	free(n->gpus);
+	n->ngpus = json_array_size(gpus);
+	n->gpus = xcalloc(n->ngpus + 1, sizeof(*n->gpus));
+	json_array_foreach(gpus, i, g) {
+		n->gpus[i].index = (unsigned)json_integer_value(json_object_get(g, "index"));
+		set_str(&n->gpus[i].model, json_string_value(json_object_get(g, "model")));
+		set_str(&n->gpus[i].uuid, json_string_value(json_object_get(g, "uuid")));
+		n->gpus[i].memory = json_u64(g, "memory");
+	}
+	if (n->state == NODE_LOST)
+		n->state = NODE_READY;
+	n->rev++;
+	nodes_touch(m, n);
+	core_save_node(m, n);
+	/* tasks we think run there but the agent has never heard of are lost */
+	for (size_t k = 0; k < m->ntasks; k++) {
+		struct task *t = m->tasks[k];
+		if (!t || !t->node || strcmp(t->node, n->name))
+			continue;
+		if ((t->state == TASK_RUNNING || t->state == TASK_STOPPING) && !id_listed(tasks, t->id))
+			task_lost(m, t, n->name);
+	}
+	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL);
+	m->sched_needed = true;
+	*out = n;
+	return 0;
+}
+
+static void task_exited(struct master *m, struct task *t, const json_t *r, bool start_failed)
+{
+	const json_t *jexit = json_object_get(r, "exit_code"), *jsig = json_object_get(r, "signal");
+	const char *message = json_string_value(json_object_get(r, "message"));
+	bool oom = json_is_true(json_object_get(r, "oom_killed"));
+	bool has_exit = json_is_integer(jexit), has_sig = json_is_integer(jsig) && json_integer_value(jsig) > 0;
+	int code = has_exit ? (int)json_integer_value(jexit) : 0;
+	int sig = has_sig ? (int)json_integer_value(jsig) : 0;
+	bool ok = !start_failed && !oom && !has_sig && has_exit && code == 0;
+	char msg[600];
+	const char *rcode;
+
+	if (!task_event(m, t, ok ? TASK_EV_EXITED_OK : TASK_EV_EXITED_FAIL))
+		return;
+	t->has_exit = has_exit;
+	t->exit_code = code;
+	t->has_signal = has_sig;
+	t->signal = sig;
+	if (start_failed) {
+		rcode = "start_failed";
+		snprintf(msg, sizeof(msg), "%s/%u failed to start: %s", t->role, t->index,
+			 message ? message : "unknown error");
+	} else if (oom) {
+		rcode = "oom_killed";
+		snprintf(msg, sizeof(msg), "%s/%u was killed by the OOM killer", t->role, t->index);
+	} else if (has_sig) {
+		rcode = "signal";
+		snprintf(msg, sizeof(msg), "%s/%u was killed by signal %d", t->role, t->index, sig);
+	} else if (!ok) {
+		rcode = "task_failed";
+		snprintf(msg, sizeof(msg), "%s/%u exited with status %d", t->role, t->index, code);
+	} else {
+		rcode = NULL;
+	}
+	if (t->state == TASK_FAILED) {
+		set_str(&t->reason_code, rcode);
+		set_str(&t->reason_msg, msg);
+	}
+	core_save_task(m, t);
+	node_bump(m, t->node);
+	if (t->state == TASK_FAILED)
+		job_task_failed(m, t->job, t, rcode, msg, has_exit, has_exit ? code : (has_sig ? 128 + sig : 1));
+	else
+		job_check_progress(m, t->job);
+}
+
+int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
+{
+	const json_t *tasks = json_object_get(body, "tasks");
+	size_t i;
+	json_t *r;
+
+	if (!json_is_object(body))
+		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
+	if (tasks && !json_is_array(tasks))
+		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
+	nodes_touch(m, n);
+	json_array_foreach(tasks, i, r) {
+		struct task *t = core_task(m, json_u64(r, "id"));
+		const char *state = json_string_value(json_object_get(r, "state"));
+
+		if (!t || !state || !t->node || strcmp(t->node, n->name))
+			continue;
+		if (task_state_is_final(t->state)) {
+			/* the agent runs something we consider done: make it stop */
+			if (!strcmp(state, "running"))
+				n->rev++;
+			continue;
+		}
+		if (!strcmp(state, "running")) {
+			if (task_event(m, t, TASK_EV_STARTED)) {
+				core_save_task(m, t);
+				job_check_progress(m, t->job);
+			}
+		} else if (!strcmp(state, "exited")) {
+			task_exited(m, t, r, false);
+		} else if (!strcmp(state, "start_failed")) {
+			task_exited(m, t, r, true);
+		}
+	}
+	return 0;
+}
+
+int nodes_drain(struct master *m, struct node *n)
+{
+	if (n->state == NODE_READY) {
+		n->state = NODE_DRAINING;
+		core_save_node(m, n);
+		m->sched_needed = true;
+	}
+	return 0;
+}
+
+/* ---- documents ---- */
+
+static json_t *reason_json(const char *code, const char *msg)
+{
+	if (!code)
+		return json_null();
+	return json_pack("{s:s, s:s}", "code", code, "message", msg ? msg : "");
+}
+
+static json_t *time_json(uint64_t us) { return us ? json_integer((json_int_t)us) : json_null(); }
+
+static json_t *gpus_json(const unsigned *g, unsigned n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(g[i]));
+	return a;
+}
+
+json_t *jobs_job_json(struct master *m, const struct job *j)
+{
+	json_t *d = json_object(), *tasks = json_array(), *spec;
+
+	json_object_set_new(d, "id", json_integer((json_int_t)j->id));
+	json_object_set_new(d, "name", json_string(j->name));
+	json_object_set_new(d, "user", json_string(j->user));
+	json_object_set_new(d, "team", j->team ? json_string(j->team) : json_null());
+	json_object_set_new(d, "state", json_string(job_state_name(j->state)));
+	if (j->state == JOB_QUEUED && j->queue_position && !j->reason_code)
+		json_object_set_new(d, "reason", reason_json(j->wait_code, j->wait_msg));
+	else
+		json_object_set_new(d, "reason", reason_json(j->reason_code, j->reason_msg));
+	json_object_set_new(d, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+	json_object_set_new(d, "attempt", json_integer(j->attempt));
+	json_object_set_new(d, "priority", json_string(j->priority == PRIO_HIGH ? "high" :
+							  j->priority == PRIO_LOW ? "low" : "normal"));
+	json_object_set_new(d, "submitted_at", time_json(j->submitted_at));
+	json_object_set_new(d, "started_at", time_json(j->started_at));
+	json_object_set_new(d, "running_at", time_json(j->running_at));
+	json_object_set_new(d, "finished_at", time_json(j->finished_at));
+	json_object_set_new(d, "code", j->code ? json_string(j->code) : json_null());
+	json_object_set_new(d, "queue_position",
+			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
+									: json_null());
+	spec = json_loads(j->spec_text, 0, NULL);
+	json_object_set_new(d, "spec", spec ? spec : json_null());
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *t = j->tasks[i];
+		json_t *td = json_object();
+		json_object_set_new(td, "id", json_integer((json_int_t)t->id));
+		json_object_set_new(td, "role", json_string(t->role));
+		json_object_set_new(td, "index", json_integer(t->index));
+		json_object_set_new(td, "attempt", json_integer(t->attempt));
+		json_object_set_new(td, "state", json_string(task_state_name(t->state)));
+		json_object_set_new(td, "node", t->node ? json_string(t->node) : json_null());
+		json_object_set_new(td, "gpus", gpus_json(t->gpus, t->ngpus));
+		json_object_set_new(td, "exit_code", t->has_exit ? json_integer(t->exit_code) : json_null());
+		json_object_set_new(td, "signal", t->has_signal ? json_integer(t->signal) : json_null());
+		json_object_set_new(td, "reason", reason_json(t->reason_code, t->reason_msg));
+		json_object_set_new(td, "started_at", time_json(t->started_at));
+		json_object_set_new(td, "finished_at", time_json(t->finished_at));
+		json_object_set_new(td, "log_size",
+				    json_pack("{s:I, s:I}", "stdout",
+					      (json_int_t)logs_size(m, t->id, LOG_STDOUT), "stderr",
+					      (json_int_t)logs_size(m, t->id, LOG_STDERR)));
+		json_array_append_new(tasks, td);
+	}
+	json_object_set_new(d, "tasks", tasks);
+	return d;
+}
+
+json_t *jobs_node_json(struct master *m, const struct node *n)
+{
+	json_t *gpus = json_array();
+	uint64_t cpus = n->cpus_milli, mem = n->memory;
+	unsigned free_gpus = 0;
+
+	for (size_t g = 0; g < n->ngpus; g++) {
+		json_t *job = json_null();
+		for (size_t i = 0; i < m->ntasks && json_is_null(job); i++) {
+			const struct task *t = m->tasks[i];
+			if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name))
+				continue;
+			for (unsigned k = 0; k < t->ngpus; k++)
+				if (t->gpus[k] == n->gpus[g].index)
+					job = json_integer((json_int_t)t->job->id);
+		}
+		if (json_is_null(job))
+			free_gpus++;
+		json_array_append_new(gpus, json_pack("{s:i, s:o, s:I, s:o, s:o}", "index",
+						      (int)n->gpus[g].index, "model",
+						      n->gpus[g].model ? json_string(n->gpus[g].model) : json_null(),
+						      "memory", (json_int_t)n->gpus[g].memory, "uuid",
+						      n->gpus[g].uuid ? json_string(n->gpus[g].uuid) : json_null(),
+						      "job", job));
+	}
+	for (size_t i = 0; i < m->ntasks; i++) {
+		const struct task *t = m->tasks[i];
+		if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name))
+			continue;
+		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
+		mem -= t->memory < mem ? t->memory : mem;
+	}
+	return json_pack("{s:s, s:s, s:o, s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I}", "name", n->name,
+			 "state", node_state_name(n->state), "addr",
+			 n->addr ? json_string(n->addr) : json_null(), "cpus", n->cpus_milli / 1000.0,
+			 "memory", (json_int_t)n->memory, "gpus", gpus, "free", "gpus", (int)free_gpus,
+			 "cpus_milli", (json_int_t)cpus, "memory", (json_int_t)mem, "last_seen",
+			 (json_int_t)n->last_seen);
+}
+
+static char *param_string(const json_t *v)
+{
+	if (json_is_string(v))
+		return xstrdup(json_string_value(v));
+	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+}
+
+static json_t *task_env(struct master *m, const struct task *t, const struct job *j)
+{
+	json_t *env = json_object();
+	struct strbuf gl = STRBUF_INIT;
+	char buf[32];
+	const char *k;
+	json_t *v;
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, j->id);
+	json_object_set_new(env, "YARD_JOB_ID", json_string(buf));
+	json_object_set_new(env, "YARD_JOB_NAME", json_string(j->name));
+	json_object_set_new(env, "YARD_ROLE", json_string(t->role));
+	snprintf(buf, sizeof(buf), "%u", t->index);
+	json_object_set_new(env, "YARD_TASK_INDEX", json_string(buf));
+	json_object_set_new(env, "YARD_NODE", json_string(t->node ? t->node : ""));
+	for (unsigned i = 0; i < t->ngpus; i++)
+		strbuf_addf(&gl, "%s%u", i ? "," : "", t->gpus[i]);
+	json_object_set_new(env, "CUDA_VISIBLE_DEVICES", json_string(gl.buf));
+	json_object_set_new(env, "NVIDIA_VISIBLE_DEVICES", json_string(t->ngpus ? gl.buf : "void"));
+	json_object_set_new(env, "YARD_GPUS", json_string(gl.buf));
+	snprintf(buf, sizeof(buf), "%u", t->attempt);
+	json_object_set_new(env, "YARD_RESTART_COUNT", json_string(buf));
+	if (j->spec) {
+		char *p = json_dumps(j->spec->params, JSON_COMPACT | JSON_SORT_KEYS);
+		json_object_set_new(env, "YARD_PARAMS", json_string(p ? p : "{}"));
+		free(p);
+		json_object_foreach(j->spec->params, k, v) {
+			struct strbuf name = STRBUF_INIT;
+			char *val = param_string(v);
+			strbuf_addstr(&name, "YARD_PARAM_");
+			for (const char *c = k; *c; c++)
+				strbuf_addch(&name, isalnum((unsigned char)*c) ? toupper((unsigned char)*c) : '_');
+			json_object_set_new(env, name.buf, json_string(val ? val : ""));
+			free(val);
+			strbuf_release(&name);
+		}
+		json_object_foreach(j->spec->env, k, v) {
+			char *val = param_string(v);
+			json_object_set_new(env, k, json_string(val ? val : ""));
+			free(val);
+		}
+	}
+	strbuf_release(&gl);
+	(void)m;
+	return env;
+}
+
+json_t *jobs_work_json(struct master *m, const struct node *n)
+{
+	json_t *tasks = json_array();
+
+	for (size_t i = 0; i < m->ntasks; i++) {
+		const struct task *t = m->tasks[i];
+		const struct job *j;
+		json_t *argv = json_array(), *td;
+
+		if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name)) {
+			json_decref(argv);
+			continue;
+		}
+		j = t->job;
+		if (j->spec) {
+			char *const *cmd = j->spec->command;
+			struct errbuf eb = ERRBUF_INIT;
+			char **ex;
+			for (size_t r = 0; r < j->spec->nroles; r++)
+				if (!strcmp(j->spec->roles[r].name, t->role) && j->spec->roles[r].command)
+					cmd = j->spec->roles[r].command;
+			ex = cmd ? spec_expand_argv(cmd, j->spec->params, &eb) : NULL;
+			for (size_t a = 0; ex && ex[a]; a++)
+				json_array_append_new(argv, json_string(ex[a]));
+			argv_free(ex);
+		}
+		td = json_pack("{s:I, s:I, s:s, s:s, s:i, s:i, s:s, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:I}",
+			       "id", (json_int_t)t->id, "job", (json_int_t)j->id, "job_name", j->name,
+			       "role", t->role, "index", (int)t->index, "attempt", (int)t->attempt,
+			       "desired", (t->stop || t->state == TASK_STOPPING) ? "stop" : "run",
+			       "argv", argv, "env", task_env(m, t, j), "gpus", gpus_json(t->gpus, t->ngpus),
+			       "cpus_milli", (json_int_t)t->cpus_milli, "memory", (json_int_t)t->memory,
+			       "pids", (json_int_t)t->pids, "code",
+			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
+			       (json_int_t)(j->spec ? j->spec->timeout_ms : 0));
+		json_array_append_new(tasks, td);
+	}
+	return json_pack("{s:I, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks);
+}
+
+struct task *jobs_current_task(const struct job *j, const char *role, unsigned index)
+{
+	for (size_t i = 0; i < j->ntasks; i++) {
+		struct task *t = j->tasks[i];
+		if (t->attempt != j->attempt)
+			continue;
+		if (!role || (!strcmp(t->role, role) && t->index == index))
+			return t;
+	}
+	return NULL;
+}

@@ -1,0 +1,47 @@
+/*
+ * Job, task and node lifecycles in the master. Every state change goes
+ * through job_transition()/task_transition() of src/common/state.h and is
+ * saved into the open batch with core_save_*(). Functions that change
+ * anything the scheduler looks at set m->sched_needed.
+ */
+#ifndef YARD_MASTER_JOBS_H
+#define YARD_MASTER_JOBS_H
+
+#include <jansson.h>
+
+#include "master/core.h"
+
+/* jobs_submit validates body ({"spec": {...}, "code": "sha256:..."}), checks
+ * the cluster can ever hold it, and creates the job (queued) and its tasks.
+ * On error nothing is created and eb says why (field set for spec errors). */
+int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
+		struct job **out, struct errbuf *eb);
+/* jobs_cancel: YERR(CONFLICT) when the job is already final. */
+int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb);
+/* jobs_schedule runs the scheduler and starts what it placed. */
+void jobs_schedule(struct master *m);
+/* jobs_tick expires leases and job timeouts (call every few hundred ms). */
+void jobs_tick(struct master *m);
+/* jobs_restore_leases gives every node a fresh lease (after a master start). */
+void jobs_restore_leases(struct master *m);
+
+/* nodes_register handles POST /v1/agents; *token_out gets the new agent
+ * token (caller frees). */
+int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
+		   struct errbuf *eb);
+/* nodes_status applies POST /v1/agents/{id}/status. */
+int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb);
+/* nodes_touch renews the node's lease. */
+void nodes_touch(struct master *m, struct node *n);
+int nodes_drain(struct master *m, struct node *n);
+
+/* The API documents (new references). */
+json_t *jobs_job_json(struct master *m, const struct job *j);
+json_t *jobs_node_json(struct master *m, const struct node *n);
+/* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
+json_t *jobs_work_json(struct master *m, const struct node *n);
+/* jobs_current_task: the task of job j's latest attempt named role/index
+ * (role NULL: the first task), or NULL. */
+struct task *jobs_current_task(const struct job *j, const char *role, unsigned index);
+
+#endif

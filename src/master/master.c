@@ -1,0 +1,321 @@
+/*
+ * The master's process: options, start-up (store, first tokens, listening
+ * socket), the event loop (MHD under libuv, group commit before sleeping)
+ * and shutdown.
+ */
+#include "base/compat.h"
+#include "master/master.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+
+#include "base/clock.h"
+#include "base/fsutil.h"
+#include "base/parse.h"
+#include "base/xalloc.h"
+#include "master/auth.h"
+#include "master/core.h"
+#include "master/http.h"
+#include "master/jobs.h"
+
+#define TICK_MS 200
+
+static int write_token_file(struct master *m, const char *name, const char *tok,
+			    struct errbuf *eb)
+{
+	char *path = xasprintf("%s/%s", m->data_dir, name);
+	char *text = xasprintf("%s\n", tok);
+	int ret = 0;
+
+	if (write_file_atomic(path, text, strlen(text), 0600))
+		ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
+	free(path);
+	free(text);
+	return ret;
+}
+
+/* Commits the open batch. On failure the model is reloaded from the store,
+ * which holds exactly what was acknowledged. */
+static int batch_commit(struct master *m, struct errbuf *eb)
+{
+	int rc = m->batch_err;
+
+	if (!m->txn_open)
+		return 0;
+	if (rc) {
+		*eb = m->batch_eb;
+		m->sops->rollback(m->store);
+	} else {
+		rc = m->sops->commit(m->store, eb);
+	}
+	m->txn_open = false;
+	m->batch_err = 0;
+	if (rc) {
+		struct errbuf leb = ERRBUF_INIT;
+		fprintf(stderr, "yard master: commit failed: %s\n", eb->msg);
+		core_clear(m);
+		if (core_load(m, &leb))
+			fprintf(stderr, "yard master: cannot reload the store: %s\n", leb.msg);
+		jobs_restore_leases(m);
+		m->sched_needed = true;
+	}
+	return rc;
+}
+
+/* Runs before the loop sleeps (redis's beforeSleep): schedule, commit the
+ * batch, then release the replies that waited for it. */
+static void on_prepare(uv_prepare_t *h)
+{
+	struct master *m = h->data;
+	struct errbuf eb = ERRBUF_INIT;
+	int rc;
+
+	if (m->sched_needed)
+		jobs_schedule(m);
+	rc = batch_commit(m, &eb);
+	http_wake(m, rc, &eb);
+	http_run(m);
+	/* MHD_run may have produced more changes (resumed requests): commit them too */
+	if (m->sched_needed)
+		jobs_schedule(m);
+	if (m->txn_open) {
+		rc = batch_commit(m, &eb);
+		http_wake(m, rc, &eb);
+	}
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+	http_run(h->data);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct master *m = t->data;
+
+	jobs_tick(m);
+	m->sched_needed = true;
+}
+
+static void on_stop(uv_async_t *a)
+{
+	uv_stop(a->loop);
+}
+
+static int first_start(struct master *m, struct errbuf *eb)
+{
+	char *admin = auth_create_token(m, ROLE_ADMIN, "admin", NULL);
+	char *join = auth_create_token(m, ROLE_JOIN, "join", NULL);
+	int ret;
+
+	core_save_meta(m, "created_at", "1");
+	ret = write_token_file(m, "admin-token", admin, eb);
+	if (!ret)
+		ret = write_token_file(m, "join-token", join, eb);
+	if (!ret)
+		ret = batch_commit(m, eb);
+	if (!ret)
+		fprintf(stderr, "yard master: admin token %s\n", admin);
+	free(admin);
+	free(join);
+	return ret;
+}
+
+int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb)
+{
+	struct master *m = xcalloc(1, sizeof(*m));
+	char *dir = NULL;
+	int created = 0, ret = 0;
+
+	*out = NULL;
+	m->data_dir = xstrdup(cfg->data_dir);
+	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : NULL;
+	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
+	m->sops = &store_sqlite_ops;
+	uv_loop_init(&m->loop);
+	for (int i = 0; i < 3; i++) {
+		static const char *const sub[] = { "", "/logs", "/code" };
+		free(dir);
+		dir = xasprintf("%s%s", m->data_dir, sub[i]);
+		if (mkdir_p(dir, 0700)) {
+			ret = error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
+			goto out;
+		}
+	}
+	ret = m->sops->open(m->data_dir, &m->store, &created, eb);
+	if (ret)
+		goto out;
+	ret = core_load(m, eb);
+	if (ret)
+		goto out;
+	if (!m->ntokens) {
+		ret = first_start(m, eb);
+		if (ret)
+			goto out;
+	}
+	jobs_restore_leases(m);
+	m->sched_needed = true;
+	ret = http_start(m, cfg->listen, eb);
+	if (ret)
+		goto out;
+out:
+	free(dir);
+	if (ret) {
+		master_free(m);
+		m = NULL;
+	}
+	*out = m;
+	return ret;
+}
+
+const char *master_url(const struct master *m)
+{
+	return m->url;
+}
+
+int master_run(struct master *m)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+
+	if (!info)
+		return YERR(INTERNAL);
+	uv_poll_init(&m->loop, &m->mhd_poll, info->epoll_fd);
+	m->mhd_poll.data = m;
+	uv_poll_start(&m->mhd_poll, UV_READABLE, on_poll);
+	uv_timer_init(&m->loop, &m->mhd_timer);
+	m->mhd_timer.data = m;
+	uv_timer_init(&m->loop, &m->tick);
+	m->tick.data = m;
+	uv_timer_start(&m->tick, on_tick, TICK_MS, TICK_MS);
+	uv_prepare_init(&m->loop, &m->prepare);
+	m->prepare.data = m;
+	uv_prepare_start(&m->prepare, on_prepare);
+	uv_async_init(&m->loop, &m->stop_async, on_stop);
+	m->stop_async.data = m;
+	http_run(m);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+
+	/* answer whatever was held, let MHD send it, then close the handles */
+	{
+		struct errbuf eb = ERRBUF_INIT;
+		batch_commit(m, &eb);
+	}
+	http_release_all(m);
+	for (int i = 0; i < 3; i++)
+		MHD_run(m->mhd);
+	uv_close((uv_handle_t *)&m->mhd_poll, NULL);
+	uv_close((uv_handle_t *)&m->mhd_timer, NULL);
+	uv_close((uv_handle_t *)&m->tick, NULL);
+	uv_close((uv_handle_t *)&m->prepare, NULL);
+	uv_close((uv_handle_t *)&m->stop_async, NULL);
+	uv_run(&m->loop, UV_RUN_DEFAULT);
+	return 0;
+}
+
+void master_stop(struct master *m)
+{
+	uv_async_send(&m->stop_async);
+}
+
+void master_free(struct master *m)
+{
+	if (!m)
+		return;
+	http_stop(m);
+	if (m->store) {
+		if (m->txn_open)
+			m->sops->rollback(m->store);
+		m->sops->close(m->store);
+	}
+	core_clear(m);
+	uv_loop_close(&m->loop);
+	free(m->data_dir);
+	free(m->web_dir);
+	free(m->url);
+	free(m);
+}
+
+/* ---- yard master ---- */
+
+struct sig_waiter {
+	struct master *m;
+	sigset_t set;
+};
+
+static void *sig_thread(void *arg)
+{
+	struct sig_waiter *w = arg;
+	int sig;
+
+	if (!sigwait(&w->set, &sig))
+		master_stop(w->m);
+	return NULL;
+}
+
+static void master_usage(FILE *out)
+{
+	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n");
+}
+
+int cmd_master(int argc, char **argv)
+{
+	struct master_config cfg = { .listen = "127.0.0.1:7420", .data_dir = NULL };
+	struct errbuf eb = ERRBUF_INIT;
+	struct sig_waiter w;
+	struct master *m;
+	pthread_t th;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			master_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--listen") && v) {
+			cfg.listen = v;
+			i++;
+		} else if (!strcmp(a, "--data-dir") && v) {
+			cfg.data_dir = v;
+			i++;
+		} else if (!strcmp(a, "--web-dir") && v) {
+			cfg.web_dir = v;
+			i++;
+		} else if (!strcmp(a, "--lease") && v) {
+			uint64_t ms;
+			if (parse_duration_str(v, &ms) || !ms || ms > 3600 * 1000) {
+				fprintf(stderr, "yard master: --lease '%s': expected a duration\n", v);
+				return 2;
+			}
+			cfg.lease_ms = (unsigned)ms;
+			i++;
+		} else {
+			fprintf(stderr, "yard master: unknown option '%s'\n", a);
+			master_usage(stderr);
+			return 2;
+		}
+	}
+	if (!cfg.data_dir) {
+		master_usage(stderr);
+		return 2;
+	}
+	/* signals go to one waiting thread that asks the loop to stop */
+	sigemptyset(&w.set);
+	sigaddset(&w.set, SIGTERM);
+	sigaddset(&w.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &w.set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (master_open(&cfg, &m, &eb)) {
+		fprintf(stderr, "yard master: %s\n", eb.msg);
+		return 1;
+	}
+	w.m = m;
+	pthread_create(&th, NULL, sig_thread, &w);
+	printf("yard master ready url=%s\n", master_url(m));
+	fflush(stdout);
+	rc = master_run(m);
+	pthread_cancel(th);
+	pthread_join(th, NULL);
+	master_free(m);
+	return rc ? 1 : 0;
+}

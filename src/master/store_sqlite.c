@@ -1,0 +1,206 @@
+/* The SQLite backend of struct store_ops: WAL, synchronous=FULL. */
+#include "base/compat.h"
+#include "master/store.h"
+
+#include <sqlite3.h>
+
+#include "base/fsutil.h"
+#include "base/xalloc.h"
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *put[STORE_KIND__COUNT];
+	sqlite3_stmt *begin, *commit, *rollback;
+	int in_txn;
+};
+
+static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta" };
+static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
+/* tables whose keys are integers */
+static const int numeric_key[] = { 1, 1, 0, 0, 0 };
+static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
+
+static int db_error(struct store *st, struct errbuf *eb, int rc, const char *what)
+{
+	int code = (rc == SQLITE_FULL) ? YERR(NO_SPACE) : YERR(IO);
+
+	return error(eb, code, "store: cannot %s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static void sqlite_close(struct store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < STORE_KIND__COUNT; i++)
+		sqlite3_finalize(st->put[i]);
+	sqlite3_finalize(st->begin);
+	sqlite3_finalize(st->commit);
+	sqlite3_finalize(st->rollback);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+static int sqlite_open(const char *dir, struct store **out, int *created, struct errbuf *eb)
+{
+	struct store *st = xcalloc(1, sizeof(*st));
+	char *path = xasprintf("%s/state.db", dir);
+	char *sql = NULL;
+	int rc, ret = 0;
+
+	*created = !path_exists(path);
+	rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		ret = error(eb, YERR(IO), "cannot open store '%s': %s", path,
+			    st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	sqlite3_busy_timeout(st->db, 5000);
+	rc = sqlite3_exec(st->db,
+			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+			  "CREATE TABLE IF NOT EXISTS jobs (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS tasks (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS nodes (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS tokens (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
+			  NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		ret = db_error(st, eb, rc, "create tables");
+		goto out;
+	}
+	for (int i = 0; i < STORE_KIND__COUNT; i++) {
+		free(sql);
+		sql = xasprintf("INSERT OR REPLACE INTO %s (k, doc) VALUES (?1, ?2)", table_names[i]);
+		rc = sqlite3_prepare_v2(st->db, sql, -1, &st->put[i], NULL);
+		if (rc != SQLITE_OK) {
+			ret = db_error(st, eb, rc, "prepare");
+			goto out;
+		}
+	}
+	if ((rc = sqlite3_prepare_v2(st->db, "BEGIN IMMEDIATE", -1, &st->begin, NULL)) ||
+	    (rc = sqlite3_prepare_v2(st->db, "COMMIT", -1, &st->commit, NULL)) ||
+	    (rc = sqlite3_prepare_v2(st->db, "ROLLBACK", -1, &st->rollback, NULL))) {
+		ret = db_error(st, eb, rc, "prepare");
+		goto out;
+	}
+out:
+	free(sql);
+	free(path);
+	if (ret) {
+		sqlite_close(st);
+		st = NULL;
+	}
+	*out = st;
+	return ret;
+}
+
+static int step_once(struct store *st, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static int sqlite_begin(struct store *st, struct errbuf *eb)
+{
+	int rc = step_once(st, st->begin);
+
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "begin a transaction");
+	st->in_txn = 1;
+	return 0;
+}
+
+static void sqlite_rollback(struct store *st)
+{
+	if (sqlite3_get_autocommit(st->db) == 0)
+		step_once(st, st->rollback);
+	st->in_txn = 0;
+}
+
+static int sqlite_commit(struct store *st, struct errbuf *eb)
+{
+	int rc = step_once(st, st->commit);
+
+	if (rc != SQLITE_OK) {
+		int ret = db_error(st, eb, rc, "commit");
+		sqlite_rollback(st);
+		return ret;
+	}
+	st->in_txn = 0;
+	return 0;
+}
+
+static int sqlite_put(struct store *st, enum store_kind kind, const char *key, const char *doc,
+		      struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->put[kind];
+	int rc;
+
+	if (numeric_key[kind])
+		sqlite3_bind_int64(s, 1, strtoll(key, NULL, 10));
+	else
+		sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, doc, -1, SQLITE_STATIC);
+	rc = step_once(st, s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "write a row");
+	return 0;
+}
+
+static int sqlite_get_meta(struct store *st, const char *key, char **out, struct errbuf *eb)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, ret = 0;
+
+	*out = NULL;
+	rc = sqlite3_prepare_v2(st->db, "SELECT doc FROM meta WHERE k = ?1", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "read meta");
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = xstrdup((const char *)sqlite3_column_text(s, 0));
+	else if (rc != SQLITE_DONE)
+		ret = db_error(st, eb, rc, "read meta");
+	sqlite3_finalize(s);
+	return ret;
+}
+
+static int sqlite_load(struct store *st, enum store_kind kind, store_load_fn fn, void *ctx,
+		       struct errbuf *eb)
+{
+	sqlite3_stmt *s = NULL;
+	char *sql = xasprintf("SELECT k, doc FROM %s ORDER BY k", table_names[kind]);
+	int rc, ret = 0;
+
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	free(sql);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "load");
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(s, 0);
+		const char *doc = (const char *)sqlite3_column_text(s, 1);
+		ret = fn(ctx, k ? k : "", doc ? doc : "");
+		if (ret)
+			goto out;
+	}
+	if (rc != SQLITE_DONE)
+		ret = db_error(st, eb, rc, "load");
+out:
+	sqlite3_finalize(s);
+	return ret;
+}
+
+const struct store_ops store_sqlite_ops = {
+	.name = "sqlite",
+	.open = sqlite_open,
+	.close = sqlite_close,
+	.begin = sqlite_begin,
+	.commit = sqlite_commit,
+	.rollback = sqlite_rollback,
+	.put = sqlite_put,
+	.get_meta = sqlite_get_meta,
+	.load = sqlite_load,
+};

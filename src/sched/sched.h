@@ -1,0 +1,110 @@
+/*
+ * The scheduler: a pure function of a cluster snapshot, a queue and a clock.
+ * No I/O, no globals, no knowledge of the master: the master and the
+ * simulator build a struct sched_input and apply the struct sched_plan that
+ * comes back.
+ *
+ * Policy (for now): jobs in order of priority (high first), then age
+ * (submitted_at, then id); each job is placed as a gang (every task or none),
+ * with whole GPUs, first fit, preferring nodes the job already uses so that it
+ * spans as few nodes as possible. A job that does not fit is skipped (later
+ * jobs may still start) and gets a reason {code, message} and its position
+ * among the waiting jobs. Nodes that are not schedulable (draining, lost) get
+ * nothing. placement.max_nodes and gpu_model are respected; two tasks never
+ * share a GPU.
+ *
+ * Ownership: the input is borrowed and not modified; the plan owns its arrays
+ * and is freed with sched_plan_release().
+ */
+#ifndef YARD_SCHED_H
+#define YARD_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sched_gpu {
+	unsigned index;      /* the node's GPU index (CUDA order) */
+	const char *model;   /* borrowed; may be NULL */
+	bool free;           /* not held by any task */
+};
+
+struct sched_node {
+	const char *name;        /* borrowed */
+	bool schedulable;        /* ready: not draining, not lost */
+	const struct sched_gpu *gpus; /* borrowed */
+	size_t ngpus;
+	uint64_t cpus_milli;     /* capacity */
+	uint64_t memory;         /* capacity in bytes; 0 = unknown (no limit) */
+	uint64_t free_cpus_milli;
+	uint64_t free_memory;
+};
+
+/* One task of a job: what it needs on one node. */
+struct sched_task {
+	const char *role;        /* borrowed */
+	unsigned index;
+	unsigned gpus;
+	uint64_t cpus_milli;
+	uint64_t memory;         /* bytes; 0 = none asked */
+};
+
+struct sched_job {
+	uint64_t id;
+	int priority;            /* larger runs first (low 0, normal 1, high 2) */
+	uint64_t submitted_at;   /* any monotone time: older first */
+	const struct sched_task *tasks; /* borrowed */
+	size_t ntasks;
+	unsigned max_nodes;      /* 0 = no limit */
+	const char *gpu_model;   /* NULL or "*" = any model */
+};
+
+struct sched_input {
+	const struct sched_node *nodes;
+	size_t nnodes;
+	const struct sched_job *jobs; /* the queue, in any order */
+	size_t njobs;
+	uint64_t now;            /* the clock (unused by the current policy) */
+};
+
+/* One task placed: input indexes, and the GPU indexes it gets on the node. */
+struct sched_start {
+	size_t job;              /* index into input jobs */
+	size_t task;             /* index into that job's tasks */
+	size_t node;             /* index into input nodes */
+	unsigned *gpus;          /* owned by the plan; ngpus entries (node GPU indexes) */
+	unsigned ngpus;
+};
+
+/* A job left waiting, with why. */
+struct sched_wait {
+	size_t job;              /* index into input jobs */
+	unsigned position;       /* 1 = next in line */
+	char code[32];           /* insufficient_gpus, insufficient_cpus, insufficient_memory,
+	                          * no_nodes, too_many_nodes, gpu_model */
+	char message[256];
+};
+
+struct sched_plan {
+	struct sched_start *starts; /* grouped by job, every task of a started job */
+	size_t nstarts;
+	struct sched_wait *waits;   /* in queue order */
+	size_t nwaits;
+};
+
+/* sched_plan computes a plan for in into *out (overwritten; release it with
+ * sched_plan_release). It cannot fail. */
+void sched_plan(const struct sched_input *in, struct sched_plan *out);
+void sched_plan_release(struct sched_plan *plan);
+
+/* sched_check_feasible tells whether some node could ever hold each task of
+ * job by capacity (ignoring what is in use and node state). Returns 0 when
+ * every task fits somewhere or there are no nodes at all; else -1 with field
+ * ("tasks.ROLE.gpus", ".cpus", ".memory" or "placement.gpu_model") and a
+ * message such as "tasks.worker.gpus: 16 GPUs per task but the largest node
+ * has 4" written into the caller's buffers. */
+int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
+			 const struct sched_job *job, char *field, size_t field_len,
+			 char *msg, size_t msg_len);
+
+#endif

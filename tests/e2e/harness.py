@@ -1,0 +1,348 @@
+"""Real processes for end-to-end tests: a `yard master` and N `yard agent`s on
+loopback port 0 in a temp dir, started and awaited by their readiness lines
+(never by sleeping), with their logs scanned for sanitizer reports at teardown.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+YARD = os.environ.get("YARD", os.path.join(ROOT, "build-asan", "yard"))
+SANITIZER_PATTERNS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def check_eq(got, want, what):
+    if got != want:
+        raise TestFailure(f"{what}: expected {want!r}, got {got!r}")
+
+
+def wait_until(pred, timeout, what, interval=0.02):
+    """Polls pred until it returns a true value; fails naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TestFailure(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class Proc:
+    """A daemon whose stdout+stderr go to a log file; ready when a line matches."""
+
+    def __init__(self, name, argv, logpath, env=None, ready=None, timeout=30):
+        self.name = name
+        self.argv = argv
+        self.logpath = logpath
+        self.log = open(logpath, "ab")
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
+                                  env=env, start_new_session=True)
+        self.lines = []
+        self.ready_match = None
+        self._ready = threading.Event()
+        self._pattern = re.compile(ready) if ready else None
+        self._t = threading.Thread(target=self._pump, daemon=True)
+        self._t.start()
+        if self._pattern:
+            if not self._ready.wait(timeout):
+                self.kill()
+                raise TestFailure(f"{name} did not print its ready line in {timeout}s; "
+                                  f"log {logpath}:\n{self.tail()}")
+
+    def _pump(self):
+        for raw in self.p.stdout:
+            self.log.write(raw)
+            self.log.flush()
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(line)
+            if self._pattern and not self._ready.is_set():
+                m = self._pattern.search(line)
+                if m:
+                    self.ready_match = m
+                    self._ready.set()
+
+    def tail(self, n=40):
+        try:
+            with open(self.logpath, "rb") as f:
+                return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.p.poll() is None:
+            try:
+                os.kill(self.p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self, timeout=20):
+        if self.p.poll() is None:
+            self.kill(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill(signal.SIGKILL)
+                self.p.wait()
+        self._t.join(5)
+        self.log.close()
+
+
+class Api:
+    """A tiny JSON client of the master's REST API (urllib, no dependencies)."""
+
+    def __init__(self, url, token):
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def request(self, method, path, body=None, token=None, raw=None, ctype=None, timeout=60):
+        data = None
+        headers = {}
+        tok = self.token if token is None else token
+        if tok:
+            headers["Authorization"] = "Bearer " + tok
+        if raw is not None:
+            data = raw
+            headers["Content-Type"] = ctype or "application/octet-stream"
+        elif body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(), dict(e.headers)
+
+    def json(self, method, path, body=None, token=None, expect=None):
+        status, data, _ = self.request(method, path, body, token)
+        doc = json.loads(data) if data else None
+        if expect is not None and status != expect:
+            raise TestFailure(f"{method} {path}: expected HTTP {expect}, got {status}: {data[:500]!r}")
+        return status, doc
+
+    def job(self, jid):
+        return self.json("GET", f"/v1/jobs/{jid}", expect=200)[1]
+
+    def submit(self, spec, code=None, token=None):
+        body = {"spec": spec}
+        if code:
+            body["code"] = code
+        return self.json("POST", "/v1/jobs", body, token=token)
+
+    def wait_job(self, jid, states=("succeeded", "failed", "cancelled"), timeout=60):
+        return wait_until(lambda: (lambda j: j if j["state"] in states else None)(self.job(jid)),
+                          timeout, f"job {jid} to reach {states}")
+
+    def log(self, jid, task="worker/0", stream="stdout"):
+        """The whole stored log of one task stream, paging by offset."""
+        out = bytearray()
+        while True:
+            status, data, hdrs = self.request(
+                "GET", f"/v1/jobs/{jid}/logs?task={task}&stream={stream}&offset={len(out)}")
+            if status != 200:
+                raise TestFailure(f"logs of job {jid}: HTTP {status}: {data[:300]!r}")
+            if not data:
+                return bytes(out)
+            out += data
+
+
+class Cluster:
+    """One master and any number of agents in a temp dir; everything it starts
+    is stopped, and every cgroup/dir it made removed, by close()."""
+
+    def __init__(self, name, lease=None):
+        self.dir = tempfile.mkdtemp(prefix=f"yard-e2e-{name}-")
+        self.name = name
+        self.procs = []
+        self.agents = {}
+        self.master = None
+        self.lease = lease
+        self.data_dir = os.path.join(self.dir, "master")
+        self.port = 0
+
+    def env(self, extra=None):
+        e = dict(os.environ)
+        e.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+        e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        if extra:
+            e.update(extra)
+        return e
+
+    def start_master(self):
+        listen = f"127.0.0.1:{self.port}"
+        argv = [YARD, "master", "--listen", listen, "--data-dir", self.data_dir]
+        if self.lease:
+            argv += ["--lease", str(self.lease)]
+        m = Proc("master", argv, os.path.join(self.dir, "master.log"), env=self.env(),
+                 ready=r"yard master ready url=(http://\S+)")
+        self.procs.append(m)
+        self.master = m
+        self.url = m.ready_match.group(1)
+        self.port = int(self.url.rsplit(":", 1)[1])
+        with open(os.path.join(self.data_dir, "admin-token")) as f:
+            self.admin_token = f.read().strip()
+        self.api = Api(self.url, self.admin_token)
+        return m
+
+    def start_agent(self, name, gpus="sim:2", dev_dir=None, extra=None):
+        work = os.path.join(self.dir, "agent-" + name)
+        argv = [YARD, "agent", "--master", self.url, "--name", name, "--work-dir", work,
+                "--gpus", gpus, "--join-token-file", os.path.join(self.data_dir, "join-token")]
+        if dev_dir:
+            argv += ["--dev-dir", dev_dir]
+        argv += extra or []
+        a = Proc("agent-" + name, argv, os.path.join(self.dir, f"agent-{name}.log"),
+                 env=self.env(), ready=r"yard agent ready name=" + re.escape(name))
+        self.procs.append(a)
+        self.agents[name] = a
+        return a
+
+    def cli(self, *args, token=None, check_rc=None, input=None, timeout=120, env=None):
+        e = self.env({"YARD_MASTER": self.url, "YARD_TOKEN": token or self.admin_token,
+                      "HOME": self.dir})
+        if env:
+            e.update(env)
+        r = subprocess.run([YARD, *args], capture_output=True, env=e, input=input,
+                           timeout=timeout)
+        if check_rc is not None and r.returncode != check_rc:
+            raise TestFailure(f"yard {' '.join(args)}: exit {r.returncode}, expected {check_rc}\n"
+                              f"stdout: {r.stdout[-2000:]!r}\nstderr: {r.stderr[-2000:]!r}")
+        self.scan_text(r.stderr.decode(errors="replace"), "yard " + args[0])
+        return r
+
+    def user_token(self, user, admin=False):
+        status, doc = self.api.json("POST", "/v1/tokens", {"user": user, "admin": admin}, expect=201)
+        return doc["token"]
+
+    @staticmethod
+    def scan_text(text, what):
+        for pat in SANITIZER_PATTERNS:
+            if pat in text:
+                i = text.index(pat)
+                raise TestFailure(f"sanitizer report in {what}:\n{text[max(0, i - 200):i + 3000]}")
+
+    def close(self):
+        """Stops everything; returns sanitizer findings (a list of strings)."""
+        for p in reversed(self.procs):
+            p.stop()
+        findings = []
+        for p in self.procs:
+            try:
+                with open(p.logpath, errors="replace") as f:
+                    self.scan_text(f.read(), p.logpath)
+            except TestFailure as e:
+                findings.append(str(e))
+        kill_task_leftovers(self.dir)
+        remove_cgroups(self.agents.keys())
+        if not findings and not os.environ.get("YARD_E2E_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return findings
+
+
+def kill_task_leftovers(root):
+    """Kills any process whose cwd or command line is under root (tasks, shims)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(root) or root in cmd:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def remove_cgroups(agent_names):
+    """Removes yard/<agent>/... cgroups left in any hierarchy (deepest first)."""
+    base = "/sys/fs/cgroup"
+    if not os.path.isdir(base):
+        return
+    roots = [os.path.join(base, c) for c in os.listdir(base)] + [base]
+    for r in roots:
+        for name in agent_names:
+            top = os.path.join(r, "yard", name)
+            if not os.path.isdir(top):
+                continue
+            for dirpath, dirnames, _ in sorted(os.walk(top), key=lambda t: -len(t[0])):
+                procs = os.path.join(dirpath, "cgroup.procs")
+                try:
+                    with open(procs) as f:
+                        for pid in f.read().split():
+                            try:
+                                os.kill(int(pid), signal.SIGKILL)
+                            except ProcessLookupError:
+                                pass
+                except OSError:
+                    pass
+                for _ in range(50):
+                    try:
+                        os.rmdir(dirpath)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
+
+
+def spec(command, name="t", replicas=1, gpus=0, cpus=0.1, memory=None, **extra):
+    role = {"replicas": replicas, "gpus": gpus, "cpus": cpus}
+    if memory:
+        role["memory"] = memory
+    s = {"name": name, "command": command, "tasks": {"worker": role}}
+    s.update(extra)
+    return s
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+class cluster:
+    """Context manager: `with cluster("name") as c:` closes c even when the
+    test fails, and fails the test on sanitizer reports in any daemon log."""
+
+    def __init__(self, name, **kw):
+        self.c = Cluster(name, **kw)
+
+    def __enter__(self):
+        return self.c
+
+    def __exit__(self, et, ev, tb):
+        findings = self.c.close()
+        if findings and et is None:
+            raise TestFailure("\n".join(findings))
+        return False

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Runs the end-to-end tests: every test_* function of every test_*.py here,
+each in its own process with a time limit, so a crash or hang is reported and
+the run goes on. Prints one line per test and a closing 'N passed, N failed'.
+
+usage: run.py [--yard PATH] [-k SUBSTRING] [--timeout S]
+"""
+import argparse
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def discover(pattern):
+    tests = []
+    for fn in sorted(os.listdir(HERE)):
+        if not (fn.startswith("test_") and fn.endswith(".py")):
+            continue
+        spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(HERE, fn))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for name in dir(mod):
+            if name.startswith("test_") and callable(getattr(mod, name)):
+                tid = f"{fn[:-3]}.{name}"
+                if not pattern or pattern in tid:
+                    tests.append((fn, name, getattr(mod, name).__code__.co_firstlineno))
+    tests.sort(key=lambda t: (t[0], t[2]))
+    return [(fn, name) for fn, name, _ in tests]
+
+
+def run_one(fn, name):
+    sys.path.insert(0, HERE)
+    spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(HERE, fn))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    getattr(mod, name)()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yard")
+    ap.add_argument("-k", default="")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--one")
+    args = ap.parse_args()
+    if args.yard:
+        os.environ["YARD"] = os.path.abspath(args.yard)
+    if args.one:
+        fn, name = args.one.split(":")
+        run_one(fn, name)
+        return 0
+    if os.geteuid() != 0:
+        print("e2e tests need root (cgroups, device nodes, namespaces)", file=sys.stderr)
+        return 2
+    passed = failed = 0
+    failures = []
+    for fn, name in discover(args.k):
+        t0 = time.monotonic()
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--one", f"{fn}:{name}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=args.timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            out += f"\nTIMEOUT after {args.timeout}s\n".encode()
+            rc = -1
+        dt = time.monotonic() - t0
+        tid = f"{fn[:-3]}.{name}"
+        if rc == 0:
+            passed += 1
+            print(f"PASS {tid} ({dt:.1f}s)", flush=True)
+        else:
+            failed += 1
+            failures.append(tid)
+            print(f"FAIL {tid} ({dt:.1f}s)\n" + out.decode(errors="replace")[-6000:], flush=True)
+    if failures:
+        print("failed: " + " ".join(failures))
+    print(f"e2e: {passed} passed, {failed} failed")
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

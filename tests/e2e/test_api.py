@@ -1,0 +1,109 @@
+"""Spec validation through the CLI and the API, and authentication and
+ownership: errors name the field, the value and the reason; nothing is stored
+for a rejected job; 401 without a token, 403 for another user's cancel."""
+import json
+import os
+
+from harness import check, check_eq, cluster, spec
+
+BAD_SPECS = [
+    # (yaml text, field, words the message must contain)
+    ("command: [/bin/true]\ntasks:\n  worker: {gpus: two}\n", "tasks.worker.gpus", ["two"]),
+    ("command: [/bin/true]\ntasks:\n  worker: {gpu: 1}\n", "tasks.worker.gpu", ["unknown"]),
+    ("command: [/bin/true]\ntasks:\n  worker: {cpus: -1}\n", "tasks.worker.cpus", ["-1"]),
+    ("command: [/bin/true]\ntasks:\n  worker: {memory: lots}\n", "tasks.worker.memory", ["lots"]),
+    ("name: Bad Name!\ncommand: [/bin/true]\ntasks: {worker: {}}\n", "name", ["Bad Name!"]),
+    ("command: /bin/true\ntasks: {worker: {}}\n", "command", []),
+    ("command: [/bin/true]\ntasks: {worker: {replicas: 0}}\n", "tasks.worker.replicas", ["0"]),
+    ("command: [/bin/true]\ntasks: {worker: {gpus: 64}}\n", "tasks.worker.gpus", ["64"]),
+    ("command: [/bin/true]\ntasks: {worker: {}}\ncolour: blue\n", "colour", ["unknown"]),
+]
+
+
+def job_count(api):
+    return len(api.json("GET", "/v1/jobs?limit=100000", expect=200)[1]["jobs"])
+
+
+def test_invalid_specs_cli_and_api():
+    with cluster("invalid") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        before = job_count(c.api)
+        for k, (text, field, words) in enumerate(BAD_SPECS):
+            path = os.path.join(c.dir, f"bad{k}", "job.yaml")
+            os.makedirs(os.path.dirname(path))
+            with open(path, "w") as f:
+                f.write(text)
+            r = c.cli("submit", path)
+            err = r.stderr.decode()
+            check_eq(r.returncode, 2, f"exit status of 'yard submit' for bad spec {k} ({err.strip()})")
+            check(field + ":" in err, f"CLI error for bad spec {k} names '{field}': {err!r}")
+            for w in words:
+                check(w in err, f"CLI error for bad spec {k} says {w!r}: {err!r}")
+        # the same through the API: 400 with the JSON error document
+        status, doc = c.api.submit(spec(["/bin/true"], gpus="two"))
+        check_eq(status, 400, "HTTP status for an invalid spec")
+        check_eq(doc["error"]["code"], "invalid_spec", "error code for an invalid spec")
+        check_eq(doc["error"]["field"], "tasks.worker.gpus", "error field for an invalid spec")
+        check('"two"' in doc["error"]["message"], f"message quotes the value: {doc}")
+        # bigger than every node the cluster has: refused unless told to wait
+        status, doc = c.api.submit(spec(["/bin/true"], gpus=8))
+        check_eq(status, 400, "HTTP status for a task bigger than every node")
+        check_eq(doc["error"]["field"], "tasks.worker.gpus", "field for a task bigger than every node")
+        status, doc = c.api.submit(spec(["/bin/true"], gpus=8, placement={"wait_for_nodes": True}))
+        check_eq(status, 201, "a too-big task is accepted with wait_for_nodes")
+        check_eq(job_count(c.api), before + 1, "jobs stored: only the accepted one")
+        status, q = c.api.json("GET", "/v1/queue", expect=200)
+        entry = [e for e in q["queue"] if e["id"] == doc["id"]]
+        check_eq(len(entry), 1, "the waiting job is in the queue")
+        check(entry[0]["reason"]["code"] and entry[0]["reason"]["message"], f"queue reason: {entry}")
+        # malformed bodies
+        status, data, _ = c.api.request("POST", "/v1/jobs", raw=b"{not json", ctype="application/json")
+        check_eq(status, 400, "HTTP status for a malformed JSON body")
+        check_eq(json.loads(data)["error"]["code"], "bad_request", "error code for malformed JSON")
+
+
+def test_auth_and_ownership():
+    with cluster("auth") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        alice = c.user_token("alice")
+        bob = c.user_token("bob")
+        status, _, _ = c.api.request("GET", "/healthz", token="")
+        check_eq(status, 200, "healthz without a token")
+        for path in ("/v1/jobs", "/v1/nodes", "/v1/queue"):
+            status, data, _ = c.api.request("GET", path, token="")
+            check_eq(status, 401, f"GET {path} without a token")
+            check_eq(json.loads(data)["error"]["code"], "unauthorized", f"error code of GET {path}")
+            status, _, _ = c.api.request("GET", path, token="yard_u_" + "0" * 64)
+            check_eq(status, 401, f"GET {path} with an unknown token")
+        status, _ = c.api.submit(spec(["/bin/true"]), token="")
+        check_eq(status, 401, "submission without a token")
+        # only an admin makes tokens; a join token is not a user token
+        status, _ = c.api.json("POST", "/v1/tokens", {"user": "mallory", "admin": True}, token=alice)
+        check_eq(status, 403, "a user creating a token")
+        with open(os.path.join(c.data_dir, "join-token")) as f:
+            join = f.read().strip()
+        status, _ = c.api.json("GET", "/v1/jobs", token=join)
+        check_eq(status, 403, "listing jobs with the join token")
+
+        status, job = c.api.submit(spec(["/bin/sleep", "600"], name="alices"), token=alice)
+        check_eq(status, 201, "alice's submission")
+        check_eq(job["user"], "alice", "owner of alice's job")
+        status, doc = c.api.json("POST", f"/v1/jobs/{job['id']}/cancel", token=bob)
+        check_eq(status, 403, "bob cancelling alice's job")
+        check_eq(doc["error"]["code"], "forbidden", "error code of bob's cancel")
+        r = c.cli("cancel", str(job["id"]), token=bob)
+        check_eq(r.returncode, 1, "exit status of bob's 'yard cancel'")
+        check_eq(c.api.job(job["id"])["state"] in ("queued", "starting", "running"), True,
+                 "alice's job untouched by bob")
+        status, doc = c.api.json("POST", f"/v1/jobs/{job['id']}/cancel", token=alice)
+        check_eq(status, 200, "alice cancelling her own job")
+        check_eq(doc["state"], "cancelled", "state after alice's cancel")
+        status, job2 = c.api.submit(spec(["/bin/sleep", "600"], name="bobs"), token=bob)
+        status, doc = c.api.json("POST", f"/v1/jobs/{job2['id']}/cancel")
+        check_eq(status, 200, "an admin cancelling bob's job")
+        status, doc = c.api.json("POST", f"/v1/jobs/{job2['id']}/cancel")
+        check_eq(status, 409, "cancelling a job that is already cancelled")
+        status, _ = c.api.json("GET", "/v1/jobs/999999")
+        check_eq(status, 404, "an unknown job")

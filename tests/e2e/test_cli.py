@@ -1,0 +1,128 @@
+"""The CLI as a user runs it: submit a directory with parameters and a
+.yardignore, follow logs, wait, list, show, nodes, JSON output; and `yard up`."""
+import json
+import os
+import re
+import socket
+import subprocess
+
+from harness import YARD, Proc, check, check_eq, cluster, wait_until
+
+JOB = """\
+name: hello
+command: [/bin/sh, run.sh, "{params.greeting}"]
+params: {greeting: hi, count: 3}
+env: {COLOUR: blue}
+tasks:
+  worker: {replicas: 2, gpus: 1, cpus: 0.5, memory: 256MiB}
+"""
+
+RUN = """\
+echo "$1 from $YARD_ROLE/$YARD_TASK_INDEX of job $YARD_JOB_ID ($YARD_JOB_NAME) on $YARD_NODE"
+echo "count=$YARD_PARAM_COUNT colour=$COLOUR params=$YARD_PARAMS"
+cat data.txt
+test -e secret.key && echo "LEAKED secret.key"
+test -e build && echo "LEAKED build"
+exit 0
+"""
+
+
+def write_project(root):
+    os.makedirs(os.path.join(root, "build"))
+    files = {"job.yaml": JOB, "run.sh": RUN, "data.txt": "payload\n",
+             "secret.key": "x\n", "build/out.o": "x\n", ".yardignore": "# local files\n*.key\nbuild/\n"}
+    for name, text in files.items():
+        with open(os.path.join(root, name), "w") as f:
+            f.write(text)
+
+
+def test_submit_follow_wait_and_listings():
+    with cluster("cli") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        proj = os.path.join(c.dir, "proj")
+        write_project(proj)
+        r = c.cli("submit", os.path.join(proj, "job.yaml"), "--set", "params.count=7",
+                  "--set", "params.greeting=hey", check_rc=0)
+        jid = r.stdout.decode().strip()
+        check(re.fullmatch(r"\d+", jid), f"submit prints the job id: {r.stdout!r}")
+        c.cli("wait", jid, "--timeout", "60", check_rc=0)
+        for idx in (0, 1):
+            r = c.cli("logs", jid, "--task", f"worker/{idx}", check_rc=0)
+            out = r.stdout.decode()
+            check(f"hey from worker/{idx} of job {jid} (hello) on n1" in out, f"task {idx} greeting: {out!r}")
+            check("count=7 colour=blue" in out, f"params and env of task {idx}: {out!r}")
+            check('"greeting":"hey"' in out.replace(" ", ""), f"YARD_PARAMS of task {idx}: {out!r}")
+            check("payload" in out, f"code copied into task {idx}: {out!r}")
+            check("LEAKED" not in out, f".yardignore honoured for task {idx}: {out!r}")
+
+        r = c.cli("ls", "--output", "json", check_rc=0)
+        jobs = json.loads(r.stdout)["jobs"]
+        check_eq([j["state"] for j in jobs if str(j["id"]) == jid], ["succeeded"], "ls --output json")
+        r = c.cli("ls", check_rc=0)
+        check(re.search(rf"^{jid}\s+hello\s", r.stdout.decode(), re.M), f"ls table: {r.stdout!r}")
+        r = c.cli("show", jid, check_rc=0)
+        check("worker/1" in r.stdout.decode() and "succeeded" in r.stdout.decode(), f"show: {r.stdout!r}")
+        r = c.cli("show", jid, "--output", "json", check_rc=0)
+        check_eq(len(json.loads(r.stdout)["tasks"]), 2, "tasks in show --output json")
+        r = c.cli("nodes", "--output", "json", check_rc=0)
+        nodes = json.loads(r.stdout)["nodes"]
+        check_eq([(n["name"], len(n["gpus"])) for n in nodes], [("n1", 2)], "nodes --output json")
+        r = c.cli("nodes", check_rc=0)
+        check("n1" in r.stdout.decode() and "ready" in r.stdout.decode(), f"nodes table: {r.stdout!r}")
+
+        # a failing job: wait exits 1, submit --follow streams and exits 1
+        failing = os.path.join(c.dir, "fail")
+        os.makedirs(failing)
+        with open(os.path.join(failing, "job.yaml"), "w") as f:
+            f.write("command: [/bin/sh, -c, 'for i in 1 2 3; do echo tick $i; sleep 0.2; done; exit 4']\n"
+                    "tasks: {worker: {cpus: 0.1}}\n")
+        r = c.cli("submit", "--follow", os.path.join(failing, "job.yaml"))
+        check_eq(r.returncode, 1, "exit status of submit --follow for a failing job")
+        check(b"tick 1\ntick 2\ntick 3\n" in r.stdout, f"followed output: {r.stdout!r}")
+        fid = r.stdout.decode().split()[0]
+        check_eq(c.cli("wait", fid).returncode, 1, "exit status of wait for a failed job")
+        r = c.cli("wait", "424242")
+        check_eq(r.returncode, 1, "exit status of wait for an unknown job")
+        r = c.cli("submit")
+        check_eq(r.returncode, 2, "exit status of submit without a file")
+        r = c.cli("ls", "--bogus")
+        check_eq(r.returncode, 2, "exit status for an unknown option")
+
+
+def test_logs_follow_live():
+    with cluster("follow") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="none")
+        _, job = c.api.submit({"name": "slow", "command": ["/bin/sh", "-c",
+                               "for i in 1 2 3 4 5; do echo out $i; echo err $i >&2; sleep 0.3; done"],
+                               "tasks": {"worker": {"cpus": 0.1}}})
+        r = c.cli("logs", "-f", str(job["id"]), check_rc=0, timeout=60)
+        check_eq(r.stdout.decode(), "".join(f"out {i}\n" for i in range(1, 6)), "followed stdout")
+        check_eq(r.stderr.decode(), "".join(f"err {i}\n" for i in range(1, 6)), "followed stderr")
+
+
+def test_yard_up():
+    with cluster("up") as c:
+        home = os.path.join(c.dir, "home")
+        os.makedirs(home)
+        env = c.env({"HOME": home})
+        up = Proc("up", [YARD, "up", "--listen", "127.0.0.1:0"], os.path.join(c.dir, "up.log"),
+                  env=env, ready=r"yard agent ready name=")
+        c.procs.append(up)
+        c.agents[socket.gethostname()] = up  # so its cgroups are cleaned up
+        url = wait_until(lambda: next((re.search(r"url=(\S+)", l).group(1) for l in up.lines
+                                       if "yard master ready" in l), None), 10, "the master's url")
+        data = os.path.join(home, ".local", "share", "yard")
+        check(os.path.exists(os.path.join(data, "admin-token")), "yard up keeps its data in ~/.local/share/yard")
+        with open(os.path.join(data, "admin-token")) as f:
+            token = f.read().strip()
+        proj = os.path.join(c.dir, "p")
+        os.makedirs(proj)
+        with open(os.path.join(proj, "job.yaml"), "w") as f:
+            f.write("command: [/bin/echo, up and running]\ntasks: {worker: {cpus: 0.1}}\n")
+        e = dict(env, YARD_MASTER=url, YARD_TOKEN=token)
+        r = subprocess.run([YARD, "submit", "--follow", os.path.join(proj, "job.yaml")],
+                           capture_output=True, env=e, timeout=60)
+        check_eq(r.returncode, 0, f"submit --follow under yard up ({r.stderr!r})")
+        check(b"up and running\n" in r.stdout, f"output under yard up: {r.stdout!r}")

@@ -1,0 +1,89 @@
+"""Jobs end to end on a real master and two real agents: success, failure,
+multi-GPU, a 200 MB log, cancel of a whole process tree, OOM."""
+import hashlib
+import os
+import time
+
+from harness import check, check_eq, cluster, pid_alive, spec, wait_until
+
+SH = "/bin/sh"
+
+
+def test_job_mix():
+    with cluster("mix") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        c.start_agent("n2", gpus="sim:2")
+        api = c.api
+
+        _, ok = api.submit(spec([SH, "-c", "echo hello; echo oops >&2"], name="ok"))
+        _, bad = api.submit(spec([SH, "-c", "echo failing; exit 3"], name="bad"))
+        _, two = api.submit(spec([SH, "-c", "echo gpus=$CUDA_VISIBLE_DEVICES"], name="two", gpus=2))
+        # 200 MB of random bytes on stderr; the task prints their sha256 on stdout
+        _, big = api.submit(spec([SH, "-c", "head -c 209715200 /dev/urandom | tee /dev/stderr | sha256sum"],
+                                 name="big", cpus=1))
+
+        j = api.wait_job(ok["id"])
+        check_eq(j["state"], "succeeded", "state of the succeeding job")
+        check_eq(j["exit_code"], 0, "exit code of the succeeding job")
+        check_eq(api.log(ok["id"]), b"hello\n", "stdout of the succeeding job")
+        check_eq(api.log(ok["id"], stream="stderr"), b"oops\n", "stderr of the succeeding job")
+
+        j = api.wait_job(bad["id"])
+        check_eq(j["state"], "failed", "state of the job that exits 3")
+        check_eq(j["exit_code"], 3, "exit code of the job that exits 3")
+        check(j["reason"] and "3" in j["reason"]["message"] and "worker/0" in j["reason"]["message"],
+              f"failure reason names the task and status: {j['reason']}")
+        check_eq(api.log(bad["id"]), b"failing\n", "stdout of the failing job")
+
+        j = api.wait_job(two["id"])
+        check_eq(j["state"], "succeeded", "state of the 2-GPU job")
+        t = j["tasks"][0]
+        check_eq(len(t["gpus"]), 2, "GPUs held by the 2-GPU task")
+        want = "gpus=" + ",".join(str(g) for g in t["gpus"]) + "\n"
+        check_eq(api.log(two["id"]).decode(), want, "CUDA_VISIBLE_DEVICES of the 2-GPU task")
+
+        j = api.wait_job(big["id"], timeout=240)
+        check_eq(j["state"], "succeeded", "state of the 200 MB job")
+        err = api.log(big["id"], stream="stderr")
+        check_eq(len(err), 209715200, "bytes of the 200 MB log at the master")
+        out = api.log(big["id"]).decode().split()[0]
+        check_eq(hashlib.sha256(err).hexdigest(), out, "sha256 of the 200 MB log")
+
+
+def test_cancel_kills_whole_tree():
+    with cluster("cancel") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        # a child in the task's group, and one that escapes it with setsid
+        script = "sleep 1000 & echo $!; setsid sleep 1001 & sleep 0.2; pgrep -n -f 'sleep 1001'; echo $$; wait"
+        _, job = c.api.submit(spec([SH, "-c", script], name="victim"))
+        jid = job["id"]
+        lines = wait_until(lambda: (lambda b: b.split() if len(b.split()) >= 3 else None)(c.api.log(jid)),
+                           30, "the task to print its pids")
+        pids = [int(x) for x in lines[:3]]
+        check(all(pid_alive(p) for p in pids), f"all of {pids} alive before cancel")
+        r = c.cli("cancel", str(jid), check_rc=0)
+        j = c.api.wait_job(jid, states=("cancelled",), timeout=10)
+        check_eq(j["state"], "cancelled", "job state after cancel")
+        wait_until(lambda: not any(pid_alive(p) for p in pids), 30,
+                   f"every process of the task tree {pids} to be gone")
+        j = wait_until(lambda: (lambda j: j if all(t["state"] == "killed" for t in j["tasks"]) else None)(c.api.job(jid)),
+                       30, "the task to be reported killed")
+        nodes = c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"]
+        check(all(g.get("job") is None for n in nodes for g in n["gpus"]), "GPUs released after cancel")
+        check(b"cancelled" in r.stdout, f"cancel prints the new state: {r.stdout!r}")
+
+
+def test_oom_killed():
+    with cluster("oom") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="none")
+        hog = ["/bin/sh", "-c", "exec python3 -c 'b = bytearray(512 * 1024 * 1024); print(len(b))'"]
+        _, job = c.api.submit(spec(hog, name="hog", memory="64MiB"))
+        j = c.api.wait_job(job["id"], timeout=60)
+        check_eq(j["state"], "failed", "state of the job over its memory limit")
+        check(j["reason"] is not None, "a failed job has a reason")
+        check_eq(j["reason"]["code"], "oom_killed", "reason code of the job over its memory limit")
+        check_eq(j["tasks"][0]["reason"]["code"] if j["tasks"][0]["reason"] else None, "oom_killed",
+                 "task reason code")

@@ -1,0 +1,104 @@
+"""Crashes: an agent SIGKILLed mid-job and a master SIGKILLed under a
+submission load. Tasks keep running, logs stay complete, nothing
+acknowledged is lost."""
+import os
+import signal
+import threading
+import time
+
+from harness import TestFailure, check, check_eq, cluster, pid_alive, spec, wait_until
+
+COUNTER = "echo pid=$$; i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
+
+
+def expected_counter(n):
+    return "".join(f"line {i}\n" for i in range(1, n + 1))
+
+
+def task_pid(api, jid):
+    first = wait_until(lambda: api.log(jid).split(b"\n", 1)[0] if b"\n" in api.log(jid) else None,
+                       30, f"job {jid} to print its pid")
+    return int(first.decode().split("=")[1])
+
+
+def test_agent_sigkill_and_restart():
+    with cluster("agentkill") as c:
+        c.start_master()
+        a = c.start_agent("n1", gpus="sim:1")
+        _, job = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=80, d=0.05)], name="survivor"))
+        jid = job["id"]
+        pid = task_pid(c.api, jid)
+        wait_until(lambda: c.api.log(jid).count(b"\n") >= 10, 30, "ten lines at the master")
+        a.kill(signal.SIGKILL)
+        a.p.wait()
+        time.sleep(0.5)  # the task goes on writing while no agent watches it
+        check(pid_alive(pid), "the task survives the agent's SIGKILL")
+        c.start_agent("n1", gpus="sim:1")
+        j = c.api.wait_job(jid, timeout=60)
+        check_eq(j["state"], "succeeded", "state of the job whose agent was killed")
+        check_eq(c.api.log(jid).decode(), f"pid={pid}\n" + expected_counter(80),
+                 "log of the job whose agent was killed")
+
+
+def test_master_sigkill_under_submissions():
+    with cluster("masterkill") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        c.start_agent("n2", gpus="sim:2")
+        _, long = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=100, d=0.05)], name="long"))
+        pid = task_pid(c.api, long["id"])
+
+        acked = {}
+        lock = threading.Lock()
+        stop = threading.Event()
+        total = 200
+
+        def submitter(k):
+            n = 0
+            while not stop.is_set():
+                with lock:
+                    if len(acked) >= total:
+                        return
+                name = f"load-{k}-{n}"
+                try:
+                    status, doc = c.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
+                except OSError:
+                    time.sleep(0.05)  # the master is down: try again
+                    continue
+                if status == 201:
+                    with lock:
+                        acked[doc["id"]] = name
+                    n += 1
+                elif status >= 500:
+                    time.sleep(0.05)
+                else:
+                    raise TestFailure(f"submission answered HTTP {status}: {doc}")
+
+        threads = [threading.Thread(target=submitter, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: len(acked) >= 60, 60, "60 acknowledged submissions")
+            c.master.kill(signal.SIGKILL)
+            c.master.p.wait()
+            killed_at = len(acked)
+            check(pid_alive(pid), "the running task survives the master's SIGKILL")
+            c.start_master()
+            for t in threads:
+                t.join(120)
+        finally:
+            stop.set()
+        check(killed_at < total, "the master was killed in the middle of the load")
+        check(len(acked) >= total, f"all {total} submissions acknowledged in the end ({len(acked)})")
+        for jid, name in acked.items():
+            status, j = c.api.json("GET", f"/v1/jobs/{jid}")
+            check_eq(status, 200, f"acknowledged job {jid} ({name}) after the restart")
+            check_eq(j["name"], name, f"name of acknowledged job {jid}")
+        for jid in acked:
+            j = c.api.wait_job(jid, timeout=120)
+            check_eq(j["state"], "succeeded", f"state of load job {jid}")
+            check_eq(len(j["tasks"]), 1, f"tasks of load job {jid} (it ran once)")
+        j = c.api.wait_job(long["id"], timeout=60)
+        check_eq(j["state"], "succeeded", "state of the job running across the master restart")
+        check_eq(c.api.log(long["id"]).decode(), f"pid={pid}\n" + expected_counter(100),
+                 "log of the job running across the master restart")

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""make test: the unit tests (meson test on the sanitizer build) and then the
+end-to-end suite, with one closing line that counts both."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build-asan")
+    args = ap.parse_args()
+    build = os.path.join(ROOT, args.build)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    u = subprocess.run(["meson", "test", "-C", build, "--suite", "unit", "--print-errorlogs"],
+                       capture_output=True, text=True, env=env)
+    print(u.stdout[-20000:], end="")
+    print(u.stderr[-5000:], end="", file=sys.stderr)
+    ok = int(m.group(1)) if (m := re.search(r"^Ok:\s+(\d+)", u.stdout, re.M)) else 0
+    bad = sum(int(m.group(1)) for m in re.finditer(r"^(?:Fail|Unexpected Pass|Timeout):\s+(\d+)", u.stdout, re.M))
+    if u.returncode != 0 and bad == 0:
+        bad = 1
+    print(f"unit: {ok} passed, {bad} failed", flush=True)
+    e = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "e2e", "run.py"),
+                          "--yard", os.path.join(build, "yard")], stdout=subprocess.PIPE, text=True)
+    out = []
+    for line in e.stdout:
+        print(line, end="", flush=True)
+        out.append(line)
+    e.wait()
+    m = re.search(r"^e2e: (\d+) passed, (\d+) failed", "".join(out), re.M)
+    eok, ebad = (int(m.group(1)), int(m.group(2))) if m else (0, 1)
+    if e.returncode != 0 and ebad == 0:
+        ebad = 1
+    print(f"{ok + eok} passed, {bad + ebad} failed")
+    return 0 if bad + ebad == 0 and ok + eok > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+/* GPU discovery: none, sim:N[:MODEL], and auto through the fake NVML. */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "agent/gpu.h"
+
+static void test_none(void **state)
+{
+	(void)state;
+	struct gpu_list l;
+	struct errbuf eb = ERRBUF_INIT;
+	assert_int_equal(gpu_discover("none", "n1", &l, &eb), 0);
+	assert_int_equal(l.n, 0);
+	gpu_list_release(&l);
+}
+
+static void test_sim(void **state)
+{
+	(void)state;
+	struct gpu_list l;
+	struct errbuf eb = ERRBUF_INIT;
+	assert_int_equal(gpu_discover("sim:3", "n1", &l, &eb), 0);
+	assert_int_equal(l.n, 3);
+	assert_string_equal(l.gpus[2].model, "SIM-GPU");
+	assert_string_equal(l.gpus[2].uuid, "GPU-sim-n1-2");
+	assert_int_equal(l.gpus[1].memory, 80ULL << 30);
+	gpu_list_release(&l);
+	assert_int_equal(gpu_discover("sim:2:SIM-A100", "n2", &l, &eb), 0);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.gpus[0].model, "SIM-A100");
+	gpu_list_release(&l);
+	assert_int_equal(gpu_discover("sim:x", "n2", &l, &eb), YERR(BAD_REQUEST));
+	gpu_list_release(&l);
+	assert_int_equal(gpu_discover("lots", "n2", &l, &eb), YERR(BAD_REQUEST));
+	gpu_list_release(&l);
+}
+
+static void test_fake_nvml(void **state)
+{
+	(void)state;
+	struct gpu_list l;
+	struct errbuf eb = ERRBUF_INIT;
+	setenv("YARD_NVML_LIBRARY", FAKENVML_PATH, 1);
+	setenv("FAKE_NVML_GPUS", "4", 1);
+	assert_int_equal(gpu_discover("auto", "n1", &l, &eb), 0);
+	assert_int_equal(l.n, 4);
+	assert_string_equal(l.gpus[3].model, "FAKE-GPU");
+	assert_string_equal(l.gpus[3].uuid, "GPU-fake-3");
+	assert_int_equal(l.gpus[3].memory, 16ULL << 30);
+	assert_int_equal(gpu_minor(&l, 3), 3);
+	json_t *j = gpu_list_to_json(&l);
+	assert_int_equal(json_array_size(j), 4);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "uuid")), "GPU-fake-1");
+	json_decref(j);
+	gpu_list_release(&l);
+}
+
+static void test_no_nvml(void **state)
+{
+	(void)state;
+	struct gpu_list l;
+	struct errbuf eb = ERRBUF_INIT;
+	setenv("YARD_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+	assert_int_equal(gpu_discover("auto", "n1", &l, &eb), 0);
+	assert_int_equal(l.n, 0);
+	gpu_list_release(&l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_none),
+		cmocka_unit_test(test_sim),
+		cmocka_unit_test(test_fake_nvml),
+		cmocka_unit_test(test_no_nvml),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,305 @@
+/*
+ * The shim run on a task dir, as the agent runs it: this test binary is also
+ * `yard shim` (argv[1] == "shim"), started through spawn_process with its
+ * stdout on a pipe.
+ */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <sys/wait.h>
+
+#include "agent/agent.h"
+#include "agent/taskdir.h"
+#include "base/fsutil.h"
+#include "base/spawn.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+
+struct fixture {
+	char dir[64];
+	char *rel;        /* cgroup_rel, or NULL */
+	const char *root; /* cgroup root */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = xcalloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/yard-shimtest-XXXXXX");
+	*state = f;
+	return mkdtemp(f->dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	if (f->rel) {
+		static const char *const hier[] = { "cpu", "memory", "pids", "devices", "unified" };
+		for (size_t i = 0; i < ARRAY_SIZE(hier); i++) {
+			char *d = xasprintf("/sys/fs/cgroup/%s/%s", hier[i], f->rel);
+			rmdir(d);
+			for (int up = 0; up < 2; up++) {
+				*strrchr(d, '/') = '\0';
+				rmdir(d);
+			}
+			free(d);
+		}
+		free(f->rel);
+	}
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Writes task.json and shim.json; argv is NULL-terminated. */
+static void write_task(struct fixture *f, const char *const *argv, json_t *env, json_int_t memory,
+		       int cgroups, int grace_ms)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	json_t *task = json_pack("{s:I, s:o, s:o, s:[], s:I, s:I, s:I}", "id", (json_int_t)1, "argv", a,
+				 "env", env ? env : json_pack("{s:s}", "PATH", "/usr/bin:/bin"),
+				 "gpus", "cpus_milli", (json_int_t)(cgroups ? 1000 : 0), "memory", memory,
+				 "pids", (json_int_t)(cgroups ? 256 : 0));
+	char *cwd = xasprintf("%s/code", f->dir), *ck = xasprintf("%s/ckpt", f->dir),
+	     *data = xasprintf("%s/data", f->dir);
+	if (cgroups) {
+		f->rel = xasprintf("yard-test/%d/task-1", (int)getpid());
+		f->root = "/sys/fs/cgroup";
+	}
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:n, s:s?, s:s?, s:[], s:s, s:i}", "cwd", cwd,
+				 "checkpoint_dir", ck, "data_dir", data, "code_archive",
+				 "cgroup_root", f->root, "cgroup_rel", f->rel, "gpu_devices",
+				 "dev_dir", "/dev", "stop_grace_ms", grace_ms);
+	assert_non_null(task);
+	assert_non_null(conf);
+	assert_int_equal(taskdir_write_json(f->dir, "task.json", task, NULL), 0);
+	assert_int_equal(taskdir_write_json(f->dir, "shim.json", conf, NULL), 0);
+	json_decref(task);
+	json_decref(conf);
+	free(cwd);
+	free(ck);
+	free(data);
+}
+
+/* Starts the shim; OUT *notify_fd: the read end of its report pipe. */
+static pid_t start_shim(struct fixture *f, int *notify_fd)
+{
+	char *argv[] = { "/proc/self/exe", "shim", "--dir", f->dir, NULL };
+	struct spawn_opts o;
+	struct errbuf eb = ERRBUF_INIT;
+	int fds[2];
+	pid_t pid;
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.stdout_fd = fds[1];
+	o.stderr_fd = 2;
+	o.flags = SPAWN_SETSID;
+	assert_int_equal(spawn_process(&o, &pid, NULL, &eb), 0);
+	close(fds[1]);
+	*notify_fd = fds[0];
+	return pid;
+}
+
+static void read_notify(int fd, struct strbuf *out)
+{
+	assert_int_equal(strbuf_read_fd(out, fd), 0);
+	close(fd);
+}
+
+static void wait_shim(pid_t pid)
+{
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void read_file(struct fixture *f, const char *name, struct strbuf *sb)
+{
+	char *p = xasprintf("%s/%s", f->dir, name);
+	assert_int_equal(strbuf_read_file(sb, p, 0), 0);
+	free(p);
+}
+
+static void run_simple(struct fixture *f, const char *const *argv, struct task_exit *e, struct strbuf *notify)
+{
+	int nfd;
+	write_task(f, argv, NULL, 0, 0, 10000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, notify);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, e, NULL), 0);
+}
+
+static void test_exit_code_and_output(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/bin/sh", "-c", "printf 'out\\nline2'; printf 'e\\0rr' >&2; exit 3", NULL };
+	struct task_exit e;
+	struct strbuf n = STRBUF_INIT, out = STRBUF_INIT, err = STRBUF_INIT;
+	run_simple(f, argv, &e, &n);
+	assert_memory_equal(n.buf, "running ", 8);
+	assert_true(e.has_code);
+	assert_int_equal(e.exit_code, 3);
+	assert_int_equal(e.signal, 0);
+	assert_false(e.oom_killed);
+	assert_string_equal(e.reason, "exited with status 3");
+	read_file(f, "stdout", &out);
+	read_file(f, "stderr", &err);
+	assert_string_equal(out.buf, "out\nline2");
+	assert_int_equal(err.len, 4);
+	assert_memory_equal(err.buf, "e\0rr", 4);
+	char *p = xasprintf("%s/task.pid", f->dir);
+	assert_true(path_exists(p));
+	free(p);
+	strbuf_release(&n);
+	strbuf_release(&out);
+	strbuf_release(&err);
+}
+
+static void test_signal(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/bin/sh", "-c", "kill -9 $$", NULL };
+	struct task_exit e;
+	struct strbuf n = STRBUF_INIT;
+	run_simple(f, argv, &e, &n);
+	assert_false(e.has_code);
+	assert_int_equal(e.signal, 9);
+	assert_false(e.oom_killed);
+	strbuf_release(&n);
+}
+
+static void test_exec_failure(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/nonexistent/train", NULL };
+	struct task_exit e;
+	struct strbuf n = STRBUF_INIT;
+	run_simple(f, argv, &e, &n);
+	assert_string_equal(n.buf, "start_failed: cannot exec '/nonexistent/train': No such file or directory\n");
+	assert_true(e.start_failed);
+	assert_false(e.has_code);
+	assert_string_equal(e.reason, "start_failed: cannot exec '/nonexistent/train': No such file or directory");
+	strbuf_release(&n);
+}
+
+static void test_env_exact(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "env", NULL };
+	struct strbuf n = STRBUF_INIT, out = STRBUF_INIT;
+	struct task_exit e;
+	int nfd;
+	write_task(f, argv, json_pack("{s:s, s:s}", "PATH", "/usr/bin:/bin", "FOO", "a b"), 0, 0, 1000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.exit_code, 0);
+	read_file(f, "stdout", &out);
+	char *expect = xasprintf("PATH=/usr/bin:/bin\nFOO=a b\nYARD_CHECKPOINT_DIR=%s/ckpt\nYARD_DATA_DIR=%s/data\n",
+				 f->dir, f->dir);
+	assert_string_equal(out.buf, expect);
+	free(expect);
+	strbuf_release(&n);
+	strbuf_release(&out);
+}
+
+static void test_stop_term(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/bin/sleep", "100", NULL };
+	struct strbuf n = STRBUF_INIT;
+	struct task_exit e;
+	int nfd;
+	write_task(f, argv, NULL, 0, 0, 10000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_memory_equal(n.buf, "running ", 8);
+	kill(pid, SIGTERM);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.signal, SIGTERM);
+	strbuf_release(&n);
+}
+
+/* A task that ignores SIGTERM and has a child that escaped with setsid:
+ * after the grace period everything in the cgroup is killed. */
+static void test_stop_kills_cgroup(void **state)
+{
+	struct fixture *f = *state;
+	char *script = xasprintf("trap '' TERM; setsid sleep 100 & echo $! > %s/escaped; "
+				 "while :; do sleep 0.05; done", f->dir);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct strbuf n = STRBUF_INIT, esc = STRBUF_INIT;
+	struct task_exit e;
+	int nfd;
+	write_task(f, argv, NULL, 0, 1, 300);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_memory_equal(n.buf, "running ", 8);
+	char *escaped = xasprintf("%s/escaped", f->dir);
+	for (int i = 0; i < 2000 && !path_exists(escaped); i++)
+		usleep(1000);
+	usleep(50000);
+	assert_int_equal(strbuf_read_file(&esc, escaped, 0), 0);
+	kill(pid, SIGTERM);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.signal, SIGKILL);
+	assert_false(e.oom_killed);
+	/* the escaped sleep is gone, and so are the cgroups */
+	char *procs = xasprintf("/proc/%s", esc.buf);
+	procs[strcspn(procs, "\n")] = '\0';
+	assert_false(path_exists(procs));
+	char *cg = xasprintf("/sys/fs/cgroup/memory/%s", f->rel);
+	assert_false(path_exists(cg));
+	free(cg);
+	free(procs);
+	free(escaped);
+	free(script);
+	strbuf_release(&n);
+	strbuf_release(&esc);
+}
+
+static void test_oom(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/usr/bin/python3", "-c", "x = b'a' * (400 << 20)\nprint(len(x))", NULL };
+	struct strbuf n = STRBUF_INIT;
+	struct task_exit e;
+	int nfd;
+	write_task(f, argv, NULL, 64 << 20, 1, 1000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_memory_equal(n.buf, "running ", 8);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.signal, SIGKILL);
+	assert_true(e.oom_killed);
+	char *cg = xasprintf("/sys/fs/cgroup/memory/%s", f->rel);
+	assert_false(path_exists(cg));
+	free(cg);
+	strbuf_release(&n);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "shim"))
+		return cmd_shim(argc - 1, argv + 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_exit_code_and_output, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_term, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_kills_cgroup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,149 @@
+/* spawn_process: exec failure reported, setsid, cwd, stdio, detach. */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include <sys/wait.h>
+
+#include "base/spawn.h"
+#include "base/strbuf.h"
+
+static void test_exec_failure(void **state)
+{
+	(void)state;
+	char *argv[] = { "/nonexistent/prog", NULL };
+	struct spawn_opts o;
+	struct errbuf eb = ERRBUF_INIT;
+	pid_t pid = -1;
+	int err;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+	assert_int_equal(err, ENOENT);
+	assert_string_equal(eb.msg, "cannot exec '/nonexistent/prog': No such file or directory");
+	assert_int_equal(pid, -1);
+	/* the failed child was reaped */
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+}
+
+static void test_bad_cwd(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/true", NULL };
+	struct spawn_opts o;
+	struct errbuf eb = ERRBUF_INIT;
+	pid_t pid;
+	int err;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.cwd = "/nonexistent-dir";
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+	assert_int_equal(err, ENOENT);
+	assert_string_equal(eb.msg, "cannot change to directory '/nonexistent-dir': No such file or directory");
+}
+
+/* Runs argv with stdout to a pipe; OUT out: what it printed; returns its pid. */
+static pid_t run_capture(struct spawn_opts *o, struct strbuf *out)
+{
+	int fds[2];
+	pid_t pid;
+	struct errbuf eb = ERRBUF_INIT;
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	o->stdout_fd = fds[1];
+	assert_int_equal(spawn_process(o, &pid, NULL, &eb), 0);
+	close(fds[1]);
+	assert_int_equal(strbuf_read_fd(out, fds[0]), 0);
+	close(fds[0]);
+	return pid;
+}
+
+static void test_setsid_env_cwd(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "echo $$ $(ps -o sid= -p $$) $FOO $(pwd)", NULL };
+	char *env[] = { "FOO=bar", "PATH=/usr/bin:/bin", NULL };
+	struct spawn_opts o;
+	struct strbuf out = STRBUF_INIT;
+	int status;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.env = env;
+	o.cwd = "/tmp";
+	o.flags = SPAWN_SETSID;
+	pid_t pid = run_capture(&o, &out);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	char expect[128];
+	snprintf(expect, sizeof(expect), "%d %d bar /tmp\n", (int)pid, (int)pid);
+	assert_string_equal(out.buf, expect);
+	strbuf_release(&out);
+}
+
+static void test_signals_reset(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "grep -E '^(SigBlk|SigIgn)' /proc/$$/status", NULL };
+	struct spawn_opts o;
+	struct strbuf out = STRBUF_INIT;
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	signal(SIGUSR1, SIG_IGN);
+	spawn_opts_init(&o);
+	o.argv = argv;
+	pid_t pid = run_capture(&o, &out);
+	waitpid(pid, NULL, 0);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	assert_string_equal(out.buf, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+	strbuf_release(&out);
+}
+
+static void test_detach(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "echo $PPID", NULL };
+	struct spawn_opts o;
+	struct strbuf out = STRBUF_INIT;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.flags = SPAWN_DETACH | SPAWN_SETSID;
+	pid_t pid = run_capture(&o, &out);
+	assert_true(pid > 0);
+	/* not our child: nothing to wait for */
+	assert_int_equal(waitpid(pid, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	char ours[32];
+	snprintf(ours, sizeof(ours), "%d\n", (int)getpid());
+	assert_string_not_equal(out.buf, ours);
+	strbuf_release(&out);
+}
+
+static void test_detach_exec_failure(void **state)
+{
+	(void)state;
+	char *argv[] = { "/nonexistent/prog", NULL };
+	struct spawn_opts o;
+	struct errbuf eb = ERRBUF_INIT;
+	pid_t pid;
+	int err;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.flags = SPAWN_DETACH;
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+	assert_int_equal(err, ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exec_failure),
+		cmocka_unit_test(test_bad_cwd),
+		cmocka_unit_test(test_setsid_env_cwd),
+		cmocka_unit_test(test_signals_reset),
+		cmocka_unit_test(test_detach),
+		cmocka_unit_test(test_detach_exec_failure),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,731 @@
+/* Unit tests for src/common/spec.h: loading, validation, the canonical form,
+ * --set and placeholder expansion. */
+#include "base/compat.h"
+#include "common/spec.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+
+static json_t *load_ok(const char *text)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = NULL;
+	int ret = spec_load_text(text, strlen(text), &doc, &eb);
+	if (ret)
+		print_message("load failed: %s\n", eb.msg);
+	assert_int_equal(ret, 0);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* load_fail checks that text is refused with YERR(INVALID_SPEC) and msg. */
+static void load_fail(const char *text, size_t len, const char *msg)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = (json_t *)1;
+	int ret = spec_load_text(text, len, &doc, &eb);
+	if (ret != YERR(INVALID_SPEC) || strcmp(eb.msg, msg))
+		print_message("text:\n%s\n", text);
+	assert_int_equal(ret, YERR(INVALID_SPEC));
+	assert_int_equal(eb.code, YERR(INVALID_SPEC));
+	assert_null(doc);
+	assert_string_equal(eb.msg, msg);
+}
+
+#define LOAD_FAIL(text, msg) load_fail((text), strlen(text), (msg))
+
+/* parse_ok: text loaded and validated into spec (caller releases). */
+static void parse_ok(const char *text, struct job_spec *spec)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = load_ok(text);
+	int ret = spec_from_json(doc, spec, &eb);
+	if (ret)
+		print_message("spec refused: %s\n", eb.msg);
+	assert_int_equal(ret, 0);
+	json_decref(doc);
+}
+
+static void assert_json_equal(const json_t *got, const char *want_text)
+{
+	json_error_t jerr;
+	json_t *want = json_loads(want_text, 0, &jerr);
+	char *a, *b;
+	if (!want)
+		print_message("bad expected JSON: %s\n", jerr.text);
+	assert_non_null(want);
+	a = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+	b = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	json_decref(want);
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+static void test_yaml_typing(void **state)
+{
+	json_t *doc = load_ok("a: 3\n"
+			      "b: \"3\"\n"
+			      "c: 3.5\n"
+			      "d: true\n"
+			      "e: null\n"
+			      "f: ~\n"
+			      "g:\n"
+			      "h: 'yes'\n"
+			      "i: yes\n"
+			      "j: -7\n"
+			      "k: +7\n"
+			      "l: 1e3\n"
+			      "m: .5\n"
+			      "n: 0x10\n"
+			      "o: 1.2.3\n"
+			      "p: False\n"
+			      "q: 12abc\n"
+			      "r: !!str 5\n"
+			      "s: |\n  two\n  lines\n"
+			      "t: [1, x, {u: 2}]\n"
+			      "v: NULL\n");
+	assert_json_equal(doc, "{\"a\": 3, \"b\": \"3\", \"c\": 3.5, \"d\": true, \"e\": null,"
+			       " \"f\": null, \"g\": null, \"h\": \"yes\", \"i\": \"yes\", \"j\": -7,"
+			       " \"k\": 7, \"l\": 1000.0, \"m\": 0.5, \"n\": \"0x10\", \"o\": \"1.2.3\","
+			       " \"p\": false, \"q\": \"12abc\", \"r\": \"5\", \"s\": \"two\\nlines\\n\","
+			       " \"t\": [1, \"x\", {\"u\": 2}], \"v\": null}");
+	assert_true(json_is_integer(json_object_get(doc, "a")));
+	assert_true(json_is_real(json_object_get(doc, "l")));
+	json_decref(doc);
+}
+
+static void test_yaml_keeps_order(void **state)
+{
+	json_t *doc = load_ok("z: 1\na: 2\nm: 3\n");
+	const char *key;
+	json_t *v;
+	const char *want[] = { "z", "a", "m" };
+	size_t i = 0;
+	json_object_foreach(doc, key, v) {
+		assert_true(i < ARRAY_SIZE(want));
+		assert_string_equal(key, want[i]);
+		i++;
+	}
+	assert_int_equal(i, 3);
+	json_decref(doc);
+}
+
+static void test_json_text(void **state)
+{
+	json_t *doc = load_ok("{\n\t\"command\": [\"x\", \"{params.n}\"],\n"
+			      "\t\"tasks\": {\"w\": {\"gpus\": 2, \"cpus\": 0.5}},\n"
+			      "\t\"params\": {\"n\": 5, \"s\": \"a\\u00e9\\/b\", \"f\": 1.5e2}\n}\n");
+	assert_json_equal(doc, "{\"command\": [\"x\", \"{params.n}\"],"
+			       " \"tasks\": {\"w\": {\"gpus\": 2, \"cpus\": 0.5}},"
+			       " \"params\": {\"n\": 5, \"s\": \"a\\u00e9/b\", \"f\": 150.0}}");
+	json_decref(doc);
+}
+
+static void test_load_refusals(void **state)
+{
+	const char *laughs = "a: &a [\"lol\", \"lol\"]\n"
+			     "b: &b [*a, *a, *a]\n"
+			     "c: [*b, *b, *b]\n";
+	load_fail(laughs, strlen(laughs),
+		"line 1: anchors and aliases are not allowed (anchor '&a')");
+	LOAD_FAIL("a: 1\nb: *x\n", "line 2: anchors and aliases are not allowed (alias '*x')");
+	LOAD_FAIL("command: [a]\ntasks:\n  worker:\n    gpus: 1\n    gpus: 2\n",
+		"line 5: duplicate key 'gpus'");
+	LOAD_FAIL("{\"a\": 1, \"a\": 2}", "line 1: duplicate key 'a'");
+	LOAD_FAIL("x: 1\n? [a, b]\n: 1\n", "line 2: keys must be scalars, not sequences");
+	LOAD_FAIL("? {a: 1}\n: 1\n", "line 1: keys must be scalars, not mappings");
+	LOAD_FAIL("a: 1\n---\nb: 2\n",
+		"line 2: more than one document (a spec is one document)");
+	LOAD_FAIL("", "line 1: the spec is empty");
+	LOAD_FAIL("a: 99999999999999999999\n",
+		"line 1: '99999999999999999999': integer out of range");
+	LOAD_FAIL("a: .inf\n",
+		"line 1: '.inf': number out of range (only finite numbers are allowed)");
+	LOAD_FAIL("a: !!binary aGk=\n", "line 1: tag 'tag:yaml.org,2002:binary' is not supported");
+	LOAD_FAIL("a: \"x\\0y\"\n", "line 1: NUL characters are not allowed");
+}
+
+static void test_load_syntax_error_has_line(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = NULL;
+	const char *text = "a: 1\nb: 2\nc: [1, 2\n";
+	assert_int_equal(spec_load_text(text, strlen(text), &doc, &eb), YERR(INVALID_SPEC));
+	assert_null(doc);
+	assert_true(!strncmp(eb.msg, "line 4: ", 8) || !strncmp(eb.msg, "line 3: ", 8));
+}
+
+static void test_load_depth(void **state)
+{
+	struct strbuf ok = STRBUF_INIT, deep = STRBUF_INIT;
+	json_t *doc;
+	/* 32 levels are fine, the 33rd is refused. */
+	for (int i = 0; i < 32; i++)
+		strbuf_addch(&ok, '[');
+	for (int i = 0; i < 32; i++)
+		strbuf_addch(&ok, ']');
+	doc = load_ok(ok.buf);
+	json_decref(doc);
+	strbuf_addstr(&deep, "a: ");
+	for (int i = 0; i < 32; i++)
+		strbuf_addch(&deep, '[');
+	for (int i = 0; i < 32; i++)
+		strbuf_addch(&deep, ']');
+	load_fail(deep.buf, deep.len, "line 1: nesting deeper than 32 levels");
+	strbuf_release(&ok);
+	strbuf_release(&deep);
+}
+
+static void test_load_size_limit(void **state)
+{
+	size_t len = 1024 * 1024 + 1;
+	char *text = xmalloc(len + 1);
+	memset(text, '#', len);
+	text[len] = '\0';
+	load_fail(text, len, "the spec is 1048577 bytes, more than the limit of 1 MiB");
+	/* A comment of exactly 1 MiB with a field after it is still too large,
+	 * but 1 MiB in all is fine. */
+	text[0] = 'a';
+	text[1] = ':';
+	text[2] = ' ';
+	text[3] = '1';
+	text[4] = '\n';
+	text[len - 1] = '\0';
+	json_decref(load_ok(text));
+	free(text);
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+struct bad_case {
+	const char *text;
+	const char *field;
+	const char *msg;
+};
+
+#define BASE "command: [run]\n"
+
+static const struct bad_case bad_cases[] = {
+	{ BASE "tasks: {worker: {gpus: two}}", "tasks.worker.gpus",
+		"tasks.worker.gpus: expected an integer >= 0, got \"two\"" },
+	{ BASE "tasks: {worker: {gpu: 1}}", "tasks.worker.gpu",
+		"tasks.worker.gpu: unknown field (did you mean 'gpus'?)" },
+	{ BASE "tasks: {worker: {frobnicate: 1}}", "tasks.worker.frobnicate",
+		"tasks.worker.frobnicate: unknown field" },
+	{ BASE "tasks: {worker: {memory: lots}}", "tasks.worker.memory",
+		"tasks.worker.memory: expected a size such as 2GiB, got \"lots\"" },
+	{ BASE "tasks: {worker: {cpus: -1}}", "tasks.worker.cpus",
+		"tasks.worker.cpus: expected a number > 0, got -1" },
+	{ "name: Bad Name!\n" BASE "tasks: {worker: {}}", "name",
+		"name: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"Bad Name!\"" },
+	{ "command: []\ntasks: {worker: {}}", "command",
+		"command: expected a non-empty array of strings" },
+	{ "tasks: {worker: {}}", "command", "command: expected a non-empty array of strings" },
+	{ "command: run\ntasks: {worker: {}}", "command",
+		"command: expected a non-empty array of strings, got \"run\"" },
+	{ "command: [run, 5]\ntasks: {worker: {}}", "command[1]",
+		"command[1]: expected a string, got 5" },
+	{ BASE "tasks: {}", "tasks", "tasks: expected at least one role" },
+	{ BASE, "tasks", "tasks: expected at least one role" },
+	{ "framework: pytorch\n" BASE "tasks: {worker: {}}", "framework",
+		"framework: 'pytorch' has no launcher yet (supported: command)" },
+	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
+		"framework: unknown framework 'torch' (supported: command)" },
+	{ "image: ubuntu:24.04\n" BASE "tasks: {worker: {}}", "image",
+		"image: container runtimes are not available yet" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://digits@1', mount: data}]", "data",
+		"data: datasets are not available yet" },
+	{ "command: [run, --epochs, \"{params.epochs}\"]\ntasks: {worker: {}}", "command",
+		"command: \"{params.epochs}\" names a parameter that is not in params" },
+	{ BASE "params: {n: 1}\ntasks: {worker: {command: [x, \"a{params.m}b\"]}}",
+		"tasks.worker.command",
+		"tasks.worker.command: \"{params.m}\" names a parameter that is not in params" },
+	{ BASE "tasks: {worker: {replicas: 0}}", "tasks.worker.replicas",
+		"tasks.worker.replicas: expected an integer >= 1, got 0" },
+	{ BASE "tasks: {worker: {replicas: 1025}}", "tasks.worker.replicas",
+		"tasks.worker.replicas: expected an integer <= 1024, got 1025" },
+	{ BASE "tasks: {worker: {replicas: 2.0}}", "tasks.worker.replicas",
+		"tasks.worker.replicas: expected an integer >= 1, got 2.0" },
+	{ BASE "tasks: {worker: {gpus: 65}}", "tasks.worker.gpus",
+		"tasks.worker.gpus: expected an integer <= 64, got 65" },
+	{ BASE "tasks: {worker: {gpus: -1}}", "tasks.worker.gpus",
+		"tasks.worker.gpus: expected an integer >= 0, got -1" },
+	{ BASE "tasks: {worker: {cpus: 0}}", "tasks.worker.cpus",
+		"tasks.worker.cpus: expected a number > 0, got 0" },
+	{ BASE "tasks: {worker: {cpus: 1024.5}}", "tasks.worker.cpus",
+		"tasks.worker.cpus: expected a number <= 1024, got 1024.5" },
+	{ BASE "tasks: {worker: {cpus: \"2\"}}", "tasks.worker.cpus",
+		"tasks.worker.cpus: expected a number > 0, got \"2\"" },
+	{ BASE "tasks: {worker: {memory: 1MiB}}", "tasks.worker.memory",
+		"tasks.worker.memory: expected a size of at least 4MiB, got \"1MiB\"" },
+	{ BASE "tasks: {worker: {memory: -5}}", "tasks.worker.memory",
+		"tasks.worker.memory: expected a size such as 2GiB, got -5" },
+	{ BASE "tasks: {worker: {pids: 15}}", "tasks.worker.pids",
+		"tasks.worker.pids: expected an integer >= 16, got 15" },
+	{ BASE "tasks: {worker: {pids: 1000001}}", "tasks.worker.pids",
+		"tasks.worker.pids: expected an integer <= 1000000, got 1000001" },
+	{ BASE "tasks: {worker: {command: []}}", "tasks.worker.command",
+		"tasks.worker.command: expected a non-empty array of strings" },
+	{ BASE "tasks: {Worker: {}}", "tasks.Worker",
+		"tasks.Worker: expected a role name of lowercase letters, digits, '-' and '_' "
+		"(at most 32, starting with a letter)" },
+	{ BASE "tasks: {worker: 3}", "tasks.worker",
+		"tasks.worker: expected a mapping of replicas, gpus, cpus, memory, pids and command, "
+		"got 3" },
+	{ BASE "tasks: [worker]", "tasks",
+		"tasks: expected a mapping of roles such as {worker: {replicas: 2}}, got [\"worker\"]" },
+	{ BASE "tasks: {worker: {}}\nrestart: {max: 101}", "restart.max",
+		"restart.max: expected an integer <= 100, got 101" },
+	{ BASE "tasks: {worker: {}}\nrestart: {maximum: 1}", "restart.maximum",
+		"restart.maximum: unknown field" },
+	{ BASE "tasks: {worker: {}}\ntimeout: 0", "timeout", "timeout: expected a duration > 0, got 0" },
+	{ BASE "tasks: {worker: {}}\ntimeout: soon", "timeout",
+		"timeout: expected a duration such as 2h, 90m or 3600s, got \"soon\"" },
+	{ BASE "params: {bad-key: 1}\ntasks: {worker: {}}", "params.bad-key",
+		"params.bad-key: expected a parameter name of letters, digits and '_' "
+		"(at most 64, not starting with a digit)" },
+	{ BASE "params: {xs: [1, 2]}\ntasks: {worker: {}}", "params.xs",
+		"params.xs: expected a string, number or bool, got [1,2]" },
+	{ BASE "params: {x: null}\ntasks: {worker: {}}", "params.x",
+		"params.x: expected a string, number or bool, got null" },
+	{ BASE "params: [1]\ntasks: {worker: {}}", "params",
+		"params: expected a mapping of parameter names to values, got [1]" },
+	{ BASE "env: {YARD_JOB_ID: 3}\ntasks: {worker: {}}", "env.YARD_JOB_ID",
+		"env.YARD_JOB_ID: names starting with YARD_ are reserved for yard" },
+	{ BASE "env: {1X: a}\ntasks: {worker: {}}", "env.1X",
+		"env.1X: expected a variable name of letters, digits and '_' "
+		"(at most 64, not starting with a digit)" },
+	{ BASE "env: {A: {b: 1}}\ntasks: {worker: {}}", "env.A",
+		"env.A: expected a string, number or bool, got {\"b\":1}" },
+	{ BASE "tasks: {worker: {}}\npriority: urgent", "priority",
+		"priority: expected low, normal or high, got \"urgent\"" },
+	{ BASE "tasks: {worker: {}}\nteam: Vision", "team",
+		"team: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"Vision\"" },
+	{ BASE "tasks: {worker: {}}\nplacement: {max_nodes: 0}", "placement.max_nodes",
+		"placement.max_nodes: expected an integer >= 1, got 0" },
+	{ BASE "tasks: {worker: {}}\nplacement: {wait_for_nodes: 'yes'}", "placement.wait_for_nodes",
+		"placement.wait_for_nodes: expected true or false, got \"yes\"" },
+	{ BASE "tasks: {worker: {}}\nplacement: {gpu: A100}", "placement.gpu",
+		"placement.gpu: unknown field" },
+	{ BASE "tasks: {worker: {}}\nplacement: {gpu_modl: A100}", "placement.gpu_modl",
+		"placement.gpu_modl: unknown field (did you mean 'gpu_model'?)" },
+	{ "nmae: x\n" BASE "tasks: {worker: {}}", "nmae",
+		"nmae: unknown field (did you mean 'name'?)" },
+	{ "zzzzzz: x\n" BASE "tasks: {worker: {}}", "zzzzzz", "zzzzzz: unknown field" },
+	/* The first error in the header's field order wins. */
+	{ "name: BAD\ncommand: []\ntasks: {}", "name",
+		"name: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"BAD\"" },
+	{ "[1, 2]", "", "spec: expected a mapping of fields, got [1,2]" },
+};
+
+static void check_bad(const char *text, const char *field, const char *msg)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec spec;
+	json_t *doc = load_ok(text);
+	int ret = spec_from_json(doc, &spec, &eb);
+	if (ret != YERR(INVALID_SPEC) || strcmp(eb.field, field) || strcmp(eb.msg, msg))
+		print_message("spec:\n%s\n", text);
+	assert_int_equal(ret, YERR(INVALID_SPEC));
+	assert_int_equal(eb.code, YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, field);
+	assert_string_equal(eb.msg, msg);
+	spec_release(&spec);
+	json_decref(doc);
+}
+
+static void test_validation_errors(void **state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(bad_cases); i++)
+		check_bad(bad_cases[i].text, bad_cases[i].field, bad_cases[i].msg);
+}
+
+static void test_limits_generated(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char *big = xmalloc(4098);
+
+	/* A string of 4097 bytes. */
+	memset(big, 'x', 4097);
+	big[4097] = '\0';
+	strbuf_addf(&sb, "command: [run, %s]\ntasks: {worker: {}}", big);
+	check_bad(sb.buf, "command[1]", "command[1]: a string of 4097 bytes, more than 4096");
+	strbuf_reset(&sb);
+	big[4096] = '\0';
+	strbuf_addf(&sb, "command: [run]\nparams: {s: %s}\ntasks: {worker: {}}", big);
+	{
+		struct job_spec spec;
+		parse_ok(sb.buf, &spec);
+		spec_release(&spec);
+	}
+
+	/* 1025 arguments. */
+	strbuf_reset(&sb);
+	strbuf_addstr(&sb, "command: [run");
+	for (int i = 1; i < 1025; i++)
+		strbuf_addstr(&sb, ", a");
+	strbuf_addstr(&sb, "]\ntasks: {worker: {}}");
+	check_bad(sb.buf, "command", "command: 1025 arguments, more than 1024");
+
+	/* 65 roles. */
+	strbuf_reset(&sb);
+	strbuf_addstr(&sb, "command: [run]\ntasks:\n");
+	for (int i = 0; i < 65; i++)
+		strbuf_addf(&sb, "  r%d: {}\n", i);
+	check_bad(sb.buf, "tasks", "tasks: 65 roles, more than 64");
+
+	/* 4097 tasks in all. */
+	strbuf_reset(&sb);
+	strbuf_addstr(&sb, "command: [run]\ntasks:\n");
+	for (int i = 0; i < 4; i++)
+		strbuf_addf(&sb, "  r%d: {replicas: 1024}\n", i);
+	strbuf_addstr(&sb, "  last: {}\n");
+	check_bad(sb.buf, "tasks", "tasks: 4097 tasks in all, more than 4096");
+
+	strbuf_release(&sb);
+	free(big);
+}
+
+static void test_defaults(void **state)
+{
+	struct job_spec spec;
+	json_t *canon;
+	parse_ok("command: [/bin/echo, hi]\ntasks: {worker: }\n", &spec);
+	assert_string_equal(spec.name, "job");
+	assert_string_equal(spec.framework, "command");
+	assert_int_equal(argv_len(spec.command), 2);
+	assert_string_equal(spec.command[0], "/bin/echo");
+	assert_string_equal(spec.command[1], "hi");
+	assert_non_null(spec.params);
+	assert_int_equal(json_object_size(spec.params), 0);
+	assert_non_null(spec.env);
+	assert_int_equal(spec.nroles, 1);
+	assert_string_equal(spec.roles[0].name, "worker");
+	assert_int_equal(spec.roles[0].replicas, 1);
+	assert_int_equal(spec.roles[0].gpus, 0);
+	assert_int_equal(spec.roles[0].cpus_milli, 1000);
+	assert_int_equal(spec.roles[0].memory, 0);
+	assert_int_equal(spec.roles[0].pids, 4096);
+	assert_null(spec.roles[0].command);
+	assert_null(spec.gpu_model);
+	assert_int_equal(spec.max_nodes, 0);
+	assert_false(spec.wait_for_nodes);
+	assert_int_equal(spec.priority, PRIO_NORMAL);
+	assert_null(spec.team);
+	assert_int_equal(spec.restart_max, 0);
+	assert_int_equal(spec.timeout_ms, 0);
+	assert_int_equal(spec_total_tasks(&spec), 1);
+
+	canon = spec_to_json(&spec);
+	assert_json_equal(canon,
+		"{\"name\": \"job\", \"framework\": \"command\", \"command\": [\"/bin/echo\", \"hi\"],"
+		" \"image\": null, \"params\": {}, \"env\": {},"
+		" \"tasks\": {\"worker\": {\"replicas\": 1, \"gpus\": 0, \"cpus\": 1, \"memory\": null,"
+		" \"pids\": 4096, \"command\": null}},"
+		" \"data\": null, \"placement\": {\"gpu_model\": \"*\", \"max_nodes\": null,"
+		" \"wait_for_nodes\": false}, \"priority\": \"normal\", \"team\": null,"
+		" \"restart\": {\"max\": 0}, \"timeout\": null}");
+	json_decref(canon);
+	spec_release(&spec);
+}
+
+static const char full_spec[] =
+	"name: digits-ddp\n"
+	"framework: command\n"
+	"command: [/usr/bin/python3, train.py, --epochs, \"{params.epochs}\"]\n"
+	"image: null\n"
+	"params: {epochs: 5, lr: 0.05, tag: v1, fast: true}\n"
+	"env: {OMP_NUM_THREADS: 2, MODE: fast, RATIO: 0.25, ON: true}\n"
+	"tasks:\n"
+	"  worker: {replicas: 2, gpus: 1, cpus: 1.5, memory: 2GiB, pids: 512}\n"
+	"  ps: {cpus: 0.25, memory: 104857600, command: [/usr/bin/python3, ps.py, \"{params.lr}\"]}\n"
+	"placement: {gpu_model: A100, max_nodes: 2, wait_for_nodes: true}\n"
+	"priority: high\n"
+	"team: vision\n"
+	"restart: {max: 2}\n"
+	"timeout: 1h30m\n";
+
+/* The example that README and the demo submit. */
+static void test_example_hello(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec spec;
+	char **argv;
+	assert_int_equal(strbuf_read_file(&sb, SOURCE_ROOT "/examples/hello/job.yaml", 0), 0);
+	parse_ok(sb.buf, &spec);
+	assert_string_equal(spec.name, "hello");
+	assert_int_equal(spec_total_tasks(&spec), 2);
+	argv = spec_expand_argv(spec.command, spec.params, &eb);
+	assert_non_null(argv);
+	assert_string_equal(argv[3], "200000");
+	argv_free(argv);
+	spec_release(&spec);
+	strbuf_release(&sb);
+}
+
+/* Explicit nulls count as absent; data: [] and a null role pass. */
+static void test_nulls_are_absent(void **state)
+{
+	struct job_spec spec;
+	parse_ok("name: null\nframework: ~\ncommand: [run]\nimage: null\nparams:\nenv:\n"
+		 "tasks: {worker: {gpus: null, memory: null}, ps: }\ndata: []\nplacement:\n"
+		 "priority: null\nteam: null\nrestart: {max: null}\ntimeout: null\n",
+		&spec);
+	assert_string_equal(spec.name, "job");
+	assert_string_equal(spec.framework, "command");
+	assert_int_equal(spec.nroles, 2);
+	assert_int_equal(spec.roles[0].gpus, 0);
+	assert_int_equal(spec.roles[1].replicas, 1);
+	assert_int_equal(spec.priority, PRIO_NORMAL);
+	assert_int_equal(spec.timeout_ms, 0);
+	spec_release(&spec);
+	spec_release(&spec); /* twice is fine */
+}
+
+/* A document from an API client may hold NULs (JSON "\u0000"): refused. */
+static void test_nul_in_json_strings(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "{\"command\": [\"a\\u0000b\"], \"tasks\": {\"w\": {}}}", "command[0]",
+			"command[0]: NUL characters are not allowed" },
+		{ "{\"command\": [\"a\"], \"params\": {\"p\": \"x\\u0000\"}, \"tasks\": {\"w\": {}}}",
+			"params.p", "params.p: NUL characters are not allowed" },
+		{ "{\"command\": [\"a\"], \"env\": {\"E\": \"x\\u0000\"}, \"tasks\": {\"w\": {}}}",
+			"env.E", "env.E: NUL characters are not allowed" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct errbuf eb = ERRBUF_INIT;
+		struct job_spec spec;
+		json_error_t jerr;
+		json_t *doc = json_loads(cases[i].text, JSON_ALLOW_NUL, &jerr);
+		assert_non_null(doc);
+		assert_int_equal(spec_from_json(doc, &spec, &eb), YERR(INVALID_SPEC));
+		assert_string_equal(eb.field, cases[i].field);
+		assert_string_equal(eb.msg, cases[i].msg);
+		spec_release(&spec);
+		json_decref(doc);
+	}
+}
+
+static void test_full_spec(void **state)
+{
+	struct job_spec spec;
+	parse_ok(full_spec, &spec);
+	assert_string_equal(spec.name, "digits-ddp");
+	assert_int_equal(argv_len(spec.command), 4);
+	assert_string_equal(spec.command[3], "{params.epochs}");
+	assert_int_equal(spec.nroles, 2);
+	assert_string_equal(spec.roles[0].name, "worker");
+	assert_string_equal(spec.roles[1].name, "ps");
+	assert_int_equal(spec.roles[0].replicas, 2);
+	assert_int_equal(spec.roles[0].gpus, 1);
+	assert_int_equal(spec.roles[0].cpus_milli, 1500);
+	assert_int_equal(spec.roles[0].memory, 2ULL << 30);
+	assert_int_equal(spec.roles[0].pids, 512);
+	assert_int_equal(spec.roles[1].cpus_milli, 250);
+	assert_int_equal(spec.roles[1].memory, 104857600);
+	assert_int_equal(argv_len(spec.roles[1].command), 3);
+	assert_string_equal(spec.gpu_model, "A100");
+	assert_int_equal(spec.max_nodes, 2);
+	assert_true(spec.wait_for_nodes);
+	assert_int_equal(spec.priority, PRIO_HIGH);
+	assert_string_equal(spec.team, "vision");
+	assert_int_equal(spec.restart_max, 2);
+	assert_int_equal(spec.timeout_ms, 5400000);
+	assert_int_equal(spec_total_tasks(&spec), 3);
+	/* env values are all strings. */
+	assert_json_equal(spec.env, "{\"OMP_NUM_THREADS\": \"2\", \"MODE\": \"fast\","
+				    " \"RATIO\": \"0.25\", \"ON\": \"true\"}");
+	spec_release(&spec);
+}
+
+static void test_round_trip(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec a, b;
+	json_t *ja, *jb;
+	char *sa, *sb;
+
+	parse_ok(full_spec, &a);
+	ja = spec_to_json(&a);
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	jb = spec_to_json(&b);
+	sa = json_dumps(ja, JSON_COMPACT);
+	sb = json_dumps(jb, JSON_COMPACT);
+	assert_string_equal(sa, sb);
+	assert_true(strstr(sa, "\"timeout\":5400") != NULL);
+	assert_true(strstr(sa, "\"cpus\":1.5") != NULL);
+	assert_int_equal(b.roles[1].cpus_milli, 250);
+	assert_int_equal(b.timeout_ms, a.timeout_ms);
+	assert_int_equal(b.roles[0].memory, a.roles[0].memory);
+	assert_string_equal(b.gpu_model, "A100");
+	free(sa);
+	free(sb);
+	json_decref(ja);
+	json_decref(jb);
+	spec_release(&a);
+	spec_release(&b);
+
+	/* Milliseconds survive as a duration string. */
+	parse_ok(BASE "tasks: {w: {cpus: 0.001}}\ntimeout: 1500ms\n", &a);
+	ja = spec_to_json(&a);
+	assert_string_equal(json_string_value(json_object_get(ja, "timeout")), "1500ms");
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	assert_int_equal(b.timeout_ms, 1500);
+	assert_int_equal(b.roles[0].cpus_milli, 1);
+	json_decref(ja);
+	spec_release(&a);
+	spec_release(&b);
+}
+
+/* ---- --set ------------------------------------------------------------ */
+
+static void test_set(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc = load_ok("params: {lr: 0.5}\ntasks: {worker: {}}\n");
+	assert_int_equal(spec_set(doc, "params.lr=0.1", &eb), 0);
+	assert_int_equal(spec_set(doc, "params.epochs=7", &eb), 0);
+	assert_int_equal(spec_set(doc, "params.tag=v2", &eb), 0);
+	assert_int_equal(spec_set(doc, "params.id='007'", &eb), 0);
+	assert_int_equal(spec_set(doc, "params.quiet=true", &eb), 0);
+	assert_int_equal(spec_set(doc, "params.expr=a=b", &eb), 0);
+	assert_int_equal(spec_set(doc, "tasks.worker.replicas=4", &eb), 0);
+	assert_int_equal(spec_set(doc, "placement.gpu_model=H100", &eb), 0);
+	assert_int_equal(spec_set(doc, "timeout=", &eb), 0);
+	assert_json_equal(doc, "{\"params\": {\"lr\": 0.1, \"epochs\": 7, \"tag\": \"v2\","
+			       " \"id\": \"007\", \"quiet\": true, \"expr\": \"a=b\"},"
+			       " \"tasks\": {\"worker\": {\"replicas\": 4}},"
+			       " \"placement\": {\"gpu_model\": \"H100\"}, \"timeout\": null}");
+	json_decref(doc);
+}
+
+static void test_set_errors(void **state)
+{
+	static const struct {
+		const char *assignment;
+		const char *msg;
+	} cases[] = {
+		{ "x", "--set 'x': expected PATH=VALUE" },
+		{ "=3", "--set '=3': expected PATH=VALUE" },
+		{ "a..b=1", "--set 'a..b=1': expected PATH=VALUE" },
+		{ ".a=1", "--set '.a=1': expected PATH=VALUE" },
+		{ "a.=1", "--set 'a.=1': expected PATH=VALUE" },
+		{ "name.x=1", "--set 'name.x=1': 'name' is not a mapping" },
+		{ "tasks.worker.gpus.x=1",
+			"--set 'tasks.worker.gpus.x=1': 'tasks.worker.gpus' is not a mapping" },
+		{ "params.n=1e999",
+			"--set 'params.n=1e999': number out of range (only finite numbers are allowed)" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct errbuf eb = ERRBUF_INIT;
+		json_t *doc = load_ok("name: a\ntasks: {worker: {gpus: 1}}\n");
+		assert_int_equal(spec_set(doc, cases[i].assignment, &eb), YERR(BAD_REQUEST));
+		assert_int_equal(eb.code, YERR(BAD_REQUEST));
+		assert_string_equal(eb.msg, cases[i].msg);
+		json_decref(doc);
+	}
+}
+
+/* ---- placeholders ----------------------------------------------------- */
+
+static void test_expand_argv(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char *argv[] = { "python", "--lr={params.lr}", "{params.name}", "{{literal}}",
+		"{params.flag}", "n={params.n}/{params.n}", "}}{{params.n}}", "{gpus}", "{", NULL };
+	json_t *params = json_pack("{s:f, s:s, s:b, s:I}", "lr", 0.05, "name", "x y", "flag", 1,
+		"n", (json_int_t)5);
+	char **out = spec_expand_argv(argv, params, &eb);
+	const char *want[] = { "python", "--lr=0.05", "x y", "{literal}", "true", "n=5/5",
+		"}{params.n}", "{gpus}", "{" };
+	assert_non_null(out);
+	assert_int_equal(argv_len(out), ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		assert_string_equal(out[i], want[i]);
+	argv_free(out);
+
+	argv[1] = "{params.missing}";
+	out = spec_expand_argv(argv, params, &eb);
+	assert_null(out);
+	assert_int_equal(eb.code, YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "command");
+	assert_string_equal(eb.msg,
+		"command: \"{params.missing}\" names a parameter that is not in params");
+	json_decref(params);
+
+	assert_int_equal(argv_len(NULL), 0);
+	argv_free(NULL);
+}
+
+static void test_expand_reals(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char *argv[] = { "{params.a}", "{params.b}", "{params.c}", NULL };
+	json_t *params = json_pack("{s:f, s:f, s:f}", "a", 0.1, "b", 2.0, "c", 1e-7);
+	char **out = spec_expand_argv(argv, params, &eb);
+	assert_non_null(out);
+	assert_string_equal(out[0], "0.1");
+	assert_string_equal(out[1], "2.0");
+	assert_string_equal(out[2], "1e-07");
+	argv_free(out);
+	json_decref(params);
+}
+
+static void test_scalar_str(void **state)
+{
+	static const struct {
+		const char *json;
+		const char *text;
+	} cases[] = {
+		{ "\"a b\"", "a b" }, { "5", "5" }, { "-12", "-12" }, { "0.1", "0.1" },
+		{ "2.0", "2.0" }, { "1e300", "1e+300" }, { "true", "true" }, { "false", "false" },
+		{ "0.3", "0.3" }, { "3.14159", "3.14159" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		json_t *v = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+		char *s;
+		assert_non_null(v);
+		s = spec_scalar_str(v);
+		assert_string_equal(s, cases[i].text);
+		free(s);
+		json_decref(v);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_yaml_typing),
+		cmocka_unit_test(test_yaml_keeps_order),
+		cmocka_unit_test(test_json_text),
+		cmocka_unit_test(test_load_refusals),
+		cmocka_unit_test(test_load_syntax_error_has_line),
+		cmocka_unit_test(test_load_depth),
+		cmocka_unit_test(test_load_size_limit),
+		cmocka_unit_test(test_validation_errors),
+		cmocka_unit_test(test_limits_generated),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_example_hello),
+		cmocka_unit_test(test_nulls_are_absent),
+		cmocka_unit_test(test_nul_in_json_strings),
+		cmocka_unit_test(test_full_spec),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_set_errors),
+		cmocka_unit_test(test_expand_argv),
+		cmocka_unit_test(test_expand_reals),
+		cmocka_unit_test(test_scalar_str),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,252 @@
+/* Unit tests for src/common/state.h: the job and task lifecycles. */
+#include "base/compat.h"
+#include "common/state.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+struct edge {
+	int state;
+	int event;
+	int next;
+};
+
+/* The job lifecycle as DESIGN.md describes it; every pair not listed is refused. */
+static const struct edge job_edges[] = {
+	{ JOB_QUEUED, JOB_EV_PLACED, JOB_STARTING },
+	{ JOB_QUEUED, JOB_EV_CANCEL, JOB_CANCELLED },
+	{ JOB_QUEUED, JOB_EV_TIMEOUT, JOB_FAILED },
+	{ JOB_STARTING, JOB_EV_ALL_RUNNING, JOB_RUNNING },
+	{ JOB_STARTING, JOB_EV_ALL_SUCCEEDED, JOB_SUCCEEDED },
+	{ JOB_STARTING, JOB_EV_TASK_FAILED, JOB_FAILED },
+	{ JOB_STARTING, JOB_EV_RESTART, JOB_QUEUED },
+	{ JOB_STARTING, JOB_EV_CANCEL, JOB_CANCELLED },
+	{ JOB_STARTING, JOB_EV_TIMEOUT, JOB_FAILED },
+	{ JOB_RUNNING, JOB_EV_ALL_SUCCEEDED, JOB_SUCCEEDED },
+	{ JOB_RUNNING, JOB_EV_TASK_FAILED, JOB_FAILED },
+	{ JOB_RUNNING, JOB_EV_RESTART, JOB_QUEUED },
+	{ JOB_RUNNING, JOB_EV_CANCEL, JOB_CANCELLED },
+	{ JOB_RUNNING, JOB_EV_TIMEOUT, JOB_FAILED },
+};
+
+static const struct edge task_edges[] = {
+	{ TASK_PENDING, TASK_EV_ASSIGN, TASK_ASSIGNED },
+	{ TASK_PENDING, TASK_EV_STOP, TASK_KILLED },
+	{ TASK_ASSIGNED, TASK_EV_STARTED, TASK_RUNNING },
+	{ TASK_ASSIGNED, TASK_EV_EXITED_OK, TASK_SUCCEEDED },
+	{ TASK_ASSIGNED, TASK_EV_EXITED_FAIL, TASK_FAILED },
+	{ TASK_ASSIGNED, TASK_EV_STOP, TASK_STOPPING },
+	{ TASK_ASSIGNED, TASK_EV_LOST, TASK_LOST },
+	{ TASK_RUNNING, TASK_EV_EXITED_OK, TASK_SUCCEEDED },
+	{ TASK_RUNNING, TASK_EV_EXITED_FAIL, TASK_FAILED },
+	{ TASK_RUNNING, TASK_EV_STOP, TASK_STOPPING },
+	{ TASK_RUNNING, TASK_EV_LOST, TASK_LOST },
+	{ TASK_STOPPING, TASK_EV_EXITED_OK, TASK_KILLED },
+	{ TASK_STOPPING, TASK_EV_EXITED_FAIL, TASK_KILLED },
+	{ TASK_STOPPING, TASK_EV_LOST, TASK_LOST },
+	{ TASK_SUCCEEDED, TASK_EV_REQUEUE, TASK_PENDING },
+	{ TASK_FAILED, TASK_EV_REQUEUE, TASK_PENDING },
+	{ TASK_KILLED, TASK_EV_REQUEUE, TASK_PENDING },
+	{ TASK_LOST, TASK_EV_REQUEUE, TASK_PENDING },
+};
+
+static int expected_next(const struct edge *edges, size_t n, int state, int event)
+{
+	for (size_t i = 0; i < n; i++)
+		if (edges[i].state == state && edges[i].event == event)
+			return edges[i].next;
+	return -1;
+}
+
+static void test_job_allowed(void **state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(job_edges); i++) {
+		const struct edge *e = &job_edges[i];
+		int got = job_transition((enum job_state)e->state, (enum job_event)e->event);
+		if (got != e->next)
+			print_message("job %s + %s\n", job_state_name((enum job_state)e->state),
+				job_event_name((enum job_event)e->event));
+		assert_int_equal(got, e->next);
+	}
+}
+
+/* Every pair of the whole table: exactly the listed edges are allowed. */
+static void test_job_whole_table(void **state)
+{
+	for (int s = 0; s < JOB_STATE__COUNT; s++) {
+		for (int ev = 0; ev < JOB_EVENT__COUNT; ev++) {
+			int want = expected_next(job_edges, ARRAY_SIZE(job_edges), s, ev);
+			int got = job_transition((enum job_state)s, (enum job_event)ev);
+			if (got != want)
+				print_message("job %s + %s\n", job_state_name((enum job_state)s),
+					job_event_name((enum job_event)ev));
+			assert_int_equal(got, want);
+		}
+	}
+}
+
+static void test_job_final_accepts_nothing(void **state)
+{
+	int finals = 0;
+	for (int s = 0; s < JOB_STATE__COUNT; s++) {
+		if (!job_state_is_final((enum job_state)s))
+			continue;
+		finals++;
+		for (int ev = 0; ev < JOB_EVENT__COUNT; ev++)
+			assert_int_equal(job_transition((enum job_state)s, (enum job_event)ev), -1);
+	}
+	assert_int_equal(finals, 3);
+	assert_true(job_state_is_final(JOB_SUCCEEDED));
+	assert_true(job_state_is_final(JOB_FAILED));
+	assert_true(job_state_is_final(JOB_CANCELLED));
+	assert_false(job_state_is_final(JOB_QUEUED));
+	assert_false(job_state_is_final(JOB_STARTING));
+	assert_false(job_state_is_final(JOB_RUNNING));
+}
+
+static void test_job_refused_sample(void **state)
+{
+	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_ALL_RUNNING), -1);
+	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_ALL_SUCCEEDED), -1);
+	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_RESTART), -1);
+	assert_int_equal(job_transition(JOB_RUNNING, JOB_EV_PLACED), -1);
+	assert_int_equal(job_transition(JOB_RUNNING, JOB_EV_ALL_RUNNING), -1);
+	assert_int_equal(job_transition(JOB_CANCELLED, JOB_EV_CANCEL), -1);
+	assert_int_equal(job_transition(JOB_SUCCEEDED, JOB_EV_RESTART), -1);
+	/* Out-of-range input is refused, not a crash. */
+	assert_int_equal(job_transition((enum job_state)JOB_STATE__COUNT, JOB_EV_PLACED), -1);
+	assert_int_equal(job_transition(JOB_QUEUED, (enum job_event)JOB_EVENT__COUNT), -1);
+	assert_int_equal(job_transition((enum job_state)-1, JOB_EV_PLACED), -1);
+}
+
+static void test_task_allowed(void **state)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(task_edges); i++) {
+		const struct edge *e = &task_edges[i];
+		int got = task_transition((enum task_state)e->state, (enum task_event)e->event);
+		if (got != e->next)
+			print_message("task %s + %s\n", task_state_name((enum task_state)e->state),
+				task_event_name((enum task_event)e->event));
+		assert_int_equal(got, e->next);
+	}
+}
+
+static void test_task_whole_table(void **state)
+{
+	for (int s = 0; s < TASK_STATE__COUNT; s++) {
+		for (int ev = 0; ev < TASK_EVENT__COUNT; ev++) {
+			int want = expected_next(task_edges, ARRAY_SIZE(task_edges), s, ev);
+			int got = task_transition((enum task_state)s, (enum task_event)ev);
+			if (got != want)
+				print_message("task %s + %s\n", task_state_name((enum task_state)s),
+					task_event_name((enum task_event)ev));
+			assert_int_equal(got, want);
+		}
+	}
+}
+
+/* A final task accepts only REQUEUE (a restart of its job), back to pending. */
+static void test_task_final_accepts_only_requeue(void **state)
+{
+	int finals = 0;
+	for (int s = 0; s < TASK_STATE__COUNT; s++) {
+		if (!task_state_is_final((enum task_state)s))
+			continue;
+		finals++;
+		for (int ev = 0; ev < TASK_EVENT__COUNT; ev++) {
+			int got = task_transition((enum task_state)s, (enum task_event)ev);
+			assert_int_equal(got, ev == TASK_EV_REQUEUE ? TASK_PENDING : -1);
+		}
+	}
+	assert_int_equal(finals, 4);
+	/* Only final tasks are requeued. */
+	assert_int_equal(task_transition(TASK_RUNNING, TASK_EV_REQUEUE), -1);
+	assert_int_equal(task_transition(TASK_PENDING, TASK_EV_REQUEUE), -1);
+}
+
+static void test_task_refused_sample(void **state)
+{
+	assert_int_equal(task_transition(TASK_PENDING, TASK_EV_STARTED), -1);
+	assert_int_equal(task_transition(TASK_PENDING, TASK_EV_EXITED_OK), -1);
+	assert_int_equal(task_transition(TASK_PENDING, TASK_EV_LOST), -1);
+	assert_int_equal(task_transition(TASK_RUNNING, TASK_EV_ASSIGN), -1);
+	assert_int_equal(task_transition(TASK_RUNNING, TASK_EV_STARTED), -1);
+	assert_int_equal(task_transition(TASK_STOPPING, TASK_EV_STOP), -1);
+	assert_int_equal(task_transition(TASK_STOPPING, TASK_EV_STARTED), -1);
+	assert_int_equal(task_transition(TASK_SUCCEEDED, TASK_EV_EXITED_FAIL), -1);
+	assert_int_equal(task_transition(TASK_LOST, TASK_EV_STARTED), -1);
+	assert_int_equal(task_transition((enum task_state)TASK_STATE__COUNT, TASK_EV_ASSIGN), -1);
+	assert_int_equal(task_transition(TASK_PENDING, (enum task_event)TASK_EVENT__COUNT), -1);
+}
+
+static void test_task_holds_resources(void **state)
+{
+	for (int s = 0; s < TASK_STATE__COUNT; s++) {
+		int want = s == TASK_ASSIGNED || s == TASK_RUNNING || s == TASK_STOPPING;
+		assert_int_equal(!!task_state_holds_resources((enum task_state)s), want);
+	}
+}
+
+static void test_names(void **state)
+{
+	static const char *const job_states[] = { "queued", "starting", "running", "succeeded",
+		"failed", "cancelled" };
+	static const char *const job_events[] = { "placed", "all_running", "all_succeeded",
+		"task_failed", "restart", "cancel", "timeout" };
+	static const char *const task_states[] = { "pending", "assigned", "running", "stopping",
+		"succeeded", "failed", "killed", "lost" };
+	static const char *const task_events[] = { "assign", "started", "exited_ok", "exited_fail",
+		"stop", "lost", "requeue" };
+
+	assert_int_equal(ARRAY_SIZE(job_states), JOB_STATE__COUNT);
+	assert_int_equal(ARRAY_SIZE(job_events), JOB_EVENT__COUNT);
+	assert_int_equal(ARRAY_SIZE(task_states), TASK_STATE__COUNT);
+	assert_int_equal(ARRAY_SIZE(task_events), TASK_EVENT__COUNT);
+	for (int i = 0; i < JOB_STATE__COUNT; i++) {
+		assert_string_equal(job_state_name((enum job_state)i), job_states[i]);
+		assert_int_equal(job_state_parse(job_states[i]), i);
+	}
+	for (int i = 0; i < JOB_EVENT__COUNT; i++)
+		assert_string_equal(job_event_name((enum job_event)i), job_events[i]);
+	for (int i = 0; i < TASK_STATE__COUNT; i++) {
+		assert_string_equal(task_state_name((enum task_state)i), task_states[i]);
+		assert_int_equal(task_state_parse(task_states[i]), i);
+	}
+	for (int i = 0; i < TASK_EVENT__COUNT; i++)
+		assert_string_equal(task_event_name((enum task_event)i), task_events[i]);
+
+	assert_string_equal(job_state_name((enum job_state)JOB_STATE__COUNT), "unknown");
+	assert_string_equal(job_event_name((enum job_event)JOB_EVENT__COUNT), "unknown");
+	assert_string_equal(task_state_name((enum task_state)TASK_STATE__COUNT), "unknown");
+	assert_string_equal(task_event_name((enum task_event)TASK_EVENT__COUNT), "unknown");
+}
+
+static void test_parse_refuses(void **state)
+{
+	assert_int_equal(job_state_parse("bogus"), -1);
+	assert_int_equal(job_state_parse(""), -1);
+	assert_int_equal(job_state_parse("Queued"), -1);
+	assert_int_equal(job_state_parse("queued "), -1);
+	assert_int_equal(job_state_parse("pending"), -1); /* a task state, not a job state */
+	assert_int_equal(task_state_parse("queued"), -1);
+	assert_int_equal(task_state_parse("RUNNING"), -1);
+	assert_int_equal(task_state_parse(""), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_job_allowed),
+		cmocka_unit_test(test_job_whole_table),
+		cmocka_unit_test(test_job_final_accepts_nothing),
+		cmocka_unit_test(test_job_refused_sample),
+		cmocka_unit_test(test_task_allowed),
+		cmocka_unit_test(test_task_whole_table),
+		cmocka_unit_test(test_task_final_accepts_only_requeue),
+		cmocka_unit_test(test_task_refused_sample),
+		cmocka_unit_test(test_task_holds_resources),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_parse_refuses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
