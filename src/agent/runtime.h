@@ -25,7 +25,7 @@ struct runtime_ctx {
 	const char *work_dir;
 	const char *agent_name;
 	const char *dev_dir;       /* "/dev" */
-	const char *self_exe;      /* the yard binary */
+	const char *shim_exe;      /* yard-shim, or the yard binary (both take "shim --dir D") */
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
 	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
 	const struct gpu_list *gpus;

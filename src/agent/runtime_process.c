@@ -37,11 +37,11 @@ static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
 	char *rel = xasprintf("yard/%s/task-%" PRId64, ctx->agent_name, t->id);
-	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:s?, s:O, s:s}", "cwd", cwd,
-				 "checkpoint_dir", ckpt, "data_dir", data, "code_archive", t->code,
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s}", "cwd", cwd,
+				 "checkpoint_dir", ckpt, "data_dir", data,
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
 				 "gpu_devices", devs, "dev_dir", ctx->dev_dir);
-	ret = taskdir_write_json(t->dir, "shim.json", conf, eb);
+	ret = taskdir_write_json(t->dir, "shim.json", conf, 0, eb);
 	json_decref(conf);
 	free(cwd);
 	free(data);
@@ -56,7 +56,7 @@ out:
 static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
 {
 	int fds[2] = { -1, -1 }, log_fd = -1, ret;
-	char *argv[] = { (char *)ctx->self_exe, "shim", "--dir", t->dir, NULL };
+	char *argv[] = { (char *)ctx->shim_exe, "shim", "--dir", t->dir, NULL };
 	struct spawn_opts o;
 
 	if ((ret = write_shim_conf(ctx, t, eb)))

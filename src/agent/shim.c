@@ -14,7 +14,6 @@
 #include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
-#include "common/codepack.h"
 
 #define MAX_DEVS 64
 
@@ -148,7 +147,6 @@ static int start_task(struct shim *s, struct errbuf *eb)
 	char **argv = NULL, **env = NULL;
 	int out_fd = -1, err_fd = -1, ret = 0;
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
-	const char *archive = conf_str(s, "code_archive");
 	size_t i;
 	json_t *v;
 
@@ -160,8 +158,6 @@ static int start_task(struct shim *s, struct errbuf *eb)
 		if (mkdir_p(dirs[i], 0755) < 0)
 			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
 	}
-	if (archive && (ret = codepack_extract(archive, dirs[0], eb)))
-		return ret;
 	if ((ret = setup_cgroup(s, eb)))
 		return ret;
 	if ((out_fd = open_out(s, "stdout", eb)) < 0 || (err_fd = open_out(s, "stderr", eb)) < 0) {
@@ -301,7 +297,7 @@ int shim_main(const char *dir)
 
 	char *shim_pid = xasprintf("%s/shim.pid", dir);
 	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	write_file_atomic(shim_pid, buf, strlen(buf), 0644);
+	write_file_replace(shim_pid, buf, strlen(buf), 0644);
 	free(shim_pid);
 
 	if ((ret = taskdir_read_json(dir, "task.json", &s.task, &eb)) ||
@@ -314,7 +310,7 @@ int shim_main(const char *dir)
 		goto out_write;
 	}
 	json_t *pidj = json_pack("{s:i, s:i}", "pid", (int)s.pid, "pgid", (int)s.pid);
-	taskdir_write_json(dir, "task.pid", pidj, NULL);
+	taskdir_write_json(dir, "task.pid", pidj, 0, NULL);
 	json_decref(pidj);
 	notify(&s, "running %d\n", (int)s.pid);
 

@@ -9,11 +9,17 @@
  * TASKDIR/exit.json atomically, last.
  *
  * shim.json: {"cwd": DIR, "checkpoint_dir": DIR, "data_dir": DIR,
- *   "code_archive": PATH|null (extracted into cwd before start),
  *   "cgroup_root": DIR|null (null: /sys/fs/cgroup), "cgroup_rel": "yard/A/task-ID"|null
  *   (null: no cgroups), "gpu_devices": [PATH...] (device nodes of the task's GPUs),
  *   "dev_dir": DIR (where nvidiactl and nvidia-uvm* are looked for),
  *   "stop_grace_ms": N (default 10000)}
+ *
+ * The agent unpacks the job's code into cwd before it starts the shim. The
+ * shim is built as its own small executable, yard-shim (src/agent/shim_exe.c):
+ * it links only libc, jansson and yard's base, so it starts in about a
+ * millisecond where the full yard binary (libcurl and its TLS stack,
+ * libmicrohttpd, SQLite, ...) takes about 18 ms to load. `yard shim` runs
+ * the same code when yard-shim is missing.
  *
  * The shim reports the start on its stdout (the agent's pipe), one line:
  * "running PID\n" or "start_failed: MESSAGE\n", then closes it.

@@ -4,12 +4,14 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 
-int taskdir_write_json(const char *dir, const char *name, const json_t *doc, struct errbuf *eb)
+int taskdir_write_json(const char *dir, const char *name, const json_t *doc, unsigned flags,
+		       struct errbuf *eb)
 {
 	char *path = xasprintf("%s/%s", dir, name);
 	char *text = json_dumps(doc, JSON_COMPACT);
 	int ret = 0;
-	if (!text || write_file_atomic(path, text, strlen(text), 0644) < 0)
+	if (!text || ((flags & TASKDIR_DURABLE) ? write_file_atomic(path, text, strlen(text), 0644)
+						: write_file_replace(path, text, strlen(text), 0644)) < 0)
 		ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
 	free(text);
 	free(path);
@@ -38,7 +40,7 @@ int task_exit_write(const char *dir, const struct task_exit *e, struct errbuf *e
 				"exit_code", e->has_code ? json_integer(e->exit_code) : json_null(),
 				"signal", e->signal ? json_integer(e->signal) : json_null(),
 				"oom_killed", e->oom_killed, "reason", e->reason);
-	int ret = taskdir_write_json(dir, "exit.json", doc, eb);
+	int ret = taskdir_write_json(dir, "exit.json", doc, TASKDIR_DURABLE, eb);
 	json_decref(doc);
 	return ret;
 }

@@ -20,8 +20,16 @@ struct task_exit {
 	char reason[1100];
 };
 
+enum taskdir_write_flags {
+	/* fsync the file and the directory: it must survive a power loss (an
+	 * exit status not yet reported). Without it the write is still atomic
+	 * for crashes of processes, and costs no disk flush on the start path. */
+	TASKDIR_DURABLE = 1 << 0,
+};
+
 /* taskdir_write_json writes doc to DIR/NAME atomically; YERR(IO) on failure. */
-int taskdir_write_json(const char *dir, const char *name, const json_t *doc, struct errbuf *eb);
+int taskdir_write_json(const char *dir, const char *name, const json_t *doc, unsigned flags,
+		       struct errbuf *eb);
 /* taskdir_read_json loads DIR/NAME into *out (new reference); YERR(NOT_FOUND)
  * when missing, YERR(IO) when unreadable or not JSON. */
 int taskdir_read_json(const char *dir, const char *name, json_t **out, struct errbuf *eb);

@@ -61,7 +61,8 @@ int fsync_parent_dir(const char *path)
 	return ret;
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len, unsigned mode)
+static int write_file_via_tmp(const char *path, const void *data, size_t len, unsigned mode,
+			      int durable)
 {
 	struct strbuf tmp = STRBUF_INIT;
 	int fd, ret = -1, saved;
@@ -69,7 +70,7 @@ int write_file_atomic(const char *path, const void *data, size_t len, unsigned m
 	fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
 	if (fd < 0)
 		goto out;
-	if (fchmod(fd, (mode_t)mode) < 0 || write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (fchmod(fd, (mode_t)mode) < 0 || write_all(fd, data, len) < 0 || (durable && fsync(fd) < 0)) {
 		saved = errno;
 		close(fd);
 		unlink(tmp.buf);
@@ -82,12 +83,22 @@ int write_file_atomic(const char *path, const void *data, size_t len, unsigned m
 		errno = saved;
 		goto out;
 	}
-	ret = fsync_parent_dir(path);
+	ret = durable ? fsync_parent_dir(path) : 0;
 out:
 	saved = errno;
 	strbuf_release(&tmp);
 	errno = saved;
 	return ret;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_file_via_tmp(path, data, len, mode, 1);
+}
+
+int write_file_replace(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_file_via_tmp(path, data, len, mode, 0);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)

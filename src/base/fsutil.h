@@ -11,6 +11,11 @@ int mkdir_p(const char *path, unsigned mode);
 /* write_file_atomic writes data to "PATH.tmp", fsyncs it, renames it over
  * path and fsyncs the directory, so readers see the old or the new content. */
 int write_file_atomic(const char *path, const void *data, size_t len, unsigned mode);
+/* write_file_replace is write_file_atomic without the fsyncs: readers still
+ * see the old or the new content whatever process dies, but after a power
+ * loss the file may be empty. For files whose meaning ends with the boot
+ * (pid files, hints that a restart can rebuild). */
+int write_file_replace(const char *path, const void *data, size_t len, unsigned mode);
 /* rm_rf removes path and everything below it; missing is not an error. */
 int rm_rf(const char *path);
 /* fsync_dir fsyncs the directory that holds path. */

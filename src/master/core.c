@@ -306,6 +306,42 @@ static int load_token(void *ctx, const char *key, const char *text)
 	return 0;
 }
 
+/* Sets of pointers with O(1) insert and remove: each member remembers
+ * 1 + its index in its slot field. */
+#define SET_PUT(arr, n, a, item, slot)                  \
+	do {                                            \
+		if (!(item)->slot) {                    \
+			ALLOC_GROW(arr, (n) + 1, a);    \
+			(arr)[(n)++] = (item);          \
+			(item)->slot = (n);             \
+		}                                       \
+	} while (0)
+#define SET_DEL(arr, n, item, slot)                             \
+	do {                                                    \
+		if ((item)->slot) {                             \
+			size_t set_i_ = (item)->slot - 1;       \
+			(arr)[set_i_] = (arr)[--(n)];           \
+			(arr)[set_i_]->slot = set_i_ + 1;       \
+			(item)->slot = 0;                       \
+		}                                               \
+	} while (0)
+
+void core_index_job(struct master *m, struct job *j)
+{
+	if (j->state == JOB_QUEUED)
+		SET_PUT(m->queue, m->nqueue, m->aqueue, j, queue_slot);
+	else
+		SET_DEL(m->queue, m->nqueue, j, queue_slot);
+}
+
+void core_index_task(struct master *m, struct task *t)
+{
+	if (t->node && task_state_holds_resources(t->state))
+		SET_PUT(m->live, m->nlive, m->alive, t, live_slot);
+	else
+		SET_DEL(m->live, m->nlive, t, live_slot);
+}
+
 int core_load(struct master *m, struct errbuf *eb)
 {
 	static const store_load_fn fns[] = { load_job, load_task, load_node, load_token };
@@ -319,6 +355,13 @@ int core_load(struct master *m, struct errbuf *eb)
 			return rc;
 		}
 	}
+	for (size_t i = 0; i < m->njobs; i++)
+		if (m->jobs[i])
+			core_index_job(m, m->jobs[i]);
+	for (size_t i = 0; i < m->ntasks; i++)
+		if (m->tasks[i])
+			core_index_task(m, m->tasks[i]);
+	m->sched_needed = true;
 	return 0;
 }
 
@@ -377,6 +420,12 @@ void core_clear(struct master *m)
 	}
 	free(m->jobs);
 	free(m->tasks);
+	free(m->queue);
+	free(m->live);
+	free(m->fresh);
+	m->queue = m->fresh = NULL;
+	m->live = NULL;
+	m->nqueue = m->aqueue = m->nlive = m->alive = m->nfresh = m->afresh = 0;
 	free(m->nodes);
 	free(m->tokens);
 	m->jobs = NULL;

@@ -52,6 +52,7 @@ struct task {
 	char *reason_code, *reason_msg; /* owned or NULL */
 	uint64_t started_at, finished_at;
 	uint64_t log_size[LOG_STREAM__COUNT];
+	size_t live_slot;       /* 1 + index in master->live, 0 when not holding resources */
 };
 
 struct job {
@@ -71,6 +72,7 @@ struct job {
 	unsigned queue_position; /* 0 when not waiting */
 	char wait_code[32];
 	char *wait_msg;         /* owned or NULL */
+	size_t queue_slot;      /* 1 + index in master->queue, 0 when not queued */
 };
 
 struct gpu_info {
@@ -98,7 +100,18 @@ struct master {
 	bool txn_open;          /* a batch transaction is open */
 	int batch_err;          /* first write error of the batch */
 	struct errbuf batch_eb;
-	bool sched_needed;
+	bool sched_needed;      /* a full plan is due: capacity or the queue changed */
+	bool positions_stale;   /* fresh jobs wait without a queue position yet */
+	uint64_t last_full_plan_ms; /* mono_ms of the last full plan */
+
+	/* Indexes kept by core_index_job()/core_index_task() on every state
+	 * change, so that scheduling costs what is live, not what is stored. */
+	struct job **queue;     /* borrowed: the jobs in state queued, unordered */
+	size_t nqueue, aqueue;
+	struct task **live;     /* borrowed: tasks that hold their node's resources */
+	size_t nlive, alive;
+	struct job **fresh;     /* borrowed: jobs submitted since the last plan */
+	size_t nfresh, afresh;
 
 	struct job **jobs;      /* owned, jobs[id - 1] */
 	size_t njobs, ajobs;
@@ -130,7 +143,13 @@ struct job *core_job(struct master *m, uint64_t id);
 struct task *core_task(struct master *m, uint64_t id);
 struct node *core_node(struct master *m, const char *name);
 
-/* core_load fills an empty model from the store. */
+/* core_index_job/core_index_task put an entity into, or take it out of, the
+ * queue and live indexes to match its current state. Call after every state
+ * change (and on creation). */
+void core_index_job(struct master *m, struct job *j);
+void core_index_task(struct master *m, struct task *t);
+
+/* core_load fills an empty model from the store (and its indexes). */
 int core_load(struct master *m, struct errbuf *eb);
 /* core_clear frees the whole model (jobs, tasks, nodes, tokens). */
 void core_clear(struct master *m);

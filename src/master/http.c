@@ -95,6 +95,7 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 {
 	uint64_t now = mono_ms();
 	struct req *r = m->held, *next;
+	bool released = false;
 
 	for (; r; r = next) {
 		next = r->next_held;
@@ -102,10 +103,15 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 			if (commit_err)
 				req_error(r, eb);
 			release(m, r);
+			released = true;
 		} else if (api_poll_ready(r, now)) {
 			release(m, r);
+			released = true;
 		}
 	}
+	/* a resumed connection needs MHD to run again before its reply goes out */
+	if (released)
+		http_run(m);
 }
 
 void http_release_all(struct master *m)

@@ -43,6 +43,7 @@ static bool job_event(struct master *m, struct job *j, enum job_event ev)
 		free(j->wait_msg);
 		j->wait_msg = NULL;
 	}
+	core_index_job(m, j);
 	m->sched_needed = true;
 	return true;
 }
@@ -58,6 +59,7 @@ static bool task_event(struct master *m, struct task *t, enum task_event ev)
 		t->finished_at = wall_us();
 	if (t->state == TASK_STOPPING || task_state_is_final(t->state))
 		t->stop = true;
+	core_index_task(m, t);
 	m->sched_needed = true;
 	return true;
 }
@@ -212,7 +214,10 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 		snprintf(buf, sizeof(buf), "%zu", m->njobs);
 		core_save_meta(m, "next_job_id", buf);
 	}
-	m->sched_needed = true;
+	/* only the new job needs placing: capacity has not changed */
+	core_index_job(m, j);
+	ALLOC_GROW(m->fresh, m->nfresh + 1, m->afresh);
+	m->fresh[m->nfresh++] = j;
 	*out = j;
 out:
 	json_decref(canon);
@@ -398,10 +403,8 @@ static void fill_sched_node(struct master *m, const struct node *n, struct sched
 /* Subtracts what the tasks that hold resources use. */
 static void sched_account_use(struct master *m, struct sched_node *sn, struct sched_gpu **gp)
 {
-	for (size_t i = 0; i < m->ntasks; i++) {
-		const struct task *t = m->tasks[i];
-		if (!t || !t->node || !task_state_holds_resources(t->state))
-			continue;
+	for (size_t i = 0; i < m->nlive; i++) {
+		const struct task *t = m->live[i];
 		for (size_t k = 0; k < m->nnodes; k++) {
 			if (strcmp(m->nodes[k]->name, t->node))
 				continue;
@@ -438,14 +441,24 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 		memcpy(t->gpus, st->gpus, st->ngpus * sizeof(unsigned));
 		t->ngpus = st->ngpus;
 		t->started_at = wall_us();
+		core_index_task(m, t);
 		core_save_task(m, t);
 		node_bump(m, t->node);
 	}
 	core_save_job(m, j);
 }
 
+/* A full plan looks at the whole queue; between full plans, jobs submitted
+ * since the last plan are placed against the free capacity alone. That gives
+ * the same starts as a full plan, because every older queued job was already
+ * found not to fit and capacity has not grown since (anything that frees or
+ * adds capacity sets sched_needed). Their queue positions wait for the next
+ * full plan. */
 void jobs_schedule(struct master *m)
 {
+	bool full = m->sched_needed;
+	struct job **cand = full ? m->queue : m->fresh;
+	size_t ncand = full ? m->nqueue : m->nfresh;
 	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
 	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
 	struct sched_job *sj = NULL;
@@ -461,8 +474,8 @@ void jobs_schedule(struct master *m)
 		fill_sched_node(m, m->nodes[i], &sn[i], gp[i], true);
 	}
 	sched_account_use(m, sn, gp);
-	for (size_t i = 0; i < m->njobs; i++) {
-		struct job *j = m->jobs[i];
+	for (size_t i = 0; i < ncand; i++) {
+		struct job *j = cand[i];
 		struct sched_task *tasks;
 		size_t k = 0;
 
@@ -505,14 +518,21 @@ void jobs_schedule(struct master *m)
 	}
 	for (size_t w = 0; w < plan.nwaits; w++) {
 		struct job *j = qj[plan.waits[w].job];
-		j->queue_position = plan.waits[w].position;
+		j->queue_position = full ? plan.waits[w].position : 0;
 		snprintf(j->wait_code, sizeof(j->wait_code), "%s", plan.waits[w].code);
 		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
 			set_str(&j->wait_msg, plan.waits[w].message);
 	}
+	if (!full && plan.nwaits)
+		m->positions_stale = true;
+	if (full) {
+		m->positions_stale = false;
+		m->last_full_plan_ms = mono_ms();
+	}
 	sched_plan_release(&plan);
 	/* a plan can make nothing new schedulable: do not loop */
 	m->sched_needed = false;
+	m->nfresh = 0;
 	for (size_t i = 0; i < nq; i++) {
 		free((void *)sj[i].tasks);
 		free(jt[i]);

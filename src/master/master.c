@@ -70,13 +70,13 @@ static void on_prepare(uv_prepare_t *h)
 	struct errbuf eb = ERRBUF_INIT;
 	int rc;
 
-	if (m->sched_needed)
+	if (m->sched_needed || m->nfresh)
 		jobs_schedule(m);
 	rc = batch_commit(m, &eb);
 	http_wake(m, rc, &eb);
 	http_run(m);
 	/* MHD_run may have produced more changes (resumed requests): commit them too */
-	if (m->sched_needed)
+	if (m->sched_needed || m->nfresh)
 		jobs_schedule(m);
 	if (m->txn_open) {
 		rc = batch_commit(m, &eb);
@@ -94,7 +94,10 @@ static void on_tick(uv_timer_t *t)
 	struct master *m = t->data;
 
 	jobs_tick(m);
-	m->sched_needed = true;
+	/* queue positions of jobs placed by fresh-only plans, and waiting
+	 * reasons in general, are refreshed by a full plan at most every tick */
+	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)
+		m->sched_needed = true;
 }
 
 static void on_stop(uv_async_t *a)

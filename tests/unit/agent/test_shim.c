@@ -69,14 +69,14 @@ static void write_task(struct fixture *f, const char *const *argv, json_t *env, 
 		f->rel = xasprintf("yard-test/%d/task-1", (int)getpid());
 		f->root = "/sys/fs/cgroup";
 	}
-	json_t *conf = json_pack("{s:s, s:s, s:s, s:n, s:s?, s:s?, s:[], s:s, s:i}", "cwd", cwd,
-				 "checkpoint_dir", ck, "data_dir", data, "code_archive",
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:[], s:s, s:i}", "cwd", cwd,
+				 "checkpoint_dir", ck, "data_dir", data,
 				 "cgroup_root", f->root, "cgroup_rel", f->rel, "gpu_devices",
 				 "dev_dir", "/dev", "stop_grace_ms", grace_ms);
 	assert_non_null(task);
 	assert_non_null(conf);
-	assert_int_equal(taskdir_write_json(f->dir, "task.json", task, NULL), 0);
-	assert_int_equal(taskdir_write_json(f->dir, "shim.json", conf, NULL), 0);
+	assert_int_equal(taskdir_write_json(f->dir, "task.json", task, 0, NULL), 0);
+	assert_int_equal(taskdir_write_json(f->dir, "shim.json", conf, 0, NULL), 0);
 	json_decref(task);
 	json_decref(conf);
 	free(cwd);
