@@ -104,10 +104,15 @@ static int setup_cgroup(struct shim *s, struct errbuf *eb)
 }
 
 /* The task's environment: the assignment's env exactly, plus the node-local dirs. */
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* The task's environment: the assignment's env exactly, the node-local
+ * YARD_CHECKPOINT_DIR and YARD_DATA_DIR, and where the assignment has none,
+ * the PATH and HOME that every program expects (HOME is the working dir). */
 static char **build_env(struct shim *s)
 {
 	json_t *env = json_object_get(s->task, "env");
-	size_t n = json_object_size(env) + 3, k = 0;
+	size_t n = json_object_size(env) + 5, k = 0;
 	char **out = xcalloc(n, sizeof(*out));
 	const char *key;
 	json_t *v;
@@ -118,6 +123,10 @@ static char **build_env(struct shim *s)
 	}
 	out[k++] = xasprintf("YARD_CHECKPOINT_DIR=%s", conf_str(s, "checkpoint_dir"));
 	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
+	if (!json_object_get(env, "PATH"))
+		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
+	if (!json_object_get(env, "HOME"))
+		out[k++] = xasprintf("HOME=%s", conf_str(s, "cwd"));
 	out[k] = NULL;
 	return out;
 }
@@ -170,8 +179,7 @@ static int start_task(struct shim *s, struct errbuf *eb)
 	env = build_env(s);
 	/* execvpe looks argv[0] up in our PATH: make it the task's */
 	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
-	if (path)
-		setenv("PATH", path, 1);
+	setenv("PATH", path ? path : DEFAULT_PATH, 1);
 	spawn_opts_init(&o);
 	o.argv = argv;
 	o.env = env;

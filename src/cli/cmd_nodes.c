@@ -61,7 +61,7 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 		cli_table_add(&t, "%s", cli_jstr(node, "name"));
 		cli_table_add(&t, "%s", cli_jstr(node, "state"));
 		cli_table_add(&t, "%s", cli_jstr(node, "addr"));
-		cli_table_add(&t, "%" PRId64, cli_jint(node, "cpus"));
+		cli_table_add(&t, "%g", json_number_value(json_object_get(node, "cpus")));
 		cli_table_add(&t, "%s", mem);
 		cli_table_add(&t, "%zu/%zu", used, json_array_size(gpus));
 		cli_table_add(&t, "%s", m.len ? m.buf : "-");

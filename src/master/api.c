@@ -268,6 +268,7 @@ static void h_jobs_list(struct req *r)
 
 static void h_job_get(struct req *r)
 {
+	jobs_refresh_positions(r->m);
 	struct job *j = path_job(r);
 
 	if (j)
@@ -369,28 +370,24 @@ static void h_job_logs(struct req *r)
 	logs_reply(r, t);
 }
 
+static int by_position(const void *a, const void *b)
+{
+	const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
+	unsigned px = x->queue_position ? x->queue_position : UINT_MAX;
+	unsigned py = y->queue_position ? y->queue_position : UINT_MAX;
+	return px < py ? -1 : px > py ? 1 : (x->id > y->id) - (x->id < y->id);
+}
+
 static void h_queue(struct req *r)
 {
-	struct job **q = xcalloc(r->m->njobs + 1, sizeof(*q));
+	struct job **q;
 	json_t *arr = json_array();
-	size_t n = 0;
+	size_t n = r->m->nqueue;
 
-	for (size_t i = 0; i < r->m->njobs; i++) {
-		struct job *j = r->m->jobs[i];
-		if (j && j->state == JOB_QUEUED)
-			q[n++] = j;
-	}
-	/* by position (jobs not yet planned last) */
-	for (size_t a = 1; a < n; a++)
-		for (size_t b = a; b > 0; b--) {
-			unsigned pa = q[b - 1]->queue_position ? q[b - 1]->queue_position : UINT_MAX;
-			unsigned pb = q[b]->queue_position ? q[b]->queue_position : UINT_MAX;
-			if (pa <= pb)
-				break;
-			struct job *tmp = q[b - 1];
-			q[b - 1] = q[b];
-			q[b] = tmp;
-		}
+	jobs_refresh_positions(r->m);
+	q = xcalloc(n + 1, sizeof(*q));
+	memcpy(q, r->m->queue, n * sizeof(*q));
+	qsort(q, n, sizeof(*q), by_position);
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = q[i];
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id", (json_int_t)j->id,

@@ -35,7 +35,7 @@ struct node *core_node(struct master *m, const char *name)
 
 static void put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc)
 {
-	char *text = json_dumps(doc, JSON_COMPACT);
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	int rc;
 
 	json_decref(doc);

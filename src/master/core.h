@@ -103,6 +103,7 @@ struct master {
 	bool sched_needed;      /* a full plan is due: capacity or the queue changed */
 	bool positions_stale;   /* fresh jobs wait without a queue position yet */
 	uint64_t last_full_plan_ms; /* mono_ms of the last full plan */
+	unsigned ticks;         /* of the 200 ms housekeeping timer */
 
 	/* Indexes kept by core_index_job()/core_index_task() on every state
 	 * change, so that scheduling costs what is live, not what is stored. */

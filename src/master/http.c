@@ -30,7 +30,7 @@ void req_text(struct req *r, int status, const char *ctype, const char *data, si
 
 void req_json(struct req *r, int status, json_t *doc)
 {
-	char *text = json_dumps(doc, JSON_COMPACT);
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	struct MHD_Response *resp;
 	size_t len = strlen(text);
 

@@ -199,7 +199,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	j->team = spec->team ? xstrdup(spec->team) : team ? xstrdup(team) : NULL;
 	j->code = code ? xstrdup(code) : NULL;
 	canon = spec_to_json(spec);
-	j->spec_text = json_dumps(canon, JSON_COMPACT);
+	j->spec_text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	j->spec = spec;
 	spec = NULL;
 	j->state = JOB_QUEUED;
@@ -546,6 +546,14 @@ void jobs_schedule(struct master *m)
 	free(qj);
 }
 
+void jobs_refresh_positions(struct master *m)
+{
+	if (!m->positions_stale)
+		return;
+	m->sched_needed = true;
+	jobs_schedule(m);
+}
+
 /* ---- nodes ---- */
 
 static bool valid_name(const char *s)
@@ -874,7 +882,7 @@ static char *param_string(const json_t *v)
 {
 	if (json_is_string(v))
 		return xstrdup(json_string_value(v));
-	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 }
 
 static json_t *task_env(struct master *m, const struct task *t, const struct job *j)
@@ -900,7 +908,7 @@ static json_t *task_env(struct master *m, const struct task *t, const struct job
 	snprintf(buf, sizeof(buf), "%u", t->attempt);
 	json_object_set_new(env, "YARD_RESTART_COUNT", json_string(buf));
 	if (j->spec) {
-		char *p = json_dumps(j->spec->params, JSON_COMPACT | JSON_SORT_KEYS);
+		char *p = json_dumps(j->spec->params, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 		json_object_set_new(env, "YARD_PARAMS", json_string(p ? p : "{}"));
 		free(p);
 		json_object_foreach(j->spec->params, k, v) {

@@ -20,6 +20,9 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb);
 /* jobs_schedule runs the scheduler and starts what it placed. */
 void jobs_schedule(struct master *m);
+/* jobs_refresh_positions runs a full plan when jobs placed between full plans
+ * still wait without a queue position, so that what a reader sees is exact. */
+void jobs_refresh_positions(struct master *m);
 /* jobs_tick expires leases and job timeouts (call every few hundred ms). */
 void jobs_tick(struct master *m);
 /* jobs_restore_leases gives every node a fresh lease (after a master start). */

@@ -6,6 +6,7 @@
 #include "base/compat.h"
 #include "master/master.h"
 
+#include <malloc.h>
 #include <microhttpd.h>
 #include <pthread.h>
 
@@ -98,6 +99,10 @@ static void on_tick(uv_timer_t *t)
 	 * reasons in general, are refreshed by a full plan at most every tick */
 	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)
 		m->sched_needed = true;
+	/* A large listing builds and frees megabytes at once; glibc keeps freed
+	 * heap that is not at its top. Give it back once a second. */
+	if (++m->ticks % 5 == 0)
+		malloc_trim(0);
 }
 
 static void on_stop(uv_async_t *a)

@@ -202,8 +202,33 @@ static void test_env_exact(void **state)
 	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
 	assert_int_equal(e.exit_code, 0);
 	read_file(f, "stdout", &out);
-	char *expect = xasprintf("PATH=/usr/bin:/bin\nFOO=a b\nYARD_CHECKPOINT_DIR=%s/ckpt\nYARD_DATA_DIR=%s/data\n",
-				 f->dir, f->dir);
+	char *expect = xasprintf("PATH=/usr/bin:/bin\nFOO=a b\nYARD_CHECKPOINT_DIR=%s/ckpt\nYARD_DATA_DIR=%s/data\n"
+				 "HOME=%s/code\n", f->dir, f->dir, f->dir);
+	assert_string_equal(out.buf, expect);
+	free(expect);
+	strbuf_release(&n);
+	strbuf_release(&out);
+}
+
+/* Without PATH and HOME in the assignment the task gets the usual ones, and
+ * argv[0] is looked up in that PATH. */
+static void test_env_defaults(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "env", NULL };
+	struct strbuf n = STRBUF_INIT, out = STRBUF_INIT;
+	struct task_exit e;
+	int nfd;
+	write_task(f, argv, json_pack("{s:s}", "FOO", "x"), 0, 0, 1000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.exit_code, 0);
+	read_file(f, "stdout", &out);
+	char *expect = xasprintf("FOO=x\nYARD_CHECKPOINT_DIR=%s/ckpt\nYARD_DATA_DIR=%s/data\n"
+				 "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+				 "HOME=%s/code\n", f->dir, f->dir, f->dir);
 	assert_string_equal(out.buf, expect);
 	free(expect);
 	strbuf_release(&n);
@@ -297,6 +322,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_signal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_term, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_kills_cgroup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
