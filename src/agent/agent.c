@@ -826,6 +826,18 @@ static int fetch_code(struct agent *a, const char *digest, char **path_out, stru
 	return ret;
 }
 
+/* "yard/NAME-HASH", HASH the first 8 hex digits of the sha256 of the
+ * absolute work dir (runtime.h). Caller frees. */
+static char *agent_cgroup_base(const char *name, const char *work_dir)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	char *abs = realpath(work_dir, NULL);
+	const char *dir = abs ? abs : work_dir;
+	sha256_hex(dir, strlen(dir), hex);
+	free(abs);
+	return xasprintf("yard/%s-%.8s", name, hex);
+}
+
 /* The shim to start: yard-shim next to our own binary (it starts in a
  * millisecond), else our own binary's `shim` role. Caller frees. */
 static char *find_shim_exe(const char *self_exe)
@@ -1024,6 +1036,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	int ret = 0;
 	bool shipper_started = false;
 	char *shim_exe = NULL; /* a.ctx.shim_exe */
+	char *cgroup_base = NULL; /* a.ctx.cgroup_base */
 
 	memset(&a, 0, sizeof(a));
 	a.cfg = cfg;
@@ -1041,6 +1054,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	free(tasks_dir);
 	a.ctx.work_dir = cfg->work_dir;
 	a.ctx.agent_name = cfg->name;
+	cgroup_base = agent_cgroup_base(cfg->name, cfg->work_dir);
+	a.ctx.cgroup_base = cgroup_base;
 	a.ctx.dev_dir = cfg->dev_dir ? cfg->dev_dir : "/dev";
 	shim_exe = find_shim_exe(cfg->self_exe);
 	a.ctx.shim_exe = shim_exe;
@@ -1112,6 +1127,7 @@ out_session:
 out_gpus:
 	gpu_list_release(&a.gpus);
 	free(shim_exe);
+	free(cgroup_base);
 	return ret;
 }
 

@@ -24,6 +24,10 @@
 struct runtime_ctx {
 	const char *work_dir;
 	const char *agent_name;
+	/* "yard/NAME-HASH": the agent's own cgroup subtree. HASH (of the work
+	 * dir) keeps two agents that share a name on one host, or a reinstalled
+	 * agent whose task ids start again at 1, out of each other's cgroups. */
+	const char *cgroup_base;
 	const char *dev_dir;       /* "/dev" */
 	const char *shim_exe;      /* yard-shim, or the yard binary (both take "shim --dir D") */
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */

@@ -36,7 +36,7 @@ static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t
 	char *data = xasprintf("%s/data", t->dir);
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
-	char *rel = xasprintf("yard/%s/task-%" PRId64, ctx->agent_name, t->id);
+	char *rel = xasprintf("%s/task-%" PRId64, ctx->cgroup_base, t->id);
 	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s}", "cwd", cwd,
 				 "checkpoint_dir", ckpt, "data_dir", data,
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,

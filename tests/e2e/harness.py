@@ -2,6 +2,7 @@
 loopback port 0 in a temp dir, started and awaited by their readiness lines
 (never by sleeping), with their logs scanned for sanitizer reports at teardown.
 """
+import hashlib
 import json
 import os
 import re
@@ -176,6 +177,7 @@ class Cluster:
         self.name = name
         self.procs = []
         self.agents = {}
+        self.cgroup_bases = set()
         self.master = None
         self.lease = lease
         self.data_dir = os.path.join(self.dir, "master")
@@ -216,6 +218,7 @@ class Cluster:
                  env=self.env(), ready=r"yard agent ready name=" + re.escape(name))
         self.procs.append(a)
         self.agents[name] = a
+        self.cgroup_bases.add(agent_cgroup_base(name, work))
         return a
 
     def cli(self, *args, token=None, check_rc=None, input=None, timeout=120, env=None):
@@ -254,7 +257,7 @@ class Cluster:
             except TestFailure as e:
                 findings.append(str(e))
         kill_task_leftovers(self.dir)
-        remove_cgroups(self.agents.keys())
+        remove_cgroups(self.cgroup_bases)
         if not findings and not os.environ.get("YARD_E2E_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
         return findings
@@ -278,15 +281,22 @@ def kill_task_leftovers(root):
                 pass
 
 
-def remove_cgroups(agent_names):
-    """Removes yard/<agent>/... cgroups left in any hierarchy (deepest first)."""
+def agent_cgroup_base(name, work_dir):
+    """The agent's cgroup subtree, as src/agent/agent.c names it."""
+    digest = hashlib.sha256(os.path.realpath(work_dir).encode()).hexdigest()[:8]
+    return os.path.join("yard", f"{name}-{digest}")
+
+
+def remove_cgroups(bases):
+    """Removes the given yard/NAME-HASH cgroup subtrees from every hierarchy,
+    deepest first, killing what is left in them."""
     base = "/sys/fs/cgroup"
     if not os.path.isdir(base):
         return
     roots = [os.path.join(base, c) for c in os.listdir(base)] + [base]
     for r in roots:
-        for name in agent_names:
-            top = os.path.join(r, "yard", name)
+        for rel in bases:
+            top = os.path.join(r, rel)
             if not os.path.isdir(top):
                 continue
             for dirpath, dirnames, _ in sorted(os.walk(top), key=lambda t: -len(t[0])):
@@ -308,6 +318,10 @@ def remove_cgroups(agent_names):
                         break
                     except OSError:
                         time.sleep(0.02)
+        try:
+            os.rmdir(os.path.join(r, "yard"))  # only if no other agent uses it
+        except OSError:
+            pass
 
 
 def spec(command, name="t", replicas=1, gpus=0, cpus=0.1, memory=None, **extra):

@@ -6,7 +6,7 @@ import re
 import socket
 import subprocess
 
-from harness import YARD, Proc, check, check_eq, cluster, wait_until
+from harness import YARD, Proc, agent_cgroup_base, check, check_eq, cluster, wait_until
 
 JOB = """\
 name: hello
@@ -110,7 +110,7 @@ def test_yard_up():
         up = Proc("up", [YARD, "up", "--listen", "127.0.0.1:0"], os.path.join(c.dir, "up.log"),
                   env=env, ready=r"yard agent ready name=")
         c.procs.append(up)
-        c.agents[socket.gethostname()] = up  # so its cgroups are cleaned up
+        c.cgroup_bases.add(agent_cgroup_base(socket.gethostname(), os.path.join(home, ".local", "share", "yard", "agent")))
         url = wait_until(lambda: next((re.search(r"url=(\S+)", l).group(1) for l in up.lines
                                        if "yard master ready" in l), None), 10, "the master's url")
         data = os.path.join(home, ".local", "share", "yard")

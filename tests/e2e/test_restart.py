@@ -96,9 +96,39 @@ def test_master_sigkill_under_submissions():
             check_eq(j["name"], name, f"name of acknowledged job {jid}")
         for jid in acked:
             j = c.api.wait_job(jid, timeout=120)
-            check_eq(j["state"], "succeeded", f"state of load job {jid}")
+            check_eq(j["state"], "succeeded", f"state of load job {jid} (reason {j['reason']}, tasks {j['tasks']})")
             check_eq(len(j["tasks"]), 1, f"tasks of load job {jid} (it ran once)")
         j = c.api.wait_job(long["id"], timeout=60)
         check_eq(j["state"], "succeeded", "state of the job running across the master restart")
         check_eq(c.api.log(long["id"]).decode(), f"pid={pid}\n" + expected_counter(100),
                  "log of the job running across the master restart")
+
+
+def test_lease_expiry_marks_node_lost_and_restarts_elsewhere():
+    with cluster("lease", lease="2s") as c:
+        c.start_master()
+        a1 = c.start_agent("n1", gpus="sim:1")
+        # one job that may restart, one that may not; both land on n1 (n2 is not up yet)
+        _, again = c.api.submit(spec(["/bin/sh", "-c", "echo attempt $YARD_RESTART_COUNT on $YARD_NODE; "
+                                      "[ $YARD_RESTART_COUNT = 1 ] || sleep 600"],
+                                     name="again", cpus=0.5, restart={"max": 1}))
+        _, once = c.api.submit(spec(["/bin/sleep", "600"], name="once", cpus=0.5))
+        for jid in (again["id"], once["id"]):
+            wait_until(lambda: c.api.job(jid)["state"] == "running", 30, f"job {jid} running on n1")
+        a1.kill(signal.SIGSTOP)  # silent, as a hung or cut-off node is
+        try:
+            wait_until(lambda: [n["state"] for n in c.api.json("GET", "/v1/nodes")[1]["nodes"]] == ["lost"],
+                       15, "n1 to be marked lost after its 2 s lease")
+            j = c.api.wait_job(once["id"], timeout=15)
+            check_eq(j["state"], "failed", "state of the job without restarts on the lost node")
+            check_eq(j["reason"]["code"], "node_lost", "reason of the job on the lost node")
+            check_eq(j["tasks"][-1]["state"], "lost", "its task")
+            c.start_agent("n2", gpus="sim:1")
+            j = c.api.wait_job(again["id"], timeout=30)
+            check_eq(j["state"], "succeeded", "state of the restartable job")
+            check_eq(j["attempt"], 1, "attempt of the restarted job")
+            last = [t for t in j["tasks"] if t["attempt"] == 1]
+            check_eq([t["node"] for t in last], ["n2"], "node of the restarted attempt")
+            check_eq(c.api.log(again["id"]).decode(), "attempt 1 on n2\n", "log of the restarted attempt")
+        finally:
+            a1.kill(signal.SIGCONT)
