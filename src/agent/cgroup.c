@@ -72,8 +72,11 @@ void cgroup_init(struct cgroup *cg, const struct cgroup_ops *ops, const char *ro
 		cg->dirs[n++] = xasprintf("%s/%s", cg->root, rel);
 		cg->memory_dir = cg->dirs[0];
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		cg->procs[i] = xasprintf("%s/cgroup.procs", cg->dirs[i]);
+		cg->join[i] = xasprintf("%s/%s", cg->dirs[i],
+					ops == &cgroup_v1_ops ? "tasks" : "cgroup.procs");
+	}
 }
 
 void cgroup_release(struct cgroup *cg)
@@ -83,6 +86,7 @@ void cgroup_release(struct cgroup *cg)
 	for (size_t i = 0; i < ARRAY_SIZE(cg->dirs); i++) {
 		free(cg->dirs[i]);
 		free(cg->procs[i]);
+		free(cg->join[i]);
 	}
 	memset(cg, 0, sizeof(*cg));
 }

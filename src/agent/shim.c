@@ -187,7 +187,7 @@ static int start_task(struct shim *s, struct errbuf *eb)
 	o.stdout_fd = out_fd;
 	o.stderr_fd = err_fd;
 	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
-	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.procs : NULL;
+	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
 	ret = spawn_process(&o, &s->pid, NULL, eb);
 out:
 	if (out_fd >= 0)

@@ -9,8 +9,9 @@
  *
  * In the child: signal dispositions are reset to their defaults, the signal
  * mask is cleared, optionally a new session is made (setsid), the process
- * moves itself into each listed cgroup (writes "0" to each cgroup.procs
- * file), stdio is set up, the working directory changed, and then argv is
+ * moves itself into each listed cgroup (writes "0" to each listed file:
+ * cgroup.procs, or a v1 "tasks" file, which for the single-threaded child
+ * is the same and cheaper), stdio is set up, the working directory changed, and then argv is
  * exec'd with env.
  */
 #ifndef YARD_SPAWN_H
@@ -34,7 +35,7 @@ struct spawn_opts {
 	int stdin_fd;               /* -1: /dev/null */
 	int stdout_fd;              /* -1: /dev/null */
 	int stderr_fd;              /* -1: /dev/null */
-	const char *const *cgroup_procs; /* NULL-terminated cgroup.procs paths to join, or NULL */
+	const char *const *cgroup_procs; /* NULL-terminated files to write "0" to (cgroup.procs or v1 tasks), or NULL */
 	unsigned flags;             /* enum spawn_flags */
 };
 
