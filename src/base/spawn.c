@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "base/spawn.h"
 
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -45,6 +46,20 @@ static void child_fail(int fd, int stage, int value)
 	_exit(127);
 }
 
+/* glibc refuses sigaction() for the real-time signals it reserves for itself
+ * (32 and 33), but an ignored disposition inherited from our own parent would
+ * survive exec; reset those through the system call. */
+static void reset_reserved_signal(int sig)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		unsigned long mask;
+	} ksa = { SIG_DFL, 0, NULL, 0 };
+	syscall(SYS_rt_sigaction, sig, &ksa, NULL, sizeof(ksa.mask));
+}
+
 /* The child from fork to exec: async-signal-safe calls only. */
 static void child_run(const struct spawn_opts *o, int report_fd)
 {
@@ -57,7 +72,8 @@ static void child_run(const struct spawn_opts *o, int report_fd)
 	for (int sig = 1; sig < NSIG; sig++) {
 		if (sig == SIGKILL || sig == SIGSTOP)
 			continue;
-		sigaction(sig, &sa, NULL); /* fails harmlessly for the RT signals glibc reserves */
+		if (sigaction(sig, &sa, NULL) < 0)
+			reset_reserved_signal(sig);
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

@@ -206,7 +206,8 @@ static int pack_dir(struct pack *pk, const char *path, const char *rel)
 		names[nr++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, nr, sizeof(*names), cmp_names);
+	if (nr)
+		qsort(names, nr, sizeof(*names), cmp_names);
 
 	for (size_t i = 0; i < nr && !ret; i++) {
 		char *full = xasprintf("%s/%s", path, names[i]);
