@@ -145,6 +145,9 @@ static char *get_str(json_t *d, const char *k)
 	return s ? xstrdup(s) : NULL;
 }
 
+static void job_free(struct job *j);
+static void task_free(struct task *t);
+
 static int load_job(void *ctx, const char *key, const char *text)
 {
 	struct master *m = ctx;
@@ -172,14 +175,18 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->running_at = get_u64(d, "running_at");
 	j->finished_at = get_u64(d, "finished_at");
 	json_decref(d);
-	if (!j->id || !j->name || !j->user || !j->spec_text)
+	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
+	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
+		job_free(j);
 		return YERR(IO);
+	}
 	if (!job_state_is_final(j->state)) {
 		json_t *sd = json_loads(j->spec_text, 0, NULL);
 		struct errbuf eb = ERRBUF_INIT;
 		j->spec = xcalloc(1, sizeof(*j->spec));
 		if (!sd || spec_from_json(sd, j->spec, &eb)) {
 			json_decref(sd);
+			job_free(j);
 			return YERR(IO);
 		}
 		json_decref(sd);
@@ -233,8 +240,11 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->log_size[LOG_STDOUT] = get_u64(d, "stdout");
 	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
 	json_decref(d);
-	if (!t->id || !t->job || !t->role)
+	if (!t->id || !t->job || !t->role || (unsigned)t->state >= TASK_STATE__COUNT ||
+	    (m->ntasks && t->id <= m->ntasks)) {
+		task_free(t);
 		return YERR(IO);
+	}
 	while (m->ntasks < t->id - 1) {
 		ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
 		m->tasks[m->ntasks++] = NULL;
