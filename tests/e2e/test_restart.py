@@ -27,13 +27,25 @@ def test_agent_sigkill_and_restart():
         a = c.start_agent("n1", gpus="sim:1")
         _, job = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=80, d=0.05)], name="survivor"))
         jid = job["id"]
+        # one that ends, with a status and output of its own, while no agent watches
+        _, short = c.api.submit(spec(["/bin/sh", "-c", "go=$YARD_DATA_DIR/../go; while [ ! -e $go ]; do sleep 0.05; done; "
+                                      "sleep 0.1; read x < $go; echo done $x; exit 7"],
+                                     name="short"))
         pid = task_pid(c.api, jid)
         wait_until(lambda: c.api.log(jid).count(b"\n") >= 10, 30, "ten lines at the master")
+        wait_until(lambda: c.api.job(short["id"])["state"] == "running", 30, "the short job running")
         a.kill(signal.SIGKILL)
         a.p.wait()
-        time.sleep(0.5)  # the task goes on writing while no agent watches it
+        short_dir = os.path.join(c.dir, "agent-n1", "tasks", str(c.api.job(short["id"])["tasks"][0]["id"]))
+        with open(os.path.join(short_dir, "go"), "w") as f:
+            f.write("meanwhile\n")
+        wait_until(lambda: os.path.exists(os.path.join(short_dir, "exit.json")), 30,
+                   "the short task to end while the agent is down")
         check(pid_alive(pid), "the task survives the agent's SIGKILL")
         c.start_agent("n1", gpus="sim:1")
+        j = c.api.wait_job(short["id"], timeout=60)
+        check_eq((j["state"], j["exit_code"]), ("failed", 7), "what finished while the agent was down")
+        check_eq(c.api.log(short["id"]).decode(), "done meanwhile\n", "its log")
         j = c.api.wait_job(jid, timeout=60)
         check_eq(j["state"], "succeeded", "state of the job whose agent was killed")
         check_eq(c.api.log(jid).decode(), f"pid={pid}\n" + expected_counter(80),
