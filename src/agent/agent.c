@@ -838,6 +838,20 @@ static char *agent_cgroup_base(const char *name, const char *work_dir)
 	return xasprintf("yard/%s-%.8s", name, hex);
 }
 
+/* Removes the agent's own (empty) cgroup subtree on the way out; a group that
+ * still holds a running task's group stays, and rmdir fails harmlessly. */
+static void remove_cgroup_base(const struct runtime_ctx *ctx)
+{
+	const struct cgroup_ops *ops = cgroup_detect(ctx->cgroup_root);
+	struct cgroup cg;
+	if (!ops)
+		return;
+	cgroup_init(&cg, ops, ctx->cgroup_root, ctx->cgroup_base);
+	for (size_t i = 0; cg.dirs[i]; i++)
+		rmdir(cg.dirs[i]);
+	cgroup_release(&cg);
+}
+
 /* The shim to start: yard-shim next to our own binary (it starts in a
  * millisecond), else our own binary's `shim` role. Caller frees. */
 static char *find_shim_exe(const char *self_exe)
@@ -1121,6 +1135,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	}
 	pthread_mutex_destroy(&a.sh.lock);
 	pthread_cond_destroy(&a.sh.cond);
+	if (a.ctx.cgroups)
+		remove_cgroup_base(&a.ctx);
 out_session:
 	session_unref(a.s);
 	free(a.finished);

@@ -19,6 +19,7 @@ struct log_copy {
 	FILE *out;              /* where the bytes go */
 	bool follow;
 	pthread_mutex_t *lock;  /* serialises writes to out, or NULL */
+	struct strbuf *collect; /* when not NULL the bytes go here instead of out */
 	struct errbuf eb;       /* OUT: why it stopped early */
 	int ret;                /* OUT */
 };
@@ -27,6 +28,10 @@ static int copy_bytes(struct log_copy *lc, const struct strbuf *data)
 {
 	int ret = 0;
 
+	if (lc->collect) {
+		strbuf_add(lc->collect, data->buf, data->len);
+		return 0;
+	}
 	if (lc->lock)
 		pthread_mutex_lock(lc->lock);
 	if (fwrite(data->buf, 1, data->len, lc->out) != data->len || fflush(lc->out) != 0)
@@ -80,8 +85,8 @@ static void *copy_thread(void *arg)
 int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned streams,
 		    bool follow, struct errbuf *eb)
 {
-	struct log_copy out = { &ctx->client, id, task, "stdout", stdout, follow, NULL, ERRBUF_INIT, 0 };
-	struct log_copy err = { &ctx->client, id, task, "stderr", stderr, follow, NULL, ERRBUF_INIT, 0 };
+	struct log_copy out = { &ctx->client, id, task, "stdout", stdout, follow, NULL, NULL, ERRBUF_INIT, 0 };
+	struct log_copy err = { &ctx->client, id, task, "stderr", stderr, follow, NULL, NULL, ERRBUF_INIT, 0 };
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct client second;
 	pthread_t th;
@@ -120,6 +125,60 @@ int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned
 	return 0;
 }
 
+/* Appends s as valid UTF-8: each byte that does not start a well-formed
+ * sequence becomes U+FFFD, so that any log can be a JSON string. */
+static void add_utf8_lossy(struct strbuf *out, const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+	while (i < len) {
+		unsigned char c = s[i];
+		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		bool ok = n && i + n <= len && !(n == 2 && c < 0xc2);
+		for (size_t k = 1; ok && k < n; k++)
+			ok = (s[i + k] & 0xc0) == 0x80;
+		if (ok && n == 3) /* no overlongs, no surrogates */
+			ok = !(c == 0xe0 && s[i + 1] < 0xa0) && !(c == 0xed && s[i + 1] >= 0xa0);
+		if (ok && n == 4)
+			ok = !(c == 0xf0 && s[i + 1] < 0x90) && !(c == 0xf4 && s[i + 1] >= 0x90) && c <= 0xf4;
+		if (ok) {
+			strbuf_add(out, s + i, n);
+			i += n;
+		} else {
+			strbuf_addstr(out, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+}
+
+/* `yard logs --output json`: both streams of a task as one object. Logs are
+ * bytes; bytes that are not UTF-8 are replaced, so use the plain output to
+ * get them exactly. */
+static int logs_json(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned streams,
+		     struct errbuf *eb)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+	json_t *doc = json_pack("{s:I, s:s?}", "job", (json_int_t)id, "task", task);
+	int ret = 0;
+	for (int i = 0; i < 2 && !ret; i++) {
+		struct strbuf raw = STRBUF_INIT, text = STRBUF_INIT;
+		struct log_copy lc = { &ctx->client, id, task, names[i], NULL, false, NULL, &raw,
+				       ERRBUF_INIT, 0 };
+		if (!(streams & (i ? CLI_STREAM_STDERR : CLI_STREAM_STDOUT)))
+			continue;
+		ret = copy_stream(&lc);
+		if (ret)
+			*eb = lc.eb;
+		add_utf8_lossy(&text, (const unsigned char *)raw.buf, raw.len);
+		json_object_set_new(doc, names[i], json_stringn(text.buf, text.len));
+		strbuf_release(&raw);
+		strbuf_release(&text);
+	}
+	if (!ret)
+		cli_print_json(doc);
+	json_decref(doc);
+	return ret;
+}
+
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 {
 	int follow = 0;
@@ -150,8 +209,13 @@ int cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "unknown stream '%s' (stdout or stderr)", stream);
 	if (task && !strchr(task, '/'))
 		return cli_usage_error(ctx, "expected --task ROLE/INDEX, got '%s'", task);
-	if (ctx->json)
-		return cli_usage_error(ctx, "logs are bytes: --output json is not supported");
+	if (ctx->json && follow)
+		return cli_usage_error(ctx, "--output json prints what is stored; it cannot follow (-f)");
+	if (ctx->json) {
+		if (logs_json(ctx, id, task, streams, &eb))
+			return cli_fail(ctx, &eb);
+		return EXIT_OK;
+	}
 	if (cli_logs_stream(ctx, id, task, streams, follow, &eb))
 		return cli_fail(ctx, &eb);
 	return EXIT_OK;

@@ -100,6 +100,18 @@ def test_logs_follow_live():
         r = c.cli("logs", "-f", str(job["id"]), check_rc=0, timeout=60)
         check_eq(r.stdout.decode(), "".join(f"out {i}\n" for i in range(1, 6)), "followed stdout")
         check_eq(r.stderr.decode(), "".join(f"err {i}\n" for i in range(1, 6)), "followed stderr")
+        # the same as JSON; bytes that are not UTF-8 become U+FFFD there, and only there
+        _, raw = c.api.submit({"name": "raw", "command": ["/usr/bin/printf", "caf\\303\\251 \\377\\n"],
+                               "tasks": {"worker": {"cpus": 0.1}}})
+        c.api.wait_job(raw["id"])
+        r = c.cli("logs", str(raw["id"]), check_rc=0)
+        check_eq(r.stdout, b"caf\xc3\xa9 \xff\n", "plain logs are the bytes as written")
+        r = c.cli("logs", str(raw["id"]), "--output", "json", check_rc=0)
+        doc = json.loads(r.stdout)
+        check_eq((doc["job"], doc["stdout"], doc["stderr"]), (raw["id"], "caf\u00e9 \ufffd\n", ""),
+                 "logs --output json")
+        check_eq(c.cli("logs", "-f", str(raw["id"]), "--output", "json").returncode, 2,
+                 "exit status of logs -f --output json")
 
 
 def test_yard_up():
