@@ -41,7 +41,12 @@ struct runtime_task {
 	char *dir;        /* owned: WORK/tasks/ID */
 	char *code;       /* owned or NULL: path of the job's code archive */
 	pid_t pid;        /* the supervisor (shim) */
-	int start_fd;     /* readable once the start succeeded or failed; -1 when known */
+	/* start_fd and exit_fd stay open until cleanup: the agent's event loop
+	 * watches them, and an fd closed under a watcher would let the loop,
+	 * when it stops watching, drop the registration of whatever file got
+	 * that number next (another task's). */
+	int start_fd;     /* readable once the start succeeded or failed; -1 if none */
+	bool start_known; /* the start result was read */
 	int exit_fd;      /* a pidfd, readable once the supervisor exited; -1 if none */
 };
 
@@ -52,8 +57,8 @@ struct runtime_ops {
 	int (*start)(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb);
 	/* started reads the start result once start_fd is readable: 1 and
 	 * *task_pid when the task runs; 0 when it failed (exit.json says why);
-	 * YERR(UNAVAILABLE) when the answer is not complete yet. Closes start_fd
-	 * once known. */
+	 * YERR(UNAVAILABLE) when the answer is not complete yet. Once known, later
+	 * calls return 0 (the start is reported once). */
 	int (*started)(struct runtime_task *t, pid_t *task_pid);
 	/* stop asks the task to stop (graceful, then forced by the supervisor). */
 	int (*stop)(struct runtime_task *t);

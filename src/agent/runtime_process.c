@@ -2,6 +2,7 @@
 #include "agent/runtime.h"
 
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "base/fsutil.h"
 #include "base/parse.h"
@@ -70,7 +71,10 @@ static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, 
 	o.argv = argv;
 	o.stdout_fd = fds[1];
 	o.stderr_fd = log_fd;
-	o.flags = SPAWN_DETACH | SPAWN_SETSID;
+	/* The shim is our child (started without copying the agent, see
+	 * spawn.h) but in its own session: it outlives us, and is then
+	 * re-parented, when the agent is killed. We reap it in wait(). */
+	o.flags = SPAWN_SETSID | SPAWN_FAST;
 	ret = spawn_process(&o, &t->pid, NULL, eb);
 	close(fds[1]);
 	if (log_fd >= 0)
@@ -88,11 +92,13 @@ static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, 
 static int process_started(struct runtime_task *t, pid_t *task_pid)
 {
 	char buf[1200];
-	ssize_t n = read(t->start_fd, buf, sizeof(buf) - 1);
+	ssize_t n;
+	if (t->start_known || t->start_fd < 0)
+		return 0;
+	n = read(t->start_fd, buf, sizeof(buf) - 1);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return YERR(UNAVAILABLE);
-	close(t->start_fd);
-	t->start_fd = -1;
+	t->start_known = true; /* the fd is closed by cleanup(), after the loop let go of it */
 	if (n <= 0)
 		return 0; /* the shim died before it could say: wait() will tell */
 	buf[n] = '\0';
@@ -157,7 +163,12 @@ static int process_reattach(const struct runtime_ctx *ctx, struct runtime_task *
 
 static int process_wait(struct runtime_task *t, struct task_exit *out)
 {
-	int ret = task_exit_read(t->dir, out, NULL);
+	int ret;
+	/* a shim we started is our child: reap it once it is gone (a shim of an
+	 * earlier agent is not, and waitpid says so) */
+	if (t->pid > 0)
+		waitpid(t->pid, NULL, WNOHANG);
+	ret = task_exit_read(t->dir, out, NULL);
 	if (ret != YERR(NOT_FOUND))
 		return ret ? ret : 0;
 	if (t->pid > 0 && kill(t->pid, 0) == 0 && is_our_shim(t->pid, t->dir))

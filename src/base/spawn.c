@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "base/spawn.h"
 
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -140,6 +141,51 @@ static int report_error(const struct spawn_opts *o, const struct spawn_report *r
 	}
 }
 
+/* SPAWN_FAST: glibc's posix_spawn shares the parent's memory until the exec
+ * (CLONE_VM | CLONE_VFORK), so nothing is copied, and it reports a failed
+ * exec synchronously. */
+static int spawn_posix(const struct spawn_opts *o, pid_t *pid_out, int *child_errno,
+		       struct errbuf *eb)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+	char *const *env = o->env ? o->env : environ;
+	int src[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
+	pid_t pid;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	for (int i = 0; i < 3; i++) {
+		if (src[i] < 0)
+			posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_RDWR, 0);
+		else
+			posix_spawn_file_actions_adddup2(&fa, src[i], i);
+	}
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	sigdelset(&all, SIGKILL);
+	sigdelset(&all, SIGSTOP);
+	if (o->flags & SPAWN_SETSID)
+		flags |= POSIX_SPAWN_SETSID;
+	posix_spawnattr_setflags(&attr, flags);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	rc = (o->flags & SPAWN_SEARCH_PATH) ? posix_spawnp(&pid, o->argv[0], &fa, &attr, o->argv, env)
+					     : posix_spawn(&pid, o->argv[0], &fa, &attr, o->argv, env);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc) {
+		if (child_errno)
+			*child_errno = rc;
+		return error(eb, YERR(INTERNAL), "cannot exec '%s': %s", o->argv[0], strerror(rc));
+	}
+	*pid_out = pid;
+	return 0;
+}
+
 int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, struct errbuf *eb)
 {
 	int fds[2];
@@ -152,6 +198,15 @@ int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, 
 		*child_errno = 0;
 	if (!o->argv || !o->argv[0])
 		return error(eb, YERR(BAD_REQUEST), "cannot spawn: empty argv");
+	/* (stdio sources above 2 only, so that no dup2 can clobber another source) */
+	if (o->flags & SPAWN_FAST) {
+		if ((o->flags & SPAWN_DETACH) || o->cgroup_procs || o->cwd ||
+		    (o->stdin_fd >= 0 && o->stdin_fd <= 2) || (o->stdout_fd >= 0 && o->stdout_fd <= 2) ||
+		    (o->stderr_fd >= 0 && o->stderr_fd <= 2))
+			return error(eb, YERR(BAD_REQUEST), "cannot spawn '%s' fast: it needs fork",
+				     o->argv[0]);
+		return spawn_posix(o, pid_out, child_errno, eb);
+	}
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return error(eb, YERR(INTERNAL), "cannot create a pipe: %s", strerror(errno));
 	pid = fork();

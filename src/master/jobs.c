@@ -344,6 +344,16 @@ static void node_lost(struct master *m, struct node *n)
 	m->sched_needed = true;
 }
 
+/* "1.5 s", "90 s": how a timeout is said in a reason. */
+static const char *format_duration_ms(uint64_t ms, char *buf, size_t len)
+{
+	if (ms % 1000)
+		snprintf(buf, len, "%" PRIu64 ".%03" PRIu64 " s", ms / 1000, ms % 1000);
+	else
+		snprintf(buf, len, "%" PRIu64 " s", ms / 1000);
+	return buf;
+}
+
 void jobs_tick(struct master *m)
 {
 	uint64_t now = mono_ms(), wall = wall_us();
@@ -358,11 +368,11 @@ void jobs_tick(struct master *m)
 		if (!j || job_state_is_final(j->state) || !j->spec || !j->spec->timeout_ms ||
 		    !j->started_at)
 			continue;
-		if (wall - j->started_at >= j->spec->timeout_ms * 1000 &&
-		    job_event(m, j, JOB_EV_TIMEOUT)) {
+		uint64_t timeout_ms = j->spec->timeout_ms; /* the event frees the spec */
+		if (wall - j->started_at >= timeout_ms * 1000 && job_event(m, j, JOB_EV_TIMEOUT)) {
 			char msg[128];
-			snprintf(msg, sizeof(msg), "the job ran past its timeout of %" PRIu64 " s",
-				 j->spec->timeout_ms / 1000);
+			snprintf(msg, sizeof(msg), "the job ran past its timeout of %s",
+				 format_duration_ms(timeout_ms, (char[32]){ 0 }, 32));
 			job_set_reason(j, "timeout", msg);
 			job_stop_tasks(m, j, NULL);
 			core_save_job(m, j);
@@ -936,8 +946,9 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 {
 	json_t *tasks = json_array();
 
-	for (size_t i = 0; i < m->ntasks; i++) {
-		const struct task *t = m->tasks[i];
+	/* the tasks that hold resources are exactly those a node must run or stop */
+	for (size_t i = 0; i < m->nlive; i++) {
+		const struct task *t = m->live[i];
 		const struct job *j;
 		json_t *argv = json_array(), *td;
 

@@ -87,3 +87,26 @@ def test_oom_killed():
         check_eq(j["reason"]["code"], "oom_killed", "reason code of the job over its memory limit")
         check_eq(j["tasks"][0]["reason"]["code"] if j["tasks"][0]["reason"] else None, "oom_killed",
                  "task reason code")
+
+
+def test_timeout_and_drain():
+    with cluster("timeout") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        _, job = c.api.submit(spec(["/bin/sh", "-c", "echo $$; exec sleep 600"], name="slow", timeout="1s"))
+        j = c.api.wait_job(job["id"], timeout=30)
+        check_eq(j["state"], "failed", "state of a job past its timeout")
+        check_eq(j["reason"]["code"], "timeout", "reason of a job past its timeout")
+        pid = int(c.api.log(job["id"]).split()[0])
+        wait_until(lambda: not pid_alive(pid), 30, "the timed-out task to be killed")
+        # a drained node gets no new work; the job waits and says why
+        status, node = c.api.json("POST", "/v1/nodes/n1/drain", expect=200)
+        check_eq(node["state"], "draining", "state of a drained node")
+        _, job = c.api.submit(spec(["/bin/true"], name="waits"))
+        q = wait_until(lambda: [e for e in c.api.json("GET", "/v1/queue")[1]["queue"] if e["id"] == job["id"]],
+                       10, "the job in the queue")
+        check_eq(q[0]["position"], 1, "queue position of the waiting job")
+        check(q[0]["reason"] and q[0]["reason"]["message"], f"queue reason of the waiting job: {q}")
+        check_eq(c.api.job(job["id"])["state"], "queued", "state of a job with only a drained node")
+        r = c.cli("queue", check_rc=0)
+        check(str(job["id"]) in r.stdout.decode(), f"yard queue lists the job: {r.stdout!r}")

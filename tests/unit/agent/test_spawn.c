@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "base/spawn.h"
+#include "base/xalloc.h"
 #include "base/strbuf.h"
 
 static void test_exec_failure(void **state)
@@ -135,6 +136,44 @@ static void test_detach_exec_failure(void **state)
 	assert_int_equal(err, ENOENT);
 }
 
+/* SPAWN_FAST: exec failures come back, setsid and stdio work, and what it
+ * cannot do is refused rather than done wrong. */
+static void test_fast(void **state)
+{
+	(void)state;
+	char *bad[] = { "/nonexistent/prog", NULL };
+	char *argv[] = { "/bin/sh", "-c", "echo $$ $(cut -d' ' -f6 /proc/$$/stat)", NULL };
+	struct spawn_opts o;
+	struct errbuf eb = ERRBUF_INIT;
+	struct strbuf out = STRBUF_INIT;
+	pid_t pid = -1;
+	int err = 0;
+
+	spawn_opts_init(&o);
+	o.argv = bad;
+	o.flags = SPAWN_FAST;
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+	assert_string_equal(eb.msg, "cannot exec '/nonexistent/prog': No such file or directory");
+	assert_int_equal(err, ENOENT);
+
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.flags = SPAWN_FAST | SPAWN_SETSID;
+	pid = run_capture(&o, &out);
+	waitpid(pid, NULL, 0);
+	/* "PID SID": a new session led by the child itself */
+	char *want = xasprintf("%d %d\n", (int)pid, (int)pid);
+	assert_string_equal(out.buf, want);
+	free(want);
+	strbuf_release(&out);
+
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.cwd = "/";
+	o.flags = SPAWN_FAST;
+	assert_int_equal(spawn_process(&o, &pid, NULL, &eb), YERR(BAD_REQUEST));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +181,7 @@ int main(void)
 		cmocka_unit_test(test_bad_cwd),
 		cmocka_unit_test(test_setsid_env_cwd),
 		cmocka_unit_test(test_signals_reset),
+		cmocka_unit_test(test_fast),
 		cmocka_unit_test(test_detach),
 		cmocka_unit_test(test_detach_exec_failure),
 	};
