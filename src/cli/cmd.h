@@ -53,8 +53,10 @@ int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...) __attribute__((fo
  * "yard: MSG" and EXIT_FAIL. */
 int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb);
 
-/* cli_parse_id: a job id argument; 0 with *id set, or a usage error (2). */
-int cli_parse_id(struct cli_ctx *ctx, const char *arg, uint64_t *id);
+/* cli_parse_job is cli_parse for a command that takes exactly one job id:
+ * -1 to go on with *id (OUT) set, else the exit status to return. */
+int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+		  size_t nopts, int argc, char **argv, uint64_t *id);
 
 /* cli_print_json pretty-prints doc on stdout, followed by a newline. */
 void cli_print_json(const json_t *doc);

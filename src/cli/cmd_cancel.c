@@ -7,15 +7,11 @@ int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv)
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *job = NULL;
 	uint64_t id;
-	int npos, rc;
+	int rc;
 
-	rc = cli_parse(ctx, "cancel ID", NULL, 0, argc, argv, &npos);
+	rc = cli_parse_job(ctx, "cancel ID", NULL, 0, argc, argv, &id);
 	if (rc >= 0)
 		return rc;
-	if (npos != 1)
-		return cli_usage_error(ctx, "expected one job id");
-	if (cli_parse_id(ctx, argv[1], &id))
-		return EXIT_USAGE;
 	if (client_cancel(&ctx->client, id, &job, &eb))
 		return cli_fail(ctx, &eb);
 	if (ctx->json)

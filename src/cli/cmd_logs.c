@@ -191,16 +191,12 @@ int cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 	struct errbuf eb = ERRBUF_INIT;
 	unsigned streams = CLI_STREAM_STDOUT | CLI_STREAM_STDERR;
 	uint64_t id;
-	int npos, rc;
+	int rc;
 
-	rc = cli_parse(ctx, "logs [-f] ID [--task ROLE/INDEX] [--stream stdout|stderr]", opts,
-		       ARRAY_SIZE(opts), argc, argv, &npos);
+	rc = cli_parse_job(ctx, "logs [-f] ID [--task ROLE/INDEX] [--stream stdout|stderr]", opts,
+		       ARRAY_SIZE(opts), argc, argv, &id);
 	if (rc >= 0)
 		return rc;
-	if (npos != 1)
-		return cli_usage_error(ctx, "expected one job id");
-	if (cli_parse_id(ctx, argv[1], &id))
-		return EXIT_USAGE;
 	if (stream && !strcmp(stream, "stdout"))
 		streams = CLI_STREAM_STDOUT;
 	else if (stream && !strcmp(stream, "stderr"))

@@ -67,15 +67,11 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *job = NULL;
 	char *reason;
 	uint64_t id;
-	int npos, rc;
+	int rc;
 
-	rc = cli_parse(ctx, "show ID", NULL, 0, argc, argv, &npos);
+	rc = cli_parse_job(ctx, "show ID", NULL, 0, argc, argv, &id);
 	if (rc >= 0)
 		return rc;
-	if (npos != 1)
-		return cli_usage_error(ctx, "expected one job id");
-	if (cli_parse_id(ctx, argv[1], &id))
-		return EXIT_USAGE;
 	if (client_job_get(&ctx->client, id, &job, &eb))
 		return cli_fail(ctx, &eb);
 	if (ctx->json) {

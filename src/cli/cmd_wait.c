@@ -20,15 +20,11 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	uint64_t id, limit_ms = 0, deadline = 0;
 	unsigned delay_ms = WAIT_FIRST_MS;
 	bool ok = false, timed_out = false;
-	int npos, rc;
+	int rc;
 
-	rc = cli_parse(ctx, "wait ID [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &npos);
+	rc = cli_parse_job(ctx, "wait ID [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &id);
 	if (rc >= 0)
 		return rc;
-	if (npos != 1)
-		return cli_usage_error(ctx, "expected one job id");
-	if (cli_parse_id(ctx, argv[1], &id))
-		return EXIT_USAGE;
 	if (timeout && parse_duration_str(timeout, &limit_ms) < 0)
 		return cli_usage_error(ctx, "--timeout expects seconds or a duration, got '%s'",
 				       timeout);

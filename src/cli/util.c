@@ -81,11 +81,17 @@ int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb)
 	return EXIT_FAIL;
 }
 
-int cli_parse_id(struct cli_ctx *ctx, const char *arg, uint64_t *id)
+int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+		  size_t nopts, int argc, char **argv, uint64_t *id)
 {
-	if (parse_u64_str(arg, id) < 0 || *id == 0)
-		return cli_usage_error(ctx, "'%s' is not a job id", arg);
-	return 0;
+	int npos, rc = cli_parse(ctx, synopsis, opts, nopts, argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 1)
+		return cli_usage_error(ctx, "expected one job id");
+	if (parse_u64_str(argv[1], id) < 0 || *id == 0)
+		return cli_usage_error(ctx, "'%s' is not a job id", argv[1]);
+	return -1;
 }
 
 void cli_print_json(const json_t *doc)
