@@ -1,0 +1,55 @@
+"""The master's data dir fills up (a small tmpfs): submissions fail with 507
+and a clear error, nothing stored before is lost or corrupted, and service
+comes back when space does."""
+import os
+import subprocess
+
+from harness import check, check_eq, cluster, spec
+
+
+def test_disk_full_then_recovered():
+    with cluster("diskfull") as c:
+        os.makedirs(c.data_dir)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "yard-e2e", c.data_dir], check=True)
+        try:
+            c.start_master()
+            c.start_agent("n1", gpus="none")
+            before = []
+            for k in range(5):
+                status, job = c.api.submit(spec(["/bin/echo", f"job {k}"], name=f"before-{k}"))
+                check_eq(status, 201, f"submission {k} with space left")
+                before.append(job["id"])
+            for jid in before:
+                check_eq(c.api.wait_job(jid)["state"], "succeeded", f"state of job {jid}")
+            # fill the disk; keep submitting until the store cannot grow
+            filler = os.path.join(c.data_dir, "filler")
+            subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)
+            codes = []
+            for k in range(200):
+                status, doc = c.api.submit(spec(["/bin/true"], name=f"full-{k}", env={"PAD": "x" * 3000}))
+                codes.append(status)
+                if status != 201:
+                    break
+            check_eq(codes[-1], 507, f"HTTP status once the disk is full (after {len(codes)} tries)")
+            check_eq(doc["error"]["code"], "insufficient_storage", "error code on a full disk")
+            check(doc["error"]["message"], f"a message on a full disk: {doc}")
+            accepted = [s for s in codes if s == 201]
+            # what was stored before is intact, and reads still work
+            for jid in before:
+                j = c.api.job(jid)
+                check_eq(j["state"], "succeeded", f"job {jid} after the disk filled")
+                check_eq(c.api.log(jid).decode(), f"job {before.index(jid)}\n", f"log of job {jid}")
+            os.unlink(filler)
+            status, job = c.api.submit(spec(["/bin/echo", "after"], name="after"))
+            check_eq(status, 201, "a submission once space is back")
+            check_eq(c.api.wait_job(job["id"])["state"], "succeeded", "the job submitted after recovery")
+            # a restart reads back exactly what was acknowledged
+            c.master.stop()
+            c.start_master()
+            names = sorted(j["name"] for j in c.api.json("GET", "/v1/jobs?limit=1000", expect=200)[1]["jobs"])
+            want = sorted([f"before-{k}" for k in range(5)] + [f"full-{k}" for k in range(len(accepted))] + ["after"])
+            check_eq(names, want, "jobs in the store after a restart")
+        finally:
+            for p in c.procs:
+                p.stop()
+            subprocess.run(["umount", "-l", c.data_dir])
