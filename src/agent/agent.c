@@ -977,6 +977,10 @@ static void on_tick(uv_timer_t *h)
 	}
 }
 
+/* How long a finished task's marker is kept: it only has to outlive any
+ * assignment of that task still on its way from the master. */
+#define FINISHED_KEEP_S (7 * 24 * 3600)
+
 /* After a restart: reattach to running tasks, report finished ones. */
 static void scan_work_dir(struct agent *a)
 {
@@ -985,9 +989,18 @@ static void scan_work_dir(struct agent *a)
 	DIR *d = opendir(fin);
 	struct dirent *de;
 	uint64_t id;
-	while (d && (de = readdir(d)))
-		if (parse_u64_str(de->d_name, &id) == 0)
-			add_finished(a, (int64_t)id);
+	time_t horizon = time(NULL) - FINISHED_KEEP_S;
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		if (parse_u64_str(de->d_name, &id) < 0)
+			continue;
+		/* the master stopped sending a finished task long ago: forget it */
+		if (fstatat(dirfd(d), de->d_name, &st, 0) == 0 && st.st_mtime < horizon) {
+			unlinkat(dirfd(d), de->d_name, 0);
+			continue;
+		}
+		add_finished(a, (int64_t)id);
+	}
 	if (d)
 		closedir(d);
 	d = opendir(dir);

@@ -293,8 +293,8 @@ static void job_check_progress(struct master *m, struct job *j)
 		j->has_exit = true;
 		j->exit_code = 0;
 		job_set_reason(j, NULL, NULL);
-		if (!j->running_at)
-			j->running_at = wall_us();
+		if (!j->running_at) /* started and ended between two reports */
+			j->running_at = j->finished_at;
 		core_save_job(m, j);
 	} else if (all_running && j->state == JOB_STARTING &&
 		   job_event(m, j, JOB_EV_ALL_RUNNING)) {

@@ -42,8 +42,17 @@ def test_agent_sigkill_and_restart():
         wait_until(lambda: os.path.exists(os.path.join(short_dir, "exit.json")), 30,
                    "the short task to end while the agent is down")
         check(pid_alive(pid), "the task survives the agent's SIGKILL")
+        # markers of long-finished tasks are pruned at start, recent ones kept
+        fin = os.path.join(c.dir, "agent-n1", "finished")
+        os.makedirs(fin, exist_ok=True)
+        for name, age in (("999999", 8 * 86400), ("999998", 3600)):
+            open(os.path.join(fin, name), "w").close()
+            os.utime(os.path.join(fin, name), (time.time() - age, time.time() - age))
         c.start_agent("n1", gpus="sim:1")
+        wait_until(lambda: not os.path.exists(os.path.join(fin, "999999")), 10,
+                   "the week-old finished marker to be pruned")
         j = c.api.wait_job(short["id"], timeout=60)
+        check(os.path.exists(os.path.join(fin, "999998")), "a recent finished marker is kept")
         check_eq((j["state"], j["exit_code"]), ("failed", 7), "what finished while the agent was down")
         check_eq(c.api.log(short["id"]).decode(), "done meanwhile\n", "its log")
         j = c.api.wait_job(jid, timeout=60)
