@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "base/fsutil.h"
 #include "base/strbuf.h"
+#include "cli/config.h"
 #include "master/master.h"
 
 struct up {
@@ -56,25 +57,21 @@ static int read_token(const char *path, struct strbuf *out)
 /* Points the CLI at this master unless the user has a config already. */
 static void write_cli_config(const char *url, const char *admin_token_path)
 {
-	struct strbuf path = STRBUF_INIT, token = STRBUF_INIT, text = STRBUF_INIT;
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	if (xdg && *xdg)
-		strbuf_addf(&path, "%s/yard", xdg);
-	else if (home && *home)
-		strbuf_addf(&path, "%s/.config/yard", home);
-	else
+	struct strbuf token = STRBUF_INIT, text = STRBUF_INIT;
+	char *path = cli_config_path();
+	char *slash = path ? strrchr(path, '/') : NULL;
+	if (!slash || path_exists(path) || read_token(admin_token_path, &token) < 0)
 		goto out;
-	if (mkdir_p(path.buf, 0700) < 0)
-		goto out;
-	strbuf_addstr(&path, "/config");
-	if (path_exists(path.buf) || read_token(admin_token_path, &token) < 0)
+	*slash = '\0';
+	int made = mkdir_p(path, 0700);
+	*slash = '/';
+	if (made < 0)
 		goto out;
 	strbuf_addf(&text, "# written by yard up\nmaster = %s\ntoken = %s\n", url, token.buf);
-	if (write_file_atomic(path.buf, text.buf, text.len, 0600) == 0)
-		fprintf(stderr, "yard up: the CLI now talks to %s (%s)\n", url, path.buf);
+	if (write_file_atomic(path, text.buf, text.len, 0600) == 0)
+		fprintf(stderr, "yard up: the CLI now talks to %s (%s)\n", url, path);
 out:
-	strbuf_release(&path);
+	free(path);
 	strbuf_release(&token);
 	strbuf_release(&text);
 }

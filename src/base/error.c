@@ -30,6 +30,14 @@ const char *yerr_code_str(int err)
 	return codes[index_of(err)];
 }
 
+int yerr_from_code_str(const char *code)
+{
+	for (size_t i = 0; code && i < ARRAY_SIZE(codes); i++)
+		if (!strcmp(code, codes[i]))
+			return -(int)i - 1;
+	return YERR(INTERNAL);
+}
+
 int yerr_http_status(int err)
 {
 	return statuses[index_of(err)];

@@ -39,6 +39,9 @@ enum yerr_code {
 
 /* yerr_code_str: "invalid_spec" for YERR(INVALID_SPEC); "internal" if unknown. */
 const char *yerr_code_str(int err);
+/* yerr_from_code_str: YERR(...) for an API code string such as
+ * "invalid_spec"; YERR(INTERNAL) for NULL or an unknown one. */
+int yerr_from_code_str(const char *code);
 /* yerr_http_status: 400 for YERR(INVALID_SPEC) and so on; 500 if unknown. */
 int yerr_http_status(int err);
 const char *yerr_default_message(int err);

@@ -5,20 +5,6 @@
 #include <ctype.h>
 #include <curl/curl.h>
 
-static const char *const api_codes[] = {
-#define X_(name, code, status, msg) code,
-	YARD_ERRORS(X_)
-#undef X_
-};
-
-int yerr_from_code_str(const char *code)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(api_codes); i++)
-		if (code && !strcmp(code, api_codes[i]))
-			return -(int)i - 1;
-	return YERR(INTERNAL);
-}
-
 void httpc_init(struct httpc *c, const char *base_url, const char *token)
 {
 	size_t n = strlen(base_url);

@@ -51,9 +51,6 @@ int httpc_json(struct httpc *c, const char *method, const char *path, json_t *bo
 /* httpc_error_from_reply fills eb from an API error document; returns the code. */
 int httpc_error_from_reply(const struct httpc_response *res, struct errbuf *eb);
 
-/* yerr_from_code_str: YERR(...) for an API code string, YERR(INTERNAL) if unknown. */
-int yerr_from_code_str(const char *code);
-
 void httpc_response_init(struct httpc_response *res);
 void httpc_response_release(struct httpc_response *res);
 

@@ -148,6 +148,18 @@ static char *get_str(json_t *d, const char *k)
 static void job_free(struct job *j);
 static void task_free(struct task *t);
 
+/* Jobs and tasks are indexed by id (id N is arr[N - 1]); ids are loaded in
+ * increasing order, and one missing from the store leaves a NULL hole. */
+#define DENSE_PUT(arr, n, alloc, id, item)                      \
+	do {                                                    \
+		while ((n) < (id) - 1) {                        \
+			ALLOC_GROW(arr, (n) + 1, alloc);        \
+			(arr)[(n)++] = NULL;                    \
+		}                                               \
+		ALLOC_GROW(arr, (n) + 1, alloc);                \
+		(arr)[(n)++] = (item);                          \
+	} while (0)
+
 static int load_job(void *ctx, const char *key, const char *text)
 {
 	struct master *m = ctx;
@@ -191,13 +203,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 		}
 		json_decref(sd);
 	}
-	/* ids are dense from 1; a hole is kept as NULL */
-	while (m->njobs < j->id - 1) {
-		ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
-		m->jobs[m->njobs++] = NULL;
-	}
-	ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
-	m->jobs[m->njobs++] = j;
+	DENSE_PUT(m->jobs, m->njobs, m->ajobs, j->id, j);
 	(void)key;
 	return 0;
 }
@@ -245,12 +251,7 @@ static int load_task(void *ctx, const char *key, const char *text)
 		task_free(t);
 		return YERR(IO);
 	}
-	while (m->ntasks < t->id - 1) {
-		ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
-		m->tasks[m->ntasks++] = NULL;
-	}
-	ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
-	m->tasks[m->ntasks++] = t;
+	DENSE_PUT(m->tasks, m->ntasks, m->atasks, t->id, t);
 	ALLOC_GROW(t->job->tasks, t->job->ntasks + 1, t->job->atasks);
 	t->job->tasks[t->job->ntasks++] = t;
 	(void)key;

@@ -109,8 +109,7 @@ static void job_new_attempt_tasks(struct master *m, struct job *j)
 	core_save_meta(m, "next_task_id", buf);
 }
 
-static void fill_sched_node(struct master *m, const struct node *n, struct sched_node *sn,
-			    struct sched_gpu *gpus, bool with_use);
+static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus);
 
 int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
 		struct job **out, struct errbuf *eb)
@@ -171,7 +170,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 
 		for (size_t i = 0; i < m->nnodes; i++) {
 			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-			fill_sched_node(m, m->nodes[i], &sn[i], gp[i], false);
+			fill_sched_node(m->nodes[i], &sn[i], gp[i]);
 		}
 		for (size_t r = 0; r < spec->nroles; r++) {
 			st[r].role = spec->roles[r].name;
@@ -363,10 +362,16 @@ void jobs_tick(struct master *m)
 		if (n->state != NODE_LOST && n->lease_until && n->lease_until < now)
 			node_lost(m, n);
 	}
-	for (size_t i = 0; i < m->njobs; i++) {
-		struct job *j = m->jobs[i];
-		if (!j || job_state_is_final(j->state) || !j->spec || !j->spec->timeout_ms ||
-		    !j->started_at)
+	/* A job's timeout runs from its placement, and a placed job holds
+	 * resources through its tasks: the live tasks lead to every job that
+	 * can time out, without walking every job ever stored. The index may
+	 * change under a timeout's stops, so walk a copy. */
+	size_t nlive = m->nlive;
+	struct task **live = xcalloc(nlive + 1, sizeof(*live));
+	memcpy(live, m->live, nlive * sizeof(*live));
+	for (size_t i = 0; i < nlive; i++) {
+		struct job *j = live[i]->job;
+		if (job_state_is_final(j->state) || !j->spec || !j->spec->timeout_ms || !j->started_at)
 			continue;
 		uint64_t timeout_ms = j->spec->timeout_ms; /* the event frees the spec */
 		if (wall - j->started_at >= timeout_ms * 1000 && job_event(m, j, JOB_EV_TIMEOUT)) {
@@ -378,6 +383,7 @@ void jobs_tick(struct master *m)
 			core_save_job(m, j);
 		}
 	}
+	free(live);
 }
 
 void jobs_restore_leases(struct master *m)
@@ -390,8 +396,8 @@ void jobs_restore_leases(struct master *m)
 
 /* ---- scheduling ---- */
 
-static void fill_sched_node(struct master *m, const struct node *n, struct sched_node *sn,
-			    struct sched_gpu *gpus, bool with_use)
+/* sn describes n whole, every GPU free; sched_account_use subtracts what runs. */
+static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus)
 {
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
@@ -406,8 +412,6 @@ static void fill_sched_node(struct master *m, const struct node *n, struct sched
 		gpus[g].model = n->gpus[g].model;
 		gpus[g].free = true;
 	}
-	(void)m;
-	(void)with_use;
 }
 
 /* Subtracts what the tasks that hold resources use. */
@@ -481,7 +485,7 @@ void jobs_schedule(struct master *m)
 	m->sched_needed = false;
 	for (size_t i = 0; i < m->nnodes; i++) {
 		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-		fill_sched_node(m, m->nodes[i], &sn[i], gp[i], true);
+		fill_sched_node(m->nodes[i], &sn[i], gp[i]);
 	}
 	sched_account_use(m, sn, gp);
 	for (size_t i = 0; i < ncand; i++) {
@@ -502,7 +506,7 @@ void jobs_schedule(struct master *m)
 				continue;
 			tasks[k].role = t->role;
 			tasks[k].index = t->index;
-			tasks[k].gpus = j->spec->roles ? 0 : 0;
+			tasks[k].gpus = 0;
 			for (size_t r = 0; r < j->spec->nroles; r++)
 				if (!strcmp(j->spec->roles[r].name, t->role))
 					tasks[k].gpus = j->spec->roles[r].gpus;
@@ -895,7 +899,7 @@ static char *param_string(const json_t *v)
 	return json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15));
 }
 
-static json_t *task_env(struct master *m, const struct task *t, const struct job *j)
+static json_t *task_env(const struct task *t, const struct job *j)
 {
 	json_t *env = json_object();
 	struct strbuf gl = STRBUF_INIT;
@@ -938,7 +942,6 @@ static json_t *task_env(struct master *m, const struct task *t, const struct job
 		}
 	}
 	strbuf_release(&gl);
-	(void)m;
 	return env;
 }
 
@@ -973,7 +976,7 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			       "id", (json_int_t)t->id, "job", (json_int_t)j->id, "job_name", j->name,
 			       "role", t->role, "index", (int)t->index, "attempt", (int)t->attempt,
 			       "desired", (t->stop || t->state == TASK_STOPPING) ? "stop" : "run",
-			       "argv", argv, "env", task_env(m, t, j), "gpus", gpus_json(t->gpus, t->ngpus),
+			       "argv", argv, "env", task_env(t, j), "gpus", gpus_json(t->gpus, t->ngpus),
 			       "cpus_milli", (json_int_t)t->cpus_milli, "memory", (json_int_t)t->memory,
 			       "pids", (json_int_t)t->pids, "code",
 			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
