@@ -368,7 +368,8 @@ void jobs_tick(struct master *m)
 	 * change under a timeout's stops, so walk a copy. */
 	size_t nlive = m->nlive;
 	struct task **live = xcalloc(nlive + 1, sizeof(*live));
-	memcpy(live, m->live, nlive * sizeof(*live));
+	if (nlive)
+		memcpy(live, m->live, nlive * sizeof(*live));
 	for (size_t i = 0; i < nlive; i++) {
 		struct job *j = live[i]->job;
 		if (job_state_is_final(j->state) || !j->spec || !j->spec->timeout_ms || !j->started_at)
