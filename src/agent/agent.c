@@ -16,8 +16,12 @@
 
 #include <curl/curl.h>
 #include <dirent.h>
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <uv.h>
 
 #include "agent/cgroup.h"
@@ -28,6 +32,7 @@
 #include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
+#include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/codepack.h"
@@ -50,6 +55,7 @@ struct session {
 	/* registration */
 	char *master_url, *name, *addr, *join_token, *work_dir;
 	json_t *gpus;           /* owned */
+	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
 	unsigned gen;           /* bumped by every registration */
 	bool printed_ready;
@@ -139,6 +145,32 @@ static uint64_t mem_total(void)
 	return kb * 1024;
 }
 
+/* The name of the interface that holds addr, or NULL (caller frees). */
+static char *iface_of(const char *addr)
+{
+	struct ifaddrs *ifs = NULL;
+	char *name = NULL;
+
+	if (getifaddrs(&ifs) < 0)
+		return NULL;
+	for (struct ifaddrs *i = ifs; i && !name; i = i->ifa_next) {
+		char buf[INET6_ADDRSTRLEN];
+		const void *a;
+		if (!i->ifa_addr || !i->ifa_name)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			a = &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+		else
+			continue;
+		if (inet_ntop(i->ifa_addr->sa_family, a, buf, sizeof(buf)) && !strcmp(buf, addr))
+			name = xstrdup(i->ifa_name);
+	}
+	freeifaddrs(ifs);
+	return name;
+}
+
 /* One registration attempt. */
 static int register_once(struct session *s, struct errbuf *eb)
 {
@@ -162,10 +194,13 @@ static int register_once(struct session *s, struct errbuf *eb)
 		else
 			s->addr = xstrdup("127.0.0.1");
 	}
-	json_t *body = json_pack("{s:s, s:s, s:i, s:I, s:O, s:[s], s:o}", "name", s->name, "addr",
-				 s->addr, "cpus", (int)cpu_count(), "memory", (json_int_t)mem_total(),
-				 "gpus", s->gpus, "runtimes", "process", "tasks",
-				 scan_task_ids(s->work_dir));
+	char *iface = iface_of(s->addr);
+	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:[s], s:o}", "name",
+				 s->name, "addr", s->addr, "iface", iface, "ports", (int)s->port_lo,
+				 (int)s->port_hi, "cpus", (int)cpu_count(), "memory",
+				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", "process",
+				 "tasks", scan_task_ids(s->work_dir));
+	free(iface);
 	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
 	json_decref(body);
 	if (ret)
@@ -308,13 +343,14 @@ static void *poll_thread(void *arg)
 
 /* ---- the shipper thread ---- */
 
-enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED };
+enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED, SHIP_EXEC };
 
 struct ship_event {
 	enum ship_event_kind kind;
 	int64_t id;
 	pid_t pid;
 	struct task_exit exit;
+	json_t *report;         /* SHIP_EXEC: owned exec report */
 	struct ship_event *next;
 };
 
@@ -340,6 +376,7 @@ struct shipper {
 	bool quit;
 	/* the thread's own */
 	struct ship_task *tasks;
+	json_t *exec_reports;   /* exec exits not yet acknowledged */
 	struct httpc c;
 	unsigned gen;
 };
@@ -399,6 +436,13 @@ static void ship_save_offsets(struct ship_task *t)
 
 static void ship_apply(struct shipper *sh, struct ship_event *ev)
 {
+	if (ev->kind == SHIP_EXEC) {
+		if (!sh->exec_reports)
+			sh->exec_reports = json_array();
+		json_array_append_new(sh->exec_reports, ev->report);
+		ev->report = NULL;
+		return;
+	}
 	struct ship_task *t = ship_find(sh, ev->id);
 	if (!t) {
 		t = xcalloc(1, sizeof(*t));
@@ -544,13 +588,16 @@ static void ship_round(struct shipper *sh)
 			json_array_append_new(reports, json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id,
 								  "state", "running", "pid", (int)t->pid));
 	}
-	if (!json_array_size(reports))
+	size_t nexec = json_array_size(sh->exec_reports);
+	if (!json_array_size(reports) && !nexec)
 		goto out;
 	char *id, *token;
 	session_creds(sh->s, &id, &token);
 	char *esc = url_escape(id);
 	char *path = xasprintf("/v1/agents/%s/status", esc);
 	json_t *body = json_pack("{s:O}", "tasks", reports);
+	if (nexec)
+		json_object_set(body, "execs", sh->exec_reports);
 	long status = 0;
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *reply = NULL;
@@ -564,6 +611,9 @@ static void ship_round(struct shipper *sh)
 	if (ret == 0) {
 		size_t i;
 		json_t *r;
+		/* acknowledged: drop the exec reports sent (more may have come since) */
+		for (size_t k = 0; k < nexec; k++)
+			json_array_remove(sh->exec_reports, 0);
 		json_array_foreach(reports, i, r) {
 			struct ship_task **pp = &sh->tasks;
 			int64_t tid = json_integer_value(json_object_get(r, "id"));
@@ -628,6 +678,7 @@ static void *shipper_thread(void *arg)
 		free(t->dir);
 		free(t);
 	}
+	json_decref(sh->exec_reports);
 	httpc_release(&sh->c);
 	return NULL;
 }
@@ -644,7 +695,23 @@ struct atask {
 	bool start_active, exit_active;
 	int closing;             /* handles still to close before free */
 	bool stop_sent, done;
+	bool running;            /* the shim reported the task running */
+	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
+	int64_t *exec_ids;       /* execs started (never started twice) */
+	size_t nexec_ids, aexec_ids;
 	struct atask *next;
+};
+
+/* An exec running inside a task (see src/master/execs.h): a `yard shim
+ * --exec` process, our child, watched through a pidfd. */
+struct aexec {
+	struct agent *a;
+	int64_t task, id;
+	char *dir;               /* TASKDIR/execs/ID */
+	pid_t pid;
+	int pidfd;
+	uv_poll_t poll;
+	struct aexec *next;
 };
 
 struct agent {
@@ -658,6 +725,7 @@ struct agent {
 	struct shipper sh;
 	struct httpc code_http;     /* code downloads from the main loop */
 	struct atask *tasks;
+	struct aexec *execs;
 	int64_t *finished;          /* ids never to start again */
 	size_t nfinished, afinished;
 	volatile sig_atomic_t *stop;
@@ -692,6 +760,8 @@ static void on_handle_closed(uv_handle_t *h)
 	struct atask *t = h->data;
 	if (--t->closing == 0) {
 		t->ops->cleanup(&t->rt);
+		json_decref(t->execs_wanted);
+		free(t->exec_ids);
 		free(t);
 	}
 }
@@ -717,9 +787,157 @@ static void task_forget(struct agent *a, struct atask *t)
 	on_handle_closed((uv_handle_t *)&(uv_poll_t){ .data = t });
 }
 
+/* ---- execs inside tasks ---- */
+
+static void on_exec_closed(uv_handle_t *h)
+{
+	struct aexec *x = h->data;
+	/* closed after the loop let go of it (see runtime.h on start_fd) */
+	if (x->pidfd >= 0)
+		close(x->pidfd);
+	free(x->dir);
+	free(x);
+}
+
+static void exec_forget(struct agent *a, struct aexec *x)
+{
+	struct aexec **pp = &a->execs;
+	while (*pp && *pp != x)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = x->next;
+	uv_close((uv_handle_t *)&x->poll, on_exec_closed);
+}
+
+/* Hands the exec's verdict (its exit.json) to the shipper. */
+static void exec_report(struct agent *a, int64_t task, int64_t id, const char *dir)
+{
+	struct task_exit e;
+	struct ship_event *ev;
+
+	if (task_exit_read(dir, &e, NULL)) {
+		memset(&e, 0, sizeof(e));
+		snprintf(e.reason, sizeof(e.reason), "lost: the exec's shim died without a verdict");
+	}
+	ev = xcalloc(1, sizeof(*ev));
+	ev->kind = SHIP_EXEC;
+	ev->report = json_pack("{s:I, s:I, s:o, s:o, s:s}", "task", (json_int_t)task, "id",
+			       (json_int_t)id, "exit_code",
+			       e.has_code ? json_integer(e.exit_code) : json_null(), "signal",
+			       e.signal ? json_integer(e.signal) : json_null(), "message", e.reason);
+	shipper_post(&a->sh, ev);
+}
+
+static void on_exec_exit(uv_poll_t *h, int status, int events)
+{
+	struct aexec *x = h->data;
+
+	waitpid(x->pid, NULL, 0);
+	uv_poll_stop(h);
+	exec_report(x->a, x->task, x->id, x->dir);
+	exec_forget(x->a, x);
+}
+
+static bool exec_known(const struct atask *t, int64_t id)
+{
+	for (size_t i = 0; i < t->nexec_ids; i++)
+		if (t->exec_ids[i] == id)
+			return true;
+	return false;
+}
+
+static void exec_start(struct agent *a, struct atask *t, int64_t id, json_t *argv)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char idbuf[24];
+	snprintf(idbuf, sizeof(idbuf), "%" PRId64, id);
+	char *dir = xasprintf("%s/execs/%s", t->rt.dir, idbuf);
+	char *shim_argv[] = { (char *)a->ctx.shim_exe, "shim", "--dir", t->rt.dir, "--exec", idbuf, NULL };
+	json_t *doc = json_pack("{s:O}", "argv", argv);
+	struct spawn_opts o;
+	pid_t pid = -1;
+	int log_fd, ret;
+
+	ALLOC_GROW(t->exec_ids, t->nexec_ids + 1, t->aexec_ids);
+	t->exec_ids[t->nexec_ids++] = id;
+	ret = mkdir_p(dir, 0755) < 0 ? error(&eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno))
+				     : taskdir_write_json(dir, "exec.json", doc, 0, &eb);
+	json_decref(doc);
+	if (!ret) {
+		char *log = xasprintf("%s/shim.log", t->rt.dir);
+		log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		free(log);
+		spawn_opts_init(&o);
+		o.argv = shim_argv;
+		o.stderr_fd = log_fd;
+		o.flags = SPAWN_SETSID | SPAWN_FAST;
+		ret = spawn_process(&o, &pid, NULL, &eb);
+		if (log_fd >= 0)
+			close(log_fd);
+	}
+	int pidfd = ret ? -1 : pidfd_open_pid(pid);
+	struct aexec *x = xcalloc(1, sizeof(*x));
+	if (pidfd < 0 || uv_poll_init(&a->loop, &x->poll, pidfd) != 0) {
+		/* report the failure (or an exec we cannot watch) at once */
+		struct task_exit e;
+		memset(&e, 0, sizeof(e));
+		e.start_failed = true;
+		snprintf(e.reason, sizeof(e.reason), "start_failed: %s",
+			 ret ? eb.msg : "cannot watch the exec's shim");
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		if (pidfd >= 0)
+			close(pidfd);
+		task_exit_write(dir, &e, NULL);
+		exec_report(a, t->rt.id, id, dir);
+		free(dir);
+		free(x);
+		return;
+	}
+	x->a = a;
+	x->task = t->rt.id;
+	x->id = id;
+	x->dir = dir;
+	x->pid = pid;
+	x->pidfd = pidfd;
+	x->poll.data = x;
+	x->next = a->execs;
+	a->execs = x;
+	uv_poll_start(&x->poll, UV_READABLE, on_exec_exit);
+}
+
+/* Starts the execs the master wants in t that have not been started. Only
+ * once the task runs: its cgroup and environment exist then. */
+static void task_run_execs(struct agent *a, struct atask *t)
+{
+	size_t i;
+	json_t *d;
+
+	if (!t->running || t->done || t->stop_sent)
+		return;
+	json_array_foreach(t->execs_wanted, i, d) {
+		int64_t id = json_integer_value(json_object_get(d, "id"));
+		json_t *argv = json_object_get(d, "argv");
+		if (id > 0 && json_is_array(argv) && !exec_known(t, id))
+			exec_start(a, t, id, argv);
+	}
+}
+
+/* Execs end with their task (its cgroup is killed); without cgroups, the
+ * agent stops what is left of them. */
+static void task_stop_execs(struct agent *a, int64_t task)
+{
+	for (struct aexec *x = a->execs; x; x = x->next)
+		if (x->task == task && x->pid > 0 && x->pidfd >= 0)
+			kill(x->pid, SIGTERM);
+}
+
 /* The task has finished: hand its verdict to the shipper. */
 static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
 {
+	task_stop_execs(a, t->rt.id);
 	add_finished(a, t->rt.id);
 	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
 	task_forget(a, t);
@@ -753,8 +971,11 @@ static void on_start_poll(uv_poll_t *h, int status, int events)
 	if (r == YERR(UNAVAILABLE))
 		return;
 	uv_poll_stop(h);
-	if (r == 1)
+	if (r == 1) {
 		ship_event(&t->a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
+		t->running = true;
+		task_run_execs(t->a, t);
+	}
 	/* a failed start ends with exit.json; the exit pidfd reports it */
 }
 
@@ -888,6 +1109,12 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 	if ((ret = taskdir_write_json(t->rt.dir, "task.json", assignment, 0, &eb)))
 		goto fail;
 	ship_event(&a->sh, SHIP_TRACK, id, 0, NULL);
+	if (json_is_string(json_object_get(assignment, "error"))) {
+		/* the master could not launch it (no port left, ...) */
+		ret = error(&eb, YERR(BAD_REQUEST), "%s",
+			    json_string_value(json_object_get(assignment, "error")));
+		goto fail;
+	}
 	if (code && (ret = fetch_code(a, code, &t->rt.code, &eb)))
 		goto fail;
 	/* every runtime starts the task in a fresh copy of the job's code */
@@ -933,6 +1160,11 @@ static void reconcile(struct agent *a, json_t *work)
 		if (desired && !strcmp(desired, "run")) {
 			if (!t && !is_finished(a, id))
 				start_task(a, d, id);
+			else if (t) {
+				json_decref(t->execs_wanted);
+				t->execs_wanted = json_incref(json_object_get(d, "execs"));
+				task_run_execs(a, t);
+			}
 		} else if (t) {
 			stop_task(a, t);
 		}
@@ -981,6 +1213,25 @@ static void on_tick(uv_timer_t *h)
  * assignment of that task still on its way from the master. */
 #define FINISHED_KEEP_S (7 * 24 * 3600)
 
+/* After a restart: execs an earlier agent started are never started again
+ * (their outcome is settled by the master when the task ends). */
+static void remember_execs(struct atask *t)
+{
+	char *dir = xasprintf("%s/execs", t->rt.dir);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t id;
+	while (d && (de = readdir(d))) {
+		if (parse_u64_str(de->d_name, &id) < 0)
+			continue;
+		ALLOC_GROW(t->exec_ids, t->nexec_ids + 1, t->aexec_ids);
+		t->exec_ids[t->nexec_ids++] = (int64_t)id;
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
 /* After a restart: reattach to running tasks, report finished ones. */
 static void scan_work_dir(struct agent *a)
 {
@@ -1028,6 +1279,8 @@ static void scan_work_dir(struct agent *a)
 			}
 			if (pid > 0)
 				ship_event(&a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
+			t->running = pid > 0;
+			remember_execs(t);
 			watch_task(a, t);
 		}
 		check_exit(a, t);
@@ -1052,6 +1305,8 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 	s->join_token = xstrdup(cfg->join_token ? cfg->join_token : "");
 	s->work_dir = xstrdup(cfg->work_dir);
 	s->gpus = gpu_list_to_json(gpus);
+	s->port_lo = cfg->port_lo ? cfg->port_lo : 30000;
+	s->port_hi = cfg->port_lo ? cfg->port_hi : 32000;
 	s->stop = stop;
 	return s;
 }
@@ -1063,6 +1318,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	int ret = 0;
 	bool shipper_started = false;
 	char *shim_exe = NULL; /* a.ctx.shim_exe */
+	char *yard_exe = NULL; /* a.ctx.yard_exe */
 	char *cgroup_base = NULL; /* a.ctx.cgroup_base */
 
 	memset(&a, 0, sizeof(a));
@@ -1086,6 +1342,9 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.ctx.dev_dir = cfg->dev_dir ? cfg->dev_dir : "/dev";
 	shim_exe = find_shim_exe(cfg->self_exe);
 	a.ctx.shim_exe = shim_exe;
+	yard_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : realpath("/proc/self/exe", NULL);
+	a.ctx.yard_exe = yard_exe;
+	a.ctx.master_url = cfg->master_url;
 	a.ctx.cgroup_root = getenv("YARD_CGROUP_ROOT");
 	a.ctx.cgroups = cgroup_detect(a.ctx.cgroup_root) != NULL && geteuid() == 0;
 	if (!a.ctx.cgroups)
@@ -1130,6 +1389,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	pthread_mutex_unlock(&a.s->lock);
 	while (a.tasks)
 		task_forget(&a, a.tasks);
+	while (a.execs)
+		exec_forget(&a, a.execs);
 	uv_close((uv_handle_t *)&a.wake, NULL);
 	uv_close((uv_handle_t *)&a.tick, NULL);
 	uv_run(&a.loop, UV_RUN_DEFAULT);
@@ -1143,6 +1404,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		pthread_join(a.sh.thread, NULL);
 	while (a.sh.head) {
 		struct ship_event *n = a.sh.head->next;
+		json_decref(a.sh.head->report);
 		free(a.sh.head);
 		a.sh.head = n;
 	}
@@ -1156,6 +1418,7 @@ out_session:
 out_gpus:
 	gpu_list_release(&a.gpus);
 	free(shim_exe);
+	free(yard_exe);
 	free(cgroup_base);
 	return ret;
 }
@@ -1172,7 +1435,8 @@ static void on_signal(int sig)
 static int agent_usage(void)
 {
 	fprintf(stderr, "usage: yard agent --master URL --name NAME --work-dir DIR [--gpus auto|none|sim:N[:MODEL]]\n"
-			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n");
+			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n"
+			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n");
 	return 2;
 }
 
@@ -1181,7 +1445,7 @@ int cmd_agent(int argc, char **argv)
 	struct agent_config cfg = { .gpus = "none" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct strbuf tok = STRBUF_INIT;
-	const char *token_file = NULL;
+	const char *token_file = NULL, *ports = NULL;
 	int ret;
 
 	for (int i = 1; i < argc; i++) {
@@ -1192,6 +1456,7 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--advertise-addr") ? &cfg.advertise_addr
 				  : !strcmp(argv[i], "--join-token-file") ? &token_file
 				  : !strcmp(argv[i], "--dev-dir")        ? &cfg.dev_dir
+				  : !strcmp(argv[i], "--ports")          ? &ports
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -1199,6 +1464,18 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (!cfg.master_url || !cfg.name || !cfg.work_dir)
 		return agent_usage();
+	if (ports) {
+		const char *p = ports;
+		uint64_t lo = 0, hi = 0;
+		if (parse_u64(&p, &lo) < 0 || *p++ != '-' || parse_u64(&p, &hi) < 0 || *p ||
+		    lo < 1024 || hi > 65535 || lo > hi) {
+			fprintf(stderr, "yard agent: --ports '%s': expected LOW-HIGH within 1024-65535\n",
+				ports);
+			return 2;
+		}
+		cfg.port_lo = (unsigned)lo;
+		cfg.port_hi = (unsigned)hi;
+	}
 	if (token_file) {
 		if (strbuf_read_file(&tok, token_file, 4096) < 0) {
 			fprintf(stderr, "yard agent: cannot read '%s': %s\n", token_file, strerror(errno));

@@ -19,6 +19,7 @@ struct agent_config {
 	const char *join_token;
 	const char *dev_dir;         /* where GPU device nodes live; default "/dev" */
 	const char *self_exe;        /* the yard binary, to start shims; default /proc/self/exe */
+	unsigned port_lo, port_hi;   /* task ports (--ports LO-HI); 0: 30000-32000 */
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */

@@ -30,6 +30,8 @@ struct runtime_ctx {
 	const char *cgroup_base;
 	const char *dev_dir;       /* "/dev" */
 	const char *shim_exe;      /* yard-shim, or the yard binary (both take "shim --dir D") */
+	const char *yard_exe;      /* the yard binary: "yard" as a task's argv[0] */
+	const char *master_url;    /* the master as this agent reaches it (YARD_MASTER) */
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
 	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
 	const struct gpu_list *gpus;

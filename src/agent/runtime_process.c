@@ -1,7 +1,6 @@
 #include "base/compat.h"
 #include "agent/runtime.h"
 
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "base/fsutil.h"
@@ -9,16 +8,6 @@
 #include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
-
-static int pidfd_open_(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
 {
@@ -38,10 +27,11 @@ static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
 	char *rel = xasprintf("%s/task-%" PRId64, ctx->cgroup_base, t->id);
-	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s}", "cwd", cwd,
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s?}", "cwd", cwd,
 				 "checkpoint_dir", ckpt, "data_dir", data,
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
-				 "gpu_devices", devs, "dev_dir", ctx->dev_dir);
+				 "gpu_devices", devs, "dev_dir", ctx->dev_dir, "yard_exe", ctx->yard_exe,
+				 "master_url", ctx->master_url);
 	ret = taskdir_write_json(t->dir, "shim.json", conf, 0, eb);
 	json_decref(conf);
 	free(cwd);
@@ -85,7 +75,7 @@ static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, 
 	}
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	t->start_fd = fds[0];
-	t->exit_fd = pidfd_open_(t->pid); /* -1 if it is already gone: wait() reads exit.json */
+	t->exit_fd = pidfd_open_pid(t->pid); /* -1 if it is already gone: wait() reads exit.json */
 	return 0;
 }
 
@@ -145,7 +135,7 @@ static int process_reattach(const struct runtime_ctx *ctx, struct runtime_task *
 	if (strbuf_read_file(&sb, path, 64) == 0) {
 		strbuf_trim(&sb);
 		if (parse_u64_str(sb.buf, &pid) == 0 && pid > 0 && pid < INT_MAX) {
-			int fd = pidfd_open_((pid_t)pid);
+			int fd = pidfd_open_pid((pid_t)pid);
 			/* check the cmdline after the pidfd is held, so a reused pid cannot slip in */
 			if (fd >= 0 && is_our_shim((pid_t)pid, t->dir)) {
 				t->pid = (pid_t)pid;

@@ -112,7 +112,7 @@ static int setup_cgroup(struct shim *s, struct errbuf *eb)
 static char **build_env(struct shim *s)
 {
 	json_t *env = json_object_get(s->task, "env");
-	size_t n = json_object_size(env) + 5, k = 0;
+	size_t n = json_object_size(env) + 6, k = 0;
 	char **out = xcalloc(n, sizeof(*out));
 	const char *key;
 	json_t *v;
@@ -125,6 +125,8 @@ static char **build_env(struct shim *s)
 	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
 	if (!json_object_get(env, "PATH"))
 		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
+	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url"))
+		out[k++] = xasprintf("YARD_MASTER=%s", conf_str(s, "master_url"));
 	if (!json_object_get(env, "HOME"))
 		out[k++] = xasprintf("HOME=%s", conf_str(s, "cwd"));
 	out[k] = NULL;
@@ -176,6 +178,11 @@ static int start_task(struct shim *s, struct errbuf *eb)
 	argv = xcalloc(json_array_size(argv_j) + 1, sizeof(*argv));
 	json_array_foreach(argv_j, i, v)
 		argv[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
+	/* "yard" is the agent's own binary, whatever the task's PATH holds */
+	if (!strcmp(argv[0], "yard") && conf_str(s, "yard_exe")) {
+		free(argv[0]);
+		argv[0] = xstrdup(conf_str(s, "yard_exe"));
+	}
 	env = build_env(s);
 	/* execvpe looks argv[0] up in our PATH: make it the task's */
 	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
@@ -344,22 +351,113 @@ out_write:
 	return 0;
 }
 
+/* An exec inside a running task: the task's environment, working dir,
+ * cgroup and log files, its own process group. */
+int shim_exec_main(const char *dir, const char *exec_id)
+{
+	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
+	struct errbuf eb = ERRBUF_INIT;
+	struct task_exit e;
+	struct spawn_opts o;
+	json_t *ex = NULL, *v;
+	char **argv = NULL, **env = NULL;
+	int out_fd = -1, err_fd = -1, status = 0;
+	char *edir = xasprintf("%s/execs/%s", dir, exec_id);
+	sigset_t set;
+	size_t i;
+
+	memset(&e, 0, sizeof(e));
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (taskdir_read_json(dir, "task.json", &s.task, &eb) ||
+	    taskdir_read_json(dir, "shim.json", &s.conf, &eb) ||
+	    taskdir_read_json(edir, "exec.json", &ex, &eb))
+		goto fail;
+	json_t *argv_j = json_object_get(ex, "argv");
+	if (!json_array_size(argv_j)) {
+		error(&eb, YERR(BAD_REQUEST), "the exec has no argv");
+		goto fail;
+	}
+	if (conf_str(&s, "cgroup_rel")) {
+		const struct cgroup_ops *ops = cgroup_detect(conf_str(&s, "cgroup_root"));
+		if (ops) {
+			cgroup_init(&s.cg, ops, conf_str(&s, "cgroup_root"), conf_str(&s, "cgroup_rel"));
+			s.have_cg = true;
+		}
+	}
+	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0)
+		goto fail;
+	argv = xcalloc(json_array_size(argv_j) + 1, sizeof(*argv));
+	json_array_foreach(argv_j, i, v)
+		argv[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
+	env = build_env(&s);
+	const char *path = json_string_value(json_object_get(json_object_get(s.task, "env"), "PATH"));
+	setenv("PATH", path ? path : DEFAULT_PATH, 1);
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.env = env;
+	o.cwd = conf_str(&s, "cwd");
+	o.stdout_fd = out_fd;
+	o.stderr_fd = err_fd;
+	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
+	o.cgroup_procs = s.have_cg ? (const char *const *)s.cg.join : NULL;
+	if (spawn_process(&o, &s.pid, NULL, &eb))
+		goto fail;
+	for (;;) {
+		siginfo_t info;
+		pid_t r = waitpid(s.pid, &status, WNOHANG);
+		if (r == s.pid)
+			break;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		int sig = sigtimedwait(&set, &info, &ts);
+		if (sig == SIGTERM || sig == SIGINT)
+			kill(-s.pid, SIGKILL);
+	}
+	describe_exit(&s, status, &e);
+	goto out;
+fail:
+	e.start_failed = true;
+	snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
+	fprintf(stderr, "yard shim: exec %s: %s\n", exec_id, eb.msg);
+out:
+	if (out_fd >= 0)
+		close(out_fd);
+	if (err_fd >= 0)
+		close(err_fd);
+	free_strv(argv);
+	free_strv(env);
+	if (s.have_cg)
+		cgroup_release(&s.cg);
+	json_decref(ex);
+	json_decref(s.task);
+	json_decref(s.conf);
+	int ret = task_exit_write(edir, &e, NULL) ? 1 : 0;
+	free(edir);
+	return ret;
+}
+
 int cmd_shim(int argc, char **argv)
 {
-	const char *dir = NULL;
+	const char *dir = NULL, *exec_id = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			dir = argv[++i];
 		else if (!strncmp(argv[i], "--dir=", 6))
 			dir = argv[i] + 6;
+		else if (!strcmp(argv[i], "--exec") && i + 1 < argc)
+			exec_id = argv[++i];
 		else {
-			fprintf(stderr, "usage: yard shim --dir TASKDIR\n");
+			fprintf(stderr, "usage: yard shim --dir TASKDIR [--exec ID]\n");
 			return 2;
 		}
 	}
-	if (!dir) {
-		fprintf(stderr, "usage: yard shim --dir TASKDIR\n");
+	if (!dir || (exec_id && strspn(exec_id, "0123456789") != strlen(exec_id))) {
+		fprintf(stderr, "usage: yard shim --dir TASKDIR [--exec ID]\n");
 		return 2;
 	}
-	return shim_main(dir);
+	return exec_id ? shim_exec_main(dir, exec_id) : shim_main(dir);
 }

@@ -12,7 +12,8 @@
  *   "cgroup_root": DIR|null (null: /sys/fs/cgroup), "cgroup_rel": "yard/A/task-ID"|null
  *   (null: no cgroups), "gpu_devices": [PATH...] (device nodes of the task's GPUs),
  *   "dev_dir": DIR (where nvidiactl and nvidia-uvm* are looked for),
- *   "stop_grace_ms": N (default 10000)}
+ *   "stop_grace_ms": N (default 10000), "yard_exe": PATH (the yard binary that
+ *   an argv[0] of "yard" names), "master_url": URL (the task's YARD_MASTER)}
  *
  * The agent unpacks the job's code into cwd before it starts the shim. The
  * shim is built as its own small executable, yard-shim (src/agent/shim_exe.c):
@@ -36,5 +37,11 @@
 /* shim_main: the whole shim; returns the process exit status (0 once
  * exit.json is written, also for a start failure; 1 when it cannot be). */
 int shim_main(const char *task_dir);
+/* shim_exec_main: `yard shim --dir TASKDIR --exec ID` runs the argv of
+ * TASKDIR/execs/ID/exec.json ({"argv": [...]}) inside the running task: its
+ * environment, working dir, cgroup and log files (appended), in a process
+ * group of its own; SIGTERM kills that group. Writes
+ * TASKDIR/execs/ID/exit.json like a task's. */
+int shim_exec_main(const char *task_dir, const char *exec_id);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 static void to_hex(const unsigned char *in, size_t n, char *out)
@@ -20,6 +21,14 @@ void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 	unsigned char md[32];
 	unsigned int mdlen = 0;
 	EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+	to_hex(md, 32, out);
+}
+
+void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	HMAC(EVP_sha256(), key, (int)strlen(key), data, len, md, &mdlen);
 	to_hex(md, 32, out);
 }
 

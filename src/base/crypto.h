@@ -10,6 +10,9 @@
 void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1]);
 /* sha256_file_hex hashes a whole file; -1 with errno on error. */
 int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1]);
+/* hmac_sha256_hex writes the HMAC-SHA256 of data under key as 64 hex
+ * digits and a NUL into out[65]. */
+void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA256_HEX_LEN + 1]);
 /* random_hex fills out with 2*nbytes hex digits of cryptographic randomness and
  * a NUL; out must hold 2*nbytes+1. Aborts if the RNG fails. */
 void random_hex(char *out, size_t nbytes);

@@ -252,3 +252,13 @@ int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, 
 	*pid_out = pid;
 	return 0;
 }
+
+int pidfd_open_pid(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}

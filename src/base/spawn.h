@@ -60,4 +60,8 @@ void spawn_opts_init(struct spawn_opts *o);
  */
 int spawn_process(const struct spawn_opts *o, pid_t *pid, int *child_errno, struct errbuf *eb);
 
+/* pidfd_open_pid: a pidfd for pid (readable once it has exited), or -1 with
+ * errno (ENOSYS on kernels before 5.3, ESRCH when it is gone). */
+int pidfd_open_pid(pid_t pid);
+
 #endif

@@ -19,6 +19,9 @@ static const struct cli_command {
 	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs" },
 	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
 	{ "token", cmd_token, NEED_MASTER, "create API tokens (admin)" },
+	{ "mpirun", cmd_mpirun, TASK_HELPER, "run mpirun over the job's nodes (inside an mpi task)" },
+	{ "mpi-rsh", cmd_mpi_rsh, TASK_HELPER, "mpirun's remote launch agent (inside an mpi task)" },
+	{ "mpi-worker", cmd_mpi_worker, TASK_HELPER, "host an mpi job's ranks (inside an mpi task)" },
 };
 
 static const struct cli_command *find(const char *name)
@@ -39,7 +42,8 @@ void cli_usage(void *stream)
 	FILE *out = stream;
 	fprintf(out, "commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
+		if (!(commands[i].flags & TASK_HELPER))
+			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\nRun 'yard COMMAND --help' for a command's options. The master and token\n"
 		     "come from --master/--token, YARD_MASTER/YARD_TOKEN or ~/.config/yard/config.\n");
 }

@@ -133,6 +133,37 @@ int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb
 	return get_json(c, "POST", path, NULL, out, eb);
 }
 
+int client_exec_start(struct client *c, uint64_t id, const char *host, char *const *argv,
+		      json_t **out, struct errbuf *eb)
+{
+	char path[80];
+	json_t *args = json_array(), *body;
+	int ret;
+
+	for (size_t i = 0; argv[i]; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	body = json_pack("{s:s, s:o}", "host", host, "argv", args);
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64 "/exec", id);
+	ret = get_json(c, "POST", path, body, out, eb);
+	json_decref(body);
+	return ret;
+}
+
+int client_exec_get(struct client *c, uint64_t id, uint64_t exec, unsigned wait_s, json_t **out,
+		    struct errbuf *eb)
+{
+	char path[120];
+	int ret;
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64 "/exec/%" PRIu64 "?wait=%u", id, exec, wait_s);
+	c->http.timeout_ms = (wait_s + 30) * 1000L;
+	ret = httpc_json(&c->http, "GET", path, NULL, out, NULL, eb);
+	if (ret && out && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
 void client_log_chunk_init(struct client_log_chunk *ch)
 {
 	memset(ch, 0, sizeof(*ch));

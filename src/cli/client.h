@@ -56,6 +56,14 @@ int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_
 /* POST /v1/jobs/{id}/cancel -> the job. */
 int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);
 
+/* POST /v1/jobs/{id}/exec {"host", "argv"} -> the exec {"id", "task", ...}. */
+int client_exec_start(struct client *c, uint64_t id, const char *host, char *const *argv,
+		      json_t **out, struct errbuf *eb);
+/* GET /v1/jobs/{id}/exec/{exec}?wait=S -> {"state": "running"|"exited",
+ * "exit_code", "signal", "message"}. */
+int client_exec_get(struct client *c, uint64_t id, uint64_t exec, unsigned wait_s, json_t **out,
+		    struct errbuf *eb);
+
 /* What to read of a task's log. */
 struct client_log_req {
 	const char *task;   /* "ROLE/INDEX" or NULL: the first task */

@@ -23,6 +23,7 @@
 
 enum cli_cmd_flags {
 	NEED_MASTER = 1 << 0, /* resolve the master and open ctx->client */
+	TASK_HELPER = 1 << 1, /* runs inside tasks; not listed in the usage */
 };
 
 struct cli_ctx {
@@ -106,5 +107,9 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
+/* Task-side helpers of the MPI launcher (cmd_mpi.c). */
+int cmd_mpirun(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_mpi_worker(struct cli_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -753,12 +753,13 @@ struct framework_info {
 
 static const struct framework_info frameworks[] = {
 	{ "command", true },
-	{ "pytorch", false },
-	{ "tensorflow", false },
-	{ "mxnet", false },
-	{ "mpi", false },
-	{ "jax", false },
-	{ "caffe", false },
+	{ "pytorch", true },
+	{ "tensorflow", true },
+	{ "mxnet", true },
+	{ "mpi", true },
+	{ "horovod", true }, /* the mpi launcher: horovodrun is mpirun underneath */
+	{ "jax", true },
+	{ "caffe", true },
 };
 
 static void supported_frameworks(char *buf, size_t size)

@@ -13,7 +13,8 @@
  * Fields (see DESIGN.md "Job spec"); all but command and tasks are optional,
  * and an optional field that is null counts as absent:
  *   name        string, [a-z0-9][a-z0-9_.-]{0,62}   (default "job")
- *   framework   "command" (other frameworks are refused until their launcher exists)
+ *   framework   command (default), pytorch, tensorflow, mxnet, mpi, horovod, jax or
+ *               caffe; what each demands of the roles is checked by launch_validate
  *   command     non-empty array of strings (argv; never a shell), at most 1024;
  *               "{params.K}" expands; every K must be in params
  *   image       must be absent or null (container runtimes are not built yet)

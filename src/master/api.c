@@ -10,6 +10,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "master/execs.h"
 #include "master/jobs.h"
 #include "master/logs.h"
 
@@ -581,8 +582,80 @@ static void h_task_log_size(struct req *r)
 					   (json_int_t)logs_size(r->m, t->id, LOG_STDERR)));
 }
 
+/* Only the job's own token, its owner or an admin may act inside it. */
+static bool may_act_in(struct req *r, const struct job *j)
+{
+	bool ok = r->role == ROLE_ADMIN || (r->role == ROLE_JOB && r->token_job == j->id) ||
+		  (r->role == ROLE_USER && !strcmp(r->user, j->user));
+	if (!ok)
+		reply_err(r, YERR(FORBIDDEN), "only job %" PRIu64 "'s owner, its tasks or an admin may do that",
+			  j->id);
+	return ok;
+}
+
+static void h_exec_post(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j = path_job(r);
+	struct exec *e;
+	json_t *body;
+
+	if (!j || !may_act_in(r, j) || !(body = body_json(r)))
+		return;
+	if (execs_create(r->m, j, json_string_value(json_object_get(body, "host")),
+			 json_object_get(body, "argv"), &e, &eb)) {
+		req_error(r, &eb);
+	} else {
+		struct task *t = core_task(r->m, e->task_id);
+		json_t *d = execs_json(e);
+		json_object_set_new(d, "node", json_string(t->node));
+		json_object_set_new(d, "task_name", json_sprintf("%s/%u", t->role, t->index));
+		req_json(r, 201, d);
+	}
+	json_decref(body);
+}
+
+static void h_exec_get(struct req *r)
+{
+	const char *wait = req_query(r, "wait");
+	struct job *j = path_job(r);
+	uint64_t id = 0, w = 0;
+	struct exec *e;
+
+	if (!j || !may_act_in(r, j))
+		return;
+	if (parse_u64_str(r->cap[1], &id) || !(e = execs_find(r->m, id)) || e->job_id != j->id) {
+		reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " has no exec '%s'", j->id, r->cap[1]);
+		return;
+	}
+	if (wait && parse_u64_str(wait, &w)) {
+		reply_err(r, YERR(BAD_REQUEST), "wait: expected seconds >= 0");
+		return;
+	}
+	if (w > WORK_WAIT_MAX_S)
+		w = WORK_WAIT_MAX_S;
+	if (!execs_settle(r->m, e) && w) {
+		r->wait = WAIT_EXEC;
+		r->task_id = e->id;
+		r->deadline_ms = mono_ms() + w * 1000;
+		return;
+	}
+	req_json(r, 200, execs_json(e));
+}
+
 bool api_poll_ready(struct req *r, uint64_t now_ms)
 {
+	if (r->wait == WAIT_EXEC) {
+		struct exec *e = execs_find(r->m, r->task_id);
+		if (!e) {
+			reply_err(r, YERR(NOT_FOUND), "exec %" PRIu64 " is gone", r->task_id);
+			return true;
+		}
+		if (!execs_settle(r->m, e) && now_ms < r->deadline_ms)
+			return false;
+		req_json(r, 200, execs_json(e));
+		return true;
+	}
 	if (r->wait == WAIT_WORK) {
 		struct node *n = core_node(r->m, r->cap[0]);
 		if (!n) {
@@ -625,6 +698,8 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, BODY_NONE, "one job with its tasks" },
 	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, BODY_NONE, "cancel a job (owner or admin)" },
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
+	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, BODY_JSON, "start a process in the job's task on a host (job token, owner or admin)" },
+	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, BODY_NONE, "an exec's state; wait=S holds until it exits" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, BODY_NONE, "queued jobs with position and reason" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, BODY_NONE, "nodes with their GPUs and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, BODY_NONE, "stop placing new tasks on a node" },

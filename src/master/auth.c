@@ -2,6 +2,7 @@
 #include "master/auth.h"
 
 #include "base/crypto.h"
+#include "base/parse.h"
 #include "base/xalloc.h"
 
 char *auth_create_token(struct master *m, enum role role, const char *user, const char *team)
@@ -24,7 +25,47 @@ char *auth_create_token(struct master *m, enum role role, const char *user, cons
 	return tok;
 }
 
-const struct token *auth_lookup(const struct master *m, const char *authorization)
+#define JOB_TOKEN_PREFIX "yard_t_"
+
+char *auth_job_token(const struct master *m, const struct job *j)
+{
+	char msg[40], mac[SHA256_HEX_LEN + 1];
+	snprintf(msg, sizeof(msg), "job:%" PRIu64, j->id);
+	hmac_sha256_hex(m->job_key, msg, strlen(msg), mac);
+	return xasprintf(JOB_TOKEN_PREFIX "%" PRIu64 "_%s", j->id, mac);
+}
+
+/* The token of a job that has not ended, or NULL. */
+static const struct token *job_token_lookup(struct master *m, const char *p, size_t len)
+{
+	char text[200];
+	const char *q;
+	uint64_t id;
+	struct job *j;
+	char *want;
+	int ok;
+
+	if (len >= sizeof(text) || !m->job_key)
+		return NULL;
+	memcpy(text, p, len);
+	text[len] = '\0';
+	q = text + strlen(JOB_TOKEN_PREFIX);
+	if (parse_u64(&q, &id) < 0 || *q != '_' || !(j = core_job(m, id)) ||
+	    job_state_is_final(j->state))
+		return NULL;
+	want = auth_job_token(m, j);
+	ok = consttime_streq(want, text);
+	free(want);
+	if (!ok)
+		return NULL;
+	memset(&m->job_token, 0, sizeof(m->job_token));
+	m->job_token.user = j->user;
+	m->job_token.role = ROLE_JOB;
+	m->job_token.job_id = j->id;
+	return &m->job_token;
+}
+
+const struct token *auth_lookup(struct master *m, const char *authorization)
 {
 	char hash[SHA256_HEX_LEN + 1];
 	const char *p = authorization;
@@ -40,6 +81,8 @@ const struct token *auth_lookup(const struct master *m, const char *authorizatio
 		len--;
 	if (len < 8 || len > 200)
 		return NULL;
+	if (!strncmp(p, JOB_TOKEN_PREFIX, strlen(JOB_TOKEN_PREFIX)))
+		return job_token_lookup(m, p, len);
 	sha256_hex(p, len, hash);
 	/* compare hashes: a timing difference says nothing about the token */
 	for (size_t i = 0; i < m->ntokens; i++)
@@ -56,7 +99,9 @@ bool auth_allows(enum perm p, const struct token *tok)
 		return false;
 	switch (p) {
 	case PERM_READ:
-		return tok->role != ROLE_JOIN;
+		return tok->role != ROLE_JOIN && tok->role != ROLE_JOB;
+	case PERM_JOB:
+		return tok->role == ROLE_ADMIN || tok->role == ROLE_USER || tok->role == ROLE_JOB;
 	case PERM_USER:
 		return tok->role == ROLE_ADMIN || tok->role == ROLE_USER;
 	case PERM_ADMIN:
@@ -73,6 +118,6 @@ bool auth_allows(enum perm p, const struct token *tok)
 
 const char *perm_name(enum perm p)
 {
-	static const char *const names[] = { "public", "read", "user", "admin", "agent", "join" };
+	static const char *const names[] = { "public", "read", "user", "admin", "agent", "join", "job" };
 	return names[p];
 }

@@ -4,7 +4,7 @@
 
 #include "base/xalloc.h"
 
-static const char *const role_names[] = { "admin", "user", "agent", "join" };
+static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
 static const char *const node_state_names[] = { "ready", "draining", "lost" };
 static_assert(ARRAY_SIZE(node_state_names) == NODE_STATE__COUNT, "node state names");
@@ -87,6 +87,7 @@ void core_save_task(struct master *m, struct task *t)
 		      "cpus_milli", (json_int_t)t->cpus_milli, "memory", (json_int_t)t->memory,
 		      "pids", (json_int_t)t->pids, "has_exit", t->has_exit,
 		      "has_signal", t->has_signal, "exit_code", t->exit_code, "signal", t->signal);
+	json_object_set_new(d, "port", json_integer(t->port));
 	json_object_set_new(d, "reason_code", str_or_null(t->reason_code));
 	json_object_set_new(d, "reason_msg", str_or_null(t->reason_msg));
 	json_object_set_new(d, "started_at", json_integer((json_int_t)t->started_at));
@@ -108,8 +109,9 @@ void core_save_node(struct master *m, struct node *n)
 						      str_or_null(n->gpus[i].uuid), "memory",
 						      (json_int_t)n->gpus[i].memory));
 	put_doc(m, STORE_NODE, n->name,
-		json_pack("{s:s, s:o, s:i, s:I, s:I, s:o, s:I, s:I}", "name", n->name, "addr",
-			  str_or_null(n->addr), "state", (int)n->state, "cpus_milli",
+		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I}", "name", n->name,
+			  "addr", str_or_null(n->addr), "iface", str_or_null(n->iface), "ports",
+			  (int)n->port_lo, (int)n->port_hi, "state", (int)n->state, "cpus_milli",
 			  (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory, "gpus", gpus,
 			  "last_seen", (json_int_t)n->last_seen, "rev", (json_int_t)n->rev));
 }
@@ -243,6 +245,7 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->reason_msg = get_str(d, "reason_msg");
 	t->started_at = get_u64(d, "started_at");
 	t->finished_at = get_u64(d, "finished_at");
+	t->port = (unsigned)get_u64(d, "port");
 	t->log_size[LOG_STDOUT] = get_u64(d, "stdout");
 	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
 	json_decref(d);
@@ -271,6 +274,9 @@ static int load_node(void *ctx, const char *key, const char *text)
 	n = xcalloc(1, sizeof(*n));
 	n->name = get_str(d, "name");
 	n->addr = get_str(d, "addr");
+	n->iface = get_str(d, "iface");
+	n->port_lo = (unsigned)json_integer_value(json_array_get(json_object_get(d, "ports"), 0));
+	n->port_hi = (unsigned)json_integer_value(json_array_get(json_object_get(d, "ports"), 1));
 	n->state = get_int(d, "state");
 	n->cpus_milli = get_u64(d, "cpus_milli");
 	n->memory = get_u64(d, "memory");
@@ -423,6 +429,7 @@ void core_clear(struct master *m)
 		free(n->gpus);
 		free(n->name);
 		free(n->addr);
+		free(n->iface);
 		free(n);
 	}
 	for (size_t i = 0; i < m->ntokens; i++) {

@@ -24,7 +24,7 @@
 struct MHD_Daemon;
 struct req;
 
-enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE__COUNT };
+enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE_JOB, ROLE__COUNT };
 enum node_state { NODE_READY, NODE_DRAINING, NODE_LOST, NODE_STATE__COUNT };
 enum log_stream { LOG_STDOUT, LOG_STDERR, LOG_STREAM__COUNT };
 
@@ -33,6 +33,7 @@ struct token {
 	char *user;             /* owned; "admin" for the admin token, node name for agents */
 	enum role role;
 	char *team;             /* owned or NULL */
+	uint64_t job_id;        /* ROLE_JOB: the job the token acts for */
 };
 
 struct task {
@@ -47,6 +48,7 @@ struct task {
 	unsigned *gpus;         /* owned, ngpus entries */
 	unsigned ngpus;
 	uint64_t cpus_milli, memory, pids;
+	unsigned port;          /* reserved in its node's port range; 0: none */
 	bool has_exit, has_signal;
 	int exit_code, signal;
 	char *reason_code, *reason_msg; /* owned or NULL */
@@ -83,6 +85,8 @@ struct gpu_info {
 
 struct node {
 	char *name, *addr;      /* owned */
+	char *iface;            /* owned or NULL: the interface that holds addr */
+	unsigned port_lo, port_hi; /* the range task ports come from */
 	enum node_state state;
 	uint64_t cpus_milli, memory;
 	struct gpu_info *gpus;  /* owned */
@@ -94,6 +98,8 @@ struct node {
 
 struct master {
 	char *data_dir, *url, *web_dir;
+	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
+	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
 	const struct store_ops *sops;
 	struct store *store;
@@ -122,6 +128,9 @@ struct master {
 	size_t nnodes, anodes;
 	struct token *tokens;   /* owned */
 	size_t ntokens, atokens;
+	struct exec **execs;    /* owned, in memory only (execs.h) */
+	size_t nexecs, aexecs;
+	uint64_t next_exec_id;
 
 	struct MHD_Daemon *mhd;
 	uv_loop_t loop;

@@ -199,6 +199,7 @@ static bool req_begin(struct req *r)
 		r->role = tok->role;
 		r->user = xstrdup(tok->user);
 		r->team = tok->team ? xstrdup(tok->team) : NULL;
+		r->token_job = tok->job_id;
 	}
 	if (r->route->perm != PERM_PUBLIC && !tok) {
 		error(&eb, YERR(UNAUTHORIZED), "missing or unknown bearer token");

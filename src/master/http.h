@@ -21,7 +21,7 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 
-enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS };
+enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC };
 
 struct req {
 	struct master *m;
@@ -32,6 +32,7 @@ struct req {
 	bool has_token;
 	enum role role;             /* the caller, when has_token */
 	char *user, *team;          /* owned */
+	uint64_t token_job;         /* ROLE_JOB: the job the token acts for */
 
 	struct strbuf body;         /* collected body (JSON, log chunk) */
 	size_t body_max;

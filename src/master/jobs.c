@@ -9,7 +9,9 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "launch/launch.h"
 #include "master/auth.h"
+#include "master/execs.h"
 #include "master/logs.h"
 #include "sched/sched.h"
 
@@ -132,6 +134,8 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 		goto out;
 	}
 	ret = spec_from_json(jspec, spec, eb);
+	if (!ret)
+		ret = launch_validate(spec, eb);
 	if (ret)
 		goto out;
 	jcode = json_object_get(body, "code");
@@ -251,6 +255,17 @@ static void job_stop_tasks(struct master *m, struct job *j, const struct task *e
 	}
 }
 
+/* Whether a task of an earlier attempt still holds its node. A restart waits
+ * for the whole previous gang to stop: its ports and GPUs are free then, and
+ * its checkpoint has been handed to the master (see jobs_work_json). */
+static bool job_previous_attempt_live(const struct job *j)
+{
+	for (size_t i = 0; i < j->ntasks; i++)
+		if (!task_current(j, j->tasks[i]) && task_state_holds_resources(j->tasks[i]->state))
+			return true;
+	return false;
+}
+
 /* A task of j's current attempt failed or was lost: restart the gang if the
  * spec allows, else fail the job with code/msg. */
 static void job_task_failed(struct master *m, struct job *j, const struct task *t,
@@ -285,10 +300,13 @@ static void job_check_progress(struct master *m, struct job *j)
 			continue;
 		if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED)
 			all_running = false;
-		if (t->state != TASK_SUCCEEDED)
+		/* the framework says which tasks decide (launch_decides) */
+		if (t->state != TASK_SUCCEEDED && launch_decides(j->spec, t->role, t->index))
 			all_ok = false;
 	}
 	if (all_ok && job_event(m, j, JOB_EV_ALL_SUCCEEDED)) {
+		/* the rest (parameter servers, MPI's rank hosts) are done too */
+		job_stop_tasks(m, j, NULL);
 		j->has_exit = true;
 		j->exit_code = 0;
 		job_set_reason(j, NULL, NULL);
@@ -435,6 +453,27 @@ static void sched_account_use(struct master *m, struct sched_node *sn, struct sc
 	}
 }
 
+/* The lowest port of n's range that no task holding n's resources has, or 0. */
+static unsigned node_free_port(struct master *m, const struct node *n)
+{
+	unsigned lo = n->port_lo, hi = n->port_hi, port = 0;
+	unsigned char *used;
+
+	if (!lo || hi < lo)
+		return 0;
+	used = xcalloc(hi - lo + 1, 1);
+	for (size_t i = 0; i < m->nlive; i++) {
+		const struct task *t = m->live[i];
+		if (t->port >= lo && t->port <= hi && t->node && !strcmp(t->node, n->name))
+			used[t->port - lo] = 1;
+	}
+	for (unsigned p = lo; p <= hi && !port; p++)
+		if (!used[p - lo])
+			port = p;
+	free(used);
+	return port;
+}
+
 static void job_start(struct master *m, struct job *j, const struct sched_plan *plan,
 		      size_t first, size_t count, const struct sched_input *in, struct task **ts)
 {
@@ -456,7 +495,13 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 		memcpy(t->gpus, st->gpus, st->ngpus * sizeof(unsigned));
 		t->ngpus = st->ngpus;
 		t->started_at = wall_us();
+		t->port = 0;
 		core_index_task(m, t);
+		/* after indexing: the next task of the job on this node sees this port */
+		if (launch_needs_port(j->spec->framework)) {
+			const struct node *n = core_node(m, t->node);
+			t->port = n ? node_free_port(m, n) : 0;
+		}
 		core_save_task(m, t);
 		node_bump(m, t->node);
 	}
@@ -494,7 +539,7 @@ void jobs_schedule(struct master *m)
 		struct sched_task *tasks;
 		size_t k = 0;
 
-		if (!j || j->state != JOB_QUEUED || !j->spec)
+		if (!j || j->state != JOB_QUEUED || !j->spec || job_previous_attempt_live(j))
 			continue;
 		ALLOC_GROW(sj, nq + 1, aq);
 		ALLOC_GROW(jt, nq + 1, aq2);
@@ -620,6 +665,9 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	const char *addr = json_string_value(json_object_get(body, "addr"));
 	const json_t *gpus = json_object_get(body, "gpus"), *tasks = json_object_get(body, "tasks");
 	const json_t *cpus = json_object_get(body, "cpus");
+	const json_t *ports = json_object_get(body, "ports");
+	const char *iface = json_string_value(json_object_get(body, "iface"));
+	json_int_t port_lo = 30000, port_hi = 32000;
 	struct node *n;
 	size_t i;
 	json_t *g;
@@ -637,6 +685,18 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		return error_field(eb, YERR(BAD_REQUEST), "gpus", "gpus: at most 256");
 	if (tasks && !json_is_array(tasks))
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
+	if (ports) {
+		port_lo = json_integer_value(json_array_get(ports, 0));
+		port_hi = json_integer_value(json_array_get(ports, 1));
+		if (!json_is_array(ports) || json_array_size(ports) != 2 || port_lo < 1024 ||
+		    port_hi > 65535 || port_lo > port_hi)
+			return error_field(eb, YERR(BAD_REQUEST), "ports",
+					   "ports: expected [LOW, HIGH] with 1024 <= LOW <= HIGH <= 65535");
+	}
+	if (iface && (!*iface || strlen(iface) > 15 || strspn(iface, "abcdefghijklmnopqrstuvwxyz"
+				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-@") != strlen(iface)))
+		return error_field(eb, YERR(BAD_REQUEST), "iface",
+				   "iface: expected an interface name of at most 15 characters");
 	json_array_foreach(gpus, i, g) {
 		if (!json_is_object(g) || !json_is_integer(json_object_get(g, "index")) ||
 		    json_integer_value(json_object_get(g, "index")) < 0)
@@ -652,6 +712,9 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		m->nodes[m->nnodes++] = n;
 	}
 	set_str(&n->addr, addr);
+	set_str(&n->iface, iface);
+	n->port_lo = (unsigned)port_lo;
+	n->port_hi = (unsigned)port_hi;
 	if (json_is_number(cpus))
 		n->cpus_milli = (uint64_t)(json_number_value(cpus) * 1000.0 + 0.5);
 	if (!n->cpus_milli)
@@ -746,6 +809,8 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 	if (tasks && !json_is_array(tasks))
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
 	nodes_touch(m, n);
+	json_array_foreach(json_object_get(body, "execs"), i, r)
+		execs_reported(m, n, r);
 	json_array_foreach(tasks, i, r) {
 		struct task *t = core_task(m, json_u64(r, "id"));
 		const char *state = json_string_value(json_object_get(r, "state"));
@@ -838,6 +903,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 		json_object_set_new(td, "state", json_string(task_state_name(t->state)));
 		json_object_set_new(td, "node", t->node ? json_string(t->node) : json_null());
 		json_object_set_new(td, "gpus", gpus_json(t->gpus, t->ngpus));
+		json_object_set_new(td, "port", t->port ? json_integer(t->port) : json_null());
 		json_object_set_new(td, "exit_code", t->has_exit ? json_integer(t->exit_code) : json_null());
 		json_object_set_new(td, "signal", t->has_signal ? json_integer(t->signal) : json_null());
 		json_object_set_new(td, "reason", reason_json(t->reason_code, t->reason_msg));
@@ -885,9 +951,11 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
-	return json_pack("{s:s, s:s, s:o, s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I}", "name", n->name,
-			 "state", node_state_name(n->state), "addr",
-			 n->addr ? json_string(n->addr) : json_null(), "cpus", n->cpus_milli / 1000.0,
+	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I}",
+			 "name", n->name, "state", node_state_name(n->state), "addr",
+			 n->addr ? json_string(n->addr) : json_null(), "iface",
+			 n->iface ? json_string(n->iface) : json_null(), "ports", (int)n->port_lo,
+			 (int)n->port_hi, "cpus", n->cpus_milli / 1000.0,
 			 "memory", (json_int_t)n->memory, "gpus", gpus, "free", "gpus", (int)free_gpus,
 			 "cpus_milli", (json_int_t)cpus, "memory", (json_int_t)mem, "last_seen",
 			 (json_int_t)n->last_seen);
@@ -946,6 +1014,45 @@ static json_t *task_env(const struct task *t, const struct job *j)
 	return env;
 }
 
+/* Task t's framework argv and environment: the launcher sees every task of
+ * t's attempt in rank order (the order they were created in) and their nodes. */
+static int task_launch(struct master *m, const struct task *t, char ***argv, json_t *env,
+		       struct errbuf *eb)
+{
+	const struct job *j = t->job;
+	struct launch_task *lt = xcalloc(j->ntasks + 1, sizeof(*lt));
+	struct launch_node *ln = xcalloc(j->ntasks + 1, sizeof(*ln));
+	size_t nt = 0, nn = 0, me = 0;
+	int ret;
+
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *o = j->tasks[i];
+		const char *name = o->node ? o->node : "";
+		size_t k;
+		if (o->attempt != t->attempt)
+			continue;
+		for (k = 0; k < nn && strcmp(ln[k].name, name); k++)
+			;
+		if (k == nn) {
+			const struct node *node = core_node(m, name);
+			ln[nn].name = name;
+			ln[nn].addr = node ? node->addr : NULL;
+			ln[nn].iface = node ? node->iface : NULL;
+			nn++;
+		}
+		if (o == t)
+			me = nt;
+		lt[nt++] = (struct launch_task){ .role = o->role, .index = o->index, .node = k,
+						 .gpus = o->gpus, .ngpus = o->ngpus, .port = o->port };
+	}
+	struct launch_job lj = { .framework = j->spec->framework, .nodes = ln, .nnodes = nn,
+				 .tasks = lt, .ntasks = nt };
+	ret = launch_task(&lj, me, argv, env, eb);
+	free(lt);
+	free(ln);
+	return ret;
+}
+
 json_t *jobs_work_json(struct master *m, const struct node *n)
 {
 	json_t *tasks = json_array();
@@ -961,14 +1068,21 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			continue;
 		}
 		j = t->job;
+		json_t *env = task_env(t, j);
+		struct errbuf eb = ERRBUF_INIT;
+		int lret = 0;
 		if (j->spec) {
 			char *const *cmd = j->spec->command;
-			struct errbuf eb = ERRBUF_INIT;
 			char **ex;
+			char *tok = auth_job_token(m, j);
+			json_object_set_new(env, "YARD_JOB_TOKEN", json_string(tok));
+			free(tok);
 			for (size_t r = 0; r < j->spec->nroles; r++)
 				if (!strcmp(j->spec->roles[r].name, t->role) && j->spec->roles[r].command)
 					cmd = j->spec->roles[r].command;
 			ex = cmd ? spec_expand_argv(cmd, j->spec->params, &eb) : NULL;
+			if (ex)
+				lret = task_launch(m, t, &ex, env, &eb);
 			for (size_t a = 0; ex && ex[a]; a++)
 				json_array_append_new(argv, json_string(ex[a]));
 			argv_free(ex);
@@ -977,11 +1091,14 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			       "id", (json_int_t)t->id, "job", (json_int_t)j->id, "job_name", j->name,
 			       "role", t->role, "index", (int)t->index, "attempt", (int)t->attempt,
 			       "desired", (t->stop || t->state == TASK_STOPPING) ? "stop" : "run",
-			       "argv", argv, "env", task_env(t, j), "gpus", gpus_json(t->gpus, t->ngpus),
+			       "argv", argv, "env", env, "gpus", gpus_json(t->gpus, t->ngpus),
 			       "cpus_milli", (json_int_t)t->cpus_milli, "memory", (json_int_t)t->memory,
 			       "pids", (json_int_t)t->pids, "code",
 			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
 			       (json_int_t)(j->spec ? j->spec->timeout_ms : 0));
+		json_object_set_new(td, "execs", execs_work_json(m, t));
+		if (lret) /* the agent fails the start with this message */
+			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);
 	}
 	return json_pack("{s:I, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks);

@@ -11,11 +11,13 @@
 #include <pthread.h>
 
 #include "base/clock.h"
+#include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "master/auth.h"
 #include "master/core.h"
+#include "master/execs.h"
 #include "master/http.h"
 #include "master/jobs.h"
 
@@ -161,6 +163,17 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		if (ret)
 			goto out;
 	}
+	ret = m->sops->get_meta(m->store, "job_token_key", &m->job_key, eb);
+	if (!ret && !m->job_key) {
+		/* the key of every job token (auth.h); made once, kept with the state */
+		char key[65];
+		random_hex(key, 32);
+		m->job_key = xstrdup(key);
+		core_save_meta(m, "job_token_key", key);
+		ret = batch_commit(m, eb);
+	}
+	if (ret)
+		goto out;
 	jobs_restore_leases(m);
 	m->sched_needed = true;
 	ret = http_start(m, cfg->listen, eb);
@@ -238,6 +251,8 @@ void master_free(struct master *m)
 	core_clear(m);
 	uv_loop_close(&m->loop);
 	free(m->data_dir);
+	free(m->job_key);
+	execs_clear(m);
 	free(m->web_dir);
 	free(m->url);
 	free(m);
