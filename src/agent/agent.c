@@ -934,10 +934,18 @@ static void task_stop_execs(struct agent *a, int64_t task)
 			kill(x->pid, SIGTERM);
 }
 
-/* The task has finished: hand its verdict to the shipper. */
+static void ckpt_upload(struct agent *a, int64_t task, int64_t job);
+
+/* The task has finished: hand its checkpoint to the master if it is its
+ * attempt's first task, then its verdict to the shipper. */
 static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
 {
+	json_t *tj = NULL;
 	task_stop_execs(a, t->rt.id);
+	if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
+	    json_is_true(json_object_get(tj, "checkpoint_owner")))
+		ckpt_upload(a, t->rt.id, json_integer_value(json_object_get(tj, "job")));
+	json_decref(tj);
 	add_finished(a, t->rt.id);
 	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
 	task_forget(a, t);
@@ -1047,6 +1055,101 @@ static int fetch_code(struct agent *a, const char *digest, char **path_out, stru
 	return ret;
 }
 
+/* ---- checkpoints: WORK/checkpoints/JOB is shared by the job's tasks on
+ * this node; WORK/checkpoints/JOB.digest names the master's checkpoint it
+ * holds. The first task of an attempt hands the dir to the master when it
+ * ends (before its end is reported, so a restart never misses it); a task
+ * whose node holds another checkpoint than the master's latest fetches that
+ * one first. A checkpoint thus moves with the job between nodes. ---- */
+
+static char *ckpt_path(struct agent *a, int64_t job, const char *suffix)
+{
+	return xasprintf("%s/checkpoints/%" PRId64 "%s", a->cfg->work_dir, job, suffix);
+}
+
+static void ckpt_set_digest(struct agent *a, int64_t job, const char *digest)
+{
+	char *mark = ckpt_path(a, job, ".digest");
+	write_file_atomic(mark, digest, strlen(digest), 0644);
+	free(mark);
+}
+
+/* Makes the node's checkpoint dir of job hold the master's checkpoint digest. */
+static int ckpt_fetch(struct agent *a, int64_t job, const char *digest, struct errbuf *eb)
+{
+	char *mark = ckpt_path(a, job, ".digest"), *dir = ckpt_path(a, job, ""), *archive = NULL;
+	struct strbuf have = STRBUF_INIT;
+	int ret = 0;
+
+	if (strbuf_read_file(&have, mark, 200) == 0 && !strcmp(have.buf, digest))
+		goto out; /* this node made it, or fetched it already */
+	if ((ret = fetch_code(a, digest, &archive, eb)))
+		goto out;
+	rm_rf(dir);
+	if ((ret = codepack_extract(archive, dir, eb)))
+		goto out;
+	ckpt_set_digest(a, job, digest);
+out:
+	strbuf_release(&have);
+	free(archive);
+	free(mark);
+	free(dir);
+	return ret;
+}
+
+/* Packs the job's checkpoint dir and hands it to the master for task id. */
+static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
+{
+	char *dir = ckpt_path(a, job, "");
+	struct strbuf tgz = STRBUF_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+	struct httpc_response res;
+	DIR *d = opendir(dir);
+	bool empty = true;
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	if (d)
+		closedir(d);
+	if (empty)
+		goto out;
+	if (codepack_create(dir, &tgz, 0, &eb)) {
+		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
+		goto out;
+	}
+	char *id, *token;
+	session_creds(a->s, &id, &token);
+	httpc_set_token(&a->code_http, token);
+	free(id);
+	free(token);
+	char *url = xasprintf("/v1/tasks/%" PRId64 "/checkpoint", task);
+	httpc_response_init(&res);
+	for (int attempt = 0; attempt < 5; attempt++) {
+		errbuf_reset(&eb);
+		httpc_response_release(&res);
+		httpc_response_init(&res);
+		if (httpc_request(&a->code_http, "POST", url, tgz.buf, tgz.len, "application/gzip", &res,
+				  &eb) == 0 && res.status == 201)
+			break;
+		sleep_ms(200u << attempt);
+	}
+	json_t *doc = res.status == 201 ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
+	const char *digest = json_string_value(json_object_get(doc, "checkpoint"));
+	if (digest)
+		ckpt_set_digest(a, job, digest);
+	else
+		fprintf(stderr, "yard agent: cannot hand the checkpoint of job %" PRId64 " to the master: %s (HTTP %ld)\n",
+			job, eb.msg[0] ? eb.msg : "refused", res.status);
+	json_decref(doc);
+	httpc_response_release(&res);
+	free(url);
+out:
+	strbuf_release(&tgz);
+	free(dir);
+}
+
 /* "yard/NAME-HASH", HASH the first 8 hex digits of the sha256 of the
  * absolute work dir (runtime.h). Caller frees. */
 static char *agent_cgroup_base(const char *name, const char *work_dir)
@@ -1116,6 +1219,9 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 		goto fail;
 	}
 	if (code && (ret = fetch_code(a, code, &t->rt.code, &eb)))
+		goto fail;
+	const char *ckpt = json_string_value(json_object_get(assignment, "checkpoint"));
+	if (ckpt && (ret = ckpt_fetch(a, json_integer_value(json_object_get(assignment, "job")), ckpt, &eb)))
 		goto fail;
 	/* every runtime starts the task in a fresh copy of the job's code */
 	if (t->rt.code) {

@@ -159,15 +159,17 @@ static void h_tokens(struct req *r)
 
 /* ---- code ---- */
 
-static void h_code_put(struct req *r)
+/* Moves a streamed upload into the content store data/code/HEX.tar.gz;
+ * OUT hex: its digest. Replies with the error itself and returns -1. */
+static int store_upload(struct req *r, char hex[65])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
-	char hex[65], *dst;
+	char *dst;
 
 	if (r->upload_fd < 0) {
-		reply_err(r, YERR(INTERNAL), "code upload lost its temp file");
-		return;
+		reply_err(r, YERR(INTERNAL), "the upload lost its temp file");
+		return -1;
 	}
 	EVP_DigestFinal_ex(r->sha, md, &mdlen);
 	for (unsigned i = 0; i < 32; i++)
@@ -175,7 +177,7 @@ static void h_code_put(struct req *r)
 	if (fsync(r->upload_fd)) {
 		reply_err(r, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot sync '%s': %s",
 			  r->upload_tmp, strerror(errno));
-		return;
+		return -1;
 	}
 	close(r->upload_fd);
 	r->upload_fd = -1;
@@ -183,11 +185,20 @@ static void h_code_put(struct req *r)
 	if (rename(r->upload_tmp, dst) || fsync_parent_dir(dst)) {
 		reply_err(r, YERR(IO), "cannot store '%s': %s", dst, strerror(errno));
 		free(dst);
-		return;
+		return -1;
 	}
 	free(r->upload_tmp);
 	r->upload_tmp = NULL;
 	free(dst);
+	return 0;
+}
+
+static void h_code_put(struct req *r)
+{
+	char hex[65];
+
+	if (store_upload(r, hex))
+		return;
 	{
 		char digest[80];
 		snprintf(digest, sizeof(digest), "sha256:%s", hex);
@@ -572,6 +583,23 @@ static void h_task_log(struct req *r)
 	}
 }
 
+/* A task's checkpoint dir, packed by its agent when the task ended: the
+ * content that a restart of the job starts from, on any node. */
+static void h_task_checkpoint(struct req *r)
+{
+	struct task *t = path_agent_task(r);
+	char hex[65], digest[80];
+
+	if (!t || store_upload(r, hex))
+		return;
+	snprintf(digest, sizeof(digest), "sha256:%s", hex);
+	free(t->job->checkpoint);
+	t->job->checkpoint = xstrdup(digest);
+	core_save_job(r->m, t->job);
+	req_json(r, 201, json_pack("{s:s, s:I}", "checkpoint", digest, "size",
+				   (json_int_t)r->upload_size));
+}
+
 static void h_task_log_size(struct req *r)
 {
 	struct task *t = path_agent_task(r);
@@ -707,6 +735,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, BODY_NONE, "long poll for the node's desired state (rev, wait)" },
 	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, BODY_JSON, "report task states; renews the lease" },
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
+	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, BODY_CODE, "a task's checkpoint dir (tar.gz) as it ended; the job's restarts start from it" },
 	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, BODY_NONE, "bytes of each stream the master holds" },
 };
 

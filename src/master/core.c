@@ -68,6 +68,7 @@ void core_save_job(struct master *m, struct job *j)
 			      "started_at", (json_int_t)j->started_at,
 			      "running_at", (json_int_t)j->running_at);
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
+	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
 	put_doc(m, STORE_JOB, key, d);
 }
@@ -188,6 +189,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->started_at = get_u64(d, "started_at");
 	j->running_at = get_u64(d, "running_at");
 	j->finished_at = get_u64(d, "finished_at");
+	j->checkpoint = get_str(d, "checkpoint");
 	json_decref(d);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
@@ -390,6 +392,7 @@ static void job_free(struct job *j)
 	free(j->user);
 	free(j->team);
 	free(j->code);
+	free(j->checkpoint);
 	free(j->spec_text);
 	if (j->spec) {
 		spec_release(j->spec);

@@ -60,6 +60,7 @@ struct task {
 struct job {
 	uint64_t id;
 	char *name, *user, *team, *code; /* owned; team and code may be NULL */
+	char *checkpoint;       /* owned or NULL: "sha256:HEX" of the latest checkpoint */
 	char *spec_text;        /* owned canonical spec, compact JSON */
 	struct job_spec *spec;  /* owned parsed spec, only while the job is not final */
 	enum job_state state;

@@ -888,6 +888,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 	json_object_set_new(d, "running_at", time_json(j->running_at));
 	json_object_set_new(d, "finished_at", time_json(j->finished_at));
 	json_object_set_new(d, "code", j->code ? json_string(j->code) : json_null());
+	json_object_set_new(d, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());
@@ -1014,6 +1015,16 @@ static json_t *task_env(const struct task *t, const struct job *j)
 	return env;
 }
 
+/* Whether t is the first task of its attempt: its node's checkpoint dir is
+ * the one handed on to the job's restarts. */
+static bool task_is_rank0(const struct job *j, const struct task *t)
+{
+	for (size_t i = 0; i < j->ntasks; i++)
+		if (j->tasks[i]->attempt == t->attempt)
+			return j->tasks[i] == t;
+	return false;
+}
+
 /* Task t's framework argv and environment: the launcher sees every task of
  * t's attempt in rank order (the order they were created in) and their nodes. */
 static int task_launch(struct master *m, const struct task *t, char ***argv, json_t *env,
@@ -1097,6 +1108,8 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
 			       (json_int_t)(j->spec ? j->spec->timeout_ms : 0));
 		json_object_set_new(td, "execs", execs_work_json(m, t));
+		json_object_set_new(td, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
+		json_object_set_new(td, "checkpoint_owner", json_boolean(task_is_rank0(j, t)));
 		if (lret) /* the agent fails the start with this message */
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);

@@ -234,10 +234,9 @@ static const struct bad_case bad_cases[] = {
 		"command[1]: expected a string, got 5" },
 	{ BASE "tasks: {}", "tasks", "tasks: expected at least one role" },
 	{ BASE, "tasks", "tasks: expected at least one role" },
-	{ "framework: pytorch\n" BASE "tasks: {worker: {}}", "framework",
-		"framework: 'pytorch' has no launcher yet (supported: command)" },
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
-		"framework: unknown framework 'torch' (supported: command)" },
+		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
+		"mpi, horovod, jax, caffe)" },
 	{ "image: ubuntu:24.04\n" BASE "tasks: {worker: {}}", "image",
 		"image: container runtimes are not available yet" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://digits@1', mount: data}]", "data",
