@@ -181,6 +181,7 @@ class Cluster:
         self.master = None
         self.lease = lease
         self.data_dir = os.path.join(self.dir, "master")
+        self.host = "127.0.0.1"  # the master's listen address
         self.port = 0
 
     def env(self, extra=None):
@@ -192,7 +193,7 @@ class Cluster:
         return e
 
     def start_master(self):
-        listen = f"127.0.0.1:{self.port}"
+        listen = f"{self.host}:{self.port}"
         argv = [YARD, "master", "--listen", listen, "--data-dir", self.data_dir]
         if self.lease:
             argv += ["--lease", str(self.lease)]
@@ -207,13 +208,18 @@ class Cluster:
         self.api = Api(self.url, self.admin_token)
         return m
 
-    def start_agent(self, name, gpus="sim:2", dev_dir=None, extra=None):
+    def start_agent(self, name, gpus="sim:2", dev_dir=None, extra=None, wrap=None):
+        """Starts agent `name` and waits for its readiness line; extra: more
+        arguments; wrap: a function of the argv that returns the command to
+        run instead (to start it inside a namespace, say)."""
         work = os.path.join(self.dir, "agent-" + name)
         argv = [YARD, "agent", "--master", self.url, "--name", name, "--work-dir", work,
                 "--gpus", gpus, "--join-token-file", os.path.join(self.data_dir, "join-token")]
         if dev_dir:
             argv += ["--dev-dir", dev_dir]
         argv += extra or []
+        if wrap:
+            argv = wrap(argv)
         a = Proc("agent-" + name, argv, os.path.join(self.dir, f"agent-{name}.log"),
                  env=self.env(), ready=r"yard agent ready name=" + re.escape(name))
         self.procs.append(a)

@@ -41,6 +41,16 @@ def run_one(fn, name):
     getattr(mod, name)()
 
 
+def sweep_namespaces():
+    """A test killed at its time limit cleans nothing up: remove what it left
+    in network namespaces (netns.py; only objects whose owner is dead)."""
+    sys.path.insert(0, HERE)
+    import netns
+    swept = netns.sweep()
+    if swept:
+        print(f"swept network namespaces of dead test topologies {' '.join(swept)}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--yard")
@@ -81,6 +91,7 @@ def main():
             failed += 1
             failures.append(tid)
             print(f"FAIL {tid} ({dt:.1f}s)\n" + out.decode(errors="replace")[-6000:], flush=True)
+            sweep_namespaces()
     if failures:
         print("failed: " + " ".join(failures))
     print(f"e2e: {passed} passed, {failed} failed")
