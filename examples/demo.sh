@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# make demo: a local cluster (one master, two agents with simulated GPUs) in a
-# temp dir, the example job run to the end, then everything stopped again.
+# make demo: a local cluster (one master, two agents on loopback, each with a
+# simulated GPU) in a temp dir; the pytorch-ddp-digits example trained with
+# DistributedDataParallel across both agents, its logs and metrics followed
+# to the end; then everything stopped again. Exits 0 only if the job
+# succeeded.
 set -euo pipefail
 YARD=$(realpath "${1:-build/yard}")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,21 +31,29 @@ pids+=($!)
 url=$(wait_line "$DIR/master.log" 'url=http://[^ ]+' | cut -d= -f2)
 export YARD_MASTER=$url YARD_TOKEN=$(cat "$DIR/master/admin-token")
 echo "   master at $url"
+# Two agents on one host: their port ranges must not overlap.
+ports=(30000-30999 31000-31999)
+i=0
 for n in node1 node2; do
-	"$YARD" agent --master "$url" --name "$n" --work-dir "$DIR/$n" --gpus sim:2 \
+	"$YARD" agent --master "$url" --name "$n" --work-dir "$DIR/$n" --gpus sim:1 \
+		--advertise-addr 127.0.0.1 --ports "${ports[$i]}" \
 		--join-token-file "$DIR/master/join-token" >"$DIR/$n.log" 2>&1 &
 	pids+=($!)
+	i=$((i + 1))
 	wait_line "$DIR/$n.log" "yard agent ready name=$n" >/dev/null
 	echo "   agent $n ready"
 done
 echo "== yard nodes"
 "$YARD" nodes
-echo "== yard submit examples/hello/job.yaml --follow"
-"$YARD" submit "$ROOT/examples/hello/job.yaml" --follow
+# One GPU per worker: one worker on each agent.
+echo "== yard submit examples/pytorch-ddp-digits/job.yaml --set tasks.worker.gpus=1 --follow"
+"$YARD" submit "$ROOT/examples/pytorch-ddp-digits/job.yaml" --set tasks.worker.gpus=1 --follow
 id=$("$YARD" ls --output json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["id"])')
-echo "== yard logs $id --task worker/1"
-"$YARD" logs "$id" --task worker/1
+"$YARD" wait "$id"
 echo "== yard show $id"
 "$YARD" show "$id"
-"$YARD" wait "$id"
-echo "== demo finished: job $id succeeded"
+echo "== yard metrics $id"
+"$YARD" metrics "$id"
+acc=$("$YARD" logs "$id" --task worker/1 | grep -Eo 'final test accuracy: [0-9.]+' | tail -n1)
+echo "== worker/1: $acc"
+echo "== demo finished: job $id succeeded; the API was at $url (token in $DIR/master/admin-token)"
