@@ -57,6 +57,9 @@ def parse_args():
                     help="where to checkpoint (default: $YARD_CHECKPOINT_DIR; none: no checkpoints)")
     ap.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
                     help="how long a collective may wait for the other ranks")
+    ap.add_argument("--peer-loss-wait", type=float, default=60.0, metavar="SECONDS",
+                    help="under Trainyard, how long a rank that lost a peer waits to be "
+                         "stopped with the gang before it exits 1 itself")
     args = ap.parse_args()
     if args.epochs < 1 or args.batch_size < 1 or args.log_every < 1:
         ap.error("--epochs, --batch-size and --log-every must be >= 1")
@@ -143,7 +146,10 @@ def load_checkpoint(directory, rank, distributed):
     the same state even when the checkpoint directory is local to each node.
     """
     ckpt = None
-    if rank == 0 and directory:
+    if rank == 0 and directory and os.path.isdir(directory):
+        for name in os.listdir(directory):  # left by a rank 0 stopped while it saved
+            if name.startswith(CHECKPOINT_NAME + ".tmp."):
+                os.unlink(os.path.join(directory, name))
         path = os.path.join(directory, CHECKPOINT_NAME)
         if os.path.exists(path):
             ckpt = torch.load(path, map_location="cpu")
@@ -152,6 +158,13 @@ def load_checkpoint(directory, rank, distributed):
         dist.broadcast_object_list(box, src=0)
         ckpt = box[0]
     return ckpt
+
+
+def lost_peer(err):
+    """Whether err is gloo telling that another rank went away."""
+    text = str(err)
+    return "gloo/transport" in text or "Connection closed by peer" in text \
+        or "Connection reset by peer" in text
 
 
 def main():
@@ -164,6 +177,23 @@ def main():
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     restart_count = int(os.environ.get("YARD_RESTART_COUNT") or "0")
+    try:
+        train(args, distributed, world_size, rank, local_rank, restart_count)
+    except RuntimeError as e:
+        if not (distributed and lost_peer(e)):
+            raise
+        # Another rank has gone (it failed, or was killed). The platform has
+        # seen that first: under Trainyard, wait to be stopped with the gang
+        # rather than fail too, so that the job's failure names the rank
+        # that caused it, not this one.
+        log(rank, f"lost contact with another rank: {e}")
+        if os.environ.get("YARD_JOB_ID") and args.peer_loss_wait > 0:
+            log(rank, f"waiting up to {args.peer_loss_wait:g}s to be stopped with the gang")
+            time.sleep(args.peer_loss_wait)
+        sys.exit(1)
+
+
+def train(args, distributed, world_size, rank, local_rank, restart_count):
     if distributed:
         # env:// reads MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK
         dist.init_process_group("gloo", init_method="env://",
@@ -222,13 +252,14 @@ def main():
                 window.zero_()
 
         acc = evaluate(model, test_set)
+        if rank == 0 and args.checkpoint_dir:
+            save_checkpoint(args.checkpoint_dir, epoch, model, optimizer)
+        # rank 0 reports an epoch once its checkpoint is in place
         if report:
             yard_metric(step=step, epoch=epoch, test_acc=round(acc, 4))
         if rank == 0:
             log(rank, f"epoch {epoch}/{args.epochs}: test accuracy {acc:.4f}, "
                       f"{time.monotonic() - t0:.1f}s")
-            if args.checkpoint_dir:
-                save_checkpoint(args.checkpoint_dir, epoch, model, optimizer)
         if distributed:
             # Nobody moves on before the checkpoint of this epoch is in place:
             # a rank that fails from here on is resumed from this epoch.
