@@ -446,11 +446,26 @@ static size_t parse_keras(const char *s, const char *end, struct metric_points *
 	return n;
 }
 
+static size_t parse_any(struct metric_parser *p, const char *s, const char *end,
+			struct metric_points *out)
+{
+	const char *obj;
+	struct cur c;
+
+	if ((obj = yard_object(s, end)))
+		return parse_yard(obj, end, out);
+	if (is_caffe(s, end))
+		return parse_caffe(p, s, end, out);
+	if (mxnet_epoch(s, end, &c))
+		return parse_mxnet(p, &c, out);
+	return parse_keras(s, end, out);
+}
+
 size_t metric_parse_line(struct metric_parser *p, const char *line, size_t len,
 			 struct metric_points *out)
 {
-	const char *s = line, *end = line + len, *cr, *obj;
-	struct cur c;
+	const char *s = line, *end = line + len, *cr;
+	size_t n;
 
 	if (len > METRIC_LINE_MAX)
 		return 0;
@@ -459,11 +474,10 @@ size_t metric_parse_line(struct metric_parser *p, const char *line, size_t len,
 	/* a line redrawn in place: what the terminal shows is after the last '\r' */
 	while ((cr = memchr(s, '\r', (size_t)(end - s))))
 		s = cr + 1;
-	if ((obj = yard_object(s, end)))
-		return parse_yard(obj, end, out);
-	if (is_caffe(s, end))
-		return parse_caffe(p, s, end, out);
-	if (mxnet_epoch(s, end, &c))
-		return parse_mxnet(p, &c, out);
-	return parse_keras(s, end, out);
+	n = parse_any(p, s, end, out);
+	if (n > METRIC_LINE_POINTS) {
+		out->n -= n - METRIC_LINE_POINTS;
+		n = METRIC_LINE_POINTS;
+	}
+	return n;
 }

@@ -65,7 +65,9 @@
  *    Each is a point without a step (the master numbers them).
  *
  * Series names are 1..METRIC_NAME_MAX bytes without control characters
- * (metric_name_valid); a member or field whose name is not is skipped.
+ * (metric_name_valid); a member or field whose name is not is skipped. A
+ * line gives at most METRIC_LINE_POINTS points (the first ones), so that a
+ * batch of points stays bounded by its lines.
  */
 #ifndef YARD_METRICPARSE_H
 #define YARD_METRICPARSE_H
@@ -77,6 +79,7 @@
 
 #define METRIC_NAME_MAX 128
 #define METRIC_LINE_MAX 65536
+#define METRIC_LINE_POINTS 1000
 #define METRIC_NO_STEP INT64_C(-1)
 
 struct metric_point {

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "base/strbuf.h"
 #include "base/xalloc.h"
 
 #define NONE METRIC_NO_STEP
@@ -165,6 +166,32 @@ static void test_yard_names(void **state)
 }
 
 /* ---- line handling ------------------------------------------------------- */
+
+/* One line gives at most METRIC_LINE_POINTS points, the first ones. */
+static void test_points_per_line(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct metric_points pts = METRIC_POINTS_INIT;
+	struct metric_parser p;
+
+	metric_parser_init(&p);
+	strbuf_addstr(&sb, "@yard {\"step\": 1");
+	for (int i = 0; i < METRIC_LINE_POINTS + 50; i++)
+		strbuf_addf(&sb, ", \"m%d\": %d", i, i);
+	strbuf_addstr(&sb, "}");
+	assert_true(sb.len <= METRIC_LINE_MAX);
+	EXPECT(&p, "@yard {\"before\": 1}", { "before", NONE, 1 });
+	assert_int_equal(parse_n(&p, sb.buf, sb.len, &pts), METRIC_LINE_POINTS);
+	assert_int_equal(pts.n, METRIC_LINE_POINTS);
+	assert_string_equal(pts.v[0].name, "m0");
+	assert_string_equal(pts.v[METRIC_LINE_POINTS - 1].name, "m999");
+	/* points already in out are kept */
+	assert_int_equal(parse_n(&p, sb.buf, sb.len, &pts), METRIC_LINE_POINTS);
+	assert_int_equal(pts.n, 2 * METRIC_LINE_POINTS);
+	assert_string_equal(pts.v[METRIC_LINE_POINTS].name, "m0");
+	metric_points_release(&pts);
+	strbuf_release(&sb);
+}
 
 static void test_lines(void **state)
 {
@@ -395,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_yard_ignored_values),
 		cmocka_unit_test(test_yard_malformed),
 		cmocka_unit_test(test_yard_names),
+		cmocka_unit_test(test_points_per_line),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_caffe),
 		cmocka_unit_test(test_mxnet),
