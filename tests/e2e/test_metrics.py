@@ -16,14 +16,16 @@ RUN_SCRIPT = ["/bin/sh", "-c", 'exec python3 -c "$SCRIPT"']
 N = 100000
 
 # Prints N points of "loss" (step i, value 1/(i+1)), even steps on stdout and
-# odd ones on stderr, with chatter and launcher prefixes in between. With
-# GATES set, it stops after each listed count until TASKDIR/gateK exists.
+# odd ones on stderr (all on stdout with SPLIT=0), with chatter and launcher
+# prefixes in between. With GATES set, it stops before each listed step until
+# TASKDIR/gateK exists.
 FLOOD = r"""
 import os, sys, time
 n = int(os.environ["N"])
 gates = [int(g) for g in os.environ.get("GATES", "").split(",") if g]
 gate_dir = os.path.dirname(os.environ["YARD_DATA_DIR"].rstrip("/"))
-out, err = sys.stdout, sys.stderr
+out = sys.stdout
+err = sys.stderr if os.environ.get("SPLIT", "1") == "1" else sys.stdout
 for i in range(n):
     if gates and i == gates[0]:
         out.flush(); err.flush()
@@ -41,9 +43,9 @@ out.flush()
 """
 
 
-def flood_spec(name, gates=""):
+def flood_spec(name, gates="", split=True):
     return {"name": name, "command": RUN_SCRIPT,
-            "env": {"SCRIPT": FLOOD, "N": str(N), "GATES": gates},
+            "env": {"SCRIPT": FLOOD, "N": str(N), "GATES": gates, "SPLIT": "1" if split else "0"},
             "tasks": {"worker": {"replicas": 1, "gpus": 0, "cpus": 0.5}}}
 
 
@@ -118,6 +120,29 @@ def test_metrics_flood_survives_agent_sigkill():
         c.start_agent("n1", gpus="none")
         j = c.api.wait_job(jid, timeout=240)
         check_eq(j["state"], "succeeded", "state of the flood job whose agent was killed")
+        check_flood(c.api, jid)
+
+
+def test_metrics_backlog_holds_the_final_status():
+    """A task that prints 100,000 points on one stream and ends while its agent
+    is down: the restarted agent needs several rounds to ship them, and the
+    job must not turn final before the last one is acknowledged."""
+    with cluster("metrics-backlog") as c:
+        c.start_master()
+        agent = c.start_agent("n1", gpus="none")
+        _, job = c.api.submit(flood_spec("backlog", gates="0", split=False))
+        jid = job["id"]
+        task = wait_until(lambda: (lambda t: t if t["state"] == "running" else None)(c.api.job(jid)["tasks"][0]),
+                          60, "the task running")
+        tdir = os.path.join(c.dir, "agent-n1", "tasks", str(task["id"]))
+        agent.kill(signal.SIGKILL)
+        agent.p.wait()
+        open(os.path.join(tdir, "gate1"), "w").close()
+        wait_until(lambda: os.path.exists(os.path.join(tdir, "exit.json")), 120,
+                   "the task to finish while the agent is down")
+        c.start_agent("n1", gpus="none")
+        j = c.api.wait_job(jid, timeout=240)
+        check_eq(j["state"], "succeeded", "state of the job")
         check_flood(c.api, jid)
 
 
