@@ -19,19 +19,20 @@ void cli_sparkline(struct strbuf *out, const double *values, size_t n, size_t wi
 	for (size_t c = 0; c < cols; c++) {
 		size_t from = c * n / cols, to = (c + 1) * n / cols;
 		double sum = 0;
+		/* divided first, so that no sum of finite values overflows */
 		for (size_t i = from; i < to; i++)
-			sum += values[i];
-		mean[c] = sum / (double)(to - from);
+			sum += values[i] / (double)(to - from);
+		mean[c] = sum;
 		if (!c || mean[c] < lo)
 			lo = mean[c];
 		if (!c || mean[c] > hi)
 			hi = mean[c];
 	}
 	for (size_t c = 0; c < cols; c++) {
-		/* a flat series is a line in the middle; isfinite guards overflowed sums */
+		/* a flat series is a line in the middle; halves keep hi - lo finite */
 		int level = 3;
-		if (hi > lo && isfinite(hi - lo)) {
-			double f = (mean[c] - lo) / (hi - lo);
+		if (hi > lo) {
+			double f = (mean[c] / 2 - lo / 2) / (hi / 2 - lo / 2);
 			level = isfinite(f) ? (int)(f * 7 + 0.5) : 0;
 		}
 		strbuf_addstr(out, blocks[level < 0 ? 0 : level > 7 ? 7 : level]);
