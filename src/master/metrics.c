@@ -162,16 +162,16 @@ out:
 
 /* ---- GET /v1/jobs/{id}/metrics ---- */
 
-/* A JSON number that reads back as the same double. */
+/* A JSON number that reads back as the same double: 15 digits when they do
+ * (what people print: 0.295, not 0.29499999999999998), else 17, which always
+ * do. Formatting is most of the cost of a large document. */
 static void add_double(struct strbuf *out, double v)
 {
 	char buf[40];
 
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
 	strbuf_addstr(out, buf);
 }
 
