@@ -62,6 +62,7 @@ demo: deps build
 
 bench: deps build
 	$(PYTHON) bench/run.py --yard $(BUILD)/yard
+	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

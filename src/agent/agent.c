@@ -26,6 +26,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/gpu.h"
+#include "agent/metricship.h"
 #include "agent/runtime.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
@@ -364,6 +365,7 @@ struct ship_task {
 	struct task_exit exit;
 	uint64_t retry_at;      /* mono ms; 0: now */
 	unsigned backoff;
+	struct metric_ship *metrics; /* owned: its training metrics */
 	struct ship_task *next;
 };
 
@@ -449,6 +451,7 @@ static void ship_apply(struct shipper *sh, struct ship_event *ev)
 		t->id = ev->id;
 		t->dir = xasprintf("%s/tasks/%" PRId64, sh->s->work_dir, ev->id);
 		ship_load_offsets(t);
+		t->metrics = metric_ship_new(t->dir, t->id);
 		t->next = sh->tasks;
 		sh->tasks = t;
 	}
@@ -547,6 +550,35 @@ out:
 	return done;
 }
 
+/* Ships the task's training metrics (agent/metricship.h): 1 when all are
+ * acknowledged, 0 when more is left or a retry is due. */
+static int ship_metrics(struct shipper *sh, struct ship_task *t)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	long status = 0;
+	int r;
+
+	if (t->retry_at > mono_ms())
+		return 0;
+	r = metric_ship_run(t->metrics, &sh->c, t->finished, &status, &eb);
+	if (r >= 0)
+		return r;
+	if (status == 401 || status == 404) {
+		ship_reregister(sh);
+	} else {
+		fprintf(stderr, "yard agent: cannot ship the metrics of task %" PRId64 ": %s\n", t->id, eb.msg);
+		t->retry_at = mono_ms() + backoff_next(&t->backoff);
+	}
+	return 0;
+}
+
+static void ship_task_free(struct ship_task *t)
+{
+	metric_ship_free(t->metrics);
+	free(t->dir);
+	free(t);
+}
+
 static json_t *exit_report(const struct ship_task *t)
 {
 	const struct task_exit *e = &t->exit;
@@ -582,6 +614,7 @@ static void ship_round(struct shipper *sh)
 		if (t->retry_at > now)
 			continue;
 		int all = ship_stream(sh, t, 0) & ship_stream(sh, t, 1);
+		all &= ship_metrics(sh, t);
 		if (t->finished && all)
 			json_array_append_new(reports, exit_report(t));
 		else if (t->running && !t->running_reported && !t->finished)
@@ -625,8 +658,7 @@ static void ship_round(struct shipper *sh)
 			if (strcmp(json_string_value(json_object_get(r, "state")), "running")) {
 				ship_retire(sh, t);
 				*pp = t->next;
-				free(t->dir);
-				free(t);
+				ship_task_free(t);
 			} else {
 				t->running_reported = true;
 			}
@@ -675,8 +707,7 @@ static void *shipper_thread(void *arg)
 	while (sh->tasks) {
 		struct ship_task *t = sh->tasks;
 		sh->tasks = t->next;
-		free(t->dir);
-		free(t);
+		ship_task_free(t);
 	}
 	json_decref(sh->exec_reports);
 	httpc_release(&sh->c);

@@ -225,6 +225,22 @@ out:
 	return ret;
 }
 
+int client_metrics(struct client *c, uint64_t id, const char *task, const char *name, json_t **out,
+		   struct errbuf *eb)
+{
+	struct strbuf path = STRBUF_INIT;
+	int ret;
+
+	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/metrics", id);
+	if (task)
+		add_query(&path, "task", task);
+	if (name)
+		add_query(&path, "name", name);
+	ret = get_json(c, "GET", path.buf, NULL, out, eb);
+	strbuf_release(&path);
+	return ret;
+}
+
 int client_nodes(struct client *c, json_t **out, struct errbuf *eb)
 {
 	return get_json(c, "GET", "/v1/nodes", NULL, out, eb);

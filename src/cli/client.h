@@ -90,6 +90,11 @@ void client_log_chunk_release(struct client_log_chunk *ch);
 int client_logs_read(struct client *c, uint64_t id, const struct client_log_req *req,
 		     struct client_log_chunk *ch, struct errbuf *eb);
 
+/* GET /v1/jobs/{id}/metrics?task=&name= -> {"job", "series": [...]}; task
+ * ("ROLE/INDEX") and name may be NULL (every task, every series). */
+int client_metrics(struct client *c, uint64_t id, const char *task, const char *name, json_t **out,
+		   struct errbuf *eb);
+
 /* GET /v1/nodes -> {"nodes": [...]}. */
 int client_nodes(struct client *c, json_t **out, struct errbuf *eb);
 

@@ -94,6 +94,12 @@ enum cli_streams { CLI_STREAM_STDOUT = 1 << 0, CLI_STREAM_STDERR = 1 << 1 };
 int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned streams,
 		    bool follow, struct errbuf *eb);
 
+/* cli_sparkline appends to out a line of width block characters (▁..█, UTF-8)
+ * that draws values[0..n): each character the mean of its share of the
+ * values, scaled between their least and greatest mean; a flat series is a
+ * flat line, fewer values than width draw one character each. */
+void cli_sparkline(struct strbuf *out, const double *values, size_t n, size_t width);
+
 /* cli_job_is_final: whether the job object's state is final (OUT: *succeeded). */
 bool cli_job_is_final(const json_t *job, bool *succeeded);
 
@@ -102,6 +108,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_ls(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_show(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);

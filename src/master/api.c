@@ -13,6 +13,7 @@
 #include "master/execs.h"
 #include "master/jobs.h"
 #include "master/logs.h"
+#include "master/metrics.h"
 
 #define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
@@ -671,6 +672,75 @@ static void h_exec_get(struct req *r)
 	req_json(r, 200, execs_json(e));
 }
 
+/* ---- training metrics (src/master/metrics.h) ---- */
+
+static void h_task_metrics(struct req *r)
+{
+	const char *stream = req_query(r, "stream"), *off = req_query(r, "offset");
+	struct errbuf eb = ERRBUF_INIT;
+	struct task *t = path_agent_task(r);
+	uint64_t offset = 0, stored = 0;
+	json_t *body;
+	int s, rc;
+
+	if (!t)
+		return;
+	s = logs_stream_parse(stream);
+	if (s < 0 || !off || parse_u64_str(off, &offset)) {
+		reply_err(r, YERR(BAD_REQUEST), "stream and offset: expected stdout|stderr and an integer");
+		return;
+	}
+	if (!(body = body_json(r)))
+		return;
+	rc = metrics_post(r->m, t, s, offset, body, &stored, &eb);
+	if (rc == YERR(CONFLICT)) {
+		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb.msg);
+		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, "offset", (json_int_t)stored));
+	} else if (rc) {
+		req_error(r, &eb);
+	} else {
+		req_json(r, 200, json_pack("{s:I}", "offset", (json_int_t)stored));
+	}
+	json_decref(body);
+}
+
+static void h_job_metrics(struct req *r)
+{
+	const char *task = req_query(r, "task"), *name = req_query(r, "name");
+	struct errbuf eb = ERRBUF_INIT;
+	struct strbuf doc = STRBUF_INIT;
+	struct job *j = path_job(r);
+	char *role = NULL;
+	uint64_t idx = 0;
+
+	if (!j)
+		return;
+	if (task) {
+		const char *slash = strrchr(task, '/');
+		if (!slash || parse_u64_str(slash + 1, &idx) || idx > UINT_MAX) {
+			reply_err(r, YERR(BAD_REQUEST), "task: expected ROLE/INDEX, got '%s'", task);
+			return;
+		}
+		role = xstrndup(task, (size_t)(slash - task));
+		if (!jobs_current_task(j, role, (unsigned)idx)) {
+			reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " has no task '%s'", j->id, task);
+			free(role);
+			return;
+		}
+	}
+	if (metrics_job_doc(r->m, j, role, (unsigned)idx, name, &doc, &eb)) {
+		req_error(r, &eb);
+	} else {
+		size_t len;
+		char *text = strbuf_detach(&doc, &len);
+		struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		req_set_response(r, 200, resp);
+	}
+	strbuf_release(&doc);
+	free(role);
+}
+
 bool api_poll_ready(struct req *r, uint64_t now_ms)
 {
 	if (r->wait == WAIT_EXEC) {
@@ -728,6 +798,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, BODY_JSON, "start a process in the job's task on a host (job token, owner or admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, BODY_NONE, "an exec's state; wait=S holds until it exits" },
+	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, BODY_NONE, "queued jobs with position and reason" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, BODY_NONE, "nodes with their GPUs and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, BODY_NONE, "stop placing new tasks on a node" },
@@ -737,6 +808,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
 	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, BODY_CODE, "a task's checkpoint dir (tar.gz) as it ended; the job's restarts start from it" },
 	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, BODY_NONE, "bytes of each stream the master holds" },
+	{ "POST", "/v1/tasks/{id}/metrics", h_task_metrics, PERM_AGENT, BODY_METRICS, "store a batch of metric points idempotently by offset (stream, offset)" },
 };
 
 const struct route *api_routes(size_t *n)

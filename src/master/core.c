@@ -33,18 +33,23 @@ struct node *core_node(struct master *m, const char *name)
 	return NULL;
 }
 
+int core_batch_open(struct master *m)
+{
+	if (!m->txn_open) {
+		errbuf_reset(&m->batch_eb);
+		m->batch_err = m->sops->begin(m->store, &m->batch_eb);
+		m->txn_open = true;
+	}
+	return m->batch_err;
+}
+
 static void put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc)
 {
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	int rc;
 
 	json_decref(doc);
-	if (!m->txn_open) {
-		errbuf_reset(&m->batch_eb);
-		m->batch_err = m->sops->begin(m->store, &m->batch_eb);
-		m->txn_open = true;
-	}
-	if (!m->batch_err) {
+	if (!core_batch_open(m)) {
 		rc = m->sops->put(m->store, kind, key, text, &m->batch_eb);
 		if (rc)
 			m->batch_err = rc;

@@ -143,6 +143,12 @@ struct master {
 	unsigned short port;
 };
 
+/* core_batch_open opens the batch transaction unless it is open. Returns 0
+ * when the batch takes writes, else its first error: the commit will fail
+ * and every reply that waits for it gets that error. A writer that fails
+ * records its error in m->batch_err (and m->batch_eb). */
+int core_batch_open(struct master *m);
+
 /* The store writes of one entity into the open batch (opened on demand). */
 void core_save_job(struct master *m, struct job *j);
 void core_save_task(struct master *m, struct task *t);

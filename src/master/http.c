@@ -217,6 +217,9 @@ static bool req_begin(struct req *r)
 	case BODY_CODE:
 		r->body_max = API_CODE_MAX;
 		break;
+	case BODY_METRICS:
+		r->body_max = API_METRICS_MAX;
+		break;
 	default:
 		r->body_max = API_JSON_MAX;
 	}

@@ -11,6 +11,7 @@
 #ifndef YARD_MASTER_STORE_H
 #define YARD_MASTER_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -22,6 +23,18 @@ struct store; /* the backend's private state */
 /* load callback: key is the id or name as text, doc the JSON text. Returning
  * non-zero stops the load with that code. */
 typedef int (*store_load_fn)(void *ctx, const char *key, const char *doc);
+
+/* One stored point of a training metric series (src/master/metrics.h). */
+struct store_metric {
+	const char *name;       /* the series, borrowed */
+	int64_t step;           /* >= 0 */
+	double value;           /* finite */
+	int64_t time;           /* wall clock microseconds, as the agent saw the line */
+};
+
+/* metrics query callback, called in (name, step, arrival) order; returning
+ * non-zero stops the query with that code. */
+typedef int (*store_metric_fn)(void *ctx, const struct store_metric *pt);
 
 struct store_ops {
 	const char *name;
@@ -42,6 +55,25 @@ struct store_ops {
 	/* load calls fn for every row of kind in key order (numeric keys numerically) */
 	int (*load)(struct store *st, enum store_kind kind, store_load_fn fn, void *ctx,
 		    struct errbuf *eb);
+
+	/* Training metrics: rows (task, name, step, value, time), not documents,
+	 * and never loaded into memory. Writes only inside a transaction. */
+	/* metrics_append stores n points of a task, in arrival order */
+	int (*metrics_append)(struct store *st, uint64_t task_id, const struct store_metric *pts,
+			      size_t n, struct errbuf *eb);
+	/* metrics_last_step: the largest step of a task's series (-1 when empty) */
+	int (*metrics_last_step)(struct store *st, uint64_t task_id, const char *name, int64_t *out,
+				 struct errbuf *eb);
+	/* metrics_query calls fn for each point of a task, of one series (name)
+	 * or all (name NULL), ordered by name, then step, then arrival */
+	int (*metrics_query)(struct store *st, uint64_t task_id, const char *name, store_metric_fn fn,
+			     void *ctx, struct errbuf *eb);
+	/* metrics_cursor_get/set: the byte offset of a task's output stream up
+	 * to which its points are stored (0 when none) */
+	int (*metrics_cursor_get)(struct store *st, uint64_t task_id, int stream, uint64_t *out,
+				  struct errbuf *eb);
+	int (*metrics_cursor_set)(struct store *st, uint64_t task_id, int stream, uint64_t off,
+				  struct errbuf *eb);
 };
 
 extern const struct store_ops store_sqlite_ops;

@@ -11,8 +11,42 @@ struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put[STORE_KIND__COUNT];
 	sqlite3_stmt *begin, *commit, *rollback;
+	/* training metrics */
+	sqlite3_stmt *m_insert, *m_last, *m_query_all, *m_query_one, *m_cursor_get, *m_cursor_set;
 	int in_txn;
 };
+
+/* The metrics tables: points as rows (rowid is their arrival order) and, per
+ * task output stream, how far its points are stored. */
+static const char metrics_schema[] =
+	"CREATE TABLE IF NOT EXISTS metrics (task_id INTEGER NOT NULL, name TEXT NOT NULL,"
+	" step INTEGER NOT NULL, value REAL NOT NULL, time INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS metrics_series ON metrics (task_id, name, step);"
+	"CREATE TABLE IF NOT EXISTS metric_cursors (task_id INTEGER NOT NULL,"
+	" stream INTEGER NOT NULL, off INTEGER NOT NULL, PRIMARY KEY (task_id, stream)) WITHOUT ROWID;";
+
+static const struct {
+	size_t offset; /* of the statement in struct store */
+	const char *sql;
+} metrics_stmts[] = {
+	{ offsetof(struct store, m_insert),
+	  "INSERT INTO metrics (task_id, name, step, value, time) VALUES (?1, ?2, ?3, ?4, ?5)" },
+	{ offsetof(struct store, m_last), "SELECT MAX(step) FROM metrics WHERE task_id = ?1 AND name = ?2" },
+	{ offsetof(struct store, m_query_all),
+	  "SELECT name, step, value, time FROM metrics WHERE task_id = ?1 ORDER BY name, step, rowid" },
+	{ offsetof(struct store, m_query_one),
+	  "SELECT name, step, value, time FROM metrics WHERE task_id = ?1 AND name = ?2"
+	  " ORDER BY name, step, rowid" },
+	{ offsetof(struct store, m_cursor_get),
+	  "SELECT off FROM metric_cursors WHERE task_id = ?1 AND stream = ?2" },
+	{ offsetof(struct store, m_cursor_set),
+	  "INSERT OR REPLACE INTO metric_cursors (task_id, stream, off) VALUES (?1, ?2, ?3)" },
+};
+
+static sqlite3_stmt **metrics_stmt(struct store *st, size_t i)
+{
+	return (sqlite3_stmt **)((char *)st + metrics_stmts[i].offset);
+}
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
@@ -36,6 +70,8 @@ static void sqlite_close(struct store *st)
 	sqlite3_finalize(st->begin);
 	sqlite3_finalize(st->commit);
 	sqlite3_finalize(st->rollback);
+	for (size_t i = 0; i < ARRAY_SIZE(metrics_stmts); i++)
+		sqlite3_finalize(*metrics_stmt(st, i));
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -63,9 +99,18 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 			  "CREATE TABLE IF NOT EXISTS tokens (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
 			  "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 			  NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, metrics_schema, NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		ret = db_error(st, eb, rc, "create tables");
 		goto out;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(metrics_stmts); i++) {
+		rc = sqlite3_prepare_v2(st->db, metrics_stmts[i].sql, -1, metrics_stmt(st, i), NULL);
+		if (rc != SQLITE_OK) {
+			ret = db_error(st, eb, rc, "prepare");
+			goto out;
+		}
 	}
 	for (int i = 0; i < STORE_KIND__COUNT; i++) {
 		free(sql);
@@ -193,6 +238,111 @@ out:
 	return ret;
 }
 
+/* ---- training metrics ---- */
+
+static int sqlite_metrics_append(struct store *st, uint64_t task_id, const struct store_metric *pts,
+				 size_t n, struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->m_insert;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc;
+		sqlite3_bind_int64(s, 1, (sqlite3_int64)task_id);
+		sqlite3_bind_text(s, 2, pts[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 3, pts[i].step);
+		sqlite3_bind_double(s, 4, pts[i].value);
+		sqlite3_bind_int64(s, 5, pts[i].time);
+		rc = step_once(st, s);
+		sqlite3_clear_bindings(s);
+		if (rc != SQLITE_OK)
+			return db_error(st, eb, rc, "store a metric");
+	}
+	return 0;
+}
+
+static int sqlite_metrics_last_step(struct store *st, uint64_t task_id, const char *name,
+				    int64_t *out, struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->m_last;
+	int rc;
+
+	*out = -1;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)task_id);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+		*out = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(st, eb, rc, "read a metric series");
+	return 0;
+}
+
+static int sqlite_metrics_query(struct store *st, uint64_t task_id, const char *name,
+				store_metric_fn fn, void *ctx, struct errbuf *eb)
+{
+	sqlite3_stmt *s = name ? st->m_query_one : st->m_query_all;
+	int rc, ret = 0;
+
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)task_id);
+	if (name)
+		sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_metric pt = {
+			.name = (const char *)sqlite3_column_text(s, 0),
+			.step = sqlite3_column_int64(s, 1),
+			.value = sqlite3_column_double(s, 2),
+			.time = sqlite3_column_int64(s, 3),
+		};
+		if (!pt.name)
+			pt.name = "";
+		ret = fn(ctx, &pt);
+		if (ret)
+			break;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = db_error(st, eb, rc, "read metrics");
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return ret;
+}
+
+static int sqlite_metrics_cursor_get(struct store *st, uint64_t task_id, int stream, uint64_t *out,
+				     struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->m_cursor_get;
+	int rc;
+
+	*out = 0;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)task_id);
+	sqlite3_bind_int(s, 2, stream);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && sqlite3_column_int64(s, 0) > 0)
+		*out = (uint64_t)sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return db_error(st, eb, rc, "read a metrics cursor");
+	return 0;
+}
+
+static int sqlite_metrics_cursor_set(struct store *st, uint64_t task_id, int stream, uint64_t off,
+				     struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->m_cursor_set;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)task_id);
+	sqlite3_bind_int(s, 2, stream);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)off);
+	rc = step_once(st, s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "store a metrics cursor");
+	return 0;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sqlite_open,
@@ -203,4 +353,9 @@ const struct store_ops store_sqlite_ops = {
 	.put = sqlite_put,
 	.get_meta = sqlite_get_meta,
 	.load = sqlite_load,
+	.metrics_append = sqlite_metrics_append,
+	.metrics_last_step = sqlite_metrics_last_step,
+	.metrics_query = sqlite_metrics_query,
+	.metrics_cursor_get = sqlite_metrics_cursor_get,
+	.metrics_cursor_set = sqlite_metrics_cursor_set,
 };
