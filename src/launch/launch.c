@@ -381,8 +381,9 @@ static int fill_caffe(const struct launch_job *job, size_t i, char ***argv, json
 	const struct launch_task *t = &job->tasks[i];
 	struct strbuf list = STRBUF_INIT;
 
+	/* CUDA_VISIBLE_DEVICES shows the task its GPUs as devices 0..N-1 */
 	for (unsigned g = 0; g < t->ngpus; g++)
-		strbuf_addf(&list, "%s%u", g ? "," : "", t->gpus[g]);
+		strbuf_addf(&list, "%s%u", g ? "," : "", g);
 	for (size_t a = 0; *argv && (*argv)[a]; a++) {
 		struct strbuf out = STRBUF_INIT;
 		const char *p = (*argv)[a], *hit;

@@ -33,7 +33,8 @@
  *     ["yard", "mpi-worker"] and hosts the ranks that mpirun starts on its
  *     node through the master and that task's agent (docs/design-notes.md).
  *     In a task's argv, "yard" is the agent's own binary.
- *   caffe: "{gpus}" in an argument becomes the task's GPU list ("0,1")
+ *   caffe: "{gpus}" in an argument becomes the task's GPUs as the task sees
+ *     them through CUDA_VISIBLE_DEVICES: "0,1" for a task holding two
  *   command: nothing
  */
 #ifndef YARD_LAUNCH_H

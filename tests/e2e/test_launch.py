@@ -151,8 +151,8 @@ def test_caffe_expands_gpus_and_specs_are_checked_per_framework():
         st, job = c.api.submit(spec(["echo", "-gpu", "{gpus}", "x{gpus}y"], gpus=2, framework="caffe"))
         check_eq(st, 201, "submit")
         done = c.api.wait_job(job["id"])
-        g = ",".join(map(str, done["tasks"][0]["gpus"]))
-        check_eq(c.api.log(job["id"]).decode(), f"-gpu {g} x{g}y\n", "caffe's {gpus}")
+        # the task sees its GPUs as devices 0..N-1 (CUDA_VISIBLE_DEVICES)
+        check_eq(c.api.log(job["id"]).decode(), "-gpu 0,1 x0,1y\n", "caffe's {gpus}")
         bad = [
             (spec(["x", "{gpus}"], gpus=0, framework="caffe"), "tasks.worker.gpus"),
             (spec(["x"], replicas=2, framework="caffe"), "tasks.worker.replicas"),

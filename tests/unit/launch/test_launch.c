@@ -184,7 +184,7 @@ static void test_jax_caffe_command(void **state)
 	const struct launch_task jt[] = { { "worker", 0, 0, g0, 1, 30000 }, { "worker", 1, 1, g0, 1, 30002 } };
 	const struct launch_task ct[] = { { "worker", 0, 1, g23, 2, 0 } };
 	struct launch_job jax = { "jax", two_nodes, 2, jt, 2 };
-	struct launch_job cf = { "caffe", two_nodes, 2, ct, 1 };
+	struct launch_job cf = { "caffe", two_nodes, 2, ct, 1 }; /* holds GPUs 2,3: sees 0,1 */
 	struct launch_job cmd = { "command", two_nodes, 2, jt, 2 };
 	struct strbuf out = STRBUF_INIT;
 	render(&jax, train, &out);
