@@ -252,3 +252,27 @@ def test_checkpoint_moves_with_a_restart_to_another_node():
         # it is a tar.gz in the master's content store, readable by its users
         st, data, _ = c.api.request("GET", f"/v1/code/{done['checkpoint']}")
         check_eq((st, data[:2]), (200, b"\x1f\x8b"), "the checkpoint archive")
+
+
+def test_caffe_log_replay_becomes_metrics():
+    """examples/caffe/job-replay.yaml prints a Caffe training log: the agent's
+    parser turns Caffe's own lines into series, with no @yard line at all."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with cluster("launch-caffe-log") as c:
+        c.start_master()
+        c.start_agent("a", gpus="none")
+        r = c.cli("submit", os.path.join(root, "examples", "caffe", "job-replay.yaml"), "--output", "json",
+                  check_rc=0)
+        jid = json.loads(r.stdout)["id"]
+        check_eq(c.api.wait_job(jid)["state"], "succeeded", "the replay job")
+        _, doc = c.api.json("GET", f"/v1/jobs/{jid}/metrics", expect=200)
+        series = {s["name"]: s["points"] for s in doc["series"]}
+        check("@yard" not in c.api.log(jid, "trainer/0").decode(), "the log has no @yard line")
+        for name in ("loss", "lr", "test/accuracy"):
+            check(name in series, f"series {name} from Caffe's lines: {sorted(series)}")
+        loss = series["loss"]
+        check_eq([p[0] for p in loss], sorted(p[0] for p in loss), "loss by iteration")
+        check(loss[-1][1] < loss[0][1], f"the loss falls: {loss[0][1]} -> {loss[-1][1]}")
+        check(series["test/accuracy"][-1][1] > 0.9, "the final test accuracy")
+        r = c.cli("metrics", str(jid), check_rc=0)
+        check("test/accuracy" in r.stdout.decode(), "yard metrics lists the Caffe series")
