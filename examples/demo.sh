@@ -56,4 +56,4 @@ echo "== yard metrics $id"
 "$YARD" metrics "$id"
 acc=$("$YARD" logs "$id" --task worker/1 | grep -Eo 'final test accuracy: [0-9.]+' | tail -n1)
 echo "== worker/1: $acc"
-echo "== demo finished: job $id succeeded; the API was served at $url (the web UI will be at $url/)"
+echo "== demo finished: job $id succeeded; the API was served at $url"
