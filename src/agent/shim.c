@@ -150,31 +150,18 @@ static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 	return fd;
 }
 
-/* Everything up to a running task; on failure eb says why. */
-static int start_task(struct shim *s, struct errbuf *eb)
+/* Starts argv_j (a JSON array of strings) as s->pid in the task's
+ * environment, working dir, cgroup (when set up) and log files, in a new
+ * session. An argv[0] of "yard" is the agent's own binary. */
+static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int err_fd,
+			 struct errbuf *eb)
 {
 	struct spawn_opts o;
-	json_t *argv_j = json_object_get(s->task, "argv");
-	char **argv = NULL, **env = NULL;
-	int out_fd = -1, err_fd = -1, ret = 0;
-	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
+	char **argv, **env;
 	size_t i;
 	json_t *v;
+	int ret;
 
-	if (!json_array_size(argv_j))
-		return error(eb, YERR(BAD_REQUEST), "the assignment has no argv");
-	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
-		if (!dirs[i])
-			return error(eb, YERR(BAD_REQUEST), "shim.json lacks a directory");
-		if (mkdir_p(dirs[i], 0755) < 0)
-			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
-	}
-	if ((ret = setup_cgroup(s, eb)))
-		return ret;
-	if ((out_fd = open_out(s, "stdout", eb)) < 0 || (err_fd = open_out(s, "stderr", eb)) < 0) {
-		ret = YERR(IO);
-		goto out;
-	}
 	argv = xcalloc(json_array_size(argv_j) + 1, sizeof(*argv));
 	json_array_foreach(argv_j, i, v)
 		argv[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
@@ -190,19 +177,56 @@ static int start_task(struct shim *s, struct errbuf *eb)
 	spawn_opts_init(&o);
 	o.argv = argv;
 	o.env = env;
-	o.cwd = dirs[0];
+	o.cwd = conf_str(s, "cwd");
 	o.stdout_fd = out_fd;
 	o.stderr_fd = err_fd;
 	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
 	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
 	ret = spawn_process(&o, &s->pid, NULL, eb);
+	free_strv(argv);
+	free_strv(env);
+	return ret;
+}
+
+/* Signals are taken synchronously (sigtimedwait); children get a clean mask. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigprocmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Everything up to a running task; on failure eb says why. */
+static int start_task(struct shim *s, struct errbuf *eb)
+{
+	json_t *argv_j = json_object_get(s->task, "argv");
+	int out_fd = -1, err_fd = -1, ret = 0;
+	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
+	size_t i;
+
+	if (!json_array_size(argv_j))
+		return error(eb, YERR(BAD_REQUEST), "the assignment has no argv");
+	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (!dirs[i])
+			return error(eb, YERR(BAD_REQUEST), "shim.json lacks a directory");
+		if (mkdir_p(dirs[i], 0755) < 0)
+			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
+	}
+	if ((ret = setup_cgroup(s, eb)))
+		return ret;
+	if ((out_fd = open_out(s, "stdout", eb)) < 0 || (err_fd = open_out(s, "stderr", eb)) < 0) {
+		ret = YERR(IO);
+		goto out;
+	}
+	ret = spawn_in_task(s, argv_j, out_fd, err_fd, eb);
 out:
 	if (out_fd >= 0)
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	free_strv(argv);
-	free_strv(env);
 	return ret;
 }
 
@@ -299,13 +323,7 @@ int shim_main(const char *dir)
 	int status = 0, ret;
 
 	memset(&e, 0, sizeof(e));
-	/* signals are taken synchronously in wait_task; the task gets a clean mask */
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	block_signals(&set);
 	signal(SIGHUP, SIG_IGN);
 	/* orphans of the task are re-parented to us, so we can reap them */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -358,21 +376,13 @@ int shim_exec_main(const char *dir, const char *exec_id)
 	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
 	struct errbuf eb = ERRBUF_INIT;
 	struct task_exit e;
-	struct spawn_opts o;
-	json_t *ex = NULL, *v;
-	char **argv = NULL, **env = NULL;
+	json_t *ex = NULL;
 	int out_fd = -1, err_fd = -1, status = 0;
 	char *edir = xasprintf("%s/execs/%s", dir, exec_id);
 	sigset_t set;
-	size_t i;
 
 	memset(&e, 0, sizeof(e));
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	block_signals(&set);
 	if (taskdir_read_json(dir, "task.json", &s.task, &eb) ||
 	    taskdir_read_json(dir, "shim.json", &s.conf, &eb) ||
 	    taskdir_read_json(edir, "exec.json", &ex, &eb))
@@ -389,23 +399,8 @@ int shim_exec_main(const char *dir, const char *exec_id)
 			s.have_cg = true;
 		}
 	}
-	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0)
-		goto fail;
-	argv = xcalloc(json_array_size(argv_j) + 1, sizeof(*argv));
-	json_array_foreach(argv_j, i, v)
-		argv[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
-	env = build_env(&s);
-	const char *path = json_string_value(json_object_get(json_object_get(s.task, "env"), "PATH"));
-	setenv("PATH", path ? path : DEFAULT_PATH, 1);
-	spawn_opts_init(&o);
-	o.argv = argv;
-	o.env = env;
-	o.cwd = conf_str(&s, "cwd");
-	o.stdout_fd = out_fd;
-	o.stderr_fd = err_fd;
-	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
-	o.cgroup_procs = s.have_cg ? (const char *const *)s.cg.join : NULL;
-	if (spawn_process(&o, &s.pid, NULL, &eb))
+	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0 ||
+	    spawn_in_task(&s, argv_j, out_fd, err_fd, &eb))
 		goto fail;
 	for (;;) {
 		siginfo_t info;
@@ -428,8 +423,6 @@ out:
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	free_strv(argv);
-	free_strv(env);
 	if (s.have_cg)
 		cgroup_release(&s.cg);
 	json_decref(ex);

@@ -445,7 +445,7 @@ static int open_reader(const char *archive_path, struct archive **out, struct er
 /* check_archive: the first pass. */
 static int check_archive(const char *archive_path, struct errbuf *eb)
 {
-	struct archive *a;
+	struct archive *a = NULL;
 	struct archive_entry *e;
 	struct link_map links;
 	int ret, r;

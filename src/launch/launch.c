@@ -43,19 +43,23 @@ static const char *task_addr(const struct launch_job *job, size_t i)
 	return job->nodes[job->tasks[i].node].addr;
 }
 
-/* The rank of the first task on each node gives the node's rank. */
+/* Whether task i is the job's first (lowest-ranked) task on its node. */
+static bool first_on_node(const struct launch_job *job, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (job->tasks[k].node == job->tasks[i].node)
+			return false;
+	return true;
+}
+
+/* Nodes are ranked by the rank of their first task. */
 static size_t node_rank(const struct launch_job *job, size_t node)
 {
 	size_t rank = 0;
 	for (size_t i = 0; i < job->ntasks; i++) {
-		size_t n = job->tasks[i].node;
-		bool first = true;
-		for (size_t k = 0; k < i; k++)
-			if (job->tasks[k].node == n)
-				first = false;
-		if (!first)
+		if (!first_on_node(job, i))
 			continue;
-		if (n == node)
+		if (job->tasks[i].node == node)
 			return rank;
 		rank++;
 	}
@@ -324,11 +328,7 @@ static int fill_mpi(const struct launch_job *job, size_t i, char ***argv, json_t
 	/* nodes in the order of their first rank, with the job's tasks there */
 	for (size_t k = 0; k < job->ntasks; k++) {
 		size_t node = job->tasks[k].node, slots = 0;
-		bool first = true;
-		for (size_t p = 0; p < k; p++)
-			if (job->tasks[p].node == node)
-				first = false;
-		if (!first)
+		if (!first_on_node(job, k))
 			continue;
 		for (size_t p = 0; p < job->ntasks; p++)
 			if (job->tasks[p].node == node)

@@ -558,9 +558,35 @@ static struct task *path_agent_task(struct req *r)
 	return t;
 }
 
+/* The routes that append by offset: their stream and offset parameters. */
+static int stream_offset_params(struct req *r, int *stream, uint64_t *offset)
+{
+	const char *s = req_query(r, "stream"), *off = req_query(r, "offset");
+	*stream = logs_stream_parse(s);
+	if (*stream < 0 || !off || parse_u64_str(off, offset)) {
+		reply_err(r, YERR(BAD_REQUEST), "stream and offset: expected stdout|stderr and an integer");
+		return -1;
+	}
+	return 0;
+}
+
+/* Their reply: rc 0 or YERR(CONFLICT) (409, the agent resends from what the
+ * master holds) says `key` = have; anything else is the error in eb. */
+static void reply_appended(struct req *r, int rc, const struct errbuf *eb, const char *key,
+			   uint64_t have)
+{
+	if (rc == YERR(CONFLICT)) {
+		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb->msg);
+		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, key, (json_int_t)have));
+	} else if (rc) {
+		req_error(r, eb);
+	} else {
+		req_json(r, 200, json_pack("{s:I}", key, (json_int_t)have));
+	}
+}
+
 static void h_task_log(struct req *r)
 {
-	const char *stream = req_query(r, "stream"), *off = req_query(r, "offset");
 	struct errbuf eb = ERRBUF_INIT;
 	struct task *t = path_agent_task(r);
 	uint64_t offset = 0, have = 0;
@@ -568,20 +594,10 @@ static void h_task_log(struct req *r)
 
 	if (!t)
 		return;
-	s = logs_stream_parse(stream);
-	if (s < 0 || !off || parse_u64_str(off, &offset)) {
-		reply_err(r, YERR(BAD_REQUEST), "stream and offset: expected stdout|stderr and an integer");
+	if (stream_offset_params(r, &s, &offset))
 		return;
-	}
 	int rc = logs_append(r->m, t, s, offset, r->body.buf, r->body.len, &have, &eb);
-	if (rc == YERR(CONFLICT)) {
-		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb.msg);
-		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, "size", (json_int_t)have));
-	} else if (rc) {
-		req_error(r, &eb);
-	} else {
-		req_json(r, 200, json_pack("{s:I}", "size", (json_int_t)have));
-	}
+	reply_appended(r, rc, &eb, "size", have);
 }
 
 /* A task's checkpoint dir, packed by its agent when the task ended: the
@@ -676,7 +692,6 @@ static void h_exec_get(struct req *r)
 
 static void h_task_metrics(struct req *r)
 {
-	const char *stream = req_query(r, "stream"), *off = req_query(r, "offset");
 	struct errbuf eb = ERRBUF_INIT;
 	struct task *t = path_agent_task(r);
 	uint64_t offset = 0, stored = 0;
@@ -685,22 +700,10 @@ static void h_task_metrics(struct req *r)
 
 	if (!t)
 		return;
-	s = logs_stream_parse(stream);
-	if (s < 0 || !off || parse_u64_str(off, &offset)) {
-		reply_err(r, YERR(BAD_REQUEST), "stream and offset: expected stdout|stderr and an integer");
-		return;
-	}
-	if (!(body = body_json(r)))
+	if (stream_offset_params(r, &s, &offset) || !(body = body_json(r)))
 		return;
 	rc = metrics_post(r->m, t, s, offset, body, &stored, &eb);
-	if (rc == YERR(CONFLICT)) {
-		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb.msg);
-		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, "offset", (json_int_t)stored));
-	} else if (rc) {
-		req_error(r, &eb);
-	} else {
-		req_json(r, 200, json_pack("{s:I}", "offset", (json_int_t)stored));
-	}
+	reply_appended(r, rc, &eb, "offset", stored);
 	json_decref(body);
 }
 

@@ -81,6 +81,17 @@ static void check_golden(const char *name, const struct strbuf *got)
 	free(path);
 }
 
+/* Renders one placed job and compares it with its golden file. */
+static void run_case(const char *golden, const char *framework, size_t nnodes,
+		     const struct launch_task *tasks, size_t ntasks, char *const *cmd)
+{
+	struct launch_job job = { framework, two_nodes, nnodes, tasks, ntasks };
+	struct strbuf out = STRBUF_INIT;
+	render(&job, cmd, &out);
+	check_golden(golden, &out);
+	strbuf_release(&out);
+}
+
 static const unsigned g0[] = { 0 }, g1[] = { 1 }, g01[] = { 0, 1 }, g23[] = { 2, 3 };
 static char *const train[] = { "python3", "train.py", "--epochs", "5", NULL };
 
@@ -91,11 +102,7 @@ static void test_pytorch_2x1(void **state)
 		{ "worker", 0, 0, g0, 1, 30000 },
 		{ "worker", 1, 1, g1, 1, 30004 },
 	};
-	struct launch_job job = { "pytorch", two_nodes, 2, tasks, 2 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, train, &out);
-	check_golden("pytorch-2x1", &out);
-	strbuf_release(&out);
+	run_case("pytorch-2x1", "pytorch", 2, tasks, 2, train);
 }
 
 /* 1 node x 2 GPUs: two workers on one node. */
@@ -105,11 +112,7 @@ static void test_pytorch_1x2(void **state)
 		{ "worker", 0, 0, g0, 1, 30000 },
 		{ "worker", 1, 0, g1, 1, 30001 },
 	};
-	struct launch_job job = { "pytorch", two_nodes, 1, tasks, 2 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, train, &out);
-	check_golden("pytorch-1x2", &out);
-	strbuf_release(&out);
+	run_case("pytorch-1x2", "pytorch", 1, tasks, 2, train);
 }
 
 /* 2 nodes x 2 GPUs: four workers, ranks interleaved over the nodes, plus a
@@ -122,11 +125,7 @@ static void test_pytorch_2x2(void **state)
 		{ "worker", 1, 1, g01, 2, 30011 },
 		{ "worker", 2, 0, g23, 2, 30001 },
 	};
-	struct launch_job job = { "pytorch", two_nodes, 2, tasks, 4 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, train, &out);
-	check_golden("pytorch-2x2", &out);
-	strbuf_release(&out);
+	run_case("pytorch-2x2", "pytorch", 2, tasks, 4, train);
 }
 
 static void test_tensorflow_chief_workers_ps(void **state)
@@ -138,11 +137,7 @@ static void test_tensorflow_chief_workers_ps(void **state)
 		{ "ps", 0, 1, NULL, 0, 30001 },
 		{ "evaluator", 0, 1, g1, 1, 30002 },
 	};
-	struct launch_job job = { "tensorflow", two_nodes, 2, tasks, 5 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, train, &out);
-	check_golden("tensorflow-chief-2workers-ps", &out);
-	strbuf_release(&out);
+	run_case("tensorflow-chief-2workers-ps", "tensorflow", 2, tasks, 5, train);
 }
 
 static void test_mxnet_scheduler_server_workers(void **state)
@@ -153,11 +148,7 @@ static void test_mxnet_scheduler_server_workers(void **state)
 		{ "worker", 0, 0, g0, 1, 30001 },
 		{ "worker", 1, 1, g0, 1, 30001 },
 	};
-	struct launch_job job = { "mxnet", two_nodes, 2, tasks, 4 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, train, &out);
-	check_golden("mxnet-scheduler-server-2workers", &out);
-	strbuf_release(&out);
+	run_case("mxnet-scheduler-server-2workers", "mxnet", 2, tasks, 4, train);
 }
 
 /* Three ranks on node b, two on node a, rank 0 on b: b comes first. */
@@ -171,11 +162,7 @@ static void test_mpi_hostfile(void **state)
 		{ "worker", 3, 0, g1, 1, 0 },
 		{ "worker", 4, 1, NULL, 0, 0 },
 	};
-	struct launch_job job = { "mpi", two_nodes, 2, tasks, 5 };
-	struct strbuf out = STRBUF_INIT;
-	render(&job, prog, &out);
-	check_golden("mpi-hostfile", &out);
-	strbuf_release(&out);
+	run_case("mpi-hostfile", "mpi", 2, tasks, 5, prog);
 }
 
 static void test_jax_caffe_command(void **state)
