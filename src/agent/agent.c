@@ -1303,6 +1303,13 @@ static void reconcile(struct agent *a, json_t *work)
 				task_run_execs(a, t);
 			}
 		} else if (t) {
+			json_t *grace = json_object_get(d, "stop_grace_ms");
+			if (json_is_integer(grace) && !t->stop_sent) {
+				/* read by the shim when the stop arrives (shim.h) */
+				json_t *doc = json_pack("{s:O}", "grace_ms", grace);
+				taskdir_write_json(t->rt.dir, "stop.json", doc, 0, NULL);
+				json_decref(doc);
+			}
 			stop_task(a, t);
 		}
 	}

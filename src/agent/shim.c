@@ -288,6 +288,12 @@ static void wait_task(struct shim *s, int *status)
 		siginfo_t info;
 		int sig = sigtimedwait(&set, &info, &ts);
 		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
+			/* the master may give this stop its own grace (a preemption's) */
+			json_t *stop = NULL;
+			if (taskdir_read_json(s->dir, "stop.json", &stop, NULL) == 0 &&
+			    json_is_integer(json_object_get(stop, "grace_ms")))
+				grace = (uint64_t)json_integer_value(json_object_get(stop, "grace_ms"));
+			json_decref(stop);
 			stopping = true;
 			deadline = mono_ms() + grace;
 			kill(-s->pid, SIGTERM);

@@ -26,7 +26,8 @@
  * "running PID\n" or "start_failed: MESSAGE\n", then closes it.
  *
  * On SIGTERM or SIGINT it sends SIGTERM to the task's process group, and
- * after stop_grace_ms SIGKILL to every process in the task's cgroup (or its
+ * after stop_grace_ms (or the "grace_ms" of TASKDIR/stop.json, which the
+ * agent writes before it stops a preempted task) SIGKILL to every process in the task's cgroup (or its
  * process group without cgroups) until none is left. When the task exits,
  * whatever it left behind in its cgroup or process group is killed, the
  * cgroups are removed, then exit.json is written.

@@ -1020,31 +1020,69 @@ static int get_restart(const json_t *v, unsigned *max, struct errbuf *eb)
 	return 0;
 }
 
-static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
+/* A duration (integer seconds or "90s", "2h", ...) into *ms, at least min_ms. */
+static int get_duration(const json_t *v, const char *path, uint64_t min_ms, uint64_t *ms,
+			struct errbuf *eb)
 {
 	uint64_t n;
-	if (!v)
-		return 0;
 	if (json_is_integer(v) && json_integer_value(v) >= 0) {
 		if ((uint64_t)json_integer_value(v) > UINT64_MAX / 1000)
-			return bad_got(eb, "timeout", "a duration such as 2h, 90m or 3600s", v);
+			return bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
 		n = (uint64_t)json_integer_value(v) * 1000;
 	} else if (!json_is_string(v) || parse_duration_str(json_string_value(v), &n) < 0) {
-		return bad_got(eb, "timeout", "a duration such as 2h, 90m or 3600s", v);
+		return bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
 	}
-	if (!n)
-		return bad_got(eb, "timeout", "a duration > 0", v);
+	if (n < min_ms)
+		return bad_got(eb, path, min_ms ? "a duration > 0" : "a duration >= 0", v);
 	*ms = n;
 	return 0;
 }
 
+static const char *const preemption_fields[] = { "grace", "preemptible", NULL };
+
+#define SPEC_DEFAULT_GRACE_MS 30000
+#define SPEC_MAX_GRACE_MS (3600 * 1000)
+
+static int get_preemption(const json_t *v, struct job_spec *spec, struct errbuf *eb)
+{
+	const json_t *f;
+	int ret;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return bad_got(eb, "preemption", "a mapping such as {grace: 30s, preemptible: true}", v);
+	if ((ret = check_known(v, preemption_fields, "preemption", eb)) < 0)
+		return ret;
+	if ((f = field(v, "grace"))) {
+		if ((ret = get_duration(f, "preemption.grace", 0, &spec->preempt_grace_ms, eb)) < 0)
+			return ret;
+		if (spec->preempt_grace_ms > SPEC_MAX_GRACE_MS)
+			return bad_got(eb, "preemption.grace", "a duration of at most 1h", f);
+	}
+	if ((f = field(v, "preemptible"))) {
+		if (!json_is_boolean(f))
+			return bad_got(eb, "preemption.preemptible", "true or false", f);
+		spec->preemptible = json_is_true(f);
+	}
+	return 0;
+}
+
+static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
+{
+	if (!v)
+		return 0;
+	return get_duration(v, "timeout", 1, ms, eb);
+}
+
 static const char *const top_fields[] = { "name", "framework", "command", "image", "params", "env",
-	"tasks", "data", "placement", "priority", "team", "restart", "timeout", NULL };
+	"tasks", "data", "placement", "priority", "team", "restart", "timeout", "preemption", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
 	memset(spec, 0, sizeof(*spec));
 	spec->priority = PRIO_NORMAL;
+	spec->preempt_grace_ms = SPEC_DEFAULT_GRACE_MS;
+	spec->preemptible = true;
 }
 
 int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
@@ -1104,6 +1142,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 	if ((ret = get_restart(field(doc, "restart"), &spec->restart_max, eb)) < 0)
 		goto out;
 	if ((ret = get_timeout(field(doc, "timeout"), &spec->timeout_ms, eb)) < 0)
+		goto out;
+	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) < 0)
 		goto out;
 out:
 	return ret;
@@ -1174,6 +1214,12 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "team", spec->team ? json_string(spec->team) : json_null());
 	json_object_set_new(doc, "restart", json_pack("{s:I}", "max", (json_int_t)spec->restart_max));
 	json_object_set_new(doc, "timeout", timeout);
+	json_object_set_new(doc, "preemption",
+		json_pack("{s:o, s:b}", "grace",
+			spec->preempt_grace_ms % 1000
+				? json_sprintf("%" PRIu64 "ms", spec->preempt_grace_ms)
+				: json_integer((json_int_t)(spec->preempt_grace_ms / 1000)),
+			"preemptible", (int)spec->preemptible));
 	return doc;
 }
 

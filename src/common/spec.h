@@ -36,6 +36,8 @@
  *   restart     {max: integer 0..100}
  *   timeout     duration ("2h", "90m", "3600s", "1h30m", integer seconds) > 0;
  *               absent = none
+ *   preemption  {grace: duration 0..1h (default 30s): SIGTERM, then this long
+ *               to checkpoint, then SIGKILL; preemptible: bool (default true)}
  * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
@@ -74,6 +76,8 @@ struct job_spec {
 	char *team;            /* owned or NULL */
 	unsigned restart_max;
 	uint64_t timeout_ms;   /* 0 = none */
+	uint64_t preempt_grace_ms; /* SIGTERM .. SIGKILL when preempted (default 30 s) */
+	bool preemptible;      /* may be preempted for a higher priority (default true) */
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document

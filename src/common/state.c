@@ -41,6 +41,7 @@ static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
 		[JOB_EV_RESTART] = J(QUEUED),
 		[JOB_EV_CANCEL] = J(CANCELLED),
 		[JOB_EV_TIMEOUT] = J(FAILED),
+		[JOB_EV_PREEMPT] = J(QUEUED),
 	},
 	[JOB_RUNNING] = {
 		[JOB_EV_ALL_SUCCEEDED] = J(SUCCEEDED),
@@ -48,6 +49,7 @@ static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
 		[JOB_EV_RESTART] = J(QUEUED),
 		[JOB_EV_CANCEL] = J(CANCELLED),
 		[JOB_EV_TIMEOUT] = J(FAILED),
+		[JOB_EV_PREEMPT] = J(QUEUED),
 	},
 };
 #undef J

@@ -29,7 +29,8 @@ enum job_state {
 	X(TASK_FAILED, "task_failed")     /* a task failed, no restart left */       \
 	X(RESTART, "restart")             /* a task failed or was lost, restart left */ \
 	X(CANCEL, "cancel")               /* the owner or an admin cancelled */      \
-	X(TIMEOUT, "timeout")             /* the spec's timeout passed */
+	X(TIMEOUT, "timeout")             /* the spec's timeout passed */            \
+	X(PREEMPT, "preempt")             /* the scheduler took its resources back */
 
 enum job_event {
 #define X_(n, s) JOB_EV_##n,

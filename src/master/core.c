@@ -74,6 +74,7 @@ void core_save_job(struct master *m, struct job *j)
 			      "running_at", (json_int_t)j->running_at);
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
 	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
+	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
 	put_doc(m, STORE_JOB, key, d);
 }
@@ -94,6 +95,8 @@ void core_save_task(struct master *m, struct task *t)
 		      "pids", (json_int_t)t->pids, "has_exit", t->has_exit,
 		      "has_signal", t->has_signal, "exit_code", t->exit_code, "signal", t->signal);
 	json_object_set_new(d, "port", json_integer(t->port));
+	json_object_set_new(d, "grace_ms", json_integer((json_int_t)t->grace_ms));
+	json_object_set_new(d, "preempted", json_boolean(t->preempted));
 	json_object_set_new(d, "reason_code", str_or_null(t->reason_code));
 	json_object_set_new(d, "reason_msg", str_or_null(t->reason_msg));
 	json_object_set_new(d, "started_at", json_integer((json_int_t)t->started_at));
@@ -195,6 +198,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->running_at = get_u64(d, "running_at");
 	j->finished_at = get_u64(d, "finished_at");
 	j->checkpoint = get_str(d, "checkpoint");
+	j->preemptions = (unsigned)get_u64(d, "preemptions");
 	json_decref(d);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
@@ -253,6 +257,8 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->started_at = get_u64(d, "started_at");
 	t->finished_at = get_u64(d, "finished_at");
 	t->port = (unsigned)get_u64(d, "port");
+	t->grace_ms = get_u64(d, "grace_ms");
+	t->preempted = json_is_true(json_object_get(d, "preempted"));
 	t->log_size[LOG_STDOUT] = get_u64(d, "stdout");
 	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
 	json_decref(d);

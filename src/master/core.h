@@ -49,6 +49,8 @@ struct task {
 	unsigned ngpus;
 	uint64_t cpus_milli, memory, pids;
 	unsigned port;          /* reserved in its node's port range; 0: none */
+	uint64_t grace_ms;      /* when stopped: SIGTERM .. SIGKILL (0: the agent's default) */
+	bool preempted;         /* stopped to make room for another job */
 	bool has_exit, has_signal;
 	int exit_code, signal;
 	char *reason_code, *reason_msg; /* owned or NULL */
@@ -69,6 +71,7 @@ struct job {
 	bool has_exit;
 	int exit_code;
 	unsigned attempt;
+	unsigned preemptions;   /* times it gave its resources back */
 	uint64_t submitted_at, started_at, running_at, finished_at;
 	struct task **tasks;    /* borrowed (owned by master->tasks), every attempt */
 	size_t ntasks, atasks;

@@ -13,6 +13,7 @@
 #include "master/auth.h"
 #include "master/execs.h"
 #include "master/logs.h"
+#include "sched/preempt.h"
 #include "sched/sched.h"
 
 static void set_str(char **dst, const char *s)
@@ -508,6 +509,97 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 	core_save_job(m, j);
 }
 
+/* Job j gives its resources back for `by`: its tasks get SIGTERM, then the
+ * spec's preemption.grace to checkpoint, then SIGKILL; the job goes back to
+ * the queue as a new attempt (not counted against restart.max) that starts
+ * once the old one has stopped, from the checkpoint it left. */
+static void job_preempt(struct master *m, struct job *j, const struct job *by)
+{
+	char msg[200];
+	uint64_t grace = j->spec ? j->spec->preempt_grace_ms : 0;
+
+	for (size_t i = 0; i < j->ntasks; i++) {
+		struct task *t = j->tasks[i];
+		if (task_current(j, t) && !task_state_is_final(t->state)) {
+			t->grace_ms = grace;
+			t->preempted = true;
+		}
+	}
+	if (!job_event(m, j, JOB_EV_PREEMPT))
+		return;
+	job_stop_tasks(m, j, NULL);
+	j->attempt++;
+	j->preemptions++;
+	snprintf(msg, sizeof(msg), "preempted by job %" PRIu64 " (priority %s); resumes from its checkpoint",
+		 by->id, by->priority == PRIO_HIGH ? "high" : by->priority == PRIO_NORMAL ? "normal" : "low");
+	job_set_reason(j, "preempted", msg);
+	j->started_at = j->running_at = 0;
+	job_new_attempt_tasks(m, j);
+	core_save_job(m, j);
+}
+
+/* Priority preemption after a full plan: the first waiting job (in queue
+ * order) that lower-priority preemptible jobs could make room for gets it.
+ * One round at a time: while preempted tasks are still stopping, their
+ * resources are not counted as free, and nothing more is preempted. */
+static void jobs_preempt_for_waiting(struct master *m, const struct sched_input *in,
+				     const struct sched_plan *plan, struct job **qj)
+{
+	struct sched_victim *vs;
+	struct sched_hold *holds;
+	struct job **vjobs;
+	size_t nv = 0, nh = 0, *out;
+
+	for (size_t i = 0; i < m->nlive; i++)
+		if (m->live[i]->preempted)
+			return;
+	vs = xcalloc(m->nlive + 1, sizeof(*vs));
+	vjobs = xcalloc(m->nlive + 1, sizeof(*vjobs));
+	holds = xcalloc(m->nlive + 1, sizeof(*holds));
+	out = xcalloc(m->nlive + 1, sizeof(*out));
+	/* the running gangs, their tasks' holds grouped by job */
+	for (size_t i = 0; i < m->nlive; i++) {
+		struct job *j = m->live[i]->job;
+		size_t k;
+		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec)
+			continue;
+		for (k = 0; k < nv && vjobs[k] != j; k++)
+			;
+		if (k < nv)
+			continue;
+		vjobs[nv] = j;
+		vs[nv] = (struct sched_victim){ .id = j->id, .priority = (int)j->priority,
+						.preemptible = j->spec->preemptible,
+						.started_at = j->started_at, .holds = holds + nh };
+		for (size_t x = 0; x < j->ntasks; x++) {
+			const struct task *t = j->tasks[x];
+			if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
+				continue;
+			for (size_t n = 0; n < m->nnodes; n++)
+				if (!strcmp(m->nodes[n]->name, t->node))
+					holds[nh++] = (struct sched_hold){ .node = n, .gpus = t->gpus,
+									   .ngpus = t->ngpus,
+									   .cpus_milli = t->cpus_milli,
+									   .memory = t->memory };
+			vs[nv].nholds++;
+		}
+		nv++;
+	}
+	for (size_t w = 0; w < plan->nwaits && nv; w++) {
+		struct job *j = qj[plan->waits[w].job];
+		size_t n = sched_preempt_for(in->nodes, in->nnodes, &in->jobs[plan->waits[w].job], vs, nv, out);
+		if (!n)
+			continue;
+		for (size_t k = 0; k < n; k++)
+			job_preempt(m, vjobs[out[k]], j);
+		break;
+	}
+	free(vs);
+	free(vjobs);
+	free(holds);
+	free(out);
+}
+
 /* A full plan looks at the whole queue; between full plans, jobs submitted
  * since the last plan are placed against the free capacity alone. That gives
  * the same starts as a full plan, because every older queued job was already
@@ -583,6 +675,8 @@ void jobs_schedule(struct master *m)
 		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
 			set_str(&j->wait_msg, plan.waits[w].message);
 	}
+	if (full && plan.nwaits)
+		jobs_preempt_for_waiting(m, &in, &plan, qj);
 	if (!full && plan.nwaits)
 		m->positions_stale = true;
 	if (full) {
@@ -881,6 +975,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 		json_object_set_new(d, "reason", reason_json(j->reason_code, j->reason_msg));
 	json_object_set_new(d, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(d, "attempt", json_integer(j->attempt));
+	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(d, "priority", json_string(j->priority == PRIO_HIGH ? "high" :
 							  j->priority == PRIO_LOW ? "low" : "normal"));
 	json_object_set_new(d, "submitted_at", time_json(j->submitted_at));
@@ -1108,6 +1203,8 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
 			       (json_int_t)(j->spec ? j->spec->timeout_ms : 0));
 		json_object_set_new(td, "execs", execs_work_json(m, t));
+		if (t->grace_ms)
+			json_object_set_new(td, "stop_grace_ms", json_integer((json_int_t)t->grace_ms));
 		json_object_set_new(td, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
 		json_object_set_new(td, "checkpoint_owner", json_boolean(task_is_rank0(j, t)));
 		if (lret) /* the agent fails the start with this message */

@@ -234,6 +234,14 @@ static const struct bad_case bad_cases[] = {
 		"command[1]: expected a string, got 5" },
 	{ BASE "tasks: {}", "tasks", "tasks: expected at least one role" },
 	{ BASE, "tasks", "tasks: expected at least one role" },
+	{ BASE "tasks: {worker: {}}\npreemption: {grace: forever}", "preemption.grace",
+		"preemption.grace: expected a duration such as 2h, 90m or 3600s, got \"forever\"" },
+	{ BASE "tasks: {worker: {}}\npreemption: {grace: 2h}", "preemption.grace",
+		"preemption.grace: expected a duration of at most 1h, got \"2h\"" },
+	{ BASE "tasks: {worker: {}}\npreemption: {preemptible: yes please}", "preemption.preemptible",
+		"preemption.preemptible: expected true or false, got \"yes please\"" },
+	{ BASE "tasks: {worker: {}}\npreemption: {grase: 1s}", "preemption.grase",
+		"preemption.grase: unknown field (did you mean 'grace'?)" },
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
 		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
 		"mpi, horovod, jax, caffe)" },
@@ -431,7 +439,8 @@ static void test_defaults(void **state)
 		" \"tasks\": {\"worker\": {\"replicas\": 1, \"gpus\": 0, \"cpus\": 1, \"memory\": null,"
 		" \"pids\": 4096, \"command\": null}},"
 		" \"data\": null, \"placement\": {\"gpu_model\": \"*\", \"max_nodes\": null,"
-		" \"wait_for_nodes\": false}, \"priority\": \"normal\", \"team\": null,"
+		" \"wait_for_nodes\": false}, \"preemption\": {\"grace\": 30, \"preemptible\": true},"
+		" \"priority\": \"normal\", \"team\": null,"
 		" \"restart\": {\"max\": 0}, \"timeout\": null}");
 	json_decref(canon);
 	spec_release(&spec);

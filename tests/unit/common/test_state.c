@@ -25,6 +25,8 @@ static const struct edge job_edges[] = {
 	{ JOB_RUNNING, JOB_EV_ALL_SUCCEEDED, JOB_SUCCEEDED },
 	{ JOB_RUNNING, JOB_EV_TASK_FAILED, JOB_FAILED },
 	{ JOB_RUNNING, JOB_EV_RESTART, JOB_QUEUED },
+	{ JOB_RUNNING, JOB_EV_PREEMPT, JOB_QUEUED },
+	{ JOB_STARTING, JOB_EV_PREEMPT, JOB_QUEUED },
 	{ JOB_RUNNING, JOB_EV_CANCEL, JOB_CANCELLED },
 	{ JOB_RUNNING, JOB_EV_TIMEOUT, JOB_FAILED },
 };
@@ -192,7 +194,7 @@ static void test_names(void **state)
 	static const char *const job_states[] = { "queued", "starting", "running", "succeeded",
 		"failed", "cancelled" };
 	static const char *const job_events[] = { "placed", "all_running", "all_succeeded",
-		"task_failed", "restart", "cancel", "timeout" };
+		"task_failed", "restart", "cancel", "timeout", "preempt" };
 	static const char *const task_states[] = { "pending", "assigned", "running", "stopping",
 		"succeeded", "failed", "killed", "lost" };
 	static const char *const task_events[] = { "assign", "started", "exited_ok", "exited_fail",

@@ -1,0 +1,86 @@
+"""Preemption for priority with a real master and agent: a high-priority job
+that does not fit takes the GPUs of a low-priority one, which gets SIGTERM,
+its grace period to checkpoint, SIGKILL, and then resumes from its
+checkpoint once the GPUs are free again. Non-preemptible jobs are never
+victims."""
+import sys
+
+from harness import check, check_eq, cluster, spec, wait_until
+
+PY = sys.executable
+
+# Counts to 40 in steps of 0.1 s, keeping its progress in YARD_CHECKPOINT_DIR.
+# On SIGTERM it saves its progress and then (with IGNORE_TERM) keeps running,
+# so that only the SIGKILL after the grace period ends it.
+COUNTER = r"""
+import os, signal, sys, time
+path = os.path.join(os.environ["YARD_CHECKPOINT_DIR"], "step")
+step = int(open(path).read()) if os.path.exists(path) else 0
+print(f"attempt {os.environ['YARD_RESTART_COUNT']} starts at step {step}", flush=True)
+def save():
+    with open(path + ".tmp", "w") as f:
+        f.write(str(step))
+    os.replace(path + ".tmp", path)
+def on_term(sig, frame):
+    save()
+    print(f"SIGTERM at step {step}: checkpointed", flush=True)
+    if not os.environ.get("IGNORE_TERM"):
+        sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+while step < 40:
+    time.sleep(0.1)
+    step += 1
+    save()
+print("done", flush=True)
+"""
+
+
+def low_job(**extra):
+    return spec([PY, "-c", COUNTER], name="low", gpus=2, priority="low", **extra)
+
+
+def test_high_priority_preempts_low_which_resumes():
+    with cluster("preempt") as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:2")
+        st, low = c.api.submit(low_job(env={"IGNORE_TERM": "1"}, preemption={"grace": "2s"}))
+        check_eq(st, 201, "submit low")
+        wait_until(lambda: "starts at step 0" in c.api.log(low["id"]).decode(), 30, "low running")
+        wait_until(lambda: c.api.job(low["id"])["state"] == "running", 30, "low running")
+        st, high = c.api.submit(spec([PY, "-c", "print('high ran')"], name="high", gpus=2,
+                                     priority="high"))
+        check_eq(st, 201, "submit high")
+        done = c.api.wait_job(high["id"], timeout=60)
+        check_eq(done["state"], "succeeded", "the high-priority job ran")
+        j = c.api.job(low["id"])
+        check_eq(j["preemptions"], 1, "the low job was preempted once")
+        first = [t for t in j["tasks"] if t["attempt"] == 0][0]
+        check_eq(first["state"], "killed", "its first attempt was stopped")
+        check_eq(first["signal"], 9, "SIGKILL after the grace period (the task ignored SIGTERM)")
+        low_done = c.api.wait_job(low["id"], timeout=90)
+        check_eq(low_done["state"], "succeeded", f"the low job resumed and finished: {low_done['reason']}")
+        check_eq(low_done["attempt"], 1, "one more attempt, not counted against restart.max")
+        out = c.api.log(low["id"]).decode()
+        resumed = [int(line.split()[-1]) for line in out.splitlines() if line.startswith("attempt 1 starts at step")]
+        check(resumed and resumed[0] > 0, f"it resumed from its checkpoint: {out!r}")
+
+
+def test_non_preemptible_and_equal_priority_are_never_victims():
+    with cluster("preempt-no") as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:4")
+        st, keep = c.api.submit(low_job(preemption={"preemptible": False}))
+        st, same = c.api.submit(spec([PY, "-c", COUNTER], name="same", gpus=2, priority="high"))
+        wait_until(lambda: all(c.api.job(x["id"])["state"] == "running" for x in (keep, same)), 30,
+                   "both running")
+        st, high = c.api.submit(spec([PY, "-c", "print('high ran')"], name="high", gpus=2,
+                                     priority="high"))
+        wait_until(lambda: c.api.job(high["id"]).get("queue_position") == 1, 30, "high waits first in line")
+        j = c.api.job(high["id"])
+        check_eq(j["state"], "queued", "nothing was preempted for it")
+        check_eq(j["reason"]["code"], "insufficient_gpus", "it waits for GPUs")
+        for x in (keep, same):
+            check_eq(c.api.job(x["id"])["preemptions"], 0, f"job {x['id']} kept its GPUs")
+        # once a holder ends, the high job runs
+        done = c.api.wait_job(high["id"], timeout=90)
+        check_eq(done["state"], "succeeded", "high ran after a job finished")
