@@ -16,7 +16,7 @@ static const json_t *find_job(const json_t *list, json_int_t id)
 
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "POS", "ID", "NAME", "USER", "REASON" };
+	static const char *const headers[] = { "POS", "ID", "NAME", "USER", "AHEAD", "REASON" };
 	struct client_jobs_filter f = { "queued", NULL, 0 };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
@@ -53,6 +53,10 @@ int cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 									: cli_jstr(job, "name"));
 		cli_table_add(&t, "%s", json_object_get(entry, "user") ? cli_jstr(entry, "user")
 									: cli_jstr(job, "user"));
+		if (json_is_integer(json_object_get(entry, "ahead_count")))
+			cli_table_add(&t, "%" PRId64, cli_jint(entry, "ahead_count"));
+		else
+			cli_table_add(&t, "-");
 		cli_table_add(&t, "%s", reason);
 		free(reason);
 	}

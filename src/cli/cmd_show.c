@@ -90,6 +90,14 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 	show_value("attempt", job, "attempt");
 	show_value("exit code", job, "exit_code");
 	show_value("queue pos", job, "queue_position");
+	if (json_array_size(json_object_get(job, "ahead"))) {
+		json_t *v;
+		size_t i;
+		printf("%-12s", "ahead");
+		json_array_foreach(json_object_get(job, "ahead"), i, v)
+			printf(" %" JSON_INTEGER_FORMAT, json_integer_value(v));
+		printf("\n");
+	}
 	printf("%-12s %" PRIu64 "\n", "gpus", cli_job_gpus(job));
 	show_value("code", job, "code");
 	print_time("submitted", job, "submitted_at");

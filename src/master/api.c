@@ -17,6 +17,7 @@
 
 #define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
+#define QUEUE_AHEAD_SHOWN 10 /* ids of the jobs just ahead, in queue listings */
 
 static void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -403,9 +404,18 @@ static void h_queue(struct req *r)
 	qsort(q, n, sizeof(*q), by_position);
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = q[i];
-		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id", (json_int_t)j->id,
-						     "name", j->name, "user", j->user, "position",
+		json_t *ahead = json_array();
+		/* the jobs just ahead (q is in position order) */
+		for (size_t k = i; k-- > 0 && i - k <= QUEUE_AHEAD_SHOWN;)
+			if (q[k]->queue_position)
+				json_array_insert_new(ahead, 0, json_integer((json_int_t)q[k]->id));
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:o}", "id",
+						     (json_int_t)j->id, "name", j->name, "user", j->user,
+						     "position",
 						     j->queue_position ? json_integer(j->queue_position) : json_null(),
+						     "ahead_count",
+						     j->queue_position ? json_integer(j->queue_position - 1) : json_null(),
+						     "ahead", ahead,
 						     "reason",
 						     j->queue_position ? json_pack("{s:s, s:s}", "code", j->wait_code,
 										   "message", j->wait_msg ? j->wait_msg : "")

@@ -987,6 +987,18 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());
+	if (j->state == JOB_QUEUED && j->queue_position) {
+		/* the jobs ahead of it, nearest first, at most 10 */
+		json_t *ahead = json_array();
+		for (unsigned p = j->queue_position - 1; p > 0 && j->queue_position - p <= 10; p--)
+			for (size_t i = 0; i < m->nqueue; i++)
+				if (m->queue[i] && m->queue[i]->queue_position == p &&
+				    m->queue[i]->state == JOB_QUEUED)
+					json_array_append_new(ahead, json_integer((json_int_t)m->queue[i]->id));
+		json_object_set_new(d, "ahead", ahead);
+	} else {
+		json_object_set_new(d, "ahead", json_array());
+	}
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
 	for (size_t i = 0; i < j->ntasks; i++) {

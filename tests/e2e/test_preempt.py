@@ -84,3 +84,28 @@ def test_non_preemptible_and_equal_priority_are_never_victims():
         # once a holder ends, the high job runs
         done = c.api.wait_job(high["id"], timeout=90)
         check_eq(done["state"], "succeeded", "high ran after a job finished")
+
+
+def test_queue_shows_order_jobs_ahead_and_why():
+    with cluster("queue-ahead") as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:1")
+        hold = [PY, "-c", "import time; time.sleep(120)"]
+        st, first = c.api.submit(spec(hold, name="holder", gpus=1))
+        wait_until(lambda: c.api.job(first["id"])["state"] == "running", 30, "holder running")
+        ids = [c.api.submit(spec(hold, name=f"w{i}", gpus=1))[1]["id"] for i in range(3)]
+        _, q = c.api.json("GET", "/v1/queue", expect=200)
+        check_eq([e["id"] for e in q["queue"]], ids, "waiting jobs in order")
+        check_eq([e["position"] for e in q["queue"]], [1, 2, 3], "positions")
+        check_eq([e["ahead"] for e in q["queue"]], [[], ids[:1], ids[:2]], "the jobs ahead of each")
+        check_eq([e["ahead_count"] for e in q["queue"]], [0, 1, 2], "how many are ahead")
+        for e in q["queue"]:
+            check_eq(e["reason"]["code"], "insufficient_gpus", "a machine-readable reason")
+            check("GPU" in e["reason"]["message"], f"and a sentence: {e['reason']}")
+        check_eq(c.api.job(ids[2])["ahead"], [ids[1], ids[0]], "one job: the jobs ahead, nearest first")
+        out = c.cli("queue", check_rc=0).stdout.decode()
+        check("AHEAD" in out.splitlines()[0], f"yard queue has an AHEAD column: {out}")
+        out = c.cli("show", str(ids[2]), check_rc=0).stdout.decode()
+        check(f"ahead        {ids[1]} {ids[0]}" in out, f"yard show lists the jobs ahead: {out}")
+        for j in [first["id"]] + ids:
+            c.api.json("POST", f"/v1/jobs/{j}/cancel")
