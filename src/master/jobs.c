@@ -960,6 +960,18 @@ static json_t *gpus_json(const unsigned *g, unsigned n)
 	return a;
 }
 
+uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)
+{
+	uint64_t us = 0;
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *t = j->tasks[i];
+		uint64_t end = t->finished_at ? t->finished_at : now_us;
+		if (t->started_at && t->ngpus && end > t->started_at)
+			us += (end - t->started_at) * t->ngpus;
+	}
+	return us / 1000000;
+}
+
 json_t *jobs_job_json(struct master *m, const struct job *j)
 {
 	json_t *d = json_object(), *tasks = json_array(), *spec;
@@ -976,6 +988,8 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 	json_object_set_new(d, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(d, "attempt", json_integer(j->attempt));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
+	json_object_set_new(d, "attained_gpu_seconds",
+			    json_integer((json_int_t)jobs_attained_gpu_s(j, wall_us())));
 	json_object_set_new(d, "priority", json_string(j->priority == PRIO_HIGH ? "high" :
 							  j->priority == PRIO_LOW ? "low" : "normal"));
 	json_object_set_new(d, "submitted_at", time_json(j->submitted_at));

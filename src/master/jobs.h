@@ -47,4 +47,9 @@ json_t *jobs_work_json(struct master *m, const struct node *n);
  * (role NULL: the first task), or NULL. */
 struct task *jobs_current_task(const struct job *j, const char *role, unsigned index);
 
+/* jobs_attained_gpu_s: the GPU-seconds j's tasks have held their GPUs, over
+ * every attempt, up to now_us (wall clock) for the ones that still do: the
+ * attained service of least-attained-service scheduling. */
+uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us);
+
 #endif
