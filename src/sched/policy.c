@@ -23,9 +23,11 @@ static_assert(ARRAY_SIZE(wait_names) == SCHED_WAIT__COUNT, "a name for every wai
 /* The Tiresias thresholds (GPU-seconds): the peer simulator's defaults. */
 static const uint64_t las_thresholds[] = { 3250, 7200, 18000 };
 
-/* glas: geometric levels, GLAS_BASE GPU-seconds doubling GLAS_LEVELS - 1 times. */
+/* glas: geometric levels, the first threshold GLAS_BASE GPU-seconds, each next
+ * one GLAS_RATIO times the last (64, 256, ..., 4,194,304: about 48 GPU-days). */
 #define GLAS_BASE 64
-#define GLAS_LEVELS 12
+#define GLAS_RATIO 4
+#define GLAS_LEVELS 10
 
 const char *sched_policy_name(enum sched_policy p)
 {
@@ -54,7 +56,7 @@ void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p)
 		conf->nthresholds = ARRAY_SIZE(las_thresholds);
 	} else if (p == SCHED_POLICY_GLAS) {
 		uint64_t t = GLAS_BASE;
-		for (size_t i = 0; i < GLAS_LEVELS - 1; i++, t *= 2)
+		for (size_t i = 0; i < GLAS_LEVELS - 1; i++, t *= GLAS_RATIO)
 			conf->thresholds[i] = t;
 		conf->nthresholds = GLAS_LEVELS - 1;
 	}

@@ -28,8 +28,8 @@
  *         a team never exceeds its quota.
  *   srtf  shortest known remaining time first (needs durations; for the
  *         simulator's comparisons). Preemptive.
- *   glas  the default: las with many geometric levels (from 64 GPU-seconds,
- *         x2 per level up to ~2.3 GPU-days), so short jobs escape quickly and
+ *   glas  the default: las with ten geometric levels (from 64 GPU-seconds,
+ *         x4 per level up to ~48 GPU-days), so short jobs escape quickly and
  *         long ones are ordered by what they have received, without any
  *         duration estimate. See docs/scheduler.md for the numbers.
  *
