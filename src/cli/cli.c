@@ -20,6 +20,7 @@ static const struct cli_command {
 	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs" },
 	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
 	{ "token", cmd_token, NEED_MASTER, "create API tokens (admin)" },
+	{ "sim", cmd_sim, 0, "replay a job trace through the scheduler (offline)" },
 	{ "mpirun", cmd_mpirun, TASK_HELPER, "run mpirun over the job's nodes (inside an mpi task)" },
 	{ "mpi-rsh", cmd_mpi_rsh, TASK_HELPER, "mpirun's remote launch agent (inside an mpi task)" },
 	{ "mpi-worker", cmd_mpi_worker, TASK_HELPER, "host an mpi job's ranks (inside an mpi task)" },

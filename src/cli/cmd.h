@@ -114,6 +114,7 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
 /* Task-side helpers of the MPI launcher (cmd_mpi.c). */
 int cmd_mpirun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv);

@@ -1,0 +1,158 @@
+#include "base/compat.h"
+
+#include "base/parse.h"
+#include "base/xalloc.h"
+#include "cli/cmd.h"
+#include "sim/sim.h"
+
+/* "4x8" into nodes and GPUs per node. */
+static int parse_cluster(const char *s, unsigned *nodes, unsigned *gpus)
+{
+	const char *p = s;
+	uint64_t n, g;
+
+	if (parse_u64(&p, &n) < 0 || (*p != 'x' && *p != 'X'))
+		return -1;
+	p++;
+	if (parse_u64(&p, &g) < 0 || *p || !n || !g || n > 1000000 || g > 1024)
+		return -1;
+	*nodes = (unsigned)n;
+	*gpus = (unsigned)g;
+	return 0;
+}
+
+/* "3250,7200,18000" into ascending thresholds. */
+static int parse_thresholds(const char *s, struct sched_policy_conf *conf)
+{
+	const char *p = s;
+
+	conf->nthresholds = 0;
+	for (;;) {
+		uint64_t v;
+		if (conf->nthresholds == ARRAY_SIZE(conf->thresholds) || parse_u64(&p, &v) < 0 ||
+		    (conf->nthresholds && v <= conf->thresholds[conf->nthresholds - 1]))
+			return -1;
+		conf->thresholds[conf->nthresholds++] = v;
+		if (!*p)
+			return 0;
+		if (*p++ != ',')
+			return -1;
+	}
+}
+
+static int write_jobs_csv(const char *path, const struct sim_trace *trace,
+			  const struct sim_result *res)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fprintf(f, "job_id,num_gpu,submit_time,duration,start_time,end_time,jct,queued,preemptions\n");
+	for (size_t i = 0; i < trace->njobs; i++) {
+		const struct sim_job *j = &trace->jobs[i];
+		if (res[i].end == UINT64_MAX) {
+			fprintf(f, "%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",,,,,%u\n", j->id, j->gpus,
+				j->submit, j->duration, res[i].preemptions);
+			continue;
+		}
+		fprintf(f,
+			"%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",%u\n",
+			j->id, j->gpus, j->submit, j->duration, res[i].start, res[i].end, res[i].jct,
+			res[i].queued, res[i].preemptions);
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
+	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL;
+	const struct cli_option opts[] = {
+		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
+		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
+		  "tiresias (default), philly or pollux" },
+		{ "cluster", 'c', CLI_OPT_STRING, &cluster, "NODESxGPUS", "the cluster, as 4x8" },
+		{ "policy", 'p', CLI_OPT_STRING, &policy, "P",
+		  "glas (default), las, fifo, fair, srtf or greedy" },
+		{ "restart-penalty", 0, CLI_OPT_STRING, &penalty, "S",
+		  "seconds a job loses each time it resumes after a preemption" },
+		{ "thresholds", 0, CLI_OPT_STRING, &thresholds, "T1,T2,..",
+		  "las levels in attained GPU-seconds (default 3250,7200,18000)" },
+		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
+	};
+	struct errbuf eb = ERRBUF_INIT;
+	struct sim_trace trace;
+	struct sim_opts so;
+	struct sim_result *res;
+	struct sim_stats st;
+	uint64_t restart = 0;
+	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT;
+
+	rc = cli_parse(ctx,
+		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
+		       "[--restart-penalty S] [--jobs-csv FILE]",
+		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 0)
+		return cli_usage_error(ctx, "unexpected argument '%s'", argv[1]);
+	if (!trace_path || !cluster)
+		return cli_usage_error(ctx, "--trace and --cluster are required");
+	if ((fmt = sim_format_parse(format)) < 0)
+		return cli_usage_error(ctx, "unknown trace format '%s'", format);
+	if (policy && (pol = sched_policy_parse(policy)) < 0)
+		return cli_usage_error(ctx, "unknown policy '%s'", policy);
+	memset(&so, 0, sizeof(so));
+	if (parse_cluster(cluster, &so.nodes, &so.gpus_per_node) < 0)
+		return cli_usage_error(ctx, "--cluster expects NODESxGPUS (as 4x8), got '%s'", cluster);
+	if (penalty && parse_u64_str(penalty, &restart) < 0)
+		return cli_usage_error(ctx, "--restart-penalty expects seconds, got '%s'", penalty);
+	so.restart_penalty = restart;
+	sched_policy_conf_init(&so.conf, (enum sched_policy)pol);
+	if (thresholds && parse_thresholds(thresholds, &so.conf) < 0)
+		return cli_usage_error(ctx, "--thresholds expects ascending integers, got '%s'",
+				       thresholds);
+	if (sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb) < 0)
+		return cli_fail(ctx, &eb);
+
+	res = xcalloc(trace.njobs + 1, sizeof(*res));
+	sim_run(&trace, &so, res, &st);
+	rc = EXIT_OK;
+	if (jobs_csv && write_jobs_csv(jobs_csv, &trace, res) < 0) {
+		fprintf(stderr, "yard: cannot write '%s': %s\n", jobs_csv, strerror(errno));
+		rc = EXIT_FAIL;
+	}
+	if (ctx->json) {
+		json_t *doc = json_pack(
+			"{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:f, s:I}",
+			"trace", trace_path, "format", format, "nodes", (json_int_t)so.nodes,
+			"gpus_per_node", (json_int_t)so.gpus_per_node, "policy",
+			sched_policy_name(so.conf.policy), "jobs", (json_int_t)st.jobs, "unfinished",
+			(json_int_t)st.unfinished, "restart_penalty_s", (json_int_t)restart,
+			"avg_jct_s", st.avg_jct, "median_jct_s", st.median_jct, "p95_jct_s", st.p95_jct,
+			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
+			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
+			(json_int_t)st.preemptions);
+		cli_print_json(doc);
+		json_decref(doc);
+	} else {
+		printf("policy         %s\n", sched_policy_name(so.conf.policy));
+		printf("cluster        %ux%u = %u GPUs\n", so.nodes, so.gpus_per_node,
+		       so.nodes * so.gpus_per_node);
+		printf("jobs           %zu", st.jobs);
+		if (st.unfinished)
+			printf(" (%zu larger than the cluster, never run)", st.unfinished);
+		printf("\navg JCT        %.1f s\n", st.avg_jct);
+		printf("median JCT     %.1f s\n", st.median_jct);
+		printf("p95 JCT        %.1f s\n", st.p95_jct);
+		printf("p99 JCT        %.1f s\n", st.p99_jct);
+		printf("avg queueing   %.1f s\n", st.avg_queue);
+		printf("makespan       %" PRIu64 " s\n", st.makespan);
+		printf("GPU util       %.1f %%\n", st.utilisation * 100);
+		printf("preemptions    %" PRIu64 "\n", st.preemptions);
+	}
+	free(res);
+	sim_trace_release(&trace);
+	return rc;
+}

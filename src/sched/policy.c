@@ -1,0 +1,464 @@
+#include "base/compat.h"
+#include "sched/policy.h"
+
+#include <assert.h>
+
+#include "base/xalloc.h"
+
+static const char *const policy_names[] = {
+	[SCHED_POLICY_GREEDY] = "greedy", [SCHED_POLICY_FIFO] = "fifo",
+	[SCHED_POLICY_LAS] = "las",       [SCHED_POLICY_FAIR] = "fair",
+	[SCHED_POLICY_SRTF] = "srtf",     [SCHED_POLICY_GLAS] = "glas",
+};
+static_assert(ARRAY_SIZE(policy_names) == SCHED_POLICY__COUNT, "a name for every policy");
+
+static const char *const wait_names[] = {
+	[SCHED_WAIT_GPUS] = "insufficient_gpus",
+	[SCHED_WAIT_HEAD] = "behind_head",
+	[SCHED_WAIT_QUOTA] = "team_quota",
+	[SCHED_WAIT_TOO_BIG] = "too_big",
+};
+static_assert(ARRAY_SIZE(wait_names) == SCHED_WAIT__COUNT, "a name for every wait code");
+
+/* The Tiresias thresholds (GPU-seconds): the peer simulator's defaults. */
+static const uint64_t las_thresholds[] = { 3250, 7200, 18000 };
+
+/* glas: geometric levels, the first threshold GLAS_BASE GPU-seconds, each next
+ * one GLAS_RATIO times the last (64, 256, ..., 4,194,304: about 48 GPU-days). */
+#define GLAS_BASE 64
+#define GLAS_RATIO 4
+#define GLAS_LEVELS 10
+
+const char *sched_policy_name(enum sched_policy p)
+{
+	return (unsigned)p < SCHED_POLICY__COUNT ? policy_names[p] : "?";
+}
+
+int sched_policy_parse(const char *name)
+{
+	for (size_t i = 0; name && i < ARRAY_SIZE(policy_names); i++)
+		if (!strcmp(name, policy_names[i]))
+			return (int)i;
+	return -1;
+}
+
+const char *sched_wait_code_name(enum sched_wait_code c)
+{
+	return (unsigned)c < SCHED_WAIT__COUNT ? wait_names[c] : "?";
+}
+
+void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p)
+{
+	memset(conf, 0, sizeof(*conf));
+	conf->policy = p;
+	if (p == SCHED_POLICY_LAS || p == SCHED_POLICY_FAIR) {
+		memcpy(conf->thresholds, las_thresholds, sizeof(las_thresholds));
+		conf->nthresholds = ARRAY_SIZE(las_thresholds);
+	} else if (p == SCHED_POLICY_GLAS) {
+		uint64_t t = GLAS_BASE;
+		for (size_t i = 0; i < GLAS_LEVELS - 1; i++, t *= GLAS_RATIO)
+			conf->thresholds[i] = t;
+		conf->nthresholds = GLAS_LEVELS - 1;
+	}
+}
+
+static bool uses_levels(const struct sched_policy_conf *conf)
+{
+	return conf->policy == SCHED_POLICY_LAS || conf->policy == SCHED_POLICY_GLAS ||
+	       conf->policy == SCHED_POLICY_FAIR;
+}
+
+void sched_policy_job_init(struct sched_pjob *j, uint64_t id, unsigned gpus, uint64_t now)
+{
+	memset(j, 0, sizeof(*j));
+	j->id = id;
+	j->priority = 1;
+	j->submitted_at = now;
+	j->gpus = gpus;
+	j->preemptible = true;
+	j->accounted_at = now;
+	j->level_since = now;
+}
+
+void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjob *j,
+			  uint64_t now)
+{
+	if (now <= j->accounted_at) {
+		j->accounted_at = now > j->accounted_at ? now : j->accounted_at;
+		return;
+	}
+	if (j->running && j->gpus) {
+		uint64_t from = j->accounted_at;
+		/* level changes are dated at the second the threshold was crossed,
+		 * so the order does not depend on when the caller looks */
+		while (uses_levels(conf) && j->level < conf->nthresholds) {
+			uint64_t thr = conf->thresholds[j->level];
+			uint64_t need = thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
+			if (from + need > now)
+				break;
+			j->attained += need * j->gpus;
+			from += need;
+			j->level++;
+			j->level_since = from;
+		}
+		j->attained += (now - from) * j->gpus;
+	}
+	j->accounted_at = now;
+}
+
+void sched_policy_started(struct sched_pjob *j, uint64_t now)
+{
+	j->running = true;
+	j->started_at = now;
+}
+
+void sched_policy_requeue(struct sched_pjob *j, uint64_t now)
+{
+	j->running = false;
+	j->level_since = now;
+}
+
+/* The sort key of one job: compared field by field, smaller first. */
+struct key {
+	int64_t k[5];
+	size_t idx;
+};
+
+static void make_key(const struct sched_policy_conf *conf, const struct sched_pjob *j,
+		     size_t idx, struct key *out)
+{
+	out->idx = idx;
+	out->k[0] = -(int64_t)j->priority;
+	switch (conf->policy) {
+	case SCHED_POLICY_LAS:
+	case SCHED_POLICY_GLAS:
+	case SCHED_POLICY_FAIR:
+		out->k[1] = j->level;
+		out->k[2] = j->running ? 0 : 1;
+		out->k[3] = (int64_t)j->level_since;
+		break;
+	case SCHED_POLICY_SRTF:
+		out->k[1] = (int64_t)j->remaining;
+		out->k[2] = 0;
+		out->k[3] = (int64_t)j->submitted_at;
+		break;
+	default:
+		out->k[1] = (int64_t)j->submitted_at;
+		out->k[2] = 0;
+		out->k[3] = 0;
+		break;
+	}
+	out->k[4] = (int64_t)j->id;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	for (size_t i = 0; i < ARRAY_SIZE(x->k); i++)
+		if (x->k[i] != y->k[i])
+			return x->k[i] < y->k[i] ? -1 : 1;
+	return 0;
+}
+
+int sched_policy_cmp(const struct sched_policy_conf *conf, const struct sched_pjob *a,
+		     const struct sched_pjob *b)
+{
+	struct key x, y;
+
+	make_key(conf, a, 0, &x);
+	make_key(conf, b, 1, &y);
+	return cmp_key(&x, &y);
+}
+
+static void add_start(struct sched_policy_plan *p, size_t i)
+{
+	ALLOC_GROW(p->starts, p->nstarts + 1, p->alloc_starts_);
+	p->starts[p->nstarts++] = i;
+}
+
+static void add_preempt(struct sched_policy_plan *p, size_t i)
+{
+	ALLOC_GROW(p->preempts, p->npreempts + 1, p->alloc_preempts_);
+	p->preempts[p->npreempts++] = i;
+}
+
+static void add_wait(struct sched_policy_plan *p, size_t i, enum sched_wait_code code)
+{
+	ALLOC_GROW(p->waits, p->nwaits + 1, p->alloc_waits_);
+	p->waits[p->nwaits].job = i;
+	p->waits[p->nwaits].position = (unsigned)p->nwaits + 1;
+	p->waits[p->nwaits].code = code;
+	p->nwaits++;
+}
+
+/*
+ * EASY backfill for fifo. head is the first waiting job that did not fit;
+ * free the GPUs free now. The head's reservation (shadow time) is when,
+ * with every running job ending at its bound, enough GPUs are free for it;
+ * `extra` is what is left over then. A later job may start now if it fits
+ * and either ends (by its bound) before the shadow time or uses only extra
+ * GPUs. A running job without a bound makes the shadow time unknown, and a
+ * job without a bound never ends "before" it.
+ */
+struct easy {
+	bool known;              /* the shadow time is known */
+	uint64_t shadow;
+	unsigned extra;
+};
+
+static void easy_reserve(const struct sched_pjob *jobs, size_t njobs, const struct sched_pjob *head,
+			 unsigned free_now, uint64_t now, size_t *scratch, struct easy *e)
+{
+	size_t n = 0;
+	unsigned avail = free_now;
+
+	e->known = false;
+	e->shadow = UINT64_MAX;
+	e->extra = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		if (!jobs[i].running)
+			continue;
+		if (!jobs[i].bound)
+			return;
+		scratch[n++] = i;
+	}
+	/* insertion sort by bound end: running sets are small */
+	for (size_t a = 1; a < n; a++) {
+		size_t v = scratch[a], b = a;
+		uint64_t ev = jobs[v].started_at + jobs[v].bound;
+		while (b > 0 && jobs[scratch[b - 1]].started_at + jobs[scratch[b - 1]].bound > ev) {
+			scratch[b] = scratch[b - 1];
+			b--;
+		}
+		scratch[b] = v;
+	}
+	for (size_t a = 0; a < n && avail < head->gpus; a++) {
+		const struct sched_pjob *r = &jobs[scratch[a]];
+		uint64_t end = r->started_at + r->bound;
+		avail += r->gpus;
+		e->shadow = end > now ? end : now;
+	}
+	if (avail < head->gpus)
+		return;
+	e->known = true;
+	e->extra = avail - head->gpus;
+}
+
+static void plan_fifo(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
+		      struct sched_policy_plan *out)
+{
+	unsigned free_gpus = total;
+	const struct sched_pjob *head = NULL;
+	struct easy e = { false, UINT64_MAX, 0 };
+
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].running)
+			free_gpus -= jobs[i].gpus <= free_gpus ? jobs[i].gpus : free_gpus;
+	for (size_t k = 0; k < njobs; k++) {
+		size_t i = keys[k].idx;
+		const struct sched_pjob *j = &jobs[i];
+
+		if (j->running)
+			continue;
+		if (j->gpus > total) {
+			add_wait(out, i, SCHED_WAIT_TOO_BIG);
+			continue;
+		}
+		if (!head) {
+			if (j->gpus <= free_gpus) {
+				free_gpus -= j->gpus;
+				add_start(out, i);
+				continue;
+			}
+			head = j;
+			easy_reserve(jobs, njobs, head, free_gpus, now, out->order_, &e);
+			add_wait(out, i, SCHED_WAIT_GPUS);
+			continue;
+		}
+		/* behind the head: backfill only without delaying it */
+		if (e.known && j->gpus <= free_gpus) {
+			bool ends_before = j->bound && now + j->bound <= e.shadow;
+			if (ends_before || j->gpus <= e.extra) {
+				if (!ends_before)
+					e.extra -= j->gpus;
+				free_gpus -= j->gpus;
+				add_start(out, i);
+				continue;
+			}
+		}
+		add_wait(out, i, SCHED_WAIT_HEAD);
+	}
+	(void)conf;
+}
+
+/* Greedy scan in key order: every job that fits runs; running jobs that no
+ * longer fit are preempted. Non-preemptible running jobs hold their GPUs
+ * before the scan (all running jobs for the greedy policy). */
+static void plan_scan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		      size_t njobs, const struct key *keys, unsigned total,
+		      struct sched_policy_plan *out, bool *selected)
+{
+	unsigned free_gpus = total;
+	bool never_preempt = conf->policy == SCHED_POLICY_GREEDY;
+
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].running && (never_preempt || !jobs[i].preemptible)) {
+			free_gpus -= jobs[i].gpus <= free_gpus ? jobs[i].gpus : free_gpus;
+			selected[i] = true;
+		}
+	for (size_t k = 0; k < njobs; k++) {
+		size_t i = keys[k].idx;
+		const struct sched_pjob *j = &jobs[i];
+
+		if (selected[i])
+			continue;
+		if (j->gpus <= free_gpus) {
+			free_gpus -= j->gpus;
+			selected[i] = true;
+			if (!j->running)
+				add_start(out, i);
+		} else if (j->running) {
+			add_preempt(out, i);
+		} else {
+			add_wait(out, i, j->gpus > total ? SCHED_WAIT_TOO_BIG : SCHED_WAIT_GPUS);
+		}
+	}
+}
+
+/* fair: progressive filling across teams (lowest GPUs held over weight next),
+ * las order within a team, quotas as hard caps. */
+static void plan_fair(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		      size_t njobs, const struct key *keys, unsigned total,
+		      struct sched_policy_plan *out, bool *selected)
+{
+	size_t nteams = conf->nteams ? conf->nteams : 1;
+	unsigned *held = xcalloc(nteams, sizeof(*held));
+	size_t *next = xcalloc(nteams, sizeof(*next)); /* cursor into keys per team */
+	unsigned free_gpus = total;
+
+#define TEAM_OF(j) ((j)->team < nteams ? (j)->team : 0)
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].running && !jobs[i].preemptible) {
+			free_gpus -= jobs[i].gpus <= free_gpus ? jobs[i].gpus : free_gpus;
+			held[TEAM_OF(&jobs[i])] += jobs[i].gpus;
+			selected[i] = true;
+		}
+	for (;;) {
+		size_t best = SIZE_MAX;
+		double best_share = 0;
+
+		for (size_t t = 0; t < nteams; t++) {
+			while (next[t] < njobs) {
+				const struct sched_pjob *j = &jobs[keys[next[t]].idx];
+				if (TEAM_OF(j) == t && !selected[keys[next[t]].idx])
+					break;
+				next[t]++;
+			}
+			if (next[t] >= njobs)
+				continue;
+			double w = t < conf->nteams && conf->teams[t].weight > 0 ? conf->teams[t].weight
+										 : 1.0;
+			double share = held[t] / w;
+			if (best == SIZE_MAX || share < best_share) {
+				best = t;
+				best_share = share;
+			}
+		}
+		if (best == SIZE_MAX)
+			break;
+		size_t i = keys[next[best]].idx;
+		const struct sched_pjob *j = &jobs[i];
+		unsigned quota = best < conf->nteams ? conf->teams[best].quota : 0;
+		next[best]++;
+		if (j->gpus <= free_gpus && (!quota || held[best] + j->gpus <= quota)) {
+			free_gpus -= j->gpus;
+			held[best] += j->gpus;
+			selected[i] = true;
+			if (!j->running)
+				add_start(out, i);
+		} else if (j->running) {
+			add_preempt(out, i);
+		} else {
+			enum sched_wait_code c = j->gpus > total		? SCHED_WAIT_TOO_BIG
+						 : j->gpus <= free_gpus ? SCHED_WAIT_QUOTA
+									: SCHED_WAIT_GPUS;
+			add_wait(out, i, c);
+		}
+	}
+#undef TEAM_OF
+	free(held);
+	free(next);
+}
+
+static bool has_quota(const struct sched_policy_conf *conf)
+{
+	if (conf->policy != SCHED_POLICY_FAIR)
+		return false;
+	for (size_t t = 0; t < conf->nteams; t++)
+		if (conf->teams[t].quota)
+			return true;
+	return false;
+}
+
+void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		       size_t njobs, unsigned total_gpus, uint64_t now,
+		       struct sched_policy_plan *out)
+{
+	uint64_t demand = 0;
+	struct key *keys;
+	bool *selected;
+
+	out->nstarts = out->npreempts = out->nwaits = 0;
+	out->next_change = UINT64_MAX;
+	ALLOC_GROW(out->order_, njobs + 1, out->alloc_order_);
+	for (size_t i = 0; i < njobs; i++)
+		demand += jobs[i].gpus;
+
+	/* Everything fits: every policy runs every job, in arrival order. */
+	if (demand <= total_gpus && !has_quota(conf)) {
+		for (size_t i = 0; i < njobs; i++)
+			if (!jobs[i].running)
+				add_start(out, i);
+		return;
+	}
+
+	keys = xmalloc((njobs + 1) * sizeof(*keys));
+	selected = xcalloc(njobs + 1, sizeof(*selected));
+	for (size_t i = 0; i < njobs; i++)
+		make_key(conf, &jobs[i], i, &keys[i]);
+	qsort(keys, njobs, sizeof(*keys), cmp_key);
+
+	if (conf->policy == SCHED_POLICY_FIFO)
+		plan_fifo(conf, jobs, njobs, keys, total_gpus, now, out);
+	else if (conf->policy == SCHED_POLICY_FAIR)
+		plan_fair(conf, jobs, njobs, keys, total_gpus, out, selected);
+	else
+		plan_scan(conf, jobs, njobs, keys, total_gpus, out, selected);
+
+	/* the next las demotion among the jobs that will run */
+	if (uses_levels(conf) && conf->policy != SCHED_POLICY_FIFO) {
+		for (size_t i = 0; i < njobs; i++) {
+			const struct sched_pjob *j = &jobs[i];
+			if (!selected[i] || !j->gpus || j->level >= conf->nthresholds)
+				continue;
+			uint64_t thr = conf->thresholds[j->level];
+			uint64_t need = thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
+			uint64_t at = now + (need ? need : 1);
+			if (at < out->next_change)
+				out->next_change = at;
+		}
+	}
+	free(keys);
+	free(selected);
+}
+
+void sched_policy_plan_release(struct sched_policy_plan *plan)
+{
+	free(plan->starts);
+	free(plan->preempts);
+	free(plan->waits);
+	free(plan->order_);
+	memset(plan, 0, sizeof(*plan));
+}

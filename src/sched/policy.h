@@ -1,0 +1,165 @@
+/*
+ * Scheduling policies: which jobs should run, in what order, and which
+ * running jobs to preempt. Pure like sched.h: no I/O, no globals, no clock of
+ * its own; the caller (the master, or the simulator) keeps each job's policy
+ * state in a struct sched_pjob, advances it with sched_policy_account() and
+ * asks for a decision with sched_policy_plan().
+ *
+ * This module decides by GPU count only (the cluster is a pool of GPUs, the
+ * "count" placement of the Tiresias simulator); placement onto nodes and GPUs
+ * is sched.c's (and place.c's) business. The master can use the order and
+ * the preemption choices and then place with sched_plan().
+ *
+ * Policies:
+ *   fifo  priority, then age; strict head-of-line, with EASY backfill: a later
+ *         job may start ahead of the head only if it cannot delay the head's
+ *         reservation, judged by bounds (each job's `bound`, its spec's
+ *         timeout). Jobs without a bound are never backfilled past the head,
+ *         and running jobs without a bound make the reservation unknown.
+ *         Never preempts.
+ *   las   Tiresias-style discretised 2D least-attained-service: levels by
+ *         attained GPU-seconds with thresholds (default 3250/7200/18000);
+ *         within a level, running jobs keep their place, waiting jobs follow
+ *         in the order they entered the level (arrival, demotion or
+ *         preemption). Greedy: a job that does not fit is skipped. Needs no
+ *         durations. Preempts running jobs that a higher level displaces.
+ *   fair  per-team shares and quotas: progressive filling across teams by
+ *         GPUs held over weight (DRF with one resource), las within a team;
+ *         a team never exceeds its quota.
+ *   srtf  shortest known remaining time first (needs durations; for the
+ *         simulator's comparisons). Preemptive.
+ *   glas  the default: las with ten geometric levels (from 64 GPU-seconds,
+ *         x4 per level up to ~48 GPU-days), so short jobs escape quickly and
+ *         long ones are ordered by what they have received, without any
+ *         duration estimate. See docs/scheduler.md for the numbers.
+ *
+ * Ownership: every input is borrowed; the plan owns its arrays and is freed
+ * with sched_policy_plan_release().
+ */
+#ifndef YARD_SCHED_POLICY_H
+#define YARD_SCHED_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sched_policy {
+	SCHED_POLICY_GREEDY = 0, /* today's sched_plan(): priority, age, skip what does not fit */
+	SCHED_POLICY_FIFO,
+	SCHED_POLICY_LAS,
+	SCHED_POLICY_FAIR,
+	SCHED_POLICY_SRTF,
+	SCHED_POLICY_GLAS,
+	SCHED_POLICY__COUNT
+};
+
+/* The policy that needs no durations and does best on our traces. */
+#define SCHED_POLICY_DEFAULT SCHED_POLICY_GLAS
+
+/* sched_policy_name: "fifo", ...; sched_policy_parse: the enum from a name,
+ * or -1. */
+const char *sched_policy_name(enum sched_policy p);
+int sched_policy_parse(const char *name);
+
+#define SCHED_LAS_MAX_LEVELS 32
+
+/* A team of the fair policy. */
+struct sched_team {
+	double weight;           /* share; <= 0 counts as 1 */
+	unsigned quota;          /* most GPUs the team may hold; 0 = no limit */
+};
+
+struct sched_policy_conf {
+	enum sched_policy policy;
+	/* las/glas/fair: level thresholds in attained GPU-seconds, ascending;
+	 * nthresholds == 0 takes the policy's defaults. nthresholds thresholds
+	 * make nthresholds + 1 levels. */
+	uint64_t thresholds[SCHED_LAS_MAX_LEVELS - 1];
+	size_t nthresholds;
+	const struct sched_team *teams; /* fair: indexed by sched_pjob.team; borrowed */
+	size_t nteams;
+};
+
+/* sched_policy_conf_init: conf for policy p with its default thresholds. */
+void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p);
+
+/* What a policy knows of one job (queued or running). The caller owns it and
+ * keeps it between calls; sched_policy_account() updates the state fields. */
+struct sched_pjob {
+	uint64_t id;
+	int priority;            /* larger first; every policy orders by it first */
+	uint64_t submitted_at;   /* seconds, any monotone origin */
+	unsigned gpus;           /* the gang: all or nothing */
+	bool running;
+	bool preemptible;        /* false: never chosen for preemption */
+	unsigned team;           /* fair: index into conf teams */
+	uint64_t remaining;      /* srtf: known remaining run time (s); ignored otherwise */
+	uint64_t bound;          /* fifo backfill: the job's run time limit (s); 0 = none */
+	/* State, kept by sched_policy_account() and sched_policy_requeue(): */
+	uint64_t attained;       /* GPU-seconds received so far */
+	uint64_t accounted_at;   /* when attained was last advanced */
+	uint64_t started_at;     /* when the current run started (running jobs) */
+	unsigned level;          /* las level (0 = highest) */
+	uint64_t level_since;    /* when it entered its level or went back to waiting */
+};
+
+/* sched_policy_job_init: a job submitted at `now` with these GPUs. */
+void sched_policy_job_init(struct sched_pjob *j, uint64_t id, unsigned gpus, uint64_t now);
+
+/* sched_policy_account advances j to now: a running job's attained service
+ * grows by gpus x elapsed, and its las level follows its attained service
+ * (demotion; level_since = now when it changes). Call it for every job before
+ * sched_policy_plan(). */
+void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjob *j,
+			  uint64_t now);
+
+/* sched_policy_started / sched_policy_requeue record that the caller applied
+ * a start or a preemption at now (running, started_at, level_since). */
+void sched_policy_started(struct sched_pjob *j, uint64_t now);
+void sched_policy_requeue(struct sched_pjob *j, uint64_t now);
+
+/* Why a job is left waiting. */
+enum sched_wait_code {
+	SCHED_WAIT_GPUS = 0,     /* not enough free GPUs for it */
+	SCHED_WAIT_HEAD,         /* fifo: behind the head and cannot backfill */
+	SCHED_WAIT_QUOTA,        /* fair: its team is at its quota */
+	SCHED_WAIT_TOO_BIG,      /* more GPUs than the cluster has */
+	SCHED_WAIT__COUNT
+};
+const char *sched_wait_code_name(enum sched_wait_code c);
+
+struct sched_policy_wait {
+	size_t job;              /* index into the jobs array */
+	unsigned position;       /* 1 = next in line */
+	enum sched_wait_code code;
+};
+
+struct sched_policy_plan {
+	size_t *starts;          /* indexes of waiting jobs to start, in policy order */
+	size_t nstarts;
+	size_t *preempts;        /* indexes of running jobs to preempt */
+	size_t npreempts;
+	struct sched_policy_wait *waits; /* every job left waiting, in policy order */
+	size_t nwaits;
+	/* The earliest time at which the plan may change without any arrival or
+	 * completion (a running job crossing a las threshold); UINT64_MAX = none. */
+	uint64_t next_change;
+	/* scratch, reused across calls when the plan is passed again */
+	size_t *order_;
+	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_;
+};
+
+/* sched_policy_plan decides for jobs[0..njobs) (queued and running, each
+ * already accounted to now) on a pool of total_gpus GPUs. out may hold a
+ * previous plan: its arrays are reused. Cannot fail. */
+void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		       size_t njobs, unsigned total_gpus, uint64_t now,
+		       struct sched_policy_plan *out);
+void sched_policy_plan_release(struct sched_policy_plan *plan);
+
+/* sched_policy_cmp orders two jobs as the policy would (before team fairness
+ * and fit): < 0 when a goes first. For sched.c's ordering of its queue. */
+int sched_policy_cmp(const struct sched_policy_conf *conf, const struct sched_pjob *a,
+		     const struct sched_pjob *b);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * The simulator: an event-driven replay of a job trace on a pool of GPUs,
+ * with a virtual clock in whole seconds, through the scheduler's own policy
+ * code (sched/policy.h). It re-implements no policy: at every event (an
+ * arrival, a completion, or the plan's next_change) it accounts every job to
+ * the clock, asks sched_policy_plan() and applies the starts and
+ * preemptions.
+ *
+ * Model (the Tiresias simulator's "count" scheme): GPUs are counted, not
+ * placed; a job runs on all of its GPUs or waits; a preempted job keeps its
+ * progress and, with restart_penalty > 0, pays that many seconds again each
+ * time it resumes after a preemption.
+ */
+#ifndef YARD_SIM_H
+#define YARD_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "sched/policy.h"
+
+enum sim_format { SIM_FORMAT_TIRESIAS, SIM_FORMAT_PHILLY, SIM_FORMAT_POLLUX };
+
+struct sim_job {
+	uint64_t id;
+	uint64_t submit;         /* seconds */
+	uint64_t duration;       /* run time in seconds */
+	unsigned gpus;
+};
+
+struct sim_trace {
+	struct sim_job *jobs;    /* owned; sorted by submit, then file order */
+	size_t njobs, alloc;
+};
+
+/* sim_trace_load reads path in format fmt. 0, or -1 with eb set ("'PATH'
+ * line N: ..."). pollux traces carry no durations: rejected with a message. */
+int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
+		   struct errbuf *eb);
+void sim_trace_release(struct sim_trace *t);
+/* sim_format_parse: "tiresias", "philly", "pollux"; -1 otherwise. */
+int sim_format_parse(const char *name);
+
+struct sim_opts {
+	struct sched_policy_conf conf;
+	unsigned nodes, gpus_per_node;
+	uint64_t restart_penalty; /* seconds paid on each resume after a preemption */
+};
+
+/* The outcome of one job. */
+struct sim_result {
+	uint64_t start;          /* first start */
+	uint64_t end;
+	uint64_t jct;            /* end - submit */
+	uint64_t queued;         /* time not running between submit and end */
+	unsigned preemptions;
+};
+
+struct sim_stats {
+	size_t jobs;
+	size_t unfinished;       /* jobs larger than the cluster: never run */
+	double avg_jct, median_jct, p95_jct, p99_jct;
+	double avg_queue;
+	uint64_t makespan;       /* last end - first submit */
+	double utilisation;      /* GPU-seconds used / (GPUs x makespan) */
+	uint64_t preemptions;
+	uint64_t events;         /* scheduling rounds */
+};
+
+/* sim_run replays trace under opts; results[i] (OUT, njobs entries, caller
+ * allocates) is trace job i. Cannot fail. */
+void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
+	     struct sim_result *results, struct sim_stats *stats);
+
+#endif
