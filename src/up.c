@@ -84,7 +84,7 @@ static void usage(void)
 int cmd_up(int argc, char **argv)
 {
 	struct up up;
-	struct master_config mc = { "127.0.0.1:7420", NULL, 15000, NULL };
+	struct master_config mc = { .listen = "127.0.0.1:7420", .lease_ms = 15000 };
 	struct strbuf data_dir = STRBUF_INIT, work_dir = STRBUF_INIT, join_path = STRBUF_INIT;
 	struct strbuf join = STRBUF_INIT, admin_path = STRBUF_INIT;
 	struct errbuf eb = ERRBUF_INIT;

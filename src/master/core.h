@@ -20,6 +20,7 @@
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/store.h"
+#include "sched/policy.h"
 
 struct MHD_Daemon;
 struct req;
@@ -105,6 +106,7 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */
 	const struct store_ops *sops;
 	struct store *store;
 	bool txn_open;          /* a batch transaction is open */

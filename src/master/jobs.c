@@ -13,6 +13,7 @@
 #include "master/auth.h"
 #include "master/execs.h"
 #include "master/logs.h"
+#include "sched/policy.h"
 #include "sched/preempt.h"
 #include "sched/sched.h"
 
@@ -587,7 +588,10 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 	}
 	for (size_t w = 0; w < plan->nwaits && nv; w++) {
 		struct job *j = qj[plan->waits[w].job];
-		size_t n = sched_preempt_for(in->nodes, in->nnodes, &in->jobs[plan->waits[w].job], vs, nv, out);
+		/* its own priority: a policy may have rewritten the sort keys */
+		struct sched_job sj = in->jobs[plan->waits[w].job];
+		sj.priority = (int)j->priority;
+		size_t n = sched_preempt_for(in->nodes, in->nnodes, &sj, vs, nv, out);
 		if (!n)
 			continue;
 		for (size_t k = 0; k < n; k++)
@@ -598,6 +602,89 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 	free(vjobs);
 	free(holds);
 	free(out);
+}
+
+/* The GPUs of j's gang. */
+static unsigned job_gpus(const struct job *j)
+{
+	unsigned n = 0;
+	for (size_t r = 0; j->spec && r < j->spec->nroles; r++)
+		n += j->spec->roles[r].replicas * j->spec->roles[r].gpus;
+	return n;
+}
+
+static void pjob_fill(const struct master *m, struct sched_pjob *p, const struct job *j,
+		      bool running, uint64_t now_s)
+{
+	const struct sched_policy_conf *conf = &m->policy;
+	sched_policy_job_init(p, j->id, job_gpus(j), j->submitted_at / 1000000);
+	p->priority = (int)j->priority;
+	p->running = running;
+	p->preemptible = j->spec && j->spec->preemptible;
+	p->bound = j->spec ? j->spec->timeout_ms / 1000 : 0;
+	p->attained = jobs_attained_gpu_s(j, now_s * 1000000);
+	p->accounted_at = now_s;
+	p->started_at = running ? j->started_at / 1000000 : 0;
+	while (p->level < conf->nthresholds && p->attained >= conf->thresholds[p->level])
+		p->level++;
+	p->level_since = running ? p->started_at : p->submitted_at;
+}
+
+/* Orders the queued jobs qj (and their sched_job entries) as the master's
+ * policy says, by rewriting the keys sched_plan sorts by, and preempts the
+ * running jobs the policy displaces (policies that preempt: not fifo, not
+ * greedy; one round at a time, like priority preemption). */
+static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job **qj, size_t nq)
+{
+	uint64_t now_s = wall_us() / 1000000;
+	struct sched_pjob *pj = xcalloc(nq + m->nlive + 1, sizeof(*pj));
+	struct job **run = xcalloc(m->nlive + 1, sizeof(*run));
+	struct sched_policy_plan plan;
+	size_t nrun = 0, rank = 0;
+	unsigned total = 0;
+	bool inflight = false;
+
+	for (size_t i = 0; i < m->nnodes; i++)
+		if (m->nodes[i]->state == NODE_READY)
+			total += (unsigned)m->nodes[i]->ngpus;
+	for (size_t i = 0; i < nq; i++)
+		pjob_fill(m, &pj[i], qj[i], false, now_s);
+	for (size_t i = 0; i < m->nlive; i++) {
+		struct job *j = m->live[i]->job;
+		size_t k;
+		inflight |= m->live[i]->preempted;
+		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec)
+			continue;
+		for (k = 0; k < nrun && run[k] != j; k++)
+			;
+		if (k == nrun) {
+			run[nrun] = j;
+			pjob_fill(m, &pj[nq + nrun], j, true, now_s);
+			nrun++;
+		}
+	}
+	memset(&plan, 0, sizeof(plan));
+	sched_policy_plan(&m->policy, pj, nq + nrun, total, now_s, &plan);
+	/* the policy's order becomes sched_plan's: priority 0, age = rank */
+	for (size_t s = 0; s < plan.nstarts; s++)
+		if (plan.starts[s] < nq) {
+			sj[plan.starts[s]].priority = 0;
+			sj[plan.starts[s]].submitted_at = rank++;
+		}
+	for (size_t w = 0; w < plan.nwaits; w++)
+		if (plan.waits[w].job < nq) {
+			sj[plan.waits[w].job].priority = 0;
+			sj[plan.waits[w].job].submitted_at = rank++;
+		}
+	if (!inflight && plan.npreempts && (plan.nstarts || plan.nwaits)) {
+		size_t first = plan.nstarts ? plan.starts[0] : plan.waits[0].job;
+		for (size_t k = 0; k < plan.npreempts; k++)
+			if (plan.preempts[k] >= nq && first < nq)
+				job_preempt(m, run[plan.preempts[k] - nq], qj[first]);
+	}
+	sched_policy_plan_release(&plan);
+	free(pj);
+	free(run);
 }
 
 /* A full plan looks at the whole queue; between full plans, jobs submitted
@@ -658,6 +745,8 @@ void jobs_schedule(struct master *m)
 					     .gpu_model = j->spec->gpu_model };
 		qj[nq++] = j;
 	}
+	if (full && nq && m->policy.policy != SCHED_POLICY_GREEDY)
+		jobs_policy_order(m, sj, qj, nq);
 	in = (struct sched_input){ .nodes = sn, .nnodes = m->nnodes, .jobs = sj, .njobs = nq,
 				   .now = wall_us() };
 	sched_plan(&in, &plan);
@@ -675,7 +764,9 @@ void jobs_schedule(struct master *m)
 		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
 			set_str(&j->wait_msg, plan.waits[w].message);
 	}
-	if (full && plan.nwaits)
+	/* priority preemption by placement, for the policies that do not preempt */
+	if (full && plan.nwaits && (m->policy.policy == SCHED_POLICY_GREEDY ||
+				    m->policy.policy == SCHED_POLICY_FIFO))
 		jobs_preempt_for_waiting(m, &in, &plan, qj);
 	if (!full && plan.nwaits)
 		m->positions_stale = true;

@@ -18,6 +18,7 @@
 #include "master/auth.h"
 #include "master/core.h"
 #include "master/execs.h"
+#include "sched/policy.h"
 #include "master/http.h"
 #include "master/jobs.h"
 
@@ -141,8 +142,28 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : NULL;
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
+	sched_policy_conf_init(&m->policy, cfg->policy ? (enum sched_policy)sched_policy_parse(cfg->policy)
+							: SCHED_POLICY_DEFAULT);
 	m->sops = &store_sqlite_ops;
 	uv_loop_init(&m->loop);
+	if (cfg->thresholds) {
+		/* ascending GPU-seconds, as yard sim --thresholds takes them */
+		const char *p = cfg->thresholds;
+		size_t n = 0;
+		uint64_t v, last = 0;
+		while (*p && n < ARRAY_SIZE(m->policy.thresholds)) {
+			if (parse_u64(&p, &v) < 0 || v <= last || (*p && *p != ',')) {
+				ret = error(eb, YERR(BAD_REQUEST),
+					    "--thresholds '%s': expected ascending GPU-seconds such as 3250,7200,18000",
+					    cfg->thresholds);
+				goto out;
+			}
+			m->policy.thresholds[n++] = last = v;
+			if (*p == ',')
+				p++;
+		}
+		m->policy.nthresholds = n;
+	}
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
 		free(dir);
@@ -277,7 +298,9 @@ static void *sig_thread(void *arg)
 
 static void master_usage(FILE *out)
 {
-	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n");
+	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n"
+		     "                   [--policy glas|las|fifo|fair|srtf|greedy]   (default glas)\n"
+		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n");
 }
 
 int cmd_master(int argc, char **argv)
@@ -303,6 +326,16 @@ int cmd_master(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--web-dir") && v) {
 			cfg.web_dir = v;
+			i++;
+		} else if (!strcmp(a, "--policy") && v) {
+			if (sched_policy_parse(v) < 0) {
+				fprintf(stderr, "yard master: --policy '%s': expected glas, las, fifo, fair, srtf or greedy\n", v);
+				return 2;
+			}
+			cfg.policy = v;
+			i++;
+		} else if (!strcmp(a, "--thresholds") && v) {
+			cfg.thresholds = v;
 			i++;
 		} else if (!strcmp(a, "--lease") && v) {
 			uint64_t ms;

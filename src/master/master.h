@@ -13,6 +13,8 @@ struct master_config {
 	const char *data_dir;   /* created if missing */
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
 	const char *web_dir;    /* static UI files served at / (may be NULL) */
+	const char *policy;     /* scheduling policy (sched/policy.h); NULL: the default */
+	const char *thresholds; /* las/glas/fair levels: "T1,T2,..." GPU-seconds; NULL: defaults */
 };
 
 struct master;
@@ -28,7 +30,7 @@ int master_run(struct master *m);
 void master_stop(struct master *m);
 void master_free(struct master *m);
 
-/* `yard master --listen ADDR --data-dir DIR [--lease S]` */
+/* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy P]` */
 int cmd_master(int argc, char **argv);
 
 #endif

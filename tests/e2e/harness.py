@@ -172,7 +172,7 @@ class Cluster:
     """One master and any number of agents in a temp dir; everything it starts
     is stopped, and every cgroup/dir it made removed, by close()."""
 
-    def __init__(self, name, lease=None):
+    def __init__(self, name, lease=None, master_args=None):
         self.dir = tempfile.mkdtemp(prefix=f"yard-e2e-{name}-")
         self.name = name
         self.procs = []
@@ -180,6 +180,7 @@ class Cluster:
         self.cgroup_bases = set()
         self.master = None
         self.lease = lease
+        self.master_args = list(master_args or [])
         self.data_dir = os.path.join(self.dir, "master")
         self.host = "127.0.0.1"  # the master's listen address
         self.port = 0
@@ -197,6 +198,7 @@ class Cluster:
         argv = [YARD, "master", "--listen", listen, "--data-dir", self.data_dir]
         if self.lease:
             argv += ["--lease", str(self.lease)]
+        argv += self.master_args
         m = Proc("master", argv, os.path.join(self.dir, "master.log"), env=self.env(),
                  ready=r"yard master ready url=(http://\S+)")
         self.procs.append(m)

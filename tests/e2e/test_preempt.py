@@ -36,11 +36,12 @@ print("done", flush=True)
 
 
 def low_job(**extra):
-    return spec([PY, "-c", COUNTER], name="low", gpus=2, priority="low", **extra)
+    extra.setdefault("priority", "low")
+    return spec([PY, "-c", COUNTER], name="low", gpus=2, **extra)
 
 
-def test_high_priority_preempts_low_which_resumes():
-    with cluster("preempt") as c:
+def high_preempts_low(policy):
+    with cluster("preempt-" + policy, master_args=["--policy", policy]) as c:
         c.start_master()
         c.start_agent("a", gpus="sim:2")
         st, low = c.api.submit(low_job(env={"IGNORE_TERM": "1"}, preemption={"grace": "2s"}))
@@ -63,6 +64,14 @@ def test_high_priority_preempts_low_which_resumes():
         out = c.api.log(low["id"]).decode()
         resumed = [int(line.split()[-1]) for line in out.splitlines() if line.startswith("attempt 1 starts at step")]
         check(resumed and resumed[0] > 0, f"it resumed from its checkpoint: {out!r}")
+
+
+def test_high_priority_preempts_low_under_the_default_policy():
+    high_preempts_low("glas")  # the policy plan chooses the victims
+
+
+def test_high_priority_preempts_low_under_fifo():
+    high_preempts_low("fifo")  # fifo never preempts for order: placement chooses the victims
 
 
 def test_non_preemptible_and_equal_priority_are_never_victims():
@@ -109,3 +118,23 @@ def test_queue_shows_order_jobs_ahead_and_why():
         check(f"ahead        {ids[1]} {ids[0]}" in out, f"yard show lists the jobs ahead: {out}")
         for j in [first["id"]] + ids:
             c.api.json("POST", f"/v1/jobs/{j}/cancel")
+
+
+def test_las_demotes_a_long_job_for_a_new_one():
+    """Least attained service in the live master: with a first level of 4
+    GPU-seconds, a 2-GPU job that has run 2 s gives way to a newcomer of the
+    same priority, and resumes after it."""
+    with cluster("preempt-las", master_args=["--policy", "las", "--thresholds", "4,1000"]) as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:2")
+        st, old = c.api.submit(low_job(priority="normal", preemption={"grace": "5s"}))
+        wait_until(lambda: c.api.job(old["id"])["attained_gpu_seconds"] >= 6, 30, "the first job past 4 GPU-s")
+        st, new = c.api.submit(spec([PY, "-c", "print('new ran')"], name="new", gpus=2))
+        done = c.api.wait_job(new["id"], timeout=60)
+        check_eq(done["state"], "succeeded", "the newcomer ran")
+        j = c.api.job(old["id"])
+        check_eq(j["preemptions"], 1, "the long job gave way once")
+        low_done = c.api.wait_job(old["id"], timeout=90)
+        check_eq(low_done["state"], "succeeded", "and resumed to the end")
+        out = c.api.log(old["id"]).decode()
+        check("attempt 1 starts at step 0" not in out, f"it resumed from its checkpoint: {out!r}")
