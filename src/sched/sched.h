@@ -27,6 +27,16 @@ struct sched_gpu {
 	unsigned index;      /* the node's GPU index (CUDA order) */
 	const char *model;   /* borrowed; may be NULL */
 	bool free;           /* not held by any task */
+	/* placement: */
+	unsigned island;     /* NVLink/PCIe island id within the node (GPUs that share
+	                      * one talk fastest); any numbering, equal = same island */
+	uint64_t memory;     /* bytes; 0 = unknown (meets no gpu_memory demand) */
+};
+
+/* A label: key=value, as an agent's --label or a job's placement.labels. */
+struct sched_label {
+	const char *key;     /* borrowed */
+	const char *value;   /* borrowed */
 };
 
 struct sched_node {
@@ -38,6 +48,10 @@ struct sched_node {
 	uint64_t memory;         /* capacity in bytes; 0 = unknown (no limit) */
 	uint64_t free_cpus_milli;
 	uint64_t free_memory;
+	/* placement: */
+	const char *pool;        /* borrowed; NULL = "default" */
+	const struct sched_label *labels; /* borrowed */
+	size_t nlabels;
 };
 
 /* One task of a job: what it needs on one node. */
@@ -57,6 +71,11 @@ struct sched_job {
 	size_t ntasks;
 	unsigned max_nodes;      /* 0 = no limit */
 	const char *gpu_model;   /* NULL or "*" = any model */
+	/* placement: */
+	uint64_t gpu_memory;     /* minimum bytes per GPU; 0 = any */
+	const char *pool;        /* NULL = "default"; only nodes of this pool */
+	const struct sched_label *labels; /* borrowed; every one must be on the node */
+	size_t nlabels;
 };
 
 struct sched_input {
@@ -81,7 +100,8 @@ struct sched_wait {
 	size_t job;              /* index into input jobs */
 	unsigned position;       /* 1 = next in line */
 	char code[32];           /* insufficient_gpus, insufficient_cpus, insufficient_memory,
-	                          * no_nodes, too_many_nodes, gpu_model */
+	                          * no_nodes, too_many_nodes, gpu_model, gpu_memory, pool,
+	                          * labels */
 	char message[256];
 };
 
