@@ -12,7 +12,8 @@ struct pnode {
 	uint64_t cpus;        /* free millicpus */
 	uint64_t memory;      /* free bytes */
 	bool limit_memory;    /* false when the node's memory is unknown */
-	bool listed;          /* schedulable, hence in a bucket */
+	bool listed;          /* schedulable, hence in a bucket of its pool */
+	uint32_t pool;        /* index into place_state.pools when listed */
 	uint64_t mark;        /* == place_state.stamp: the job being placed uses it */
 	size_t goff;          /* its GPUs' slots in gfree (input order) */
 	size_t ioff;          /* its islands' starts in istart (nisl + 1 entries) */
@@ -33,10 +34,14 @@ struct attempt {
 	uint64_t best_mem;
 };
 
-/* Ready nodes per pool, counted once per pass (reasons need it). */
-struct pool_count {
-	const char *pool;
-	size_t n;
+/* The ready nodes of one pool, in buckets by free GPU count 0..maxg. */
+struct pool {
+	const char *name;     /* borrowed from a node */
+	size_t ready;         /* schedulable nodes */
+	uint64_t free;        /* their free GPUs */
+	uint32_t *head, *tail; /* maxg + 1 lists */
+	uint32_t *count;      /* nodes in each list */
+	unsigned maxg;        /* the lists are 0..maxg */
 };
 
 struct place_state {
@@ -45,13 +50,12 @@ struct place_state {
 	bool *gfree;          /* per GPU of every node, at n[i].goff */
 	uint32_t *gorder;     /* per node at goff: its GPU positions, grouped by island */
 	uint32_t *istart;     /* per node at ioff: where island k begins in gorder */
-	uint32_t *head, *tail; /* bucket lists, by free GPU count 0..maxg */
 	unsigned maxg;
 	size_t nlisted;       /* schedulable nodes */
-	uint64_t total_free;  /* free GPUs on schedulable nodes */
 	uint64_t stamp;
-	struct pool_count *pools;
+	struct pool *pools;   /* of the schedulable nodes */
 	size_t npools, pools_alloc;
+	struct pool *cur;     /* the pool of the job being placed */
 	/* scratch for one job, grown as needed */
 	size_t *order;        /* task indexes, most GPUs first */
 	bool *placed;
@@ -100,10 +104,10 @@ static bool labels_match(const struct sched_node *n, const struct sched_job *j)
 	return true;
 }
 
-/* The node-level constraints: pool and labels (state and GPUs aside). */
+/* The node-level constraints but the pool (the buckets are per pool). */
 static bool node_eligible(const struct sched_node *n, const struct sched_job *j)
 {
-	return !strcmp(pool_name(n->pool), pool_name(j->pool)) && labels_match(n, j);
+	return !j->nlabels || labels_match(n, j);
 }
 
 /* ---- buckets ---- */
@@ -111,30 +115,34 @@ static bool node_eligible(const struct sched_node *n, const struct sched_job *j)
 static void bucket_add(struct place_state *s, uint32_t i)
 {
 	struct pnode *p = &s->n[i];
+	struct pool *pl = &s->pools[p->pool];
 	unsigned b = p->nfree;
 
 	p->next = NONE;
-	p->prev = s->tail[b];
+	p->prev = pl->tail[b];
 	if (p->prev != NONE)
 		s->n[p->prev].next = i;
 	else
-		s->head[b] = i;
-	s->tail[b] = i;
+		pl->head[b] = i;
+	pl->tail[b] = i;
+	pl->count[b]++;
 }
 
 static void bucket_remove(struct place_state *s, uint32_t i)
 {
 	struct pnode *p = &s->n[i];
+	struct pool *pl = &s->pools[p->pool];
 	unsigned b = p->nfree;
 
 	if (p->prev != NONE)
 		s->n[p->prev].next = p->next;
 	else
-		s->head[b] = p->next;
+		pl->head[b] = p->next;
 	if (p->next != NONE)
 		s->n[p->next].prev = p->prev;
 	else
-		s->tail[b] = p->prev;
+		pl->tail[b] = p->prev;
+	pl->count[b]--;
 }
 
 static void set_gpu_free(struct place_state *s, uint32_t i, uint32_t g, bool fr)
@@ -150,9 +158,9 @@ static void set_gpu_free(struct place_state *s, uint32_t i, uint32_t g, bool fr)
 	if (p->listed) {
 		bucket_add(s, i);
 		if (fr)
-			s->total_free++;
+			s->pools[p->pool].free++;
 		else
-			s->total_free--;
+			s->pools[p->pool].free--;
 	}
 }
 
@@ -173,10 +181,29 @@ struct place_state *place_state_new(const struct sched_input *in)
 	s->gfree = xcalloc(ngpus + 1, sizeof(*s->gfree));
 	s->gorder = xcalloc(ngpus + 1, sizeof(*s->gorder));
 	s->istart = xcalloc(ngpus + in->nnodes + 1, sizeof(*s->istart));
-	s->head = xcalloc(s->maxg + 1, sizeof(*s->head));
-	s->tail = xcalloc(s->maxg + 1, sizeof(*s->tail));
-	for (unsigned b = 0; b <= s->maxg; b++)
-		s->head[b] = s->tail[b] = NONE;
+	for (size_t i = 0; i < in->nnodes; i++) {
+		const char *name = pool_name(in->nodes[i].pool);
+		size_t k = 0;
+
+		if (!in->nodes[i].schedulable)
+			continue;
+		while (k < s->npools && strcmp(s->pools[k].name, name))
+			k++;
+		if (k == s->npools) {
+			struct pool *pl;
+			ALLOC_GROW(s->pools, s->npools + 1, s->pools_alloc);
+			pl = &s->pools[s->npools++];
+			memset(pl, 0, sizeof(*pl));
+			pl->name = name;
+			pl->maxg = s->maxg;
+			pl->head = xcalloc(s->maxg + 1, sizeof(*pl->head));
+			pl->tail = xcalloc(s->maxg + 1, sizeof(*pl->tail));
+			pl->count = xcalloc(s->maxg + 1, sizeof(*pl->count));
+			for (unsigned b = 0; b <= s->maxg; b++)
+				pl->head[b] = pl->tail[b] = NONE;
+		}
+		s->n[i].pool = (uint32_t)k;
+	}
 
 	ngpus = 0;
 	for (size_t i = 0; i < in->nnodes; i++) {
@@ -216,7 +243,8 @@ struct place_state *place_state_new(const struct sched_input *in)
 		if (p->listed) {
 			bucket_add(s, (uint32_t)i);
 			s->nlisted++;
-			s->total_free += p->nfree;
+			s->pools[p->pool].ready++;
+			s->pools[p->pool].free += p->nfree;
 		}
 	}
 	s->isl_alloc++;
@@ -235,8 +263,11 @@ void place_state_free(struct place_state *s)
 	free(s->gfree);
 	free(s->gorder);
 	free(s->istart);
-	free(s->head);
-	free(s->tail);
+	for (size_t k = 0; k < s->npools; k++) {
+		free(s->pools[k].head);
+		free(s->pools[k].tail);
+		free(s->pools[k].count);
+	}
 	free(s->pools);
 	free(s->order);
 	free(s->placed);
@@ -413,7 +444,7 @@ static uint32_t find_single(struct place_state *s, const struct sched_job *j, un
 	unsigned best_isl = UINT_MAX, best_extra = UINT_MAX, scanned = 0;
 
 	for (unsigned b = g; b <= s->maxg; b++) {
-		for (uint32_t i = s->head[b]; i != NONE; i = s->n[i].next) {
+		for (uint32_t i = s->cur->head[b]; i != NONE; i = s->n[i].next) {
 			const struct pnode *p = &s->n[i];
 			unsigned isl = 0, ideal = 0;
 
@@ -448,7 +479,7 @@ static uint32_t find_largest(struct place_state *s, const struct sched_job *j, u
 			     struct attempt *a)
 {
 	for (unsigned b = s->maxg + 1; b-- > gmin;) {
-		for (uint32_t i = s->head[b]; i != NONE; i = s->n[i].next) {
+		for (uint32_t i = s->cur->head[b]; i != NONE; i = s->n[i].next) {
 			const struct pnode *p = &s->n[i];
 			unsigned u;
 
@@ -489,20 +520,6 @@ static void undo(struct place_state *s, const struct sched_job *j, struct sched_
 
 /* ---- reasons ---- */
 
-static size_t pool_ready(struct place_state *s, const char *pool)
-{
-	pool = pool_name(pool);
-	for (size_t k = 0; k < s->npools; k++)
-		if (!strcmp(s->pools[k].pool, pool))
-			return s->pools[k].n;
-	size_t n = 0;
-	for (size_t i = 0; i < s->in->nnodes; i++)
-		n += s->n[i].listed && !strcmp(pool_name(s->in->nodes[i].pool), pool);
-	ALLOC_GROW(s->pools, s->npools + 1, s->pools_alloc);
-	s->pools[s->npools++] = (struct pool_count){ pool, n };
-	return n;
-}
-
 /* Which node-level constraint no ready node meets ("" when some node meets
  * them all), with the message. */
 static bool unmet_constraint(struct place_state *s, const struct sched_job *j, unsigned g,
@@ -515,7 +532,7 @@ static bool unmet_constraint(struct place_state *s, const struct sched_job *j, u
 		snprintf(why->message, sizeof(why->message), "no ready nodes");
 		return true;
 	}
-	if (!pool_ready(s, j->pool)) {
+	if (!s->cur) {
 		snprintf(why->code, sizeof(why->code), "pool");
 		snprintf(why->message, sizeof(why->message), "no ready node in pool '%s'",
 			 pool_name(j->pool));
@@ -527,7 +544,7 @@ static bool unmet_constraint(struct place_state *s, const struct sched_job *j, u
 		const struct sched_node *n = &s->in->nodes[i];
 		bool has_model = !g, has_mem = !g;
 
-		if (!s->n[i].listed || !node_eligible(n, j))
+		if (!s->n[i].listed || &s->pools[s->n[i].pool] != s->cur || !node_eligible(n, j))
 			continue;
 		labels = true;
 		for (size_t x = 0; x < n->ngpus; x++) {
@@ -570,7 +587,7 @@ static unsigned largest_block(struct place_state *s, const struct sched_job *j, 
 
 	*node = NONE;
 	for (unsigned b = s->maxg + 1; b-- > 0 && b > best;)
-		for (uint32_t i = s->head[b]; i != NONE; i = s->n[i].next) {
+		for (uint32_t i = s->cur->head[b]; i != NONE; i = s->n[i].next) {
 			unsigned u;
 			if (!node_eligible(&s->in->nodes[i], j))
 				continue;
@@ -622,7 +639,7 @@ static void explain(struct place_state *s, const struct sched_job *j, unsigned g
 		return;
 	}
 	snprintf(why->code, sizeof(why->code), "%s",
-		 max_hit && block >= maxtask && s->total_free >= g ? "too_many_nodes"
+		 max_hit && block >= maxtask && s->cur->free >= g ? "too_many_nodes"
 								    : "insufficient_gpus");
 	if (limit <= 1)
 		len = snprintf(why->message, sizeof(why->message), "needs %u GPUs on one node", g);
@@ -638,6 +655,22 @@ static void explain(struct place_state *s, const struct sched_job *j, unsigned g
 }
 
 /* ---- a job ---- */
+
+/* A quick bound: whether the limit nodes of pl with the most free GPUs have
+ * g free GPUs between them (a job that fails it cannot fit). */
+static bool enough_gpus(const struct pool *pl, unsigned g, unsigned limit)
+{
+	uint64_t sum = 0;
+
+	if (pl->free < g)
+		return false;
+	for (unsigned b = (unsigned)pl->maxg + 1; b-- > 0 && limit && sum < g;) {
+		uint32_t k = pl->count[b] < limit ? pl->count[b] : limit;
+		sum += (uint64_t)k * b;
+		limit -= k;
+	}
+	return sum >= g;
+}
 
 static int cmp_gpus_desc(const void *a, const void *b, void *ctx)
 {
@@ -670,9 +703,17 @@ bool place_job(struct place_state *s, const struct sched_job *j, struct sched_st
 		g_all += j->tasks[t].gpus;
 		out[t].gpus = NULL;
 	}
-	qsort_r(s->order, j->ntasks, sizeof(*s->order), cmp_gpus_desc, (void *)j);
 	s->stamp++;
 	s->ntaken = 0;
+	s->cur = NULL;
+	for (size_t k = 0; k < s->npools && !s->cur; k++)
+		if (!strcmp(s->pools[k].name, pool_name(j->pool)))
+			s->cur = &s->pools[k];
+	if (!s->cur || !enough_gpus(s->cur, g_all, limit)) {
+		max_hit = s->cur && j->max_nodes && limit == j->max_nodes;
+		goto fail;
+	}
+	qsort_r(s->order, j->ntasks, sizeof(*s->order), cmp_gpus_desc, (void *)j);
 
 	while (nleft) {
 		unsigned g = 0, gmin = UINT_MAX;
