@@ -967,6 +967,11 @@ static bool label_char(char c, bool first, bool key)
 	return !first && (c == '-' || c == '_' || c == '.' || (key && c == '/'));
 }
 
+bool spec_name_valid(const char *s)
+{
+	return s && valid_name(s);
+}
+
 bool spec_label_valid(const char *key, const char *value)
 {
 	size_t nk = strlen(key), nv = strlen(value);

@@ -131,6 +131,9 @@ json_t *spec_to_json(const struct job_spec *spec);
  * for an agent's --label: KEY is [A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}, VALUE is
  * [A-Za-z0-9_.-]{0,63} (may be empty). */
 bool spec_label_valid(const char *key, const char *value);
+/* spec_name_valid: whether s is a name as name, team and pool take:
+ * [a-z0-9][a-z0-9_.-]{0,62}. */
+bool spec_name_valid(const char *s);
 
 /* spec_release frees what spec owns and leaves it empty (safe to call twice). */
 void spec_release(struct job_spec *spec);
