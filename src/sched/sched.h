@@ -5,13 +5,12 @@
  * comes back.
  *
  * Policy (for now): jobs in order of priority (high first), then age
- * (submitted_at, then id); each job is placed as a gang (every task or none),
- * with whole GPUs, first fit, preferring nodes the job already uses so that it
- * spans as few nodes as possible. A job that does not fit is skipped (later
- * jobs may still start) and gets a reason {code, message} and its position
- * among the waiting jobs. Nodes that are not schedulable (draining, lost) get
- * nothing. placement.max_nodes and gpu_model are respected; two tasks never
- * share a GPU.
+ * (submitted_at, then id); each job is placed as a gang (every task or none)
+ * by place.h: whole GPUs, fewest nodes, then fewest NVLink/PCIe islands, then
+ * best fit, within the job's pool and labels, GPU model and GPU memory. A job
+ * that does not fit is skipped (later jobs may still start) and gets a reason
+ * {code, message} and its position among the waiting jobs. Nodes that are not
+ * schedulable (draining, lost) get nothing. Two tasks never share a GPU.
  *
  * Ownership: the input is borrowed and not modified; the plan owns its arrays
  * and is freed with sched_plan_release().
