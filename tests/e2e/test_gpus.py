@@ -144,3 +144,13 @@ def test_gpus_placement_pools_labels_islands():
             c.api.json("POST", f"/v1/jobs/{j['id']}/cancel", expect=200)
         for j in (batch, small, big, small2):
             c.api.wait_job(j["id"])
+        # what the agents reported survives a master restart (read from the store)
+        for a in ("n1", "n2"):
+            c.agents[a].stop()
+        c.master.stop()
+        c.start_master()
+        nodes = {n["name"]: n for n in c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"]}
+        check_eq((nodes["n2"]["pool"], nodes["n2"]["labels"]), ("batch", {"net": "eth"}),
+                 "n2 pool and labels after a master restart")
+        check_eq([g["island"] for g in nodes["n1"]["gpus"]], [0, 0, 0, 0, 4, 4, 4, 4],
+                 "n1 GPU islands after a master restart")
