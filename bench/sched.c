@@ -134,8 +134,9 @@ int main(int argc, char **argv)
 	       nnodes, nnodes * GPUS_PER_NODE, busy_gpus, njobs, ntasks, asked_gpus);
 	printf("sched started_jobs=%zu started_gpus=%" PRIu64 " waiting=%zu\n", started,
 	       started_gpus, plan.nwaits);
-	printf("sched pass_ms=%.1f placements_per_s=%.0f (target >= 100000 and pass < 1000 ms)\n",
-	       secs * 1e3, (double)njobs / secs);
+	printf("sched pass_ms=%.1f placements_per_s=%.0f (target >= 100000 and pass < 1000 ms) "
+	       "started_jobs_per_s=%.0f\n",
+	       secs * 1e3, (double)njobs / secs, (double)started / secs);
 	if (plan.nwaits)
 		printf("sched first wait: job %" PRIu64 " %s: %s\n", jobs[plan.waits[0].job].id,
 		       plan.waits[0].code, plan.waits[0].message);
