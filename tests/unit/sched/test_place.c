@@ -425,6 +425,35 @@ static void test_plan_many(void **state)
 	(void)state;
 }
 
+/* The submit-time check (sched.c) knows pools, labels and GPU memory too. */
+static void test_feasible_constraints(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_job *j = mkjob(&o, 1, 2);
+	struct sched_label ib[] = { { "net", "ib" } };
+	char field[64], msg[256];
+
+	add(&c, 8, 8, 0)->labels = ib; /* all busy: capacity is what counts */
+	c.nodes[0].nlabels = 1;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	j->pool = "batch";
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "pool");
+	assert_string_equal(msg, "pool: no node is in pool 'batch'");
+	j->pool = NULL;
+	j->labels = (struct sched_label[]){ { "net", "eth" } };
+	j->nlabels = 1;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "placement.labels");
+	j->labels = ib;
+	j->gpu_memory = 100 * GIB;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "placement.gpu_memory");
+	assert_string_equal(msg, "placement.gpu_memory: no node has GPUs with >= 102400 MiB");
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -440,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_reason_texts),
 		cmocka_unit_test(test_cpu_only_keeps_gpus_free),
 		cmocka_unit_test(test_plan_many),
+		cmocka_unit_test(test_feasible_constraints),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
