@@ -8,8 +8,10 @@ asserts on time.
   throughput  durable submissions/s through the HTTP API, 8 concurrent clients
   rss         agent RSS when idle; master RSS with 10,000 finished jobs
               (while running, and after a restart that loads them from the store)
+  sched       one scheduling pass, 10,000 nodes x 8 GPUs and 100,000 queued jobs
+              (bench/sched.c; build with -Dbuildtype=release for real numbers)
 
-usage: bench/run.py [--yard build/yard] [latency|throughput|rss ...]
+usage: bench/run.py [--yard build/yard] [latency|throughput|rss|sched ...]
 """
 import argparse
 import os
@@ -69,6 +71,11 @@ def bench_throughput(h, yard):
         print(f"master RSS with 20,000 queued jobs: {rss_mib(c.master.p.pid):.1f} MiB")
 
 
+def bench_sched(yard):
+    tool = os.path.join(os.path.dirname(yard), "bench", "sched")
+    subprocess.run([tool], check=True)
+
+
 def bench_rss(h):
     with h.cluster("bench-rss") as c:
         c.start_master()
@@ -125,7 +132,7 @@ def main():
     h.YARD = os.environ["YARD"]
     for w in args.which:
         {"latency": lambda: bench_latency(h), "throughput": lambda: bench_throughput(h, args.yard),
-         "rss": lambda: bench_rss(h)}[w]()
+         "rss": lambda: bench_rss(h), "sched": lambda: bench_sched(args.yard)}[w]()
 
 
 if __name__ == "__main__":

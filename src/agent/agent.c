@@ -38,6 +38,7 @@
 #include "base/xalloc.h"
 #include "common/codepack.h"
 #include "common/httpc.h"
+#include "common/spec.h"
 
 #define POLL_WAIT_S 10
 #define LOG_CHUNK (1 << 20)
@@ -56,6 +57,8 @@ struct session {
 	/* registration */
 	char *master_url, *name, *addr, *join_token, *work_dir;
 	json_t *gpus;           /* owned */
+	char *pool;             /* owned */
+	json_t *labels;         /* owned object KEY -> VALUE */
 	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
 	unsigned gen;           /* bumped by every registration */
@@ -73,6 +76,8 @@ static void session_unref(struct session *s)
 	pthread_mutex_destroy(&s->lock);
 	json_decref(s->work);
 	json_decref(s->gpus);
+	json_decref(s->labels);
+	free(s->pool);
 	free(s->master_url);
 	free(s->name);
 	free(s->addr);
@@ -196,11 +201,12 @@ static int register_once(struct session *s, struct errbuf *eb)
 			s->addr = xstrdup("127.0.0.1");
 	}
 	char *iface = iface_of(s->addr);
-	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:[s], s:o}", "name",
-				 s->name, "addr", s->addr, "iface", iface, "ports", (int)s->port_lo,
-				 (int)s->port_hi, "cpus", (int)cpu_count(), "memory",
+	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:[s], s:o, s:s, s:O}",
+				 "name", s->name, "addr", s->addr, "iface", iface, "ports",
+				 (int)s->port_lo, (int)s->port_hi, "cpus", (int)cpu_count(), "memory",
 				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", "process",
-				 "tasks", scan_task_ids(s->work_dir));
+				 "tasks", scan_task_ids(s->work_dir), "pool", s->pool, "labels",
+				 s->labels);
 	free(iface);
 	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
 	json_decref(body);
@@ -1449,6 +1455,14 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 	s->join_token = xstrdup(cfg->join_token ? cfg->join_token : "");
 	s->work_dir = xstrdup(cfg->work_dir);
 	s->gpus = gpu_list_to_json(gpus);
+	s->pool = xstrdup(cfg->pool ? cfg->pool : "default");
+	s->labels = json_object();
+	for (size_t i = 0; i < cfg->nlabels; i++) {
+		const char *eq = strchr(cfg->labels[i], '=');
+		char *key = xstrndup(cfg->labels[i], eq ? (size_t)(eq - cfg->labels[i]) : 0);
+		json_object_set_new(s->labels, key, json_string(eq ? eq + 1 : ""));
+		free(key);
+	}
 	s->port_lo = cfg->port_lo ? cfg->port_lo : 30000;
 	s->port_hi = cfg->port_lo ? cfg->port_hi : 32000;
 	s->stop = stop;
@@ -1580,7 +1594,8 @@ static int agent_usage(void)
 {
 	fprintf(stderr, "usage: yard agent --master URL --name NAME --work-dir DIR [--gpus auto|none|sim:N[:MODEL]]\n"
 			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n"
-			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n");
+			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n"
+			"                  [--pool NAME] [--label KEY=VALUE ...]\n");
 	return 2;
 }
 
@@ -1590,9 +1605,28 @@ int cmd_agent(int argc, char **argv)
 	struct errbuf eb = ERRBUF_INIT;
 	struct strbuf tok = STRBUF_INIT;
 	const char *token_file = NULL, *ports = NULL;
+	const char *labels[SPEC_MAX_LABELS];
 	int ret;
 
+	cfg.labels = labels;
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--label") && i + 1 < argc) {
+			const char *l = argv[++i], *eq = strchr(l, '=');
+			char *key = eq ? xstrndup(l, (size_t)(eq - l)) : NULL;
+			bool ok = key && spec_label_valid(key, eq + 1);
+			free(key);
+			if (!ok) {
+				fprintf(stderr, "yard agent: --label '%s': expected KEY=VALUE (KEY: letters, "
+						"digits, '-', '_', '.', '/'; VALUE: letters, digits, '-', '_', '.')\n", l);
+				return 2;
+			}
+			if (cfg.nlabels == SPEC_MAX_LABELS) {
+				fprintf(stderr, "yard agent: at most %d --label\n", SPEC_MAX_LABELS);
+				return 2;
+			}
+			labels[cfg.nlabels++] = l;
+			continue;
+		}
 		const char **slot = !strcmp(argv[i], "--master")         ? &cfg.master_url
 				  : !strcmp(argv[i], "--name")           ? &cfg.name
 				  : !strcmp(argv[i], "--work-dir")       ? &cfg.work_dir
@@ -1601,6 +1635,7 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--join-token-file") ? &token_file
 				  : !strcmp(argv[i], "--dev-dir")        ? &cfg.dev_dir
 				  : !strcmp(argv[i], "--ports")          ? &ports
+				  : !strcmp(argv[i], "--pool")           ? &cfg.pool
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -1608,6 +1643,10 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (!cfg.master_url || !cfg.name || !cfg.work_dir)
 		return agent_usage();
+	if (cfg.pool && !spec_name_valid(cfg.pool)) {
+		fprintf(stderr, "yard agent: --pool '%s': expected [a-z0-9][a-z0-9_.-]{0,62}\n", cfg.pool);
+		return 2;
+	}
 	if (ports) {
 		const char *p = ports;
 		uint64_t lo = 0, hi = 0;

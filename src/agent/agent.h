@@ -20,6 +20,9 @@ struct agent_config {
 	const char *dev_dir;         /* where GPU device nodes live; default "/dev" */
 	const char *self_exe;        /* the yard binary, to start shims; default /proc/self/exe */
 	unsigned port_lo, port_hi;   /* task ports (--ports LO-HI); 0: 30000-32000 */
+	const char *pool;            /* --pool; NULL: "default" */
+	const char *const *labels;   /* --label KEY=VALUE, each checked by spec_label_valid */
+	size_t nlabels;
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */

@@ -7,7 +7,11 @@
 #include "base/xalloc.h"
 
 #define SIM_MEMORY (80ULL << 30)
+#define SIM_ISLAND 4
 #define NVML_SUCCESS 0
+#define NVML_P2P_CAPS_INDEX_NVLINK 2
+#define NVML_P2P_STATUS_OK 0
+#define NVML_TOPOLOGY_MULTIPLE 20
 
 /* The few NVML prototypes the agent needs (nvml.h is not a dependency). */
 typedef int nvml_return;
@@ -26,6 +30,9 @@ struct nvml {
 	nvml_return (*uuid)(nvml_device, char *, unsigned int);
 	nvml_return (*memory)(nvml_device, struct nvml_memory *);
 	nvml_return (*minor)(nvml_device, unsigned int *);
+	/* optional: islands */
+	nvml_return (*p2p)(nvml_device, nvml_device, int, int *);
+	nvml_return (*ancestor)(nvml_device, nvml_device, int *);
 };
 
 void gpu_list_release(struct gpu_list *l)
@@ -48,6 +55,7 @@ static int discover_sim(const char *arg, const char *node, struct gpu_list *out,
 		struct gpu_info *g = &out->gpus[i];
 		g->index = (int)i;
 		g->minor = (int)i;
+		g->island = (int)(i / SIM_ISLAND * SIM_ISLAND);
 		g->memory = SIM_MEMORY;
 		snprintf(g->model, sizeof(g->model), "%s", model);
 		snprintf(g->uuid, sizeof(g->uuid), "GPU-sim-%s-%zu", node, i);
@@ -63,12 +71,25 @@ static void *sym(struct nvml *nv, const char *name, int *missing)
 	return f;
 }
 
+/* Whether GPUs a and b share an island (see gpu.h). */
+static bool nvml_near(const struct nvml *nv, nvml_device a, nvml_device b)
+{
+	int v;
+
+	if (nv->p2p && nv->p2p(a, b, NVML_P2P_CAPS_INDEX_NVLINK, &v) == NVML_SUCCESS &&
+	    v == NVML_P2P_STATUS_OK)
+		return true;
+	return nv->ancestor && nv->ancestor(a, b, &v) == NVML_SUCCESS &&
+	       v <= NVML_TOPOLOGY_MULTIPLE;
+}
+
 static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
 {
 	struct nvml nv = { 0 };
 	const char *path = getenv("YARD_NVML_LIBRARY");
 	int missing = 0, ret = 0;
 	unsigned int count = 0;
+	nvml_device *devs = NULL;
 
 	nv.lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!nv.lib) {
@@ -83,6 +104,8 @@ static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
 	*(void **)&nv.uuid = sym(&nv, "nvmlDeviceGetUUID", &missing);
 	*(void **)&nv.memory = sym(&nv, "nvmlDeviceGetMemoryInfo", &missing);
 	*(void **)&nv.minor = sym(&nv, "nvmlDeviceGetMinorNumber", &missing);
+	*(void **)&nv.p2p = dlsym(nv.lib, "nvmlDeviceGetP2PStatus");
+	*(void **)&nv.ancestor = dlsym(nv.lib, "nvmlDeviceGetTopologyCommonAncestor");
 	if (missing) {
 		ret = error(eb, YERR(IO), "NVML library lacks a needed function");
 		goto out_close;
@@ -96,6 +119,7 @@ static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
 		goto out_shutdown;
 	}
 	out->gpus = xcalloc(count ? count : 1, sizeof(*out->gpus));
+	devs = xcalloc(count ? count : 1, sizeof(*devs));
 	for (unsigned int i = 0; i < count; i++) {
 		struct gpu_info *g = &out->gpus[i];
 		nvml_device dev;
@@ -115,9 +139,17 @@ static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
 		if (nv.minor(dev, &minor) != NVML_SUCCESS)
 			minor = i;
 		g->minor = (int)minor;
+		devs[i] = dev;
+		g->island = (int)i;
+		for (unsigned int k = 0; k < i; k++)
+			if (nvml_near(&nv, devs[k], dev)) {
+				g->island = out->gpus[k].island;
+				break;
+			}
 		out->n++;
 	}
 out_shutdown:
+	free(devs);
 	nv.shutdown();
 out_close:
 	dlclose(nv.lib);
@@ -141,10 +173,10 @@ json_t *gpu_list_to_json(const struct gpu_list *l)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < l->n; i++)
-		json_array_append_new(a, json_pack("{s:i, s:s, s:I, s:s}", "index", l->gpus[i].index,
+		json_array_append_new(a, json_pack("{s:i, s:s, s:I, s:s, s:i}", "index", l->gpus[i].index,
 						   "model", l->gpus[i].model,
 						   "memory", (json_int_t)l->gpus[i].memory,
-						   "uuid", l->gpus[i].uuid));
+						   "uuid", l->gpus[i].uuid, "island", l->gpus[i].island));
 	return a;
 }
 

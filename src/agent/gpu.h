@@ -1,8 +1,17 @@
 /*
  * GPU discovery. "none": no GPUs. "sim:N[:MODEL]": N simulated GPUs (model
- * "SIM-GPU" by default, 80 GiB, uuid GPU-sim-NODE-i). "auto": NVML, loaded
- * with dlopen("libnvidia-ml.so.1") or the path in YARD_NVML_LIBRARY; on a
- * host without NVML, auto means none (said on stderr).
+ * "SIM-GPU" by default, 80 GiB, uuid GPU-sim-NODE-i, islands of 4: GPUs 0-3
+ * are island 0, 4-7 island 1...). "auto": NVML, loaded with
+ * dlopen("libnvidia-ml.so.1") or the path in YARD_NVML_LIBRARY; on a host
+ * without NVML, auto means none (said on stderr).
+ *
+ * Islands are the groups of GPUs that talk fastest to each other, for the
+ * scheduler to keep a job's GPUs together. With NVML, GPU i joins the island
+ * of the first GPU before it that it reaches over NVLink
+ * (nvmlDeviceGetP2PStatus, NVLINK) or under a common PCIe switch
+ * (nvmlDeviceGetTopologyCommonAncestor at most NVML_TOPOLOGY_MULTIPLE);
+ * otherwise it starts an island of its own. An NVML without these functions
+ * gives every GPU its own island.
  */
 #ifndef YARD_AGENT_GPU_H
 #define YARD_AGENT_GPU_H
@@ -19,6 +28,7 @@ struct gpu_info {
 	uint64_t memory;   /* bytes */
 	char uuid[96];
 	int minor;         /* the device node is DEV_DIR/nvidia<minor> */
+	int island;        /* island id, the index of the island's first GPU */
 };
 
 struct gpu_list {
@@ -31,7 +41,7 @@ struct gpu_list {
  * YERR(IO) when NVML is there but fails. */
 int gpu_discover(const char *spec, const char *node, struct gpu_list *out, struct errbuf *eb);
 void gpu_list_release(struct gpu_list *l);
-/* gpu_list_to_json: [{"index", "model", "memory", "uuid"}] (new reference). */
+/* gpu_list_to_json: [{"index", "model", "memory", "uuid", "island"}] (new reference). */
 json_t *gpu_list_to_json(const struct gpu_list *l);
 /* gpu_minor: the device minor of GPU index, or index itself when unknown. */
 int gpu_minor(const struct gpu_list *l, int index);

@@ -27,7 +27,7 @@ static void models(const json_t *gpus, struct strbuf *sb)
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "NAME", "STATE", "ADDR", "CPUS", "MEMORY",
-					       "GPUS", "MODEL" };
+					       "GPUS", "MODEL", "POOL", "LABELS" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
 	json_t *reply = NULL, *node;
@@ -65,6 +65,17 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 		cli_table_add(&t, "%s", mem);
 		cli_table_add(&t, "%zu/%zu", used, json_array_size(gpus));
 		cli_table_add(&t, "%s", m.len ? m.buf : "-");
+		cli_table_add(&t, "%s", json_is_string(json_object_get(node, "pool"))
+						? cli_jstr(node, "pool") : "default");
+		{
+			struct strbuf l = STRBUF_INIT;
+			const char *key;
+			json_t *v;
+			json_object_foreach(json_object_get(node, "labels"), key, v)
+				strbuf_addf(&l, "%s%s=%s", l.len ? "," : "", key, json_string_value(v));
+			cli_table_add(&t, "%s", l.len ? l.buf : "-");
+			strbuf_release(&l);
+		}
 		strbuf_release(&m);
 	}
 	cli_table_print(&t, stdout);

@@ -957,7 +957,74 @@ static int get_tasks(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 	return 0;
 }
 
-static const char *const placement_fields[] = { "gpu_model", "max_nodes", "wait_for_nodes", NULL };
+static const char *const placement_fields[] = { "gpu_model", "max_nodes", "wait_for_nodes",
+	"gpu_memory", "labels", NULL };
+
+static bool label_char(char c, bool first, bool key)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return true;
+	return !first && (c == '-' || c == '_' || c == '.' || (key && c == '/'));
+}
+
+bool spec_name_valid(const char *s)
+{
+	return s && valid_name(s);
+}
+
+bool spec_label_valid(const char *key, const char *value)
+{
+	size_t nk = strlen(key), nv = strlen(value);
+	if (!nk || nk > 63 || nv > 63)
+		return false;
+	for (size_t i = 0; i < nk; i++)
+		if (!label_char(key[i], i == 0, true))
+			return false;
+	for (size_t i = 0; i < nv; i++)
+		if (!label_char(value[i], false, false))
+			return false;
+	return true;
+}
+
+static int get_labels(const json_t *v, struct job_spec *spec, struct errbuf *eb)
+{
+	const char *key;
+	json_t *val;
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return bad_got(eb, "placement.labels", "a mapping of label names to values", v);
+	if (json_object_size(v) > SPEC_MAX_LABELS)
+		return bad(eb, "placement.labels", "%zu labels, more than %d", json_object_size(v),
+			   SPEC_MAX_LABELS);
+	spec->labels = xcalloc(json_object_size(v) + 1, sizeof(*spec->labels));
+	json_object_foreach((json_t *)v, key, val) {
+		char path[128];
+		char *text = NULL;
+
+		snprintf(path, sizeof(path), "placement.labels.%.60s", key);
+		if (!spec_label_valid(key, "")) {
+			char kq[SHOW_MAX + 8];
+			json_t *k = json_string(key);
+			show(k, kq, sizeof(kq));
+			json_decref(k);
+			return bad(eb, "placement.labels",
+				   "label name %s: expected letters, digits, '-', '_', '.' and '/' "
+				   "(at most 63, starting with a letter or digit)", kq);
+		}
+		if (json_is_string(val) || json_is_integer(val) || json_is_boolean(val))
+			text = spec_scalar_str(val);
+		if (!text || !spec_label_valid(key, text)) {
+			free(text);
+			return bad_got(eb, path,
+				       "a value of letters, digits, '-', '_' and '.' (at most 63)", val);
+		}
+		spec->labels[spec->nlabels].key = xstrdup(key);
+		spec->labels[spec->nlabels++].value = text;
+	}
+	return 0;
+}
 
 static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 {
@@ -966,8 +1033,8 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, "placement", "a mapping of gpu_model, max_nodes and wait_for_nodes",
-			v);
+		return bad_got(eb, "placement",
+			"a mapping of gpu_model, gpu_memory, labels, max_nodes and wait_for_nodes", v);
 	if ((ret = check_known(v, placement_fields, "placement", eb)) < 0)
 		return ret;
 	if ((f = field(v, "gpu_model"))) {
@@ -986,6 +1053,18 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 			return bad_got(eb, "placement.wait_for_nodes", "true or false", f);
 		spec->wait_for_nodes = json_is_true(f);
 	}
+	if ((f = field(v, "gpu_memory"))) {
+		uint64_t n;
+		if (json_is_integer(f) && json_integer_value(f) >= 0)
+			n = (uint64_t)json_integer_value(f);
+		else if (!json_is_string(f) || parse_size_str(json_string_value(f), &n) < 0)
+			return bad_got(eb, "placement.gpu_memory", "a size such as 40GiB", f);
+		if (n < (1u << 20))
+			return bad_got(eb, "placement.gpu_memory", "a size of at least 1MiB", f);
+		spec->gpu_memory = n;
+	}
+	if ((ret = get_labels(field(v, "labels"), spec, eb)) < 0)
+		return ret;
 	return 0;
 }
 
@@ -1075,7 +1154,8 @@ static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
 }
 
 static const char *const top_fields[] = { "name", "framework", "command", "image", "params", "env",
-	"tasks", "data", "placement", "priority", "team", "restart", "timeout", "preemption", NULL };
+	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
+	NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1135,6 +1215,12 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 	}
 	if ((ret = get_placement(field(doc, "placement"), spec, eb)) < 0)
 		goto out;
+	if ((v = field(doc, "pool")) && (ret = get_name(v, "pool", &spec->pool, eb)) < 0)
+		goto out;
+	if (spec->pool && !strcmp(spec->pool, "default")) {
+		free(spec->pool);
+		spec->pool = NULL;
+	}
 	if ((ret = get_priority(field(doc, "priority"), &spec->priority, eb)) < 0)
 		goto out;
 	if ((v = field(doc, "team")) && (ret = get_name(v, "team", &spec->team, eb)) < 0)
@@ -1204,11 +1290,18 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "env", spec->env ? json_deep_copy(spec->env) : json_object());
 	json_object_set_new(doc, "tasks", tasks);
 	json_object_set_new(doc, "data", json_null());
+	json_t *labels = json_object();
+	for (size_t i = 0; i < spec->nlabels; i++)
+		json_object_set_new(labels, spec->labels[i].key, json_string(spec->labels[i].value));
 	json_object_set_new(doc, "placement",
-		json_pack("{s:s, s:o, s:b}",
+		json_pack("{s:s, s:o, s:b, s:o, s:o}",
 			"gpu_model", spec->gpu_model ? spec->gpu_model : "*",
 			"max_nodes", spec->max_nodes ? json_integer(spec->max_nodes) : json_null(),
-			"wait_for_nodes", (int)spec->wait_for_nodes));
+			"wait_for_nodes", (int)spec->wait_for_nodes,
+			"gpu_memory", spec->gpu_memory ? json_integer((json_int_t)spec->gpu_memory)
+						       : json_null(),
+			"labels", labels));
+	json_object_set_new(doc, "pool", json_string(spec->pool ? spec->pool : "default"));
 	json_object_set_new(doc, "priority",
 		json_string((unsigned)spec->priority < ARRAY_SIZE(prio) ? prio[spec->priority] : "normal"));
 	json_object_set_new(doc, "team", spec->team ? json_string(spec->team) : json_null());
@@ -1236,6 +1329,12 @@ void spec_release(struct job_spec *spec)
 	}
 	free(spec->roles);
 	free(spec->gpu_model);
+	for (size_t i = 0; i < spec->nlabels; i++) {
+		free(spec->labels[i].key);
+		free(spec->labels[i].value);
+	}
+	free(spec->labels);
+	free(spec->pool);
 	free(spec->team);
 	spec_init(spec);
 }

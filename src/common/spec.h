@@ -30,7 +30,14 @@
  *               a role that is null takes every default
  *   data        refused for now (datasets are not built yet); null or [] pass
  *   placement   {gpu_model: string ("*" any), max_nodes: integer 1..4096,
- *               wait_for_nodes: bool (queue even if no node can ever hold a task)}
+ *               wait_for_nodes: bool (queue even if no node can ever hold a task),
+ *               gpu_memory: size (string or integer bytes, >= 1MiB): the least
+ *               memory each GPU of the job must have,
+ *               labels: object KEY -> VALUE that a node must all carry (its
+ *               agent's --label KEY=VALUE); at most 32; KEY and VALUE as in
+ *               spec_label_valid; numbers and bools are taken as their text}
+ *   pool        name like name: the pool of nodes the job runs in (an agent's
+ *               --pool; default "default")
  *   priority    low | normal | high   (default normal)
  *   team        string like name
  *   restart     {max: integer 0..100}
@@ -50,6 +57,14 @@
 #include "base/error.h"
 
 enum spec_priority { PRIO_LOW = 0, PRIO_NORMAL = 1, PRIO_HIGH = 2 };
+
+#define SPEC_MAX_LABELS 32
+
+/* A placement label, KEY=VALUE. */
+struct spec_label {
+	char *key;             /* owned */
+	char *value;           /* owned */
+};
 
 struct spec_role {
 	char *name;            /* owned */
@@ -72,6 +87,10 @@ struct job_spec {
 	char *gpu_model;       /* owned or NULL (any) */
 	unsigned max_nodes;    /* 0 = no limit */
 	bool wait_for_nodes;
+	uint64_t gpu_memory;   /* least bytes per GPU; 0 = any */
+	struct spec_label *labels; /* owned, in document order */
+	size_t nlabels;
+	char *pool;            /* owned or NULL ("default") */
 	enum spec_priority priority;
 	char *team;            /* owned or NULL */
 	unsigned restart_max;
@@ -111,6 +130,14 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb);
  * whole seconds), gpu_model "*" for any. spec_from_json of it gives back an
  * equal spec. */
 json_t *spec_to_json(const struct job_spec *spec);
+
+/* spec_label_valid: whether key and value make a label, for the spec and
+ * for an agent's --label: KEY is [A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}, VALUE is
+ * [A-Za-z0-9_.-]{0,63} (may be empty). */
+bool spec_label_valid(const char *key, const char *value);
+/* spec_name_valid: whether s is a name as name, team and pool take:
+ * [a-z0-9][a-z0-9_.-]{0,62}. */
+bool spec_name_valid(const char *s);
 
 /* spec_release frees what spec owns and leaves it empty (safe to call twice). */
 void spec_release(struct job_spec *spec);

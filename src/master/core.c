@@ -107,22 +107,57 @@ void core_save_task(struct master *m, struct task *t)
 	put_doc(m, STORE_TASK, key, d);
 }
 
+void core_node_set_labels(struct node *n, const json_t *obj)
+{
+	const char *key;
+	json_t *v;
+
+	for (size_t i = 0; i < n->nlabels; i++) {
+		free(n->labels[i].key);
+		free(n->labels[i].value);
+	}
+	free(n->labels);
+	n->labels = NULL;
+	n->nlabels = 0;
+	if (!json_is_object(obj))
+		return;
+	n->labels = xcalloc(json_object_size(obj) + 1, sizeof(*n->labels));
+	json_object_foreach((json_t *)obj, key, v) {
+		if (!json_is_string(v))
+			continue;
+		n->labels[n->nlabels].key = xstrdup(key);
+		n->labels[n->nlabels++].value = xstrdup(json_string_value(v));
+	}
+}
+
+json_t *core_node_labels_json(const struct node *n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < n->nlabels; i++)
+		json_object_set_new(o, n->labels[i].key, json_string(n->labels[i].value));
+	return o;
+}
+
 void core_save_node(struct master *m, struct node *n)
 {
 	json_t *gpus = json_array();
 
 	for (size_t i = 0; i < n->ngpus; i++)
-		json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:I}", "index",
+		json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:I, s:i}", "index",
 						      (int)n->gpus[i].index, "model",
 						      str_or_null(n->gpus[i].model), "uuid",
 						      str_or_null(n->gpus[i].uuid), "memory",
-						      (json_int_t)n->gpus[i].memory));
+						      (json_int_t)n->gpus[i].memory, "island",
+						      (int)n->gpus[i].island));
 	put_doc(m, STORE_NODE, n->name,
-		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I}", "name", n->name,
-			  "addr", str_or_null(n->addr), "iface", str_or_null(n->iface), "ports",
-			  (int)n->port_lo, (int)n->port_hi, "state", (int)n->state, "cpus_milli",
-			  (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory, "gpus", gpus,
-			  "last_seen", (json_int_t)n->last_seen, "rev", (json_int_t)n->rev));
+		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I, s:s, s:o}", "name",
+			  n->name, "addr", str_or_null(n->addr), "iface", str_or_null(n->iface),
+			  "ports", (int)n->port_lo, (int)n->port_hi, "state", (int)n->state,
+			  "cpus_milli", (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory,
+			  "gpus", gpus, "last_seen", (json_int_t)n->last_seen, "rev",
+			  (json_int_t)n->rev, "pool", n->pool ? n->pool : "default", "labels",
+			  core_node_labels_json(n)));
 }
 
 void core_save_token(struct master *m, const struct token *t)
@@ -303,7 +338,15 @@ static int load_node(void *ctx, const char *key, const char *text)
 		n->gpus[i].model = get_str(v, "model");
 		n->gpus[i].uuid = get_str(v, "uuid");
 		n->gpus[i].memory = get_u64(v, "memory");
+		/* nodes stored before islands: each GPU its own */
+		n->gpus[i].island = json_is_integer(json_object_get(v, "island"))
+					    ? (unsigned)get_int(v, "island")
+					    : n->gpus[i].index;
 	}
+	n->pool = get_str(d, "pool");
+	if (!n->pool)
+		n->pool = xstrdup("default");
+	core_node_set_labels(n, json_object_get(d, "labels"));
 	json_decref(d);
 	if (!n->name)
 		return YERR(IO);
@@ -444,6 +487,8 @@ void core_clear(struct master *m)
 		free(n->name);
 		free(n->addr);
 		free(n->iface);
+		core_node_set_labels(n, NULL);
+		free(n->pool);
 		free(n);
 	}
 	for (size_t i = 0; i < m->ntokens; i++) {

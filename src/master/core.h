@@ -86,6 +86,13 @@ struct gpu_info {
 	unsigned index;
 	char *model, *uuid;     /* owned */
 	uint64_t memory;
+	unsigned island;        /* NVLink/PCIe island id as the agent reported it
+	                         * (its index when it did not) */
+};
+
+/* A node label, KEY=VALUE, from the agent's --label. */
+struct node_label {
+	char *key, *value;      /* owned */
 };
 
 struct node {
@@ -99,6 +106,9 @@ struct node {
 	uint64_t last_seen;     /* wall clock, microseconds */
 	uint64_t lease_until;   /* mono_ms deadline */
 	uint64_t rev;           /* revision of the node's desired state */
+	char *pool;             /* owned; never NULL once registered or loaded ("default") */
+	struct node_label *labels; /* owned */
+	size_t nlabels;
 };
 
 struct master {
@@ -158,6 +168,11 @@ int core_batch_open(struct master *m);
 void core_save_job(struct master *m, struct job *j);
 void core_save_task(struct master *m, struct task *t);
 void core_save_node(struct master *m, struct node *n);
+/* core_node_set_labels replaces n's labels by the object obj (KEY -> string
+ * VALUE; other values and NULL give none); core_node_labels_json is the
+ * object back (new reference). */
+void core_node_set_labels(struct node *n, const json_t *obj);
+json_t *core_node_labels_json(const struct node *n);
 void core_save_token(struct master *m, const struct token *t);
 void core_save_meta(struct master *m, const char *key, const char *value);
 

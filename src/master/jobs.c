@@ -115,6 +115,17 @@ static void job_new_attempt_tasks(struct master *m, struct job *j)
 
 static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus);
 
+/* The spec's placement labels as the scheduler takes them (caller frees the
+ * array; the strings stay the spec's). */
+static struct sched_label *spec_sched_labels(const struct job_spec *spec)
+{
+	struct sched_label *l = xcalloc(spec->nlabels + 1, sizeof(*l));
+
+	for (size_t i = 0; i < spec->nlabels; i++)
+		l[i] = (struct sched_label){ spec->labels[i].key, spec->labels[i].value };
+	return l;
+}
+
 int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
 		struct job **out, struct errbuf *eb)
 {
@@ -170,7 +181,9 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 		struct sched_gpu **gp = xcalloc(m->nnodes, sizeof(*gp));
 		struct sched_task *st = xcalloc(spec->nroles + 1, sizeof(*st));
 		struct sched_job sj = { .tasks = st, .ntasks = spec->nroles,
-					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model };
+					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model,
+					.gpu_memory = spec->gpu_memory, .pool = spec->pool,
+					.labels = spec_sched_labels(spec), .nlabels = spec->nlabels };
 		char field[160], msg[512];
 		int bad;
 
@@ -185,8 +198,11 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 			st[r].memory = spec->roles[r].memory;
 		}
 		bad = sched_check_feasible(sn, m->nnodes, &sj, field, sizeof(field), msg, sizeof(msg));
-		for (size_t i = 0; i < m->nnodes; i++)
+		for (size_t i = 0; i < m->nnodes; i++) {
 			free(gp[i]);
+			free((void *)sn[i].labels);
+		}
+		free((void *)sj.labels);
 		free(gp);
 		free(sn);
 		free(st);
@@ -417,9 +433,17 @@ void jobs_restore_leases(struct master *m)
 
 /* ---- scheduling ---- */
 
-/* sn describes n whole, every GPU free; sched_account_use subtracts what runs. */
+/* sn describes n whole, every GPU free; sched_account_use subtracts what runs.
+ * sn->labels is allocated: the caller frees it. */
 static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus)
 {
+	struct sched_label *labels = xcalloc(n->nlabels + 1, sizeof(*labels));
+
+	for (size_t i = 0; i < n->nlabels; i++)
+		labels[i] = (struct sched_label){ n->labels[i].key, n->labels[i].value };
+	sn->labels = labels;
+	sn->nlabels = n->nlabels;
+	sn->pool = n->pool;
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
 	sn->gpus = gpus;
@@ -432,6 +456,8 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 		gpus[g].index = n->gpus[g].index;
 		gpus[g].model = n->gpus[g].model;
 		gpus[g].free = true;
+		gpus[g].island = n->gpus[g].island;
+		gpus[g].memory = n->gpus[g].memory;
 	}
 }
 
@@ -742,7 +768,10 @@ void jobs_schedule(struct master *m)
 		sj[nq] = (struct sched_job){ .id = j->id, .priority = (int)j->priority,
 					     .submitted_at = j->submitted_at, .tasks = tasks,
 					     .ntasks = k, .max_nodes = j->spec->max_nodes,
-					     .gpu_model = j->spec->gpu_model };
+					     .gpu_model = j->spec->gpu_model,
+					     .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
+					     .labels = spec_sched_labels(j->spec),
+					     .nlabels = j->spec->nlabels };
 		qj[nq++] = j;
 	}
 	if (full && nq && m->policy.policy != SCHED_POLICY_GREEDY)
@@ -780,10 +809,13 @@ void jobs_schedule(struct master *m)
 	m->nfresh = 0;
 	for (size_t i = 0; i < nq; i++) {
 		free((void *)sj[i].tasks);
+		free((void *)sj[i].labels);
 		free(jt[i]);
 	}
-	for (size_t i = 0; i < m->nnodes; i++)
+	for (size_t i = 0; i < m->nnodes; i++) {
 		free(gp[i]);
+		free((void *)sn[i].labels);
+	}
 	free(gp);
 	free(sn);
 	free(sj);
@@ -852,6 +884,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	const json_t *cpus = json_object_get(body, "cpus");
 	const json_t *ports = json_object_get(body, "ports");
 	const char *iface = json_string_value(json_object_get(body, "iface"));
+	const json_t *pool = json_object_get(body, "pool"), *labels = json_object_get(body, "labels");
 	json_int_t port_lo = 30000, port_hi = 32000;
 	struct node *n;
 	size_t i;
@@ -883,10 +916,31 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		return error_field(eb, YERR(BAD_REQUEST), "iface",
 				   "iface: expected an interface name of at most 15 characters");
 	json_array_foreach(gpus, i, g) {
+		const json_t *isl = json_object_get(g, "island");
 		if (!json_is_object(g) || !json_is_integer(json_object_get(g, "index")) ||
 		    json_integer_value(json_object_get(g, "index")) < 0)
 			return error_field(eb, YERR(BAD_REQUEST), "gpus",
 					   "gpus: each entry needs an integer index >= 0");
+		if (isl && !json_is_null(isl) &&
+		    (!json_is_integer(isl) || json_integer_value(isl) < 0 ||
+		     json_integer_value(isl) > INT_MAX))
+			return error_field(eb, YERR(BAD_REQUEST), "gpus",
+					   "gpus: island must be an integer >= 0");
+	}
+	if (pool && !json_is_null(pool) && !spec_name_valid(json_string_value(pool)))
+		return error_field(eb, YERR(BAD_REQUEST), "pool",
+				   "pool: expected [a-z0-9][a-z0-9_.-]{0,62}");
+	if (labels && !json_is_null(labels)) {
+		const char *key;
+		json_t *v;
+		if (!json_is_object(labels) || json_object_size(labels) > SPEC_MAX_LABELS)
+			return error_field(eb, YERR(BAD_REQUEST), "labels",
+					   "labels: expected an object of at most %d KEY: VALUE",
+					   SPEC_MAX_LABELS);
+		json_object_foreach((json_t *)labels, key, v)
+			if (!json_is_string(v) || !spec_label_valid(key, json_string_value(v)))
+				return error_field(eb, YERR(BAD_REQUEST), "labels",
+						   "labels: '%s' is not a valid label", key);
 	}
 	n = core_node(m, name);
 	if (!n) {
@@ -917,7 +971,12 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		set_str(&n->gpus[i].model, json_string_value(json_object_get(g, "model")));
 		set_str(&n->gpus[i].uuid, json_string_value(json_object_get(g, "uuid")));
 		n->gpus[i].memory = json_u64(g, "memory");
+		n->gpus[i].island = json_is_integer(json_object_get(g, "island"))
+					    ? (unsigned)json_integer_value(json_object_get(g, "island"))
+					    : n->gpus[i].index;
 	}
+	set_str(&n->pool, json_is_string(pool) ? json_string_value(pool) : "default");
+	core_node_set_labels(n, labels);
 	if (n->state == NODE_LOST)
 		n->state = NODE_READY;
 	n->rev++;
@@ -1150,12 +1209,12 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		}
 		if (json_is_null(job))
 			free_gpus++;
-		json_array_append_new(gpus, json_pack("{s:i, s:o, s:I, s:o, s:o}", "index",
+		json_array_append_new(gpus, json_pack("{s:i, s:o, s:I, s:o, s:o, s:i}", "index",
 						      (int)n->gpus[g].index, "model",
 						      n->gpus[g].model ? json_string(n->gpus[g].model) : json_null(),
 						      "memory", (json_int_t)n->gpus[g].memory, "uuid",
 						      n->gpus[g].uuid ? json_string(n->gpus[g].uuid) : json_null(),
-						      "job", job));
+						      "job", job, "island", (int)n->gpus[g].island));
 	}
 	for (size_t i = 0; i < m->ntasks; i++) {
 		const struct task *t = m->tasks[i];
@@ -1164,14 +1223,16 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
-	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I}",
+	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I, "
+			 "s:s, s:o}",
 			 "name", n->name, "state", node_state_name(n->state), "addr",
 			 n->addr ? json_string(n->addr) : json_null(), "iface",
 			 n->iface ? json_string(n->iface) : json_null(), "ports", (int)n->port_lo,
 			 (int)n->port_hi, "cpus", n->cpus_milli / 1000.0,
 			 "memory", (json_int_t)n->memory, "gpus", gpus, "free", "gpus", (int)free_gpus,
 			 "cpus_milli", (json_int_t)cpus, "memory", (json_int_t)mem, "last_seen",
-			 (json_int_t)n->last_seen);
+			 (json_int_t)n->last_seen, "pool", n->pool ? n->pool : "default", "labels",
+			 core_node_labels_json(n));
 }
 
 static char *param_string(const json_t *v)

@@ -5,13 +5,12 @@
  * comes back.
  *
  * Policy (for now): jobs in order of priority (high first), then age
- * (submitted_at, then id); each job is placed as a gang (every task or none),
- * with whole GPUs, first fit, preferring nodes the job already uses so that it
- * spans as few nodes as possible. A job that does not fit is skipped (later
- * jobs may still start) and gets a reason {code, message} and its position
- * among the waiting jobs. Nodes that are not schedulable (draining, lost) get
- * nothing. placement.max_nodes and gpu_model are respected; two tasks never
- * share a GPU.
+ * (submitted_at, then id); each job is placed as a gang (every task or none)
+ * by place.h: whole GPUs, fewest nodes, then fewest NVLink/PCIe islands, then
+ * best fit, within the job's pool and labels, GPU model and GPU memory. A job
+ * that does not fit is skipped (later jobs may still start) and gets a reason
+ * {code, message} and its position among the waiting jobs. Nodes that are not
+ * schedulable (draining, lost) get nothing. Two tasks never share a GPU.
  *
  * Ownership: the input is borrowed and not modified; the plan owns its arrays
  * and is freed with sched_plan_release().
@@ -27,6 +26,16 @@ struct sched_gpu {
 	unsigned index;      /* the node's GPU index (CUDA order) */
 	const char *model;   /* borrowed; may be NULL */
 	bool free;           /* not held by any task */
+	/* placement: */
+	unsigned island;     /* NVLink/PCIe island id within the node (GPUs that share
+	                      * one talk fastest); any numbering, equal = same island */
+	uint64_t memory;     /* bytes; 0 = unknown (meets no gpu_memory demand) */
+};
+
+/* A label: key=value, as an agent's --label or a job's placement.labels. */
+struct sched_label {
+	const char *key;     /* borrowed */
+	const char *value;   /* borrowed */
 };
 
 struct sched_node {
@@ -38,6 +47,10 @@ struct sched_node {
 	uint64_t memory;         /* capacity in bytes; 0 = unknown (no limit) */
 	uint64_t free_cpus_milli;
 	uint64_t free_memory;
+	/* placement: */
+	const char *pool;        /* borrowed; NULL = "default" */
+	const struct sched_label *labels; /* borrowed */
+	size_t nlabels;
 };
 
 /* One task of a job: what it needs on one node. */
@@ -57,6 +70,11 @@ struct sched_job {
 	size_t ntasks;
 	unsigned max_nodes;      /* 0 = no limit */
 	const char *gpu_model;   /* NULL or "*" = any model */
+	/* placement: */
+	uint64_t gpu_memory;     /* minimum bytes per GPU; 0 = any */
+	const char *pool;        /* NULL = "default"; only nodes of this pool */
+	const struct sched_label *labels; /* borrowed; every one must be on the node */
+	size_t nlabels;
 };
 
 struct sched_input {
@@ -81,7 +99,8 @@ struct sched_wait {
 	size_t job;              /* index into input jobs */
 	unsigned position;       /* 1 = next in line */
 	char code[32];           /* insufficient_gpus, insufficient_cpus, insufficient_memory,
-	                          * no_nodes, too_many_nodes, gpu_model */
+	                          * no_nodes, too_many_nodes, gpu_model, gpu_memory, pool,
+	                          * labels */
 	char message[256];
 };
 

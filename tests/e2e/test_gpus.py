@@ -98,3 +98,59 @@ def test_no_gpu_shared_over_time():
                 if a[4] < b[4] and a[0] == b[0] and a[1] == b[1]:
                     overlap = a[2] < b[3] and b[2] < a[3]
                     check(not overlap, f"jobs {a[4]} and {b[4]} held {a[0]} GPU {a[1]} at the same time")
+
+
+def test_gpus_placement_pools_labels_islands():
+    """Agents' --pool and --label and their GPU islands reach the master; jobs
+    go to their pool and labels; a job's GPUs stay in one island and small
+    jobs fill the smallest block that fits."""
+    with cluster("place") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:8", extra=["--label", "net=ib"])
+        c.start_agent("n2", gpus="sim:8:SIM-H100", extra=["--pool", "batch", "--label", "net=eth"])
+        nodes = {n["name"]: n for n in c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"]}
+        check_eq((nodes["n1"]["pool"], nodes["n1"]["labels"]), ("default", {"net": "ib"}), "n1 pool and labels")
+        check_eq((nodes["n2"]["pool"], nodes["n2"]["labels"]), ("batch", {"net": "eth"}), "n2 pool and labels")
+        check_eq([g["island"] for g in nodes["n1"]["gpus"]], [0, 0, 0, 0, 4, 4, 4, 4], "n1 GPU islands")
+        r = c.cli("nodes", check_rc=0).stdout.decode()
+        check("batch" in r and "net=eth" in r, f"nodes table shows pool and labels: {r!r}")
+
+        # refused at submit: no node could ever hold them
+        for extra, field in (({"pool": "nowhere"}, "pool"),
+                             ({"placement": {"labels": {"net": "eth"}}}, "placement.labels"),
+                             ({"placement": {"gpu_memory": "100GiB"}}, "placement.gpu_memory")):
+            status, doc = c.api.submit(spec(["/bin/true"], gpus=1, **extra))
+            check_eq((status, doc["error"]["field"]), (400, field), f"submit with {extra}")
+
+        hold = ["/bin/sh", "-c", "echo $CUDA_VISIBLE_DEVICES; sleep 60"]
+        _, batch = c.api.submit(spec(hold, name="b", gpus=4, pool="batch"))
+        _, small = c.api.submit(spec(hold, name="s", gpus=2, placement={"labels": {"net": "ib"}}))
+        running = lambda i: c.api.job(i)["state"] == "running"
+        wait_until(lambda: running(batch["id"]) and running(small["id"]), 60, "two jobs running")
+        _, big = c.api.submit(spec(hold, name="g", gpus=4))
+        wait_until(lambda: running(big["id"]), 60, "the 4-GPU job running")
+        _, small2 = c.api.submit(spec(hold, name="s2", gpus=2))
+        wait_until(lambda: running(small2["id"]), 60, "the second 2-GPU job running")
+        t = {k: c.api.job(j["id"])["tasks"][0] for k, j in
+             (("batch", batch), ("small", small), ("big", big), ("small2", small2))}
+        check_eq(t["batch"]["node"], "n2", "node of the batch-pool job")
+        check_eq(len({g // 4 for g in t["batch"]["gpus"]}), 1, "the batch job's GPUs in one island")
+        check_eq(t["small"]["node"], "n1", "node of the net=ib job")
+        check_eq((t["big"]["node"], sorted(t["big"]["gpus"])), ("n1", [4, 5, 6, 7]),
+                 "the 4-GPU job takes the whole free island")
+        check_eq((t["small2"]["node"], sorted(t["small2"]["gpus"] + t["small"]["gpus"])),
+                 ("n1", [0, 1, 2, 3]), "the 2-GPU jobs share the other island")
+        for j in (batch, small, big, small2):
+            c.api.json("POST", f"/v1/jobs/{j['id']}/cancel", expect=200)
+        for j in (batch, small, big, small2):
+            c.api.wait_job(j["id"])
+        # what the agents reported survives a master restart (read from the store)
+        for a in ("n1", "n2"):
+            c.agents[a].stop()
+        c.master.stop()
+        c.start_master()
+        nodes = {n["name"]: n for n in c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"]}
+        check_eq((nodes["n2"]["pool"], nodes["n2"]["labels"]), ("batch", {"net": "eth"}),
+                 "n2 pool and labels after a master restart")
+        check_eq([g["island"] for g in nodes["n1"]["gpus"]], [0, 0, 0, 0, 4, 4, 4, 4],
+                 "n1 GPU islands after a master restart")

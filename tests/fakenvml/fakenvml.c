@@ -1,6 +1,8 @@
 /*
  * A fake libnvidia-ml.so.1 for tests: FAKE_NVML_GPUS (env) devices named
- * "FAKE-GPU", 16 GiB each, uuid GPU-fake-I, minor number I.
+ * "FAKE-GPU", 16 GiB each, uuid GPU-fake-I, minor number I. Pairs of GPUs
+ * (0-1, 2-3, ...) share a PCIe switch (nvmlDeviceGetTopologyCommonAncestor
+ * says SINGLE, else SYSTEM); there is no NVLink (no nvmlDeviceGetP2PStatus).
  */
 #include "base/compat.h"
 
@@ -27,6 +29,7 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int len);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem);
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t dev, unsigned int *minor);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u);
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *level);
 
 static int inited;
 
@@ -118,5 +121,14 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *
 		return NVML_ERROR_INVALID_ARGUMENT;
 	u->gpu = 0;
 	u->memory = 0;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t a, nvmlDevice_t b, int *level)
+{
+	int i = dev_index(a), k = dev_index(b);
+	if (i < 0 || k < 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*level = i == k ? 0 : i / 2 == k / 2 ? 10 : 50; /* INTERNAL, SINGLE, SYSTEM */
 	return NVML_SUCCESS;
 }

@@ -27,6 +27,12 @@ static void test_sim(void **state)
 	assert_string_equal(l.gpus[2].uuid, "GPU-sim-n1-2");
 	assert_int_equal(l.gpus[1].memory, 80ULL << 30);
 	gpu_list_release(&l);
+	/* islands of 4 */
+	assert_int_equal(gpu_discover("sim:8", "n1", &l, &eb), 0);
+	assert_int_equal(l.gpus[3].island, 0);
+	assert_int_equal(l.gpus[4].island, 4);
+	assert_int_equal(l.gpus[7].island, 4);
+	gpu_list_release(&l);
 	assert_int_equal(gpu_discover("sim:2:SIM-A100", "n2", &l, &eb), 0);
 	assert_int_equal(l.n, 2);
 	assert_string_equal(l.gpus[0].model, "SIM-A100");
@@ -50,7 +56,13 @@ static void test_fake_nvml(void **state)
 	assert_string_equal(l.gpus[3].uuid, "GPU-fake-3");
 	assert_int_equal(l.gpus[3].memory, 16ULL << 30);
 	assert_int_equal(gpu_minor(&l, 3), 3);
+	/* the fake puts pairs under one PCIe switch */
+	assert_int_equal(l.gpus[0].island, 0);
+	assert_int_equal(l.gpus[1].island, 0);
+	assert_int_equal(l.gpus[2].island, 2);
+	assert_int_equal(l.gpus[3].island, 2);
 	json_t *j = gpu_list_to_json(&l);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(j, 3), "island")), 2);
 	assert_int_equal(json_array_size(j), 4);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(j, 1), "uuid")), "GPU-fake-1");
 	json_decref(j);

@@ -324,6 +324,26 @@ static const struct bad_case bad_cases[] = {
 		"placement.gpu: unknown field" },
 	{ BASE "tasks: {worker: {}}\nplacement: {gpu_modl: A100}", "placement.gpu_modl",
 		"placement.gpu_modl: unknown field (did you mean 'gpu_model'?)" },
+	{ BASE "tasks: {worker: {}}\nplacement: {gpu_memory: lots}", "placement.gpu_memory",
+		"placement.gpu_memory: expected a size such as 40GiB, got \"lots\"" },
+	{ BASE "tasks: {worker: {}}\nplacement: {gpu_memory: 1024}", "placement.gpu_memory",
+		"placement.gpu_memory: expected a size of at least 1MiB, got 1024" },
+	{ BASE "tasks: {worker: {}}\nplacement: {gpu_memroy: 1GiB}", "placement.gpu_memroy",
+		"placement.gpu_memroy: unknown field (did you mean 'gpu_memory'?)" },
+	{ BASE "tasks: {worker: {}}\nplacement: {labels: [ib]}", "placement.labels",
+		"placement.labels: expected a mapping of label names to values, got [\"ib\"]" },
+	{ BASE "tasks: {worker: {}}\nplacement: {labels: {net: 'a b'}}", "placement.labels.net",
+		"placement.labels.net: expected a value of letters, digits, '-', '_' and '.' "
+		"(at most 63), got \"a b\"" },
+	{ BASE "tasks: {worker: {}}\nplacement: {labels: {net: null}}", "placement.labels.net",
+		"placement.labels.net: expected a value of letters, digits, '-', '_' and '.' "
+		"(at most 63), got null" },
+	{ BASE "tasks: {worker: {}}\nplacement: {labels: {-net: ib}}", "placement.labels",
+		"placement.labels: label name \"-net\": expected letters, digits, '-', '_', '.' and '/' "
+		"(at most 63, starting with a letter or digit)" },
+	{ BASE "tasks: {worker: {}}\npool: Batch", "pool",
+		"pool: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"Batch\"" },
 	{ "nmae: x\n" BASE "tasks: {worker: {}}", "nmae",
 		"nmae: unknown field (did you mean 'name'?)" },
 	{ "zzzzzz: x\n" BASE "tasks: {worker: {}}", "zzzzzz", "zzzzzz: unknown field" },
@@ -439,8 +459,9 @@ static void test_defaults(void **state)
 		" \"tasks\": {\"worker\": {\"replicas\": 1, \"gpus\": 0, \"cpus\": 1, \"memory\": null,"
 		" \"pids\": 4096, \"command\": null}},"
 		" \"data\": null, \"placement\": {\"gpu_model\": \"*\", \"max_nodes\": null,"
-		" \"wait_for_nodes\": false}, \"preemption\": {\"grace\": 30, \"preemptible\": true},"
-		" \"priority\": \"normal\", \"team\": null,"
+		" \"wait_for_nodes\": false, \"gpu_memory\": null, \"labels\": {}},"
+		" \"preemption\": {\"grace\": 30, \"preemptible\": true},"
+		" \"pool\": \"default\", \"priority\": \"normal\", \"team\": null,"
 		" \"restart\": {\"max\": 0}, \"timeout\": null}");
 	json_decref(canon);
 	spec_release(&spec);
@@ -555,6 +576,49 @@ static void test_full_spec(void **state)
 	assert_json_equal(spec.env, "{\"OMP_NUM_THREADS\": \"2\", \"MODE\": \"fast\","
 				    " \"RATIO\": \"0.25\", \"ON\": \"true\"}");
 	spec_release(&spec);
+}
+
+static void test_placement_fields(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec spec, again;
+	json_t *canon;
+
+	parse_ok(BASE "tasks: {w: {gpus: 2}}\npool: research\n"
+		 "placement: {gpu_memory: 40GiB, labels: {net: ib, rack: 3, nvlink: true}}\n",
+		 &spec);
+	assert_string_equal(spec.pool, "research");
+	assert_int_equal(spec.gpu_memory, 40ULL << 30);
+	assert_int_equal(spec.nlabels, 3);
+	assert_string_equal(spec.labels[0].key, "net");
+	assert_string_equal(spec.labels[0].value, "ib");
+	assert_string_equal(spec.labels[1].value, "3");
+	assert_string_equal(spec.labels[2].value, "true");
+	canon = spec_to_json(&spec);
+	assert_json_equal(json_object_get(canon, "placement"),
+			  "{\"gpu_model\": \"*\", \"max_nodes\": null, \"wait_for_nodes\": false,"
+			  " \"gpu_memory\": 42949672960,"
+			  " \"labels\": {\"net\": \"ib\", \"rack\": \"3\", \"nvlink\": \"true\"}}");
+	assert_string_equal(json_string_value(json_object_get(canon, "pool")), "research");
+	assert_int_equal(spec_from_json(canon, &again, &eb), 0);
+	assert_int_equal(again.gpu_memory, spec.gpu_memory);
+	assert_int_equal(again.nlabels, 3);
+	assert_string_equal(again.pool, "research");
+	json_decref(canon);
+	spec_release(&again);
+	spec_release(&spec);
+
+	/* the default pool by name is the same as none */
+	parse_ok(BASE "tasks: {w: }\npool: default\n", &spec);
+	assert_null(spec.pool);
+	spec_release(&spec);
+
+	assert_true(spec_label_valid("topology.kubernetes.io/zone", "eu-1a"));
+	assert_true(spec_label_valid("gpu", ""));
+	assert_false(spec_label_valid("", "x"));
+	assert_false(spec_label_valid("a", "b/c"));
+	assert_false(spec_label_valid("a=b", "c"));
+	(void)state;
 }
 
 static void test_round_trip(void **state)
@@ -729,6 +793,7 @@ int main(void)
 		cmocka_unit_test(test_nul_in_json_strings),
 		cmocka_unit_test(test_full_spec),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_placement_fields),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_expand_argv),

@@ -37,7 +37,7 @@ static void test_gang_all_or_nothing(void **state)
 	assert_int_equal(p.nwaits, 1);
 	assert_string_equal(p.waits[0].code, "insufficient_gpus");
 	assert_string_equal(p.waits[0].message,
-			    "needs 2 GPUs on one node for worker/2; most free on a node is 0 (n1)");
+			    "needs 6 GPUs on <=3 nodes; largest free block is 2 on node n1");
 	sched_plan_release(&p);
 	(void)state;
 }

@@ -1,0 +1,150 @@
+/*
+ * One scheduling pass at scale: 10,000 nodes of 8 GPUs (islands of 4, a
+ * third of the nodes partly used, a tenth in a second pool, two GPU models)
+ * and 100,000 queued jobs of mixed gang sizes (1-64 GPUs, as one task per
+ * GPU or one task per node; a few ask for a model, GPU memory, a label or the
+ * other pool). Times sched_plan() alone and prints placements per second
+ * (jobs decided, started or told why not, per second of the pass), the jobs
+ * and GPUs started, and the pass latency. Targets: >= 100,000 placements/s,
+ * a pass under 1 s (release build).
+ *
+ * usage: sched [NODES] [JOBS] [SEED]
+ */
+#include "base/compat.h"
+
+#include "base/clock.h"
+#include "base/xalloc.h"
+#include "sched/sched.h"
+
+#define GPUS_PER_NODE 8
+#define GIB ((uint64_t)1 << 30)
+
+static uint64_t rng_state;
+
+/* xorshift64*: deterministic for a seed */
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ULL;
+}
+
+static unsigned pick_gang(void)
+{
+	static const unsigned sizes[] = { 1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4, 4, 4, 6, 8, 8, 8, 12,
+					  16, 16, 24, 32, 48, 64 };
+	return sizes[rnd() % ARRAY_SIZE(sizes)];
+}
+
+int main(int argc, char **argv)
+{
+	size_t nnodes = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
+	size_t njobs = argc > 2 ? strtoul(argv[2], NULL, 10) : 100000;
+	struct sched_node *nodes = xcalloc(nnodes + 1, sizeof(*nodes));
+	struct sched_gpu *gpus = xcalloc(nnodes * GPUS_PER_NODE + 1, sizeof(*gpus));
+	struct sched_job *jobs = xcalloc(njobs + 1, sizeof(*jobs));
+	struct sched_task *tasks;
+	char (*names)[32] = xcalloc(nnodes + 1, sizeof(*names));
+	static const struct sched_label fast[] = { { "net", "ib" } };
+	size_t ntasks = 0, tasks_alloc = njobs * 2, busy_gpus = 0;
+	uint64_t asked_gpus = 0, started_gpus = 0;
+	struct sched_input in;
+	struct sched_plan plan;
+	uint64_t t0, t1;
+
+	rng_state = argc > 3 ? strtoull(argv[3], NULL, 10) : 42;
+	if (!rng_state)
+		rng_state = 42;
+	tasks = xcalloc(tasks_alloc, sizeof(*tasks));
+	for (size_t i = 0; i < nnodes; i++) {
+		struct sched_node *n = &nodes[i];
+		struct sched_gpu *g = &gpus[i * GPUS_PER_NODE];
+		unsigned busy = rnd() % 3 == 0 ? (unsigned)(rnd() % GPUS_PER_NODE) : 0;
+		bool h100 = i % 4 == 3;
+
+		snprintf(names[i], sizeof(names[i]), "gpu-%zu", i + 1);
+		for (unsigned k = 0; k < GPUS_PER_NODE; k++)
+			g[k] = (struct sched_gpu){ .index = k, .model = h100 ? "H100" : "A100",
+						   .free = k >= busy, .island = k / 4,
+						   .memory = (h100 ? 80 : 40) * GIB };
+		busy_gpus += busy;
+		n->name = names[i];
+		n->schedulable = i % 500 != 7; /* a few draining */
+		n->gpus = g;
+		n->ngpus = GPUS_PER_NODE;
+		n->cpus_milli = 128000;
+		n->memory = 1024 * GIB;
+		n->free_cpus_milli = n->cpus_milli - busy * 8000;
+		n->free_memory = n->memory - busy * 64 * GIB;
+		n->pool = i % 10 == 9 ? "batch" : NULL;
+		if (i % 2) {
+			n->labels = fast;
+			n->nlabels = 1;
+		}
+	}
+	for (size_t k = 0; k < njobs; k++) {
+		struct sched_job *j = &jobs[k];
+		unsigned gang = pick_gang();
+		bool per_gpu = rnd() % 2; /* one task per GPU, or per node of 8 */
+		unsigned nt = per_gpu ? gang : (gang + GPUS_PER_NODE - 1) / GPUS_PER_NODE;
+		unsigned r = (unsigned)(rnd() % 100);
+
+		ALLOC_GROW(tasks, ntasks + nt, tasks_alloc);
+		j->id = k + 1;
+		j->priority = (int)(rnd() % 3);
+		j->submitted_at = k;
+		j->ntasks = nt;
+		for (unsigned t = 0, left = gang; t < nt; t++) {
+			unsigned g = per_gpu ? 1 : (left < GPUS_PER_NODE ? left : GPUS_PER_NODE);
+			tasks[ntasks + t] = (struct sched_task){ "worker", t, g, 4000ULL * g, 32 * GIB * g };
+			left -= g;
+		}
+		j->tasks = (const struct sched_task *)(uintptr_t)ntasks; /* fixed up below */
+		ntasks += nt;
+		asked_gpus += gang;
+		if (r < 10)
+			j->pool = "batch";
+		else if (r < 15)
+			j->gpu_model = "H100";
+		else if (r < 18)
+			j->gpu_memory = 48 * GIB;
+		else if (r < 21) {
+			j->labels = fast;
+			j->nlabels = 1;
+		} else if (r < 25)
+			j->max_nodes = (gang + GPUS_PER_NODE - 1) / GPUS_PER_NODE;
+	}
+	for (size_t k = 0; k < njobs; k++)
+		jobs[k].tasks = tasks + (uintptr_t)jobs[k].tasks;
+
+	in = (struct sched_input){ .nodes = nodes, .nnodes = nnodes, .jobs = jobs, .njobs = njobs };
+	t0 = mono_us();
+	sched_plan(&in, &plan);
+	t1 = mono_us();
+
+	size_t started = 0;
+	for (size_t s = 0; s < plan.nstarts; s++) {
+		started_gpus += plan.starts[s].ngpus;
+		if (!s || plan.starts[s].job != plan.starts[s - 1].job)
+			started++;
+	}
+	double secs = (double)(t1 - t0) / 1e6;
+	printf("sched nodes=%zu gpus=%zu busy_gpus=%zu jobs=%zu tasks=%zu asked_gpus=%" PRIu64 "\n",
+	       nnodes, nnodes * GPUS_PER_NODE, busy_gpus, njobs, ntasks, asked_gpus);
+	printf("sched started_jobs=%zu started_gpus=%" PRIu64 " waiting=%zu\n", started,
+	       started_gpus, plan.nwaits);
+	printf("sched pass_ms=%.1f placements_per_s=%.0f (target >= 100000 and pass < 1000 ms) "
+	       "started_jobs_per_s=%.0f\n",
+	       secs * 1e3, (double)njobs / secs, (double)started / secs);
+	if (plan.nwaits)
+		printf("sched first wait: job %" PRIu64 " %s: %s\n", jobs[plan.waits[0].job].id,
+		       plan.waits[0].code, plan.waits[0].message);
+	sched_plan_release(&plan);
+	free(tasks);
+	free(jobs);
+	free(gpus);
+	free(nodes);
+	free(names);
+	return 0;
+}

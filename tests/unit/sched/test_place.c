@@ -1,0 +1,475 @@
+/* Placement (src/sched/place.c): fragmentation, fewest nodes, islands,
+ * constraints, gangs and the reasons a job waits. */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "sched/place.h"
+
+#define MAXN 8
+#define GIB ((uint64_t)1 << 30)
+
+/* A small cluster: node i has ngpus GPUs, the first `busy` of them held. */
+struct cluster {
+	struct sched_node nodes[MAXN];
+	struct sched_gpu gpus[MAXN][16];
+	char names[MAXN][16];
+	size_t n;
+};
+
+static struct sched_node *add(struct cluster *c, unsigned ngpus, unsigned busy, unsigned isl_size)
+{
+	size_t i = c->n++;
+	struct sched_node *n = &c->nodes[i];
+
+	memset(n, 0, sizeof(*n));
+	snprintf(c->names[i], sizeof(c->names[i]), "gpu-%zu", i + 1);
+	for (unsigned g = 0; g < ngpus; g++)
+		c->gpus[i][g] = (struct sched_gpu){ .index = g, .model = "A100", .free = g >= busy,
+						    .island = isl_size ? g / isl_size : g,
+						    .memory = 80 * GIB };
+	n->name = c->names[i];
+	n->schedulable = true;
+	n->gpus = c->gpus[i];
+	n->ngpus = ngpus;
+	n->cpus_milli = n->free_cpus_milli = 64000;
+	n->memory = n->free_memory = 512 * GIB;
+	return n;
+}
+
+/* One job of ntasks tasks of gpus GPUs each. */
+struct onejob {
+	struct sched_task t[64];
+	struct sched_job j;
+};
+
+static struct sched_job *mkjob(struct onejob *o, size_t ntasks, unsigned gpus)
+{
+	memset(o, 0, sizeof(*o));
+	for (size_t i = 0; i < ntasks; i++)
+		o->t[i] = (struct sched_task){ "worker", (unsigned)i, gpus, 1000, GIB };
+	o->j.id = 1;
+	o->j.tasks = o->t;
+	o->j.ntasks = ntasks;
+	return &o->j;
+}
+
+/* Places j alone on c; returns whether it fitted; starts and reason out. */
+static bool place1(struct cluster *c, const struct sched_job *j, struct sched_start *st,
+		   struct sched_wait *why)
+{
+	struct sched_input in = { c->nodes, c->n, NULL, 0, 0 };
+	struct place_state *s = place_state_new(&in);
+	bool ok;
+
+	memset(why, 0, sizeof(*why));
+	ok = place_job(s, j, st, why);
+	place_state_free(s);
+	return ok;
+}
+
+static void free_starts(struct sched_start *st, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(st[i].gpus);
+}
+
+static void test_exact_fit_keeps_empty_node(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+
+	add(&c, 8, 0, 4);
+	add(&c, 8, 4, 4); /* exactly 4 free */
+	add(&c, 8, 0, 4);
+	assert_true(place1(&c, mkjob(&o, 1, 4), st, &why));
+	assert_int_equal(st[0].node, 1);
+	assert_int_equal(st[0].ngpus, 4);
+	assert_int_equal(st[0].gpus[0], 4);
+	free_starts(st, 1);
+	(void)state;
+}
+
+static void test_best_fit_smallest_block(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+
+	add(&c, 8, 2, 0); /* 6 free */
+	add(&c, 8, 5, 0); /* 3 free */
+	add(&c, 8, 6, 0); /* 2 free: too small */
+	add(&c, 8, 0, 0); /* 8 free */
+	assert_true(place1(&c, mkjob(&o, 1, 3), st, &why));
+	assert_int_equal(st[0].node, 1);
+	free_starts(st, 1);
+	(void)state;
+}
+
+static void test_fewest_nodes(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+
+	add(&c, 8, 4, 0); /* 4 free */
+	add(&c, 8, 0, 0); /* 8 free: the whole 8-task job goes here */
+	add(&c, 8, 4, 0);
+	assert_true(place1(&c, mkjob(&o, 8, 1), st, &why));
+	for (size_t i = 0; i < 8; i++)
+		assert_int_equal(st[i].node, 1);
+	free_starts(st, 8);
+
+	/* 16 single-GPU tasks: two nodes, not four */
+	c.n = 0;
+	add(&c, 8, 4, 0);
+	add(&c, 8, 0, 0);
+	add(&c, 8, 4, 0);
+	add(&c, 8, 0, 0);
+	assert_true(place1(&c, mkjob(&o, 16, 1), st, &why));
+	for (size_t i = 0; i < 16; i++)
+		assert_true(st[i].node == 1 || st[i].node == 3);
+	free_starts(st, 16);
+
+	/* 12 GPUs: the full node, then the best-fit 4 for the rest */
+	c.n = 0;
+	add(&c, 8, 0, 0);
+	add(&c, 8, 2, 0); /* 6 free */
+	add(&c, 8, 4, 0); /* 4 free */
+	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
+	for (size_t i = 0; i < 12; i++)
+		assert_int_equal(st[i].node, i < 8 ? 0 : 2);
+	free_starts(st, 12);
+	(void)state;
+}
+
+static void test_no_gpu_twice(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[4];
+	struct sched_wait why;
+	int seen[8] = { 0 };
+
+	add(&c, 8, 1, 4);
+	assert_true(place1(&c, mkjob(&o, 4, 1), st, &why));
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(st[i].task, i);
+		assert_int_not_equal(st[i].gpus[0], 0);
+		assert_int_equal(++seen[st[i].gpus[0]], 1);
+	}
+	free_starts(st, 4);
+	(void)state;
+}
+
+static void test_islands_within_node(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+
+	/* islands {0-3} and {4-7}; GPUs 0 and 1 held: island 0 has 2 free */
+	add(&c, 8, 2, 4);
+	assert_true(place1(&c, mkjob(&o, 1, 2), st, &why));
+	assert_int_equal(st[0].gpus[0], 2); /* the 2-block, leaving island 1 whole */
+	assert_int_equal(st[0].gpus[1], 3);
+	free_starts(st, 1);
+	assert_true(place1(&c, mkjob(&o, 1, 4), st, &why));
+	for (unsigned g = 0; g < 4; g++)
+		assert_int_equal(st[0].gpus[g], 4 + g); /* one island, not 2 + 2 */
+	free_starts(st, 1);
+	(void)state;
+}
+
+static void test_islands_across_nodes(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+
+	/* node 1: 4 free, but 2 in each island; node 2: a whole island free */
+	add(&c, 8, 0, 4);
+	c.gpus[0][0].free = c.gpus[0][1].free = false;
+	c.gpus[0][4].free = c.gpus[0][5].free = false;
+	add(&c, 8, 4, 4); /* GPUs 4-7 free: island 1 whole */
+	add(&c, 8, 0, 4);
+	assert_true(place1(&c, mkjob(&o, 1, 4), st, &why));
+	assert_int_equal(st[0].node, 1);
+	assert_int_equal(st[0].gpus[0], 4);
+	free_starts(st, 1);
+
+	/* a node whose islands are 2 GPUs: 4 GPUs can only take 2 islands there,
+	 * which is as few as it could ever give: best fit still applies */
+	c.n = 0;
+	add(&c, 8, 4, 2); /* 4 free: islands {4,5} {6,7} */
+	add(&c, 8, 0, 4);
+	assert_true(place1(&c, mkjob(&o, 1, 4), st, &why));
+	assert_int_equal(st[0].node, 0);
+	free_starts(st, 1);
+	(void)state;
+}
+
+static void test_gpu_model_and_memory(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+	struct sched_job *j;
+
+	add(&c, 4, 0, 0);
+	add(&c, 8, 0, 0);
+	for (unsigned g = 0; g < 8; g++) {
+		c.gpus[1][g].model = "H100";
+		c.gpus[1][g].memory = 40 * GIB;
+	}
+	j = mkjob(&o, 1, 2);
+	j->gpu_model = "H100";
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 1);
+	free_starts(st, 1);
+
+	j->gpu_memory = 80 * GIB;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "gpu_memory");
+	assert_string_equal(why.message, "needs GPUs with >= 81920 MiB each; no ready node has them");
+
+	j->gpu_model = "*";
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 0);
+	free_starts(st, 1);
+
+	j->gpu_model = "B200";
+	j->gpu_memory = 0;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "gpu_model");
+	assert_string_equal(why.message, "needs GPU model 'B200'; no ready node has it");
+	(void)state;
+}
+
+static void test_labels_and_pools(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+	struct sched_label ib[] = { { "net", "ib" } }, rack[] = { { "net", "ib" }, { "rack", "r2" } };
+	struct sched_label want[] = { { "net", "ib" }, { "rack", "r2" } };
+	struct sched_node *n;
+	struct sched_job *j = mkjob(&o, 1, 1);
+
+	add(&c, 8, 0, 0); /* pool default, no labels */
+	n = add(&c, 8, 0, 0);
+	n->labels = ib;
+	n->nlabels = 1;
+	n = add(&c, 8, 0, 0);
+	n->labels = rack;
+	n->nlabels = 2;
+	n->pool = "research";
+
+	j->labels = want;
+	j->nlabels = 1; /* net=ib */
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 1);
+	free_starts(st, 1);
+
+	j->nlabels = 2; /* net=ib, rack=r2: only on the research node */
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "labels");
+	assert_string_equal(why.message, "no ready node in pool 'default' has labels net=ib, rack=r2");
+
+	j->pool = "research";
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 2);
+	free_starts(st, 1);
+
+	j->nlabels = 0;
+	j->pool = "batch";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "pool");
+	assert_string_equal(why.message, "no ready node in pool 'batch'");
+
+	/* the default pool never spills into another pool */
+	c.nodes[0].schedulable = c.nodes[1].schedulable = false;
+	j->pool = NULL;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "pool");
+	(void)state;
+}
+
+static void test_gang_leaves_state_unchanged(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob big, small;
+	struct sched_start st[8];
+	struct sched_wait why;
+	struct sched_input in;
+	struct place_state *s;
+
+	add(&c, 8, 2, 0); /* 6 free */
+	add(&c, 8, 2, 0); /* 6 free */
+	add(&c, 8, 4, 0); /* 4 free */
+	in = (struct sched_input){ c.nodes, c.n, NULL, 0, 0 };
+	s = place_state_new(&in);
+	/* 12 GPUs in 3 tasks of 4 on at most 2 nodes: every node holds one */
+	mkjob(&big, 3, 4);
+	big.j.max_nodes = 2;
+	assert_false(place_job(s, &big.j, st, &why));
+	assert_string_equal(why.code, "too_many_nodes");
+	/* either 6-block may be named: ties go to whichever the buckets list first */
+	assert_memory_equal(why.message, "needs 12 GPUs on <=2 nodes; largest free block is 6 on node gpu-",
+			    strlen("needs 12 GPUs on <=2 nodes; largest free block is 6 on node gpu-"));
+	/* nothing was kept: 6, 6 and 4 still fit */
+	assert_true(place_job(s, mkjob(&small, 1, 6), st, &why));
+	free_starts(st, 1);
+	assert_true(place_job(s, mkjob(&small, 1, 6), st, &why));
+	free_starts(st, 1);
+	assert_true(place_job(s, mkjob(&small, 1, 4), st, &why));
+	free_starts(st, 1);
+	assert_false(place_job(s, mkjob(&small, 1, 1), st, &why));
+	assert_string_equal(why.code, "insufficient_gpus");
+	assert_string_equal(why.message, "needs 1 GPUs on one node; largest free block is 0");
+	place_state_free(s);
+	(void)state;
+}
+
+static void test_reason_texts(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[2];
+	struct sched_wait why;
+	struct sched_job *j = mkjob(&o, 2, 8);
+
+	add(&c, 8, 4, 0);
+	add(&c, 8, 6, 0);
+	add(&c, 8, 2, 0); /* gpu-3: 6 free */
+	j->max_nodes = 2;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "insufficient_gpus");
+	assert_string_equal(why.message, "needs 16 GPUs on <=2 nodes; largest free block is 6 on node gpu-3");
+
+	/* the GPUs are there, the CPUs are not */
+	c.n = 0;
+	add(&c, 8, 0, 0)->free_cpus_milli = 500;
+	j = mkjob(&o, 1, 4);
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "insufficient_cpus");
+	assert_string_equal(why.message, "needs 1000 millicpus on one node for worker/0; most free is 500");
+
+	c.nodes[0].free_cpus_milli = 64000;
+	c.nodes[0].free_memory = GIB / 2;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "insufficient_memory");
+
+	c.nodes[0].schedulable = false;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "no_nodes");
+	(void)state;
+}
+
+static void test_cpu_only_keeps_gpus_free(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+
+	add(&c, 8, 0, 0);
+	add(&c, 8, 7, 0); /* 1 free */
+	add(&c, 0, 0, 0); /* a CPU node */
+	assert_true(place1(&c, mkjob(&o, 1, 0), st, &why));
+	assert_int_equal(st[0].node, 2);
+	assert_int_equal(st[0].ngpus, 0);
+	free_starts(st, 1);
+	(void)state;
+}
+
+/* Many jobs through sched_plan: every GPU used at most once, the starts
+ * grouped by job and in task order. */
+static void test_plan_many(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o[6];
+	struct sched_job jobs[6];
+	struct sched_input in;
+	struct sched_plan p;
+	int used[MAXN][16] = { { 0 } };
+	unsigned sizes[6][2] = { { 2, 8 }, { 1, 4 }, { 4, 1 }, { 3, 2 }, { 1, 8 }, { 1, 2 } };
+
+	for (int i = 0; i < 4; i++)
+		add(&c, 8, 0, 4);
+	for (int k = 0; k < 6; k++) {
+		jobs[k] = *mkjob(&o[k], sizes[k][0], sizes[k][1]);
+		jobs[k].id = (uint64_t)k + 1;
+	}
+	in = (struct sched_input){ c.nodes, c.n, jobs, 6, 0 };
+	sched_plan(&in, &p);
+	/* 16 + 4 + 4 + 6 = 30 of 32; then 8 does not fit, 2 does */
+	assert_int_equal(p.nwaits, 1);
+	assert_int_equal(p.waits[0].job, 4);
+	for (size_t s = 0; s < p.nstarts; s++) {
+		if (s && p.starts[s].job == p.starts[s - 1].job)
+			assert_int_equal(p.starts[s].task, p.starts[s - 1].task + 1);
+		for (unsigned g = 0; g < p.starts[s].ngpus; g++)
+			assert_int_equal(++used[p.starts[s].node][p.starts[s].gpus[g]], 1);
+	}
+	sched_plan_release(&p);
+	(void)state;
+}
+
+/* The submit-time check (sched.c) knows pools, labels and GPU memory too. */
+static void test_feasible_constraints(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_job *j = mkjob(&o, 1, 2);
+	struct sched_label ib[] = { { "net", "ib" } };
+	char field[64], msg[256];
+
+	add(&c, 8, 8, 0)->labels = ib; /* all busy: capacity is what counts */
+	c.nodes[0].nlabels = 1;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	j->pool = "batch";
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "pool");
+	assert_string_equal(msg, "pool: no node is in pool 'batch'");
+	j->pool = NULL;
+	j->labels = (struct sched_label[]){ { "net", "eth" } };
+	j->nlabels = 1;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "placement.labels");
+	j->labels = ib;
+	j->gpu_memory = 100 * GIB;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "placement.gpu_memory");
+	assert_string_equal(msg, "placement.gpu_memory: no node has GPUs with >= 102400 MiB");
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_fit_keeps_empty_node),
+		cmocka_unit_test(test_best_fit_smallest_block),
+		cmocka_unit_test(test_fewest_nodes),
+		cmocka_unit_test(test_no_gpu_twice),
+		cmocka_unit_test(test_islands_within_node),
+		cmocka_unit_test(test_islands_across_nodes),
+		cmocka_unit_test(test_gpu_model_and_memory),
+		cmocka_unit_test(test_labels_and_pools),
+		cmocka_unit_test(test_gang_leaves_state_unchanged),
+		cmocka_unit_test(test_reason_texts),
+		cmocka_unit_test(test_cpu_only_keeps_gpus_free),
+		cmocka_unit_test(test_plan_many),
+		cmocka_unit_test(test_feasible_constraints),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
