@@ -111,12 +111,27 @@ struct node {
 	size_t nlabels;
 };
 
+struct pool_policy {
+	char *pool;             /* owned */
+	struct sched_policy_conf conf;
+};
+
+struct team_share {
+	char *team;             /* owned */
+	double weight;
+	unsigned quota;         /* GPUs; 0 = none */
+};
+
 struct master {
 	char *data_dir, *url, *web_dir;
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */
+	struct pool_policy *pool_policies; /* owned: pools with a policy of their own */
+	size_t npool_policies, apool_policies;
+	struct team_share *teams; /* owned: fair shares and quotas by team name */
+	size_t nteams, ateams;
 	const struct store_ops *sops;
 	struct store *store;
 	bool txn_open;          /* a batch transaction is open */

@@ -536,6 +536,20 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 	core_save_job(m, j);
 }
 
+static const char *job_pool(const struct job *j)
+{
+	return j->spec && j->spec->pool ? j->spec->pool : "default";
+}
+
+/* The policy of a pool: its own (--policy POOL=P) or the master's. */
+static const struct sched_policy_conf *pool_conf(const struct master *m, const char *pool)
+{
+	for (size_t i = 0; i < m->npool_policies; i++)
+		if (!strcmp(m->pool_policies[i].pool, pool))
+			return &m->pool_policies[i].conf;
+	return &m->policy;
+}
+
 /* Job j gives its resources back for `by`: its tasks get SIGTERM, then the
  * spec's preemption.grace to checkpoint, then SIGKILL; the job goes back to
  * the queue as a new attempt (not counted against restart.max) that starts
@@ -614,6 +628,9 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 	}
 	for (size_t w = 0; w < plan->nwaits && nv; w++) {
 		struct job *j = qj[plan->waits[w].job];
+		enum sched_policy pol = pool_conf(m, job_pool(j))->policy;
+		if (pol != SCHED_POLICY_GREEDY && pol != SCHED_POLICY_FIFO)
+			continue; /* its pool's policy chooses its victims */
 		/* its own priority: a policy may have rewritten the sort keys */
 		struct sched_job sj = in->jobs[plan->waits[w].job];
 		sj.priority = (int)j->priority;
@@ -656,61 +673,123 @@ static void pjob_fill(const struct master *m, struct sched_pjob *p, const struct
 	p->level_since = running ? p->started_at : p->submitted_at;
 }
 
-/* Orders the queued jobs qj (and their sched_job entries) as the master's
- * policy says, by rewriting the keys sched_plan sorts by, and preempts the
- * running jobs the policy displaces (policies that preempt: not fifo, not
- * greedy; one round at a time, like priority preemption). */
-static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job **qj, size_t nq)
+/* Orders the queued jobs of one pool as its policy says, by rewriting the
+ * keys sched_plan sorts by (priority 0, age = rank), and preempts the running
+ * jobs the policy displaces (policies that preempt: not fifo, not greedy).
+ * Fair shares come from --team; a team not listed weighs 1, with no quota. */
+static void pool_policy_order(struct master *m, const char *pool, struct sched_job *sj,
+			      struct job **qj, size_t nq, bool inflight, unsigned char *held)
 {
+	struct sched_policy_conf conf = *pool_conf(m, pool);
 	uint64_t now_s = wall_us() / 1000000;
 	struct sched_pjob *pj = xcalloc(nq + m->nlive + 1, sizeof(*pj));
 	struct job **run = xcalloc(m->nlive + 1, sizeof(*run));
+	size_t *qidx = xcalloc(nq + 1, sizeof(*qidx));
+	const char **tnames = xcalloc(nq + m->nlive + 1, sizeof(*tnames));
+	struct sched_team *teams = xcalloc(nq + m->nlive + 1, sizeof(*teams));
 	struct sched_policy_plan plan;
-	size_t nrun = 0, rank = 0;
+	size_t n = 0, nrun = 0, nteams = 0;
 	unsigned total = 0;
-	bool inflight = false;
 
+	if (conf.policy == SCHED_POLICY_GREEDY)
+		goto out;
 	for (size_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i]->state == NODE_READY)
+		if (m->nodes[i]->state == NODE_READY && !strcmp(m->nodes[i]->pool ? m->nodes[i]->pool : "default", pool))
 			total += (unsigned)m->nodes[i]->ngpus;
 	for (size_t i = 0; i < nq; i++)
-		pjob_fill(m, &pj[i], qj[i], false, now_s);
+		if (!strcmp(job_pool(qj[i]), pool)) {
+			qidx[n] = i;
+			pjob_fill(m, &pj[n++], qj[i], false, now_s);
+		}
+	size_t nqueued = n;
 	for (size_t i = 0; i < m->nlive; i++) {
 		struct job *j = m->live[i]->job;
 		size_t k;
-		inflight |= m->live[i]->preempted;
-		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec)
+		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec ||
+		    strcmp(job_pool(j), pool))
 			continue;
 		for (k = 0; k < nrun && run[k] != j; k++)
 			;
 		if (k == nrun) {
-			run[nrun] = j;
-			pjob_fill(m, &pj[nq + nrun], j, true, now_s);
-			nrun++;
+			run[nrun++] = j;
+			pjob_fill(m, &pj[n++], j, true, now_s);
 		}
 	}
+	/* teams, for fair */
+	for (size_t i = 0; i < n; i++) {
+		const struct job *j = i < nqueued ? qj[qidx[i]] : run[i - nqueued];
+		const char *t = j->team ? j->team : "";
+		size_t k;
+		for (k = 0; k < nteams && strcmp(tnames[k], t); k++)
+			;
+		if (k == nteams) {
+			tnames[nteams] = t;
+			teams[nteams] = (struct sched_team){ .weight = 1, .quota = 0 };
+			for (size_t x = 0; x < m->nteams; x++)
+				if (!strcmp(m->teams[x].team, t))
+					teams[nteams] = (struct sched_team){ m->teams[x].weight, m->teams[x].quota };
+			nteams++;
+		}
+		pj[i].team = (unsigned)k;
+	}
+	conf.teams = teams;
+	conf.nteams = nteams;
 	memset(&plan, 0, sizeof(plan));
-	sched_policy_plan(&m->policy, pj, nq + nrun, total, now_s, &plan);
-	/* the policy's order becomes sched_plan's: priority 0, age = rank */
-	for (size_t s = 0; s < plan.nstarts; s++)
-		if (plan.starts[s] < nq) {
-			sj[plan.starts[s]].priority = 0;
-			sj[plan.starts[s]].submitted_at = rank++;
-		}
-	for (size_t w = 0; w < plan.nwaits; w++)
-		if (plan.waits[w].job < nq) {
-			sj[plan.waits[w].job].priority = 0;
-			sj[plan.waits[w].job].submitted_at = rank++;
-		}
+	sched_policy_plan(&conf, pj, n, total, now_s, &plan);
+	{
+		uint64_t rank = 0;
+		for (size_t s = 0; s < plan.nstarts; s++)
+			if (plan.starts[s] < nqueued) {
+				sj[qidx[plan.starts[s]]].priority = 0;
+				sj[qidx[plan.starts[s]]].submitted_at = rank++;
+			}
+		for (size_t w = 0; w < plan.nwaits; w++)
+			if (plan.waits[w].job < nqueued) {
+				size_t q = qidx[plan.waits[w].job];
+				sj[q].priority = 0;
+				sj[q].submitted_at = rank++;
+				/* held back by the policy itself, not for want of room */
+				if (plan.waits[w].code == SCHED_WAIT_HEAD || plan.waits[w].code == SCHED_WAIT_QUOTA)
+					held[q] = (unsigned char)(plan.waits[w].code + 1);
+			}
+	}
 	if (!inflight && plan.npreempts && (plan.nstarts || plan.nwaits)) {
 		size_t first = plan.nstarts ? plan.starts[0] : plan.waits[0].job;
 		for (size_t k = 0; k < plan.npreempts; k++)
-			if (plan.preempts[k] >= nq && first < nq)
-				job_preempt(m, run[plan.preempts[k] - nq], qj[first]);
+			if (plan.preempts[k] >= nqueued && first < nqueued)
+				job_preempt(m, run[plan.preempts[k] - nqueued], qj[qidx[first]]);
 	}
 	sched_policy_plan_release(&plan);
+out:
 	free(pj);
 	free(run);
+	free(qidx);
+	free(tnames);
+	free(teams);
+}
+
+/* Every pool with queued jobs is ordered by its own policy; OUT held[i]:
+ * 1 + the sched_wait_code of a job its policy holds back, 0 for the others. */
+static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job **qj, size_t nq,
+			      unsigned char *held)
+{
+	const char **pools = xcalloc(nq + 1, sizeof(*pools));
+	size_t npools = 0;
+	bool inflight = false;
+
+	for (size_t i = 0; i < m->nlive; i++)
+		inflight |= m->live[i]->preempted;
+	for (size_t i = 0; i < nq; i++) {
+		const char *p = job_pool(qj[i]);
+		size_t k;
+		for (k = 0; k < npools && strcmp(pools[k], p); k++)
+			;
+		if (k == npools)
+			pools[npools++] = p;
+	}
+	for (size_t k = 0; k < npools; k++)
+		pool_policy_order(m, pools[k], sj, qj, nq, inflight, held);
+	free(pools);
 }
 
 /* A full plan looks at the whole queue; between full plans, jobs submitted
@@ -719,9 +798,57 @@ static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job
  * found not to fit and capacity has not grown since (anything that frees or
  * adds capacity sets sched_needed). Their queue positions wait for the next
  * full plan. */
+/* Whether a newly submitted job may be placed without a full plan: not
+ * where the policy may hold it back for older jobs (fifo's head of line, a
+ * team's quota), which only a full plan sees. */
+static bool fresh_placement_ok(const struct master *m)
+{
+	for (size_t i = 0; i < m->nfresh; i++) {
+		const struct job *j = m->fresh[i];
+		enum sched_policy p;
+		if (!j || j->state != JOB_QUEUED)
+			continue;
+		p = pool_conf(m, job_pool(j))->policy;
+		if (p == SCHED_POLICY_FIFO || p == SCHED_POLICY_FAIR)
+			return false;
+	}
+	return true;
+}
+
+struct held_rank {
+	uint64_t rank;
+	size_t idx;
+};
+
+static int cmp_held(const void *a, const void *b)
+{
+	const struct held_rank *x = a, *y = b;
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The waiting reason of a job its policy holds back. */
+static void job_held(struct job *j, unsigned char code, unsigned position, const struct master *m)
+{
+	char msg[256];
+	const char *team = j->team ? j->team : "";
+	snprintf(j->wait_code, sizeof(j->wait_code), "%s", sched_wait_code_name((enum sched_wait_code)(code - 1)));
+	if (code == SCHED_WAIT_HEAD + 1) {
+		snprintf(msg, sizeof(msg), "fifo: waits behind the head of the queue (it may only "
+			 "backfill within its timeout, and cannot without delaying the head)");
+	} else {
+		unsigned quota = 0;
+		for (size_t x = 0; x < m->nteams; x++)
+			if (!strcmp(m->teams[x].team, team))
+				quota = m->teams[x].quota;
+		snprintf(msg, sizeof(msg), "team '%s' holds its quota of %u GPUs", team, quota);
+	}
+	set_str(&j->wait_msg, msg);
+	j->queue_position = position;
+}
+
 void jobs_schedule(struct master *m)
 {
-	bool full = m->sched_needed;
+	bool full = m->sched_needed || !fresh_placement_ok(m);
 	struct job **cand = full ? m->queue : m->fresh;
 	size_t ncand = full ? m->nqueue : m->nfresh;
 	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
@@ -774,29 +901,52 @@ void jobs_schedule(struct master *m)
 					     .nlabels = j->spec->nlabels };
 		qj[nq++] = j;
 	}
-	if (full && nq && m->policy.policy != SCHED_POLICY_GREEDY)
-		jobs_policy_order(m, sj, qj, nq);
-	in = (struct sched_input){ .nodes = sn, .nnodes = m->nnodes, .jobs = sj, .njobs = nq,
+	/* the policy orders the queue and may hold jobs back; placement places
+	 * the rest in that order (pj* are the placed ones: views, not copies) */
+	unsigned char *held = xcalloc(nq + 1, 1);
+	struct sched_job *psj = xcalloc(nq + 1, sizeof(*psj));
+	struct task ***pjt = xcalloc(nq + 1, sizeof(*pjt));
+	struct job **pqj = xcalloc(nq + 1, sizeof(*pqj));
+	size_t np = 0, nheld = 0;
+	if (full && nq)
+		jobs_policy_order(m, sj, qj, nq, held);
+	for (size_t i = 0; i < nq; i++)
+		if (!held[i]) {
+			psj[np] = sj[i];
+			pjt[np] = jt[i];
+			pqj[np++] = qj[i];
+		}
+	in = (struct sched_input){ .nodes = sn, .nnodes = m->nnodes, .jobs = psj, .njobs = np,
 				   .now = wall_us() };
 	sched_plan(&in, &plan);
 	for (size_t s = 0; s < plan.nstarts;) {
 		size_t e = s;
 		while (e < plan.nstarts && plan.starts[e].job == plan.starts[s].job)
 			e++;
-		job_start(m, qj[plan.starts[s].job], &plan, s, e - s, &in, jt[plan.starts[s].job]);
+		job_start(m, pqj[plan.starts[s].job], &plan, s, e - s, &in, pjt[plan.starts[s].job]);
 		s = e;
 	}
 	for (size_t w = 0; w < plan.nwaits; w++) {
-		struct job *j = qj[plan.waits[w].job];
+		struct job *j = pqj[plan.waits[w].job];
 		j->queue_position = full ? plan.waits[w].position : 0;
 		snprintf(j->wait_code, sizeof(j->wait_code), "%s", plan.waits[w].code);
 		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
 			set_str(&j->wait_msg, plan.waits[w].message);
 	}
-	/* priority preemption by placement, for the policies that do not preempt */
-	if (full && plan.nwaits && (m->policy.policy == SCHED_POLICY_GREEDY ||
-				    m->policy.policy == SCHED_POLICY_FIFO))
-		jobs_preempt_for_waiting(m, &in, &plan, qj);
+	/* held jobs wait after the others, in the policy's order (its rank) */
+	{
+		struct held_rank *hr = xcalloc(nq + 1, sizeof(*hr));
+		for (size_t i = 0; i < nq; i++)
+			if (held[i])
+				hr[nheld++] = (struct held_rank){ sj[i].submitted_at, i };
+		qsort(hr, nheld, sizeof(*hr), cmp_held);
+		for (size_t k = 0; k < nheld; k++)
+			job_held(qj[hr[k].idx], held[hr[k].idx], (unsigned)(plan.nwaits + k + 1), m);
+		free(hr);
+	}
+	/* priority preemption by placement, for the pools whose policy does not preempt */
+	if (full && plan.nwaits)
+		jobs_preempt_for_waiting(m, &in, &plan, pqj);
 	if (!full && plan.nwaits)
 		m->positions_stale = true;
 	if (full) {
@@ -821,6 +971,10 @@ void jobs_schedule(struct master *m)
 	free(sj);
 	free(jt);
 	free(qj);
+	free(held);
+	free(psj);
+	free(pjt);
+	free(pqj);
 }
 
 void jobs_refresh_positions(struct master *m)

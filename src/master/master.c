@@ -132,6 +132,69 @@ static int first_start(struct master *m, struct errbuf *eb)
 	return ret;
 }
 
+/* Parses "T1,T2,..." into conf's thresholds. */
+static int parse_thresholds(const char *text, struct sched_policy_conf *conf, struct errbuf *eb)
+{
+	const char *p = text;
+	size_t n = 0;
+	uint64_t v, last = 0;
+
+	while (*p && n < ARRAY_SIZE(conf->thresholds)) {
+		if (parse_u64(&p, &v) < 0 || v <= last || (*p && *p != ','))
+			return error(eb, YERR(BAD_REQUEST),
+				     "--thresholds '%s': expected ascending GPU-seconds such as 3250,7200,18000",
+				     text);
+		conf->thresholds[n++] = last = v;
+		if (*p == ',')
+			p++;
+	}
+	conf->nthresholds = n;
+	return 0;
+}
+
+/* The policy of every pool (cfg->policies), the levels, the teams' shares. */
+static int master_policies(struct master *m, const struct master_config *cfg, struct errbuf *eb)
+{
+	sched_policy_conf_init(&m->policy, SCHED_POLICY_DEFAULT);
+	for (size_t i = 0; i < cfg->npolicies; i++) {
+		const char *v = cfg->policies[i], *eq = strchr(v, '=');
+		int p = sched_policy_parse(eq ? eq + 1 : v);
+		char *pool = eq ? xstrndup(v, (size_t)(eq - v)) : NULL;
+		bool ok = p >= 0 && (!pool || spec_name_valid(pool));
+		free(pool);
+		if (!ok)
+			return error(eb, YERR(BAD_REQUEST),
+				     "--policy '%s': expected [POOL=]glas|las|fifo|fair|srtf|greedy", v);
+		if (!eq) {
+			sched_policy_conf_init(&m->policy, (enum sched_policy)p);
+			continue;
+		}
+		ALLOC_GROW(m->pool_policies, m->npool_policies + 1, m->apool_policies);
+		struct pool_policy *pp = &m->pool_policies[m->npool_policies++];
+		pp->pool = xstrndup(v, (size_t)(eq - v));
+		sched_policy_conf_init(&pp->conf, (enum sched_policy)p);
+	}
+	if (cfg->thresholds) {
+		int ret = parse_thresholds(cfg->thresholds, &m->policy, eb);
+		for (size_t i = 0; !ret && i < m->npool_policies; i++)
+			ret = parse_thresholds(cfg->thresholds, &m->pool_policies[i].conf, eb);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < cfg->nteams; i++) {
+		const char *v = cfg->teams[i], *eq = strchr(v, '='), *p;
+		uint64_t w = 0, q = 0;
+		p = eq ? eq + 1 : NULL;
+		if (!eq || parse_u64(&p, &w) < 0 || !w || (*p && (*p != ':' || (p++, parse_u64(&p, &q) < 0) || *p)))
+			return error(eb, YERR(BAD_REQUEST),
+				     "--team '%s': expected TEAM=WEIGHT or TEAM=WEIGHT:QUOTA (integers)", v);
+		ALLOC_GROW(m->teams, m->nteams + 1, m->ateams);
+		m->teams[m->nteams++] = (struct team_share){ xstrndup(v, (size_t)(eq - v)), (double)w,
+							     (unsigned)q };
+	}
+	return 0;
+}
+
 int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb)
 {
 	struct master *m = xcalloc(1, sizeof(*m));
@@ -142,28 +205,11 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : NULL;
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
-	sched_policy_conf_init(&m->policy, cfg->policy ? (enum sched_policy)sched_policy_parse(cfg->policy)
-							: SCHED_POLICY_DEFAULT);
+	ret = master_policies(m, cfg, eb);
+	if (ret)
+		goto out;
 	m->sops = &store_sqlite_ops;
 	uv_loop_init(&m->loop);
-	if (cfg->thresholds) {
-		/* ascending GPU-seconds, as yard sim --thresholds takes them */
-		const char *p = cfg->thresholds;
-		size_t n = 0;
-		uint64_t v, last = 0;
-		while (*p && n < ARRAY_SIZE(m->policy.thresholds)) {
-			if (parse_u64(&p, &v) < 0 || v <= last || (*p && *p != ',')) {
-				ret = error(eb, YERR(BAD_REQUEST),
-					    "--thresholds '%s': expected ascending GPU-seconds such as 3250,7200,18000",
-					    cfg->thresholds);
-				goto out;
-			}
-			m->policy.thresholds[n++] = last = v;
-			if (*p == ',')
-				p++;
-		}
-		m->policy.nthresholds = n;
-	}
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
 		free(dir);
@@ -273,6 +319,12 @@ void master_free(struct master *m)
 	uv_loop_close(&m->loop);
 	free(m->data_dir);
 	free(m->job_key);
+	for (size_t i = 0; i < m->npool_policies; i++)
+		free(m->pool_policies[i].pool);
+	free(m->pool_policies);
+	for (size_t i = 0; i < m->nteams; i++)
+		free(m->teams[i].team);
+	free(m->teams);
 	execs_clear(m);
 	free(m->web_dir);
 	free(m->url);
@@ -299,13 +351,15 @@ static void *sig_thread(void *arg)
 static void master_usage(FILE *out)
 {
 	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n"
-		     "                   [--policy glas|las|fifo|fair|srtf|greedy]   (default glas)\n"
-		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n");
+		     "                   [--policy [POOL=]glas|las|fifo|fair|srtf|greedy]...   (default glas)\n"
+		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
+		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n");
 }
 
 int cmd_master(int argc, char **argv)
 {
 	struct master_config cfg = { .listen = "127.0.0.1:7420", .data_dir = NULL };
+	const char *policies[64], *teams[256];
 	struct errbuf eb = ERRBUF_INIT;
 	struct sig_waiter w;
 	struct master *m;
@@ -327,12 +381,11 @@ int cmd_master(int argc, char **argv)
 		} else if (!strcmp(a, "--web-dir") && v) {
 			cfg.web_dir = v;
 			i++;
-		} else if (!strcmp(a, "--policy") && v) {
-			if (sched_policy_parse(v) < 0) {
-				fprintf(stderr, "yard master: --policy '%s': expected glas, las, fifo, fair, srtf or greedy\n", v);
-				return 2;
-			}
-			cfg.policy = v;
+		} else if (!strcmp(a, "--policy") && v && cfg.npolicies < ARRAY_SIZE(policies)) {
+			policies[cfg.npolicies++] = v;
+			i++;
+		} else if (!strcmp(a, "--team") && v && cfg.nteams < ARRAY_SIZE(teams)) {
+			teams[cfg.nteams++] = v;
 			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;
@@ -355,6 +408,8 @@ int cmd_master(int argc, char **argv)
 		master_usage(stderr);
 		return 2;
 	}
+	cfg.policies = policies;
+	cfg.teams = teams;
 	/* signals go to one waiting thread that asks the loop to stop */
 	sigemptyset(&w.set);
 	sigaddset(&w.set, SIGTERM);

@@ -13,8 +13,14 @@ struct master_config {
 	const char *data_dir;   /* created if missing */
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
 	const char *web_dir;    /* static UI files served at / (may be NULL) */
-	const char *policy;     /* scheduling policy (sched/policy.h); NULL: the default */
+	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
+	 * one; NULL entries or none: the default policy. */
+	const char *const *policies;
+	size_t npolicies;
 	const char *thresholds; /* las/glas/fair levels: "T1,T2,..." GPU-seconds; NULL: defaults */
+	/* fair: "TEAM=WEIGHT" or "TEAM=WEIGHT:QUOTA" (GPUs); teams not listed weigh 1, no quota */
+	const char *const *teams;
+	size_t nteams;
 };
 
 struct master;
@@ -30,7 +36,8 @@ int master_run(struct master *m);
 void master_stop(struct master *m);
 void master_free(struct master *m);
 
-/* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy P]` */
+/* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy [POOL=]P]...
+ * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...` */
 int cmd_master(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@ its grace period to checkpoint, SIGKILL, and then resumes from its
 checkpoint once the GPUs are free again. Non-preemptible jobs are never
 victims."""
 import sys
+import time
 
 from harness import check, check_eq, cluster, spec, wait_until
 
@@ -138,3 +139,50 @@ def test_las_demotes_a_long_job_for_a_new_one():
         check_eq(low_done["state"], "succeeded", "and resumed to the end")
         out = c.api.log(old["id"]).decode()
         check("attempt 1 starts at step 0" not in out, f"it resumed from its checkpoint: {out!r}")
+
+
+def test_policies_per_pool_and_fair_quotas():
+    """fifo in pool 'strict' (a later job never passes the head), glas in the
+    default pool (it does), and fair's team quotas."""
+    hold = [PY, "-c", "import time; time.sleep(120)"]
+    with cluster("pool-policies", master_args=["--policy", "glas", "--policy", "strict=fifo"]) as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:2")
+        c.start_agent("s", gpus="sim:2", extra=["--pool", "strict"])
+        started = {}
+        for pool in ("default", "strict"):
+            extra = {} if pool == "default" else {"pool": pool}
+            a = c.api.submit(spec(hold, name="a", gpus=1, **extra))[1]["id"]
+            wait_until(lambda: c.api.job(a)["state"] == "running", 30, f"a runs in {pool}")
+            b = c.api.submit(spec(hold, name="b", gpus=2, **extra))[1]["id"]
+            cc = c.api.submit(spec(hold, name="c", gpus=1, **extra))[1]["id"]
+            wait_until(lambda: c.api.job(b).get("queue_position"), 30, f"b waits in {pool}")
+            started[pool] = (a, b, cc)
+        # glas: c fits in the free GPU and starts; fifo: c waits behind b
+        wait_until(lambda: c.api.job(started["default"][2])["state"] == "running", 30, "c runs under glas")
+        j = c.api.job(started["strict"][2])
+        wait_until(lambda: c.api.job(started["strict"][2]).get("reason", {}) and
+                   c.api.job(started["strict"][2])["reason"]["code"] == "behind_head", 30, "c held by fifo")
+        j = c.api.job(started["strict"][2])
+        check_eq(j["state"], "queued", "fifo keeps c behind the head job b")
+        check("head of the queue" in j["reason"]["message"], f"and says so: {j['reason']}")
+        for ids in started.values():
+            for x in ids:
+                c.api.json("POST", f"/v1/jobs/{x}/cancel")
+    with cluster("fair-quota", master_args=["--policy", "fair", "--team", "vision=1:1"]) as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:2")
+        v1 = c.api.submit(spec(hold, name="v1", gpus=1, team="vision"))[1]["id"]
+        wait_until(lambda: c.api.job(v1)["state"] == "running", 30, "v1 runs")
+        v2 = c.api.submit(spec(hold, name="v2", gpus=1, team="vision"))[1]["id"]
+        wait_until(lambda: (c.api.job(v2).get("reason") or {}).get("code") == "team_quota", 30,
+                   "v2 waits for its team's quota, though a GPU is free")
+        check("quota of 1 GPUs" in c.api.job(v2)["reason"]["message"], "the reason names the quota")
+        s1 = c.api.submit(spec(hold, name="s1", gpus=1, team="speech"))[1]["id"]
+        wait_until(lambda: c.api.job(s1)["state"] == "running", 30, "another team takes the free GPU")
+        c.api.json("POST", f"/v1/jobs/{s1}/cancel", expect=200)
+        time.sleep(1.5)  # a full plan runs at least every second
+        check_eq(c.api.job(v2)["state"], "queued", "a free GPU does not lift the quota")
+        c.api.json("POST", f"/v1/jobs/{v1}/cancel", expect=200)
+        wait_until(lambda: c.api.job(v2)["state"] == "running", 30, "v2 runs once v1 is done")
+        c.api.json("POST", f"/v1/jobs/{v2}/cancel")
