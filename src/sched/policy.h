@@ -23,6 +23,11 @@
  *         in the order they entered the level (arrival, demotion or
  *         preemption). Greedy: a job that does not fit is skipped. Needs no
  *         durations. Preempts running jobs that a higher level displaces.
+ *         Ageing (conf age_pct, default 400 %): a waiting job below level 0
+ *         that has waited 4x as long as it ran since it last entered level 0
+ *         is promoted to level 0 (Tiresias's starvation rule), so a long job
+ *         cannot starve behind a stream of short ones; 0 turns it off (the
+ *         peer's dlas-gpu runs have it off).
  *   fair  per-team shares and quotas: progressive filling across teams by
  *         GPUs held over weight (DRF with one resource), las within a team;
  *         a team never exceeds its quota.
@@ -31,7 +36,8 @@
  *   glas  the default: las with ten geometric levels (from 64 GPU-seconds,
  *         x4 per level up to ~48 GPU-days), so short jobs escape quickly and
  *         long ones are ordered by what they have received, without any
- *         duration estimate. See docs/scheduler.md for the numbers.
+ *         duration estimate; ageing at 2000 % (a smaller factor thrashes
+ *         through its short first levels). See docs/scheduler.md.
  *
  * Ownership: every input is borrowed; the plan owns its arrays and is freed
  * with sched_policy_plan_release().
