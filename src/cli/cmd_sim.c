@@ -67,7 +67,7 @@ static int write_jobs_csv(const char *path, const struct sim_trace *trace,
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
-	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL;
+	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -79,6 +79,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		  "seconds a job loses each time it resumes after a preemption" },
 		{ "thresholds", 0, CLI_OPT_STRING, &thresholds, "T1,T2,..",
 		  "las levels in attained GPU-seconds (default 3250,7200,18000)" },
+		{ "age", 0, CLI_OPT_STRING, &age, "PCT",
+		  "las ageing: promote a job that waited PCT % of its run time (0 = off)" },
 		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
@@ -91,7 +93,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 
 	rc = cli_parse(ctx,
 		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
-		       "[--restart-penalty S] [--jobs-csv FILE]",
+		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -113,6 +115,12 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	if (thresholds && parse_thresholds(thresholds, &so.conf) < 0)
 		return cli_usage_error(ctx, "--thresholds expects ascending integers, got '%s'",
 				       thresholds);
+	if (age) {
+		uint64_t v;
+		if (parse_u64_str(age, &v) < 0 || v > UINT32_MAX)
+			return cli_usage_error(ctx, "--age expects a percentage, got '%s'", age);
+		so.conf.age_pct = (unsigned)v;
+	}
 	if (sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb) < 0)
 		return cli_fail(ctx, &eb);
 

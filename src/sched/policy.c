@@ -29,6 +29,16 @@ static const uint64_t las_thresholds[] = { 3250, 7200, 18000 };
 #define GLAS_RATIO 4
 #define GLAS_LEVELS 10
 
+/* Ageing (conf age_pct): promote a waiting job once it has waited K times
+ * as long as it has run since it last entered level 0. The smallest K per
+ * policy that keeps the vc11cb48 numbers (docs/scheduler.md): las within
+ * 1 % of the peer's dlas-gpu with K = 4; glas's short first levels make a
+ * promoted job demote and be promoted again quickly, so a small K thrashes
+ * (K = 8 costs 8 % of average JCT on 4x8) and K = 20 leaves its numbers as
+ * they were while still bounding the wait. */
+#define LAS_AGE_PCT 400
+#define GLAS_AGE_PCT 2000
+
 const char *sched_policy_name(enum sched_policy p)
 {
 	return (unsigned)p < SCHED_POLICY__COUNT ? policy_names[p] : "?";
@@ -54,11 +64,13 @@ void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p)
 	if (p == SCHED_POLICY_LAS || p == SCHED_POLICY_FAIR) {
 		memcpy(conf->thresholds, las_thresholds, sizeof(las_thresholds));
 		conf->nthresholds = ARRAY_SIZE(las_thresholds);
+		conf->age_pct = LAS_AGE_PCT;
 	} else if (p == SCHED_POLICY_GLAS) {
 		uint64_t t = GLAS_BASE;
 		for (size_t i = 0; i < GLAS_LEVELS - 1; i++, t *= GLAS_RATIO)
 			conf->thresholds[i] = t;
 		conf->nthresholds = GLAS_LEVELS - 1;
+		conf->age_pct = GLAS_AGE_PCT;
 	}
 }
 
@@ -80,6 +92,24 @@ void sched_policy_job_init(struct sched_pjob *j, uint64_t id, unsigned gpus, uin
 	j->level_since = now;
 }
 
+/* The seconds of running from attained that take j to its next level's
+ * threshold (0 when it is already there). */
+static uint64_t to_next_level(const struct sched_policy_conf *conf, const struct sched_pjob *j)
+{
+	uint64_t thr = conf->thresholds[j->level] + j->level_base;
+	return thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
+}
+
+/* Ageing: how long j may wait (since it last entered level 0 and ran) before
+ * it is promoted; UINT64_MAX when it cannot be. */
+static uint64_t age_limit(const struct sched_policy_conf *conf, const struct sched_pjob *j)
+{
+	if (!conf->age_pct || !uses_levels(conf) || !j->level || !j->served)
+		return UINT64_MAX;
+	uint64_t lim = j->served * conf->age_pct / 100;
+	return lim ? lim : 1;
+}
+
 void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjob *j,
 			  uint64_t now)
 {
@@ -92,8 +122,7 @@ void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjo
 		/* level changes are dated at the second the threshold was crossed,
 		 * so the order does not depend on when the caller looks */
 		while (uses_levels(conf) && j->level < conf->nthresholds) {
-			uint64_t thr = conf->thresholds[j->level];
-			uint64_t need = thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
+			uint64_t need = to_next_level(conf, j);
 			if (from + need > now)
 				break;
 			j->attained += need * j->gpus;
@@ -102,6 +131,22 @@ void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjo
 			j->level_since = from;
 		}
 		j->attained += (now - from) * j->gpus;
+		j->served += now - j->accounted_at;
+	} else if (!j->running && j->served) {
+		uint64_t lim = age_limit(conf, j), dt = now - j->accounted_at;
+		if (lim != UINT64_MAX && j->waited + dt >= lim) {
+			/* promoted at the second the limit is reached; its levels
+			 * count again from what it has now */
+			uint64_t at = j->accounted_at + (lim > j->waited ? lim - j->waited : 0);
+			j->level = 0;
+			j->level_base = j->attained;
+			j->level_since = at;
+			j->served = 0;
+			j->waited = 0;
+			j->promotions++;
+		} else {
+			j->waited += dt;
+		}
 	}
 	j->accounted_at = now;
 }
@@ -437,15 +482,23 @@ void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_
 	else
 		plan_scan(conf, jobs, njobs, keys, total_gpus, out, selected);
 
-	/* the next las demotion among the jobs that will run */
-	if (uses_levels(conf) && conf->policy != SCHED_POLICY_FIFO) {
+	/* the next las demotion among the jobs that will run, and the next
+	 * promotion among those that will wait */
+	if (uses_levels(conf)) {
 		for (size_t i = 0; i < njobs; i++) {
 			const struct sched_pjob *j = &jobs[i];
-			if (!selected[i] || !j->gpus || j->level >= conf->nthresholds)
-				continue;
-			uint64_t thr = conf->thresholds[j->level];
-			uint64_t need = thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
-			uint64_t at = now + (need ? need : 1);
+			uint64_t after;
+			if (selected[i]) {
+				if (!j->gpus || j->level >= conf->nthresholds)
+					continue;
+				after = to_next_level(conf, j);
+			} else {
+				uint64_t lim = age_limit(conf, j);
+				if (lim == UINT64_MAX)
+					continue;
+				after = lim > j->waited ? lim - j->waited : 0;
+			}
+			uint64_t at = now + (after ? after : 1);
 			if (at < out->next_change)
 				out->next_change = at;
 		}

@@ -23,6 +23,11 @@
  *         in the order they entered the level (arrival, demotion or
  *         preemption). Greedy: a job that does not fit is skipped. Needs no
  *         durations. Preempts running jobs that a higher level displaces.
+ *         Ageing (conf age_pct, default 400 %): a waiting job below level 0
+ *         that has waited 4x as long as it ran since it last entered level 0
+ *         is promoted to level 0 (Tiresias's starvation rule), so a long job
+ *         cannot starve behind a stream of short ones; 0 turns it off (the
+ *         peer's dlas-gpu runs have it off).
  *   fair  per-team shares and quotas: progressive filling across teams by
  *         GPUs held over weight (DRF with one resource), las within a team;
  *         a team never exceeds its quota.
@@ -31,7 +36,8 @@
  *   glas  the default: las with ten geometric levels (from 64 GPU-seconds,
  *         x4 per level up to ~48 GPU-days), so short jobs escape quickly and
  *         long ones are ordered by what they have received, without any
- *         duration estimate. See docs/scheduler.md for the numbers.
+ *         duration estimate; ageing at 2000 % (a smaller factor thrashes
+ *         through its short first levels). See docs/scheduler.md.
  *
  * Ownership: every input is borrowed; the plan owns its arrays and is freed
  * with sched_policy_plan_release().
@@ -78,6 +84,11 @@ struct sched_policy_conf {
 	size_t nthresholds;
 	const struct sched_team *teams; /* fair: indexed by sched_pjob.team; borrowed */
 	size_t nteams;
+	/* las/glas/fair ageing, Tiresias's starvation rule: a waiting job below
+	 * level 0 is promoted to level 0 once the time it has waited since it
+	 * last entered level 0 (counted from its first run there) reaches
+	 * age_pct % of the time it has run since then. 0 = off (no promotion). */
+	unsigned age_pct;
 };
 
 /* sched_policy_conf_init: conf for policy p with its default thresholds. */
@@ -101,14 +112,22 @@ struct sched_pjob {
 	uint64_t started_at;     /* when the current run started (running jobs) */
 	unsigned level;          /* las level (0 = highest) */
 	uint64_t level_since;    /* when it entered its level or went back to waiting */
+	/* Ageing state (conf age_pct), all since the job last entered level 0
+	 * (submission or promotion): */
+	uint64_t level_base;     /* attained GPU-seconds then; levels count from it */
+	uint64_t served;         /* seconds run since */
+	uint64_t waited;         /* seconds waited since, once served > 0 */
+	unsigned promotions;     /* times promoted to level 0 */
 };
 
 /* sched_policy_job_init: a job submitted at `now` with these GPUs. */
 void sched_policy_job_init(struct sched_pjob *j, uint64_t id, unsigned gpus, uint64_t now);
 
 /* sched_policy_account advances j to now: a running job's attained service
- * grows by gpus x elapsed, and its las level follows its attained service
- * (demotion; level_since = now when it changes). Call it for every job before
+ * grows by gpus x elapsed, and its las level follows the service attained
+ * since level_base (demotion); a waiting job that has waited its age limit
+ * is promoted to level 0 (conf age_pct). Level changes are dated at the
+ * second they happen (level_since). Call it for every job before
  * sched_policy_plan(). */
 void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjob *j,
 			  uint64_t now);
@@ -142,7 +161,8 @@ struct sched_policy_plan {
 	struct sched_policy_wait *waits; /* every job left waiting, in policy order */
 	size_t nwaits;
 	/* The earliest time at which the plan may change without any arrival or
-	 * completion (a running job crossing a las threshold); UINT64_MAX = none. */
+	 * completion (a running job crossing a las threshold, a waiting job
+	 * reaching its age limit); UINT64_MAX = none. */
 	uint64_t next_change;
 	/* scratch, reused across calls when the plan is passed again */
 	size_t *order_;

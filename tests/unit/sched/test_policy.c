@@ -199,6 +199,150 @@ static void test_fair_shares_and_quota(void **state)
 	(void)state;
 }
 
+/*
+ * A tiny event-driven driver for the ageing tests: job 0, a long 4-GPU job,
+ * is submitted at 0 on a 4-GPU pool; from t=1010 a 4-GPU job of 50 s arrives
+ * every 50 s, so one short job is always running or waiting and, under plain
+ * las, the long job (demoted at 813 s) never runs again. Runs to `until` and
+ * returns when job 0 first resumed after its preemption (UINT64_MAX: never);
+ * *next_change_at_3010 (OUT) is the plan's next_change at t=3010.
+ */
+#define AGE_SHORTS 100
+static uint64_t run_stream(const struct sched_policy_conf *c, uint64_t until,
+			   struct sched_pjob *lng, uint64_t *next_change_at_3010)
+{
+	struct sched_pjob j[AGE_SHORTS + 1], act[AGE_SHORTS + 1];
+	uint64_t arrive[AGE_SHORTS + 1], left[AGE_SHORTS + 1];
+	size_t map[AGE_SHORTS + 1];
+	bool done[AGE_SHORTS + 1] = { false };
+	struct sched_policy_plan p;
+	uint64_t now = 0, next_change = 0, resumed = UINT64_MAX; /* first round at 0 */
+	bool preempted = false;
+
+	memset(&p, 0, sizeof(p));
+	*next_change_at_3010 = 0;
+	arrive[0] = 0;
+	left[0] = 1000000;
+	for (size_t k = 1; k <= AGE_SHORTS; k++) {
+		arrive[k] = 1010 + 50 * (k - 1);
+		left[k] = 50;
+	}
+	for (size_t k = 0; k <= AGE_SHORTS; k++)
+		job(&j[k], k + 1, 4, arrive[k]);
+	while (now < until) {
+		uint64_t t = next_change;
+		size_t n = 0;
+		for (size_t k = 0; k <= AGE_SHORTS; k++) {
+			if (done[k])
+				continue;
+			if (arrive[k] > now && arrive[k] < t)
+				t = arrive[k];
+			if (arrive[k] <= now && j[k].running && now + left[k] < t)
+				t = now + left[k];
+		}
+		if (t == UINT64_MAX)
+			break;
+		for (size_t k = 0; k <= AGE_SHORTS; k++) {
+			if (done[k] || arrive[k] > t)
+				continue;
+			if (j[k].running)
+				left[k] -= t - now;
+			sched_policy_account(c, &j[k], t);
+			if (j[k].running && !left[k]) {
+				done[k] = true;
+				continue;
+			}
+			act[n] = j[k];
+			map[n++] = k;
+		}
+		now = t;
+		sched_policy_plan(c, act, n, 4, now, &p);
+		next_change = p.next_change;
+		if (now == 3010)
+			*next_change_at_3010 = p.next_change;
+		for (size_t x = 0; x < p.npreempts; x++) {
+			sched_policy_requeue(&act[p.preempts[x]], now);
+			preempted |= map[p.preempts[x]] == 0;
+		}
+		for (size_t x = 0; x < p.nstarts; x++) {
+			sched_policy_started(&act[p.starts[x]], now);
+			if (map[p.starts[x]] == 0 && preempted && resumed == UINT64_MAX)
+				resumed = now;
+		}
+		for (size_t x = 0; x < n; x++)
+			j[map[x]] = act[x];
+	}
+	*lng = j[0];
+	sched_policy_plan_release(&p);
+	return resumed;
+}
+
+/* Ageing: the long job, preempted at 1010 after running 1010 s, is promoted
+ * to level 0 once it has waited K x 1010 s (at 3030 with K = 2, dated at that
+ * second, and next_change tells the caller when), and runs as soon as the
+ * short job then running ends. */
+static void test_las_ageing_bounds_starvation(void **state)
+{
+	struct sched_policy_conf c;
+	struct sched_pjob lng;
+	uint64_t nc, resumed;
+
+	sched_policy_conf_init(&c, SCHED_POLICY_LAS);
+	c.age_pct = 200;
+	resumed = run_stream(&c, 3100, &lng, &nc);
+	assert_int_equal(nc, 3030);         /* the promotion is due before the next event */
+	assert_int_equal(lng.promotions, 1);
+	assert_int_equal(resumed, 3060);    /* the short job running at 3030 ends at 3060 */
+	assert_true(lng.running);
+	assert_int_equal(lng.level, 0);
+	assert_int_equal(lng.level_since, 3030);
+	assert_int_equal(lng.level_base, 4 * 1010);
+
+	/* once promoted, its levels count from there: it demotes after another
+	 * 3250 GPU-seconds (813 s), and is preempted and promoted again */
+	resumed = run_stream(&c, 3060 + 813 + 10, &lng, &nc);
+	assert_int_equal(lng.level, 1);
+	assert_false(lng.running);
+	assert_int_equal(lng.served, 813);     /* preempted at the demotion */
+
+	/* a batch caller that accounts late still sees the promotion dated
+	 * at the second the limit was reached */
+	struct sched_pjob w;
+	job(&w, 9, 2, 0);
+	sched_policy_started(&w, 0);
+	sched_policy_account(&c, &w, 2000);  /* 4000 GPU-s: level 1 */
+	sched_policy_requeue(&w, 2000);
+	sched_policy_account(&c, &w, 9000);  /* waited 7000 s >= 2 x 2000 */
+	assert_int_equal(w.level, 0);
+	assert_int_equal(w.level_since, 6000);
+	assert_int_equal(w.waited, 0);
+	(void)state;
+}
+
+/* Ageing off (age_pct 0): today's las, the long job is never promoted and
+ * never runs again while short jobs keep coming. The defaults are on. */
+static void test_las_ageing_disabled(void **state)
+{
+	struct sched_policy_conf c;
+	struct sched_pjob lng;
+	uint64_t nc, resumed;
+
+	sched_policy_conf_init(&c, SCHED_POLICY_LAS);
+	assert_int_equal(c.age_pct, 400);
+	c.age_pct = 0;
+	resumed = run_stream(&c, 1010 + 50 * (AGE_SHORTS - 1), &lng, &nc);
+	assert_true(resumed == UINT64_MAX);
+	assert_int_equal(lng.promotions, 0);
+	assert_int_equal(lng.level, 1);
+	assert_true(nc != 3030);
+
+	sched_policy_conf_init(&c, SCHED_POLICY_GLAS);
+	assert_int_equal(c.age_pct, 2000);
+	sched_policy_conf_init(&c, SCHED_POLICY_FIFO);
+	assert_int_equal(c.age_pct, 0);
+	(void)state;
+}
+
 static void test_names(void **state)
 {
 	for (int i = 0; i < SCHED_POLICY__COUNT; i++)
@@ -216,6 +360,8 @@ int main(void)
 		cmocka_unit_test(test_las_demotion_and_preemption),
 		cmocka_unit_test(test_srtf_order),
 		cmocka_unit_test(test_fair_shares_and_quota),
+		cmocka_unit_test(test_las_ageing_bounds_starvation),
+		cmocka_unit_test(test_las_ageing_disabled),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
