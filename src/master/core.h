@@ -73,6 +73,11 @@ struct job {
 	int exit_code;
 	unsigned attempt;
 	unsigned preemptions;   /* times it gave its resources back */
+	/* Its scheduling policy's state (attained service, level, ageing), kept
+	 * between plans in memory only: a restarted master rebuilds it from the
+	 * task records, and the ageing clocks start again. */
+	struct sched_pjob pol;
+	bool pol_valid;
 	uint64_t submitted_at, started_at, running_at, finished_at;
 	struct task **tasks;    /* borrowed (owned by master->tasks), every attempt */
 	size_t ntasks, atasks;

@@ -656,21 +656,36 @@ static unsigned job_gpus(const struct job *j)
 	return n;
 }
 
-static void pjob_fill(const struct master *m, struct sched_pjob *p, const struct job *j,
-		      bool running, uint64_t now_s)
+/* Brings j's policy state up to now (accounting the service it got while
+ * it ran, then the start or preemption seen since the last plan) and copies
+ * it to *out for the plan. The first time, it is built from the task records. */
+static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool running,
+		      uint64_t now_s, struct sched_pjob *out)
 {
-	const struct sched_policy_conf *conf = &m->policy;
-	sched_policy_job_init(p, j->id, job_gpus(j), j->submitted_at / 1000000);
+	struct sched_pjob *p = &j->pol;
+
+	if (!j->pol_valid) {
+		sched_policy_job_init(p, j->id, job_gpus(j), j->submitted_at / 1000000);
+		p->attained = jobs_attained_gpu_s(j, now_s * 1000000);
+		p->accounted_at = now_s;
+		p->running = running;
+		p->started_at = running ? j->started_at / 1000000 : 0;
+		while (p->level < conf->nthresholds && p->attained >= conf->thresholds[p->level])
+			p->level++;
+		p->level_since = running ? p->started_at : p->submitted_at;
+		j->pol_valid = true;
+	} else {
+		sched_policy_account(conf, p, now_s);
+		if (running && !p->running)
+			sched_policy_started(p, now_s);
+		else if (!running && p->running)
+			sched_policy_requeue(p, now_s);
+	}
 	p->priority = (int)j->priority;
-	p->running = running;
+	p->gpus = job_gpus(j);
 	p->preemptible = j->spec && j->spec->preemptible;
 	p->bound = j->spec ? j->spec->timeout_ms / 1000 : 0;
-	p->attained = jobs_attained_gpu_s(j, now_s * 1000000);
-	p->accounted_at = now_s;
-	p->started_at = running ? j->started_at / 1000000 : 0;
-	while (p->level < conf->nthresholds && p->attained >= conf->thresholds[p->level])
-		p->level++;
-	p->level_since = running ? p->started_at : p->submitted_at;
+	*out = *p;
 }
 
 /* Orders the queued jobs of one pool as its policy says, by rewriting the
@@ -699,7 +714,7 @@ static void pool_policy_order(struct master *m, const char *pool, struct sched_j
 	for (size_t i = 0; i < nq; i++)
 		if (!strcmp(job_pool(qj[i]), pool)) {
 			qidx[n] = i;
-			pjob_fill(m, &pj[n++], qj[i], false, now_s);
+			pjob_sync(&conf, qj[i], false, now_s, &pj[n++]);
 		}
 	size_t nqueued = n;
 	for (size_t i = 0; i < m->nlive; i++) {
@@ -712,7 +727,7 @@ static void pool_policy_order(struct master *m, const char *pool, struct sched_j
 			;
 		if (k == nrun) {
 			run[nrun++] = j;
-			pjob_fill(m, &pj[n++], j, true, now_s);
+			pjob_sync(&conf, j, true, now_s, &pj[n++]);
 		}
 	}
 	/* teams, for fair */
