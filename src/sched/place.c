@@ -91,7 +91,7 @@ static bool gpu_usable(const struct sched_job *j, const struct sched_gpu *g)
 	return model_matches(j->gpu_model, g->model) && (!j->gpu_memory || g->memory >= j->gpu_memory);
 }
 
-static bool labels_match(const struct sched_node *n, const struct sched_job *j)
+bool place_labels_match(const struct sched_node *n, const struct sched_job *j)
 {
 	for (size_t k = 0; k < j->nlabels; k++) {
 		bool ok = false;
@@ -107,7 +107,7 @@ static bool labels_match(const struct sched_node *n, const struct sched_job *j)
 /* The node-level constraints but the pool (the buckets are per pool). */
 static bool node_eligible(const struct sched_node *n, const struct sched_job *j)
 {
-	return !j->nlabels || labels_match(n, j);
+	return !j->nlabels || place_labels_match(n, j);
 }
 
 /* ---- buckets ---- */

@@ -56,4 +56,7 @@ void place_state_free(struct place_state *s);
 bool place_job(struct place_state *s, const struct sched_job *job, struct sched_start *out,
 	       struct sched_wait *why);
 
+/* place_labels_match: whether node n carries every label job asks for. */
+bool place_labels_match(const struct sched_node *n, const struct sched_job *job);
+
 #endif

@@ -77,19 +77,6 @@ void sched_plan_release(struct sched_plan *plan)
 	memset(plan, 0, sizeof(*plan));
 }
 
-static bool labels_on(const struct sched_node *n, const struct sched_job *j)
-{
-	for (size_t k = 0; k < j->nlabels; k++) {
-		bool ok = false;
-		for (size_t l = 0; l < n->nlabels && !ok; l++)
-			ok = !strcmp(n->labels[l].key, j->labels[k].key) &&
-			     !strcmp(n->labels[l].value, j->labels[k].value);
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
 static const char *pool_or_default(const char *p)
 {
 	return p && *p ? p : "default";
@@ -108,7 +95,7 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 		if (strcmp(pool_or_default(nodes[i].pool), pool_or_default(job->pool)))
 			continue;
 		in_pool++;
-		labelled += labels_on(&nodes[i], job);
+		labelled += place_labels_match(&nodes[i], job);
 	}
 	if (!in_pool) {
 		snprintf(field, field_len, "pool");
@@ -132,7 +119,7 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			unsigned k = 0;
 
 			if (strcmp(pool_or_default(n->pool), pool_or_default(job->pool)) ||
-			    !labels_on(n, job))
+			    !place_labels_match(n, job))
 				continue;
 			for (size_t g = 0; g < n->ngpus; g++) {
 				if (!model_matches(job->gpu_model, n->gpus[g].model))
