@@ -292,6 +292,40 @@ static void test_stop_kills_cgroup(void **state)
 	strbuf_release(&esc);
 }
 
+/* A preemption's grace (stop.json, written by the agent before the stop)
+ * replaces the shim's default: SIGTERM first, that long to checkpoint, then
+ * SIGKILL. The default here is 10 minutes, so only stop.json ends the task. */
+static void test_stop_grace_from_stop_json(void **state)
+{
+	struct fixture *f = *state;
+	char *script = xasprintf("trap 'echo term > %s/got-term' TERM; touch %s/trapped; "
+				 "while :; do sleep 0.05; done", f->dir, f->dir);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct strbuf n = STRBUF_INIT;
+	struct task_exit e;
+	json_t *stop = json_pack("{s:i}", "grace_ms", 300);
+	int nfd;
+	write_task(f, argv, NULL, 0, 0, 600000);
+	pid_t pid = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_memory_equal(n.buf, "running ", 8);
+	char *trapped = xasprintf("%s/trapped", f->dir);
+	for (int i = 0; i < 5000 && !path_exists(trapped); i++)
+		usleep(1000); /* the shell has set its trap */
+	free(trapped);
+	assert_int_equal(taskdir_write_json(f->dir, "stop.json", stop, 0, NULL), 0);
+	kill(pid, SIGTERM);
+	wait_shim(pid);
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_int_equal(e.signal, SIGKILL);
+	char *got = xasprintf("%s/got-term", f->dir);
+	assert_true(path_exists(got)); /* it had its SIGTERM and its grace */
+	free(got);
+	json_decref(stop);
+	free(script);
+	strbuf_release(&n);
+}
+
 static void test_oom(void **state)
 {
 	struct fixture *f = *state;
@@ -325,6 +359,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_env_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_term, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_kills_cgroup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_grace_from_stop_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
