@@ -583,6 +583,30 @@ static void job_preempt(struct master *m, struct job *j, const struct job *by)
  * order) that lower-priority preemptible jobs could make room for gets it.
  * One round at a time: while preempted tasks are still stopping, their
  * resources are not counted as free, and nothing more is preempted. */
+/* v describes running job j as a possible victim: what its current tasks
+ * hold, appended to holds (nh entries used so far, OUT: updated; one per
+ * task at most). */
+static void victim_fill(const struct master *m, const struct job *j, struct sched_victim *v,
+			struct sched_hold *holds, size_t *nh)
+{
+	*v = (struct sched_victim){ .id = j->id, .priority = (int)j->priority,
+				    .preemptible = j->spec && j->spec->preemptible,
+				    .started_at = j->started_at, .holds = holds + *nh };
+	for (size_t x = 0; x < j->ntasks; x++) {
+		const struct task *t = j->tasks[x];
+		if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
+			continue;
+		for (size_t n = 0; n < m->nnodes; n++)
+			if (!strcmp(m->nodes[n]->name, t->node)) {
+				holds[(*nh)++] = (struct sched_hold){ .node = n, .gpus = t->gpus,
+								      .ngpus = t->ngpus,
+								      .cpus_milli = t->cpus_milli,
+								      .memory = t->memory };
+				v->nholds++;
+			}
+	}
+}
+
 static void jobs_preempt_for_waiting(struct master *m, const struct sched_input *in,
 				     const struct sched_plan *plan, struct job **qj)
 {
@@ -609,22 +633,7 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 		if (k < nv)
 			continue;
 		vjobs[nv] = j;
-		vs[nv] = (struct sched_victim){ .id = j->id, .priority = (int)j->priority,
-						.preemptible = j->spec->preemptible,
-						.started_at = j->started_at, .holds = holds + nh };
-		for (size_t x = 0; x < j->ntasks; x++) {
-			const struct task *t = j->tasks[x];
-			if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
-				continue;
-			for (size_t n = 0; n < m->nnodes; n++)
-				if (!strcmp(m->nodes[n]->name, t->node))
-					holds[nh++] = (struct sched_hold){ .node = n, .gpus = t->gpus,
-									   .ngpus = t->ngpus,
-									   .cpus_milli = t->cpus_milli,
-									   .memory = t->memory };
-			vs[nv].nholds++;
-		}
-		nv++;
+		victim_fill(m, j, &vs[nv++], holds, &nh);
 	}
 	for (size_t w = 0; w < plan->nwaits && nv; w++) {
 		struct job *j = qj[plan->waits[w].job];
@@ -692,8 +701,9 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
  * keys sched_plan sorts by (priority 0, age = rank), and preempts the running
  * jobs the policy displaces (policies that preempt: not fifo, not greedy).
  * Fair shares come from --team; a team not listed weighs 1, with no quota. */
-static void pool_policy_order(struct master *m, const char *pool, struct sched_job *sj,
-			      struct job **qj, size_t nq, bool inflight, unsigned char *held)
+static void pool_policy_order(struct master *m, const char *pool, const struct sched_node *sn,
+			      struct sched_job *sj, struct job **qj, size_t nq, bool inflight,
+			      unsigned char *held)
 {
 	struct sched_policy_conf conf = *pool_conf(m, pool);
 	uint64_t now_s = wall_us() / 1000000;
@@ -769,10 +779,26 @@ static void pool_policy_order(struct master *m, const char *pool, struct sched_j
 			}
 	}
 	if (!inflight && plan.npreempts && (plan.nstarts || plan.nwaits)) {
+		/* the policy counts GPUs: stop its victims only if, by placement,
+		 * that lets the job it makes room for run */
 		size_t first = plan.nstarts ? plan.starts[0] : plan.waits[0].job;
+		struct sched_victim *vs = xcalloc(plan.npreempts + 1, sizeof(*vs));
+		struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
+		struct job **vj = xcalloc(plan.npreempts + 1, sizeof(*vj));
+		size_t nv = 0, nh = 0;
 		for (size_t k = 0; k < plan.npreempts; k++)
-			if (plan.preempts[k] >= nqueued && first < nqueued)
-				job_preempt(m, run[plan.preempts[k] - nqueued], qj[qidx[first]]);
+			if (plan.preempts[k] >= nqueued) {
+				vj[nv] = run[plan.preempts[k] - nqueued];
+				victim_fill(m, vj[nv], &vs[nv], holds, &nh);
+				nv++;
+			}
+		if (first < nqueued && nv &&
+		    sched_victims_help(sn, m->nnodes, &sj[qidx[first]], vs, nv))
+			for (size_t k = 0; k < nv; k++)
+				job_preempt(m, vj[k], qj[qidx[first]]);
+		free(vs);
+		free(holds);
+		free(vj);
 	}
 	sched_policy_plan_release(&plan);
 out:
@@ -785,8 +811,8 @@ out:
 
 /* Every pool with queued jobs is ordered by its own policy; OUT held[i]:
  * 1 + the sched_wait_code of a job its policy holds back, 0 for the others. */
-static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job **qj, size_t nq,
-			      unsigned char *held)
+static void jobs_policy_order(struct master *m, const struct sched_node *sn, struct sched_job *sj,
+			      struct job **qj, size_t nq, unsigned char *held)
 {
 	const char **pools = xcalloc(nq + 1, sizeof(*pools));
 	size_t npools = 0;
@@ -803,7 +829,7 @@ static void jobs_policy_order(struct master *m, struct sched_job *sj, struct job
 			pools[npools++] = p;
 	}
 	for (size_t k = 0; k < npools; k++)
-		pool_policy_order(m, pools[k], sj, qj, nq, inflight, held);
+		pool_policy_order(m, pools[k], sn, sj, qj, nq, inflight, held);
 	free(pools);
 }
 
@@ -924,7 +950,7 @@ void jobs_schedule(struct master *m)
 	struct job **pqj = xcalloc(nq + 1, sizeof(*pqj));
 	size_t np = 0, nheld = 0;
 	if (full && nq)
-		jobs_policy_order(m, sj, qj, nq, held);
+		jobs_policy_order(m, sn, sj, qj, nq, held);
 	for (size_t i = 0; i < nq; i++)
 		if (!held[i]) {
 			psj[np] = sj[i];

@@ -129,3 +129,17 @@ out:
 	free(cand);
 	return nout;
 }
+
+bool sched_victims_help(const struct sched_node *nodes, size_t nnodes, const struct sched_job *job,
+			const struct sched_victim *victims, size_t nvictims)
+{
+	struct trial t;
+	bool fits;
+
+	trial_init(&t, nodes, nnodes);
+	for (size_t i = 0; i < nvictims; i++)
+		trial_apply(&t, &victims[i], +1);
+	fits = trial_fits(&t, job);
+	trial_release(&t);
+	return fits;
+}

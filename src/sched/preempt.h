@@ -39,4 +39,10 @@ size_t sched_preempt_for(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, const struct sched_victim *running,
 			 size_t nrunning, size_t *out);
 
+/* sched_victims_help: whether stopping every job of victims (all of them)
+ * would make job fit on nodes, by placement: the check a count-based policy
+ * (las) needs before it stops anyone on a fragmented cluster. */
+bool sched_victims_help(const struct sched_node *nodes, size_t nnodes, const struct sched_job *job,
+			const struct sched_victim *victims, size_t nvictims);
+
 #endif

@@ -98,6 +98,21 @@ static void test_useless_victims_are_spared(void **state)
 	running[3].priority = 1;
 }
 
+/* A count-based policy's victims are checked by placement: stopping the
+ * jobs of node n2 (model B) frees 4 GPUs but not for a job of model A. */
+static void test_victims_help_by_placement(void **state)
+{
+	const bool all[4] = { true, true, true, true };
+	struct sched_task t = { "worker", 0, 2, 1000, 0 };
+	struct sched_job a = { .id = 9, .priority = 1, .tasks = &t, .ntasks = 1, .gpu_model = "A" };
+	setup_nodes(all, all);
+	assert_false(sched_victims_help(nodes, 2, &a, &running[2], 2)); /* jobs 3, 4 on n2 */
+	assert_true(sched_victims_help(nodes, 2, &a, &running[1], 1));  /* job 2 on n1 */
+	t.gpus = 4;
+	assert_false(sched_victims_help(nodes, 2, &a, &running[1], 1));  /* half of n1 is not enough */
+	assert_true(sched_victims_help(nodes, 2, &a, &running[0], 2));   /* all of n1 is */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +120,7 @@ int main(void)
 		cmocka_unit_test(test_never_equal_priority_or_non_preemptible),
 		cmocka_unit_test(test_nothing_when_it_fits),
 		cmocka_unit_test(test_useless_victims_are_spared),
+		cmocka_unit_test(test_victims_help_by_placement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
