@@ -84,20 +84,51 @@ static int cmp_cands(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* GPUs free on schedulable nodes, and the GPUs the job asks for. */
+static unsigned free_gpus(const struct sched_node *nodes, size_t nnodes)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < nnodes; i++)
+		for (size_t g = 0; nodes[i].schedulable && g < nodes[i].ngpus; g++)
+			n += nodes[i].gpus[g].free;
+	return n;
+}
+
+static unsigned job_gpus(const struct sched_job *job)
+{
+	unsigned n = 0;
+	for (size_t t = 0; t < job->ntasks; t++)
+		n += job->tasks[t].gpus;
+	return n;
+}
+
+static unsigned victim_gpus(const struct sched_victim *v)
+{
+	unsigned n = 0;
+	for (size_t h = 0; h < v->nholds; h++)
+		n += v->holds[h].ngpus;
+	return n;
+}
+
 size_t sched_preempt_for(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, const struct sched_victim *running,
 			 size_t nrunning, size_t *out)
 {
 	struct cand *cand = xcalloc(nrunning + 1, sizeof(*cand));
 	size_t ncand = 0, nout = 0;
+	unsigned need = job_gpus(job), have = free_gpus(nodes, nnodes), could = have;
 	struct trial t;
 	bool fits = false;
 
 	for (size_t i = 0; i < nrunning; i++)
-		if (running[i].preemptible && running[i].priority < job->priority)
+		if (running[i].preemptible && running[i].priority < job->priority) {
 			cand[ncand++] = (struct cand){ i, running[i].priority, running[i].started_at,
 						       running[i].id };
-	if (!ncand) {
+			could += victim_gpus(&running[i]);
+		}
+	/* placement is only asked once the GPUs could add up: a job that every
+	 * candidate together cannot make room for costs no trial at all */
+	if (!ncand || could < need) {
 		free(cand);
 		return 0;
 	}
@@ -108,7 +139,8 @@ size_t sched_preempt_for(const struct sched_node *nodes, size_t nnodes,
 	for (size_t k = 0; k < ncand && !fits; k++) {
 		trial_apply(&t, &running[cand[k].idx], +1);
 		out[nout++] = cand[k].idx;
-		fits = trial_fits(&t, job);
+		have += victim_gpus(&running[cand[k].idx]);
+		fits = have >= need && trial_fits(&t, job);
 	}
 	if (!fits) {
 		nout = 0;
