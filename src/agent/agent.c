@@ -1051,6 +1051,16 @@ static struct atask *task_new(struct agent *a, int64_t id)
 	return t;
 }
 
+/* The main loop's requests (code, checkpoints) carry the current agent token. */
+static void code_http_auth(struct agent *a)
+{
+	char *id, *token;
+	session_creds(a->s, &id, &token);
+	httpc_set_token(&a->code_http, token);
+	free(id);
+	free(token);
+}
+
 /* Fetches the job's code into WORK/code/HEX.tar.gz unless cached. */
 static int fetch_code(struct agent *a, const char *digest, char **path_out, struct errbuf *eb)
 {
@@ -1063,11 +1073,7 @@ static int fetch_code(struct agent *a, const char *digest, char **path_out, stru
 	char *path = xasprintf("%s/%s.tar.gz", dir, hex);
 	mkdir_p(dir, 0755);
 	if (!path_exists(path)) {
-		char *id, *token;
-		session_creds(a->s, &id, &token);
-		httpc_set_token(&a->code_http, token);
-		free(id);
-		free(token);
+		code_http_auth(a);
 		char *url = xasprintf("/v1/code/sha256:%s", hex);
 		struct httpc_response res;
 		httpc_response_init(&res);
@@ -1156,11 +1162,7 @@ static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
 		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
 		goto out;
 	}
-	char *id, *token;
-	session_creds(a->s, &id, &token);
-	httpc_set_token(&a->code_http, token);
-	free(id);
-	free(token);
+	code_http_auth(a);
 	char *url = xasprintf("/v1/tasks/%" PRId64 "/checkpoint", task);
 	httpc_response_init(&res);
 	for (int attempt = 0; attempt < 5; attempt++) {
