@@ -17,7 +17,6 @@
 
 #define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
-#define QUEUE_AHEAD_SHOWN 10 /* ids of the jobs just ahead, in queue listings */
 
 static void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -285,8 +284,12 @@ static void h_job_get(struct req *r)
 	jobs_refresh_positions(r->m);
 	struct job *j = path_job(r);
 
-	if (j)
-		req_json(r, 200, jobs_job_json(r->m, j));
+	if (j) {
+		/* the jobs ahead: in the one-job document, not in listings */
+		json_t *d = jobs_job_json(r->m, j);
+		json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
+		req_json(r, 200, d);
+	}
 }
 
 static void h_job_cancel(struct req *r)
@@ -406,7 +409,7 @@ static void h_queue(struct req *r)
 		struct job *j = q[i];
 		json_t *ahead = json_array();
 		/* the jobs just ahead (q is in position order) */
-		for (size_t k = i; k-- > 0 && i - k <= QUEUE_AHEAD_SHOWN;)
+		for (size_t k = i; k-- > 0 && i - k <= JOBS_AHEAD_SHOWN;)
 			if (q[k]->queue_position)
 				json_array_insert_new(ahead, 0, json_integer((json_int_t)q[k]->id));
 		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:o}", "id",
@@ -460,9 +463,8 @@ static void h_metrics(struct req *r)
 		nodes[m->nodes[i]->state]++;
 		gtotal += m->nodes[i]->ngpus;
 	}
-	for (size_t i = 0; i < m->ntasks; i++)
-		if (m->tasks[i] && task_state_holds_resources(m->tasks[i]->state))
-			gused += m->tasks[i]->ngpus;
+	for (size_t i = 0; i < m->nlive; i++) /* the tasks that hold resources */
+		gused += m->live[i]->ngpus;
 	strbuf_addstr(&sb, "# HELP yard_jobs Jobs by state.\n# TYPE yard_jobs gauge\n");
 	for (int s = 0; s < JOB_STATE__COUNT; s++)
 		strbuf_addf(&sb, "yard_jobs{state=\"%s\"} %u\n", job_state_name(s), jobs[s]);

@@ -25,12 +25,51 @@ struct task *core_task(struct master *m, uint64_t id)
 	return id >= 1 && id <= m->ntasks ? m->tasks[id - 1] : NULL;
 }
 
-struct node *core_node(struct master *m, const char *name)
+/* FNV-1a: node names are short, and every lookup by name lands here. */
+static size_t name_hash(const char *s)
 {
-	for (size_t i = 0; i < m->nnodes; i++)
-		if (!strcmp(m->nodes[i]->name, name))
-			return m->nodes[i];
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void node_hash_put(size_t *tab, size_t cap, const struct node *n)
+{
+	size_t i = name_hash(n->name) & (cap - 1);
+	while (tab[i])
+		i = (i + 1) & (cap - 1);
+	tab[i] = n->slot + 1;
+}
+
+struct node *core_node(const struct master *m, const char *name)
+{
+	if (!name || !m->node_hash_cap)
+		return NULL;
+	for (size_t i = name_hash(name) & (m->node_hash_cap - 1); m->node_hash[i];
+	     i = (i + 1) & (m->node_hash_cap - 1)) {
+		struct node *n = m->nodes[m->node_hash[i] - 1];
+		if (!strcmp(n->name, name))
+			return n;
+	}
 	return NULL;
+}
+
+void core_add_node(struct master *m, struct node *n)
+{
+	ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
+	n->slot = m->nnodes;
+	m->nodes[m->nnodes++] = n;
+	if (2 * m->nnodes > m->node_hash_cap) {
+		size_t cap = m->node_hash_cap ? 2 * m->node_hash_cap : 64;
+		free(m->node_hash);
+		m->node_hash = xcalloc(cap, sizeof(*m->node_hash));
+		m->node_hash_cap = cap;
+		for (size_t i = 0; i < m->nnodes; i++)
+			node_hash_put(m->node_hash, cap, m->nodes[i]);
+	} else {
+		node_hash_put(m->node_hash, m->node_hash_cap, n);
+	}
 }
 
 int core_batch_open(struct master *m)
@@ -350,8 +389,7 @@ static int load_node(void *ctx, const char *key, const char *text)
 	json_decref(d);
 	if (!n->name)
 		return YERR(IO);
-	ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
-	m->nodes[m->nnodes++] = n;
+	core_add_node(m, n);
 	(void)key;
 	return 0;
 }
@@ -508,6 +546,9 @@ void core_clear(struct master *m)
 	m->jobs = NULL;
 	m->tasks = NULL;
 	m->nodes = NULL;
+	free(m->node_hash);
+	m->node_hash = NULL;
+	m->node_hash_cap = 0;
 	m->tokens = NULL;
 	m->njobs = m->ajobs = m->ntasks = m->atasks = 0;
 	m->nnodes = m->anodes = m->ntokens = m->atokens = 0;

@@ -101,6 +101,7 @@ struct node_label {
 };
 
 struct node {
+	size_t slot;            /* its index in master->nodes (and in a plan's snapshot) */
 	char *name, *addr;      /* owned */
 	char *iface;            /* owned or NULL: the interface that holds addr */
 	unsigned port_lo, port_hi; /* the range task ports come from */
@@ -162,6 +163,8 @@ struct master {
 	size_t ntasks, atasks;
 	struct node **nodes;    /* owned */
 	size_t nnodes, anodes;
+	size_t *node_hash;      /* owned: open addressing by name, slot + 1 (0 empty) */
+	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	struct token *tokens;   /* owned */
 	size_t ntokens, atokens;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
@@ -198,7 +201,9 @@ void core_save_meta(struct master *m, const char *key, const char *value);
 
 struct job *core_job(struct master *m, uint64_t id);
 struct task *core_task(struct master *m, uint64_t id);
-struct node *core_node(struct master *m, const char *name);
+struct node *core_node(const struct master *m, const char *name);
+/* core_add_node appends n (owned by the model from now on) to m->nodes. */
+void core_add_node(struct master *m, struct node *n);
 
 /* core_index_job/core_index_task put an entity into, or take it out of, the
  * queue and live indexes to match its current state. Call after every state

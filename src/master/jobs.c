@@ -466,9 +466,9 @@ static void sched_account_use(struct master *m, struct sched_node *sn, struct sc
 {
 	for (size_t i = 0; i < m->nlive; i++) {
 		const struct task *t = m->live[i];
-		for (size_t k = 0; k < m->nnodes; k++) {
-			if (strcmp(m->nodes[k]->name, t->node))
-				continue;
+		const struct node *n = core_node(m, t->node);
+		if (n) {
+			size_t k = n->slot; /* the snapshot is in m->nodes order */
 			sn[k].free_cpus_milli -= t->cpus_milli < sn[k].free_cpus_milli ? t->cpus_milli
 										: sn[k].free_cpus_milli;
 			sn[k].free_memory -= t->memory < sn[k].free_memory ? t->memory : sn[k].free_memory;
@@ -476,7 +476,6 @@ static void sched_account_use(struct master *m, struct sched_node *sn, struct sc
 				for (size_t x = 0; x < sn[k].ngpus; x++)
 					if (gp[k][x].index == t->gpus[g])
 						gp[k][x].free = false;
-			break;
 		}
 	}
 }
@@ -550,6 +549,30 @@ static const struct sched_policy_conf *pool_conf(const struct master *m, const c
 	return &m->policy;
 }
 
+static int cmp_job_ids(const void *a, const void *b)
+{
+	const struct job *x = *(struct job *const *)a, *y = *(struct job *const *)b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The jobs whose current gang holds resources (starting or running), each
+ * once, by id, of one pool (NULL: every pool). OUT run: room for m->nlive. */
+static size_t running_jobs(const struct master *m, const char *pool, struct job **run)
+{
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < m->nlive; i++) {
+		struct job *j = m->live[i]->job;
+		if ((j->state == JOB_RUNNING || j->state == JOB_STARTING) && j->spec &&
+		    (!pool || !strcmp(job_pool(j), pool)))
+			run[n++] = j;
+	}
+	qsort(run, n, sizeof(*run), cmp_job_ids);
+	for (size_t i = 0; i < n; i++)
+		if (!k || run[k - 1] != run[i])
+			run[k++] = run[i];
+	return k;
+}
+
 /* Job j gives its resources back for `by`: its tasks get SIGTERM, then the
  * spec's preemption.grace to checkpoint, then SIGKILL; the job goes back to
  * the queue as a new attempt (not counted against restart.max) that starts
@@ -596,14 +619,13 @@ static void victim_fill(const struct master *m, const struct job *j, struct sche
 		const struct task *t = j->tasks[x];
 		if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
 			continue;
-		for (size_t n = 0; n < m->nnodes; n++)
-			if (!strcmp(m->nodes[n]->name, t->node)) {
-				holds[(*nh)++] = (struct sched_hold){ .node = n, .gpus = t->gpus,
-								      .ngpus = t->ngpus,
-								      .cpus_milli = t->cpus_milli,
-								      .memory = t->memory };
-				v->nholds++;
-			}
+		const struct node *n = core_node(m, t->node);
+		if (n) {
+			holds[(*nh)++] = (struct sched_hold){ .node = n->slot, .gpus = t->gpus,
+							      .ngpus = t->ngpus, .cpus_milli = t->cpus_milli,
+							      .memory = t->memory };
+			v->nholds++;
+		}
 	}
 }
 
@@ -623,27 +645,16 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 	holds = xcalloc(m->nlive + 1, sizeof(*holds));
 	out = xcalloc(m->nlive + 1, sizeof(*out));
 	/* the running gangs, their tasks' holds grouped by job */
-	for (size_t i = 0; i < m->nlive; i++) {
-		struct job *j = m->live[i]->job;
-		size_t k;
-		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec)
-			continue;
-		for (k = 0; k < nv && vjobs[k] != j; k++)
-			;
-		if (k < nv)
-			continue;
-		vjobs[nv] = j;
-		victim_fill(m, j, &vs[nv++], holds, &nh);
-	}
+	nv = running_jobs(m, NULL, vjobs);
+	for (size_t k = 0; k < nv; k++)
+		victim_fill(m, vjobs[k], &vs[k], holds, &nh);
 	for (size_t w = 0; w < plan->nwaits && nv; w++) {
 		struct job *j = qj[plan->waits[w].job];
 		enum sched_policy pol = pool_conf(m, job_pool(j))->policy;
 		if (pol != SCHED_POLICY_GREEDY && pol != SCHED_POLICY_FIFO)
 			continue; /* its pool's policy chooses its victims */
-		/* its own priority: a policy may have rewritten the sort keys */
-		struct sched_job sj = in->jobs[plan->waits[w].job];
-		sj.priority = (int)j->priority;
-		size_t n = sched_preempt_for(in->nodes, in->nnodes, &sj, vs, nv, out);
+		size_t n = sched_preempt_for(in->nodes, in->nnodes, &in->jobs[plan->waits[w].job], vs,
+					     nv, out);
 		if (!n)
 			continue;
 		for (size_t k = 0; k < n; k++)
@@ -697,8 +708,8 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
 	*out = *p;
 }
 
-/* Orders the queued jobs of one pool as its policy says, by rewriting the
- * keys sched_plan sorts by (priority 0, age = rank), and preempts the running
+/* Orders the queued jobs of one pool as its policy says (their rank), and
+ * preempts the running
  * jobs the policy displaces (policies that preempt: not fifo, not greedy).
  * Fair shares come from --team; a team not listed weighs 1, with no quota. */
 static void pool_policy_order(struct master *m, const char *pool, const struct sched_node *sn,
@@ -727,19 +738,9 @@ static void pool_policy_order(struct master *m, const char *pool, const struct s
 			pjob_sync(&conf, qj[i], false, now_s, &pj[n++]);
 		}
 	size_t nqueued = n;
-	for (size_t i = 0; i < m->nlive; i++) {
-		struct job *j = m->live[i]->job;
-		size_t k;
-		if ((j->state != JOB_RUNNING && j->state != JOB_STARTING) || !j->spec ||
-		    strcmp(job_pool(j), pool))
-			continue;
-		for (k = 0; k < nrun && run[k] != j; k++)
-			;
-		if (k == nrun) {
-			run[nrun++] = j;
-			pjob_sync(&conf, j, true, now_s, &pj[n++]);
-		}
-	}
+	nrun = running_jobs(m, pool, run);
+	for (size_t k = 0; k < nrun; k++)
+		pjob_sync(&conf, run[k], true, now_s, &pj[n++]);
 	/* teams, for fair */
 	for (size_t i = 0; i < n; i++) {
 		const struct job *j = i < nqueued ? qj[qidx[i]] : run[i - nqueued];
@@ -762,17 +763,14 @@ static void pool_policy_order(struct master *m, const char *pool, const struct s
 	memset(&plan, 0, sizeof(plan));
 	sched_policy_plan(&conf, pj, n, total, now_s, &plan);
 	{
-		uint64_t rank = 0;
+		uint64_t rank = 1;
 		for (size_t s = 0; s < plan.nstarts; s++)
-			if (plan.starts[s] < nqueued) {
-				sj[qidx[plan.starts[s]]].priority = 0;
-				sj[qidx[plan.starts[s]]].submitted_at = rank++;
-			}
+			if (plan.starts[s] < nqueued)
+				sj[qidx[plan.starts[s]]].rank = rank++;
 		for (size_t w = 0; w < plan.nwaits; w++)
 			if (plan.waits[w].job < nqueued) {
 				size_t q = qidx[plan.waits[w].job];
-				sj[q].priority = 0;
-				sj[q].submitted_at = rank++;
+				sj[q].rank = rank++;
 				/* held back by the policy itself, not for want of room */
 				if (plan.waits[w].code == SCHED_WAIT_HEAD || plan.waits[w].code == SCHED_WAIT_QUOTA)
 					held[q] = (unsigned char)(plan.waits[w].code + 1);
@@ -979,7 +977,7 @@ void jobs_schedule(struct master *m)
 		struct held_rank *hr = xcalloc(nq + 1, sizeof(*hr));
 		for (size_t i = 0; i < nq; i++)
 			if (held[i])
-				hr[nheld++] = (struct held_rank){ sj[i].submitted_at, i };
+				hr[nheld++] = (struct held_rank){ sj[i].rank, i };
 		qsort(hr, nheld, sizeof(*hr), cmp_held);
 		for (size_t k = 0; k < nheld; k++)
 			job_held(qj[hr[k].idx], held[hr[k].idx], (unsigned)(plan.nwaits + k + 1), m);
@@ -1142,8 +1140,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		n = xcalloc(1, sizeof(*n));
 		n->name = xstrdup(name);
 		n->state = NODE_READY;
-		ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
-		m->nodes[m->nnodes++] = n;
+		core_add_node(m, n);
 	}
 	set_str(&n->addr, addr);
 	set_str(&n->iface, iface);
@@ -1317,6 +1314,25 @@ uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)
 	return us / 1000000;
 }
 
+json_t *jobs_ahead_json(const struct master *m, const struct job *j)
+{
+	uint64_t ids[JOBS_AHEAD_SHOWN] = { 0 };
+	unsigned pos = j->state == JOB_QUEUED ? j->queue_position : 0;
+	json_t *ahead = json_array();
+
+	/* one pass over the queue: slot k holds the job at position pos-1-k */
+	for (size_t i = 0; pos > 1 && i < m->nqueue; i++) {
+		const struct job *q = m->queue[i];
+		if (q && q->state == JOB_QUEUED && q->queue_position && q->queue_position < pos &&
+		    pos - q->queue_position <= JOBS_AHEAD_SHOWN)
+			ids[pos - q->queue_position - 1] = q->id;
+	}
+	for (size_t k = 0; k < JOBS_AHEAD_SHOWN; k++)
+		if (ids[k])
+			json_array_append_new(ahead, json_integer((json_int_t)ids[k]));
+	return ahead;
+}
+
 json_t *jobs_job_json(struct master *m, const struct job *j)
 {
 	json_t *d = json_object(), *tasks = json_array(), *spec;
@@ -1346,18 +1362,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());
-	if (j->state == JOB_QUEUED && j->queue_position) {
-		/* the jobs ahead of it, nearest first, at most 10 */
-		json_t *ahead = json_array();
-		for (unsigned p = j->queue_position - 1; p > 0 && j->queue_position - p <= 10; p--)
-			for (size_t i = 0; i < m->nqueue; i++)
-				if (m->queue[i] && m->queue[i]->queue_position == p &&
-				    m->queue[i]->state == JOB_QUEUED)
-					json_array_append_new(ahead, json_integer((json_int_t)m->queue[i]->id));
-		json_object_set_new(d, "ahead", ahead);
-	} else {
-		json_object_set_new(d, "ahead", json_array());
-	}
+
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
 	for (size_t i = 0; i < j->ntasks; i++) {
@@ -1394,9 +1399,10 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 
 	for (size_t g = 0; g < n->ngpus; g++) {
 		json_t *job = json_null();
-		for (size_t i = 0; i < m->ntasks && json_is_null(job); i++) {
-			const struct task *t = m->tasks[i];
-			if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name))
+		/* the live index holds exactly the tasks that hold resources */
+		for (size_t i = 0; i < m->nlive && json_is_null(job); i++) {
+			const struct task *t = m->live[i];
+			if (!t->node || strcmp(t->node, n->name))
 				continue;
 			for (unsigned k = 0; k < t->ngpus; k++)
 				if (t->gpus[k] == n->gpus[g].index)
@@ -1411,9 +1417,9 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 						      n->gpus[g].uuid ? json_string(n->gpus[g].uuid) : json_null(),
 						      "job", job, "island", (int)n->gpus[g].island));
 	}
-	for (size_t i = 0; i < m->ntasks; i++) {
-		const struct task *t = m->tasks[i];
-		if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name))
+	for (size_t i = 0; i < m->nlive; i++) {
+		const struct task *t = m->live[i];
+		if (!t->node || strcmp(t->node, n->name))
 			continue;
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;

@@ -52,4 +52,9 @@ struct task *jobs_current_task(const struct job *j, const char *role, unsigned i
  * attained service of least-attained-service scheduling. */
 uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us);
 
+/* jobs_ahead_json: the ids of the (at most JOBS_AHEAD_SHOWN) waiting jobs
+ * just ahead of queued job j, nearest first; [] when it has no position. */
+#define JOBS_AHEAD_SHOWN 10
+json_t *jobs_ahead_json(const struct master *m, const struct job *j);
+
 #endif

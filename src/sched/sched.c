@@ -22,6 +22,8 @@ static int cmp_jobs(const void *a, const void *b)
 	const struct order_ctx *x = a, *y = b;
 	const struct sched_job *p = &x->jobs[x->idx], *q = &y->jobs[y->idx];
 
+	if (p->rank != q->rank)
+		return p->rank < q->rank ? -1 : 1;
 	if (p->priority != q->priority)
 		return p->priority > q->priority ? -1 : 1;
 	if (p->submitted_at != q->submitted_at)

@@ -64,6 +64,9 @@ struct sched_task {
 
 struct sched_job {
 	uint64_t id;
+	/* The order of a scheduling policy (policy.h), smaller first; 0 (no
+	 * policy's order) goes before any ranked job, by priority then age. */
+	uint64_t rank;
 	int priority;            /* larger runs first (low 0, normal 1, high 2) */
 	uint64_t submitted_at;   /* any monotone time: older first */
 	const struct sched_task *tasks; /* borrowed */
