@@ -100,13 +100,21 @@ def lr_at(args, epoch):
     return args.lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / args.epochs))
 
 
+def say(line):
+    """One whole line in one write: under torchrun the local ranks share the
+    task's stdout, and print() writes the text and the newline separately,
+    so two ranks' lines could interleave mid-line."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def yard_metric(**values):
     """A metric line for Trainyard: every number becomes a point, step the x-axis."""
-    print("@yard " + json.dumps(values), flush=True)
+    say("@yard " + json.dumps(values))
 
 
 def log(rank, msg):
-    print(f"[rank {rank}] {msg}", flush=True)
+    say(f"[rank {rank}] {msg}")
 
 
 def evaluate(model, test_set):
@@ -218,7 +226,7 @@ def train(args, distributed, world_size, rank, local_rank, restart_count):
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         start_epoch = ckpt["epoch"] + 1
-        print(f"resumed from epoch {ckpt['epoch']}", flush=True)
+        say(f"resumed from epoch {ckpt['epoch']}")
     # DDP averages the gradients over all ranks during backward().
     ddp = DistributedDataParallel(model) if distributed else model
 
@@ -268,8 +276,8 @@ def train(args, distributed, world_size, rank, local_rank, restart_count):
             time.sleep(args.epoch_sleep)
 
     acc = evaluate(model, test_set)
-    print(f"final test accuracy: {acc:.4f}", flush=True)
-    print(f"params sha256: {params_sha256(model)}", flush=True)
+    say(f"final test accuracy: {acc:.4f}")
+    say(f"params sha256: {params_sha256(model)}")
     log(rank, f"trained in {time.monotonic() - t0:.1f}s")
     if distributed:
         dist.barrier()
