@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "agent/agent.h"
+#include "agent/shim_docker.h"
 #include "cli/cli.h"
 #include "master/master.h"
 #include "up.h"
@@ -17,7 +18,7 @@ static const struct role {
 } roles[] = {
 	{ "master", cmd_master },
 	{ "agent", cmd_agent },
-	{ "shim", cmd_shim },
+	{ "shim", cmd_shim_any },
 	{ "up", cmd_up },
 };
 

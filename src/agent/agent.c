@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "agent/cgroup.h"
+#include "agent/docker.h"
 #include "agent/gpu.h"
 #include "agent/metricship.h"
 #include "agent/runtime.h"
@@ -59,6 +60,8 @@ struct session {
 	json_t *gpus;           /* owned */
 	char *pool;             /* owned */
 	json_t *labels;         /* owned object KEY -> VALUE */
+	json_t *runtimes;       /* owned array: "process", "docker" */
+	char *engine;           /* owned or NULL: what answers on the docker socket */
 	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
 	unsigned gen;           /* bumped by every registration */
@@ -77,6 +80,8 @@ static void session_unref(struct session *s)
 	json_decref(s->work);
 	json_decref(s->gpus);
 	json_decref(s->labels);
+	json_decref(s->runtimes);
+	free(s->engine);
 	free(s->pool);
 	free(s->master_url);
 	free(s->name);
@@ -201,12 +206,12 @@ static int register_once(struct session *s, struct errbuf *eb)
 			s->addr = xstrdup("127.0.0.1");
 	}
 	char *iface = iface_of(s->addr);
-	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:[s], s:o, s:s, s:O}",
+	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:O, s:s?, s:o, s:s, s:O}",
 				 "name", s->name, "addr", s->addr, "iface", iface, "ports",
 				 (int)s->port_lo, (int)s->port_hi, "cpus", (int)cpu_count(), "memory",
-				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", "process",
-				 "tasks", scan_task_ids(s->work_dir), "pool", s->pool, "labels",
-				 s->labels);
+				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", s->runtimes,
+				 "engine", s->engine, "tasks", scan_task_ids(s->work_dir), "pool", s->pool,
+				 "labels", s->labels);
 	free(iface);
 	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
 	json_decref(body);
@@ -1038,6 +1043,12 @@ static void watch_task(struct agent *a, struct atask *t)
 	}
 }
 
+/* A task in an image runs in a container; any other as processes. */
+static const struct runtime_ops *task_runtime(const json_t *task)
+{
+	return json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
+}
+
 static struct atask *task_new(struct agent *a, int64_t id)
 {
 	struct atask *t = xcalloc(1, sizeof(*t));
@@ -1250,6 +1261,7 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 	}
 	if ((ret = taskdir_write_json(t->rt.dir, "task.json", assignment, 0, &eb)))
 		goto fail;
+	t->ops = task_runtime(assignment);
 	ship_event(&a->sh, SHIP_TRACK, id, 0, NULL);
 	if (json_is_string(json_object_get(assignment, "error"))) {
 		/* the master could not launch it (no port left, ...) */
@@ -1422,6 +1434,10 @@ static void scan_work_dir(struct agent *a)
 			continue;
 		}
 		ship_event(&a->sh, SHIP_TRACK, t->rt.id, 0, NULL);
+		json_t *tj = NULL;
+		if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0)
+			t->ops = task_runtime(tj);
+		json_decref(tj);
 		if (t->ops->reattach(&a->ctx, &t->rt) == 1) {
 			json_t *pj;
 			pid_t pid = 0;
@@ -1444,7 +1460,7 @@ static void scan_work_dir(struct agent *a)
 }
 
 static struct session *session_new(const struct agent_config *cfg, const struct gpu_list *gpus,
-				   volatile sig_atomic_t *stop)
+				   const char *engine, volatile sig_atomic_t *stop)
 {
 	struct session_full *f = xcalloc(1, sizeof(*f));
 	struct session *s = &f->s;
@@ -1465,6 +1481,8 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 		json_object_set_new(s->labels, key, json_string(eq ? eq + 1 : ""));
 		free(key);
 	}
+	s->runtimes = cfg->docker ? json_pack("[s,s]", "process", "docker") : json_pack("[s]", "process");
+	s->engine = engine ? xstrdup(engine) : NULL;
 	s->port_lo = cfg->port_lo ? cfg->port_lo : 30000;
 	s->port_hi = cfg->port_lo ? cfg->port_hi : 32000;
 	s->stop = stop;
@@ -1480,6 +1498,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	char *shim_exe = NULL; /* a.ctx.shim_exe */
 	char *yard_exe = NULL; /* a.ctx.yard_exe */
 	char *cgroup_base = NULL; /* a.ctx.cgroup_base */
+	char *engine = NULL;      /* what answers on a.ctx.docker_socket */
 
 	memset(&a, 0, sizeof(a));
 	a.cfg = cfg;
@@ -1510,8 +1529,22 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	if (!a.ctx.cgroups)
 		fprintf(stderr, "yard agent: no usable cgroups: tasks run without limits\n");
 	a.ctx.gpus = &a.gpus;
+	if (cfg->docker) {
+		/* an engine that does not answer now is a mistake to report, not to run past */
+		struct docker d;
+		a.ctx.docker_socket = cfg->docker_socket ? cfg->docker_socket : "/var/run/docker.sock";
+		docker_init(&d, a.ctx.docker_socket);
+		ret = docker_engine(&d, &engine, eb);
+		docker_release(&d);
+		if (ret) {
+			char *why = xstrdup(eb->msg);
+			error(eb, ret, "--runtime docker: %s", why);
+			free(why);
+			goto out_gpus;
+		}
+	}
 
-	a.s = session_new(cfg, &a.gpus, stop);
+	a.s = session_new(cfg, &a.gpus, engine, stop);
 	if (session_register(a.s, 0) < 0)
 		goto out_session; /* stopped before registering */
 
@@ -1580,6 +1613,7 @@ out_gpus:
 	free(shim_exe);
 	free(yard_exe);
 	free(cgroup_base);
+	free(engine);
 	return ret;
 }
 
@@ -1597,7 +1631,9 @@ static int agent_usage(void)
 	fprintf(stderr, "usage: yard agent --master URL --name NAME --work-dir DIR [--gpus auto|none|sim:N[:MODEL]]\n"
 			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n"
 			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n"
-			"                  [--pool NAME] [--label KEY=VALUE ...]\n");
+			"                  [--pool NAME] [--label KEY=VALUE ...]\n"
+			"                  [--runtime process[,docker]] [--docker-socket PATH]\n"
+			"                  (docker: containers through the Docker Engine API; Podman's too)\n");
 	return 2;
 }
 
@@ -1606,7 +1642,7 @@ int cmd_agent(int argc, char **argv)
 	struct agent_config cfg = { .gpus = "none" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct strbuf tok = STRBUF_INIT;
-	const char *token_file = NULL, *ports = NULL;
+	const char *token_file = NULL, *ports = NULL, *runtimes = NULL;
 	const char *labels[SPEC_MAX_LABELS];
 	int ret;
 
@@ -1638,6 +1674,8 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--dev-dir")        ? &cfg.dev_dir
 				  : !strcmp(argv[i], "--ports")          ? &ports
 				  : !strcmp(argv[i], "--pool")           ? &cfg.pool
+				  : !strcmp(argv[i], "--runtime")        ? &runtimes
+				  : !strcmp(argv[i], "--docker-socket")  ? &cfg.docker_socket
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -1647,6 +1685,26 @@ int cmd_agent(int argc, char **argv)
 		return agent_usage();
 	if (cfg.pool && !spec_name_valid(cfg.pool)) {
 		fprintf(stderr, "yard agent: --pool '%s': expected [a-z0-9][a-z0-9_.-]{0,62}\n", cfg.pool);
+		return 2;
+	}
+	if (runtimes) {
+		/* a comma list of process and docker; process is always there */
+		for (const char *p = runtimes; *p;) {
+			size_t n = strcspn(p, ",");
+			if (n == 6 && !strncmp(p, "docker", 6)) {
+				cfg.docker = true;
+			} else if (!(n == 7 && !strncmp(p, "process", 7))) {
+				fprintf(stderr, "yard agent: --runtime '%s': unknown runtime '%.*s' (known: process, docker)\n",
+					runtimes, (int)n, p);
+				return 2;
+			}
+			p += n;
+			if (*p == ',')
+				p++;
+		}
+	}
+	if (cfg.docker_socket && !cfg.docker) {
+		fprintf(stderr, "yard agent: --docker-socket needs --runtime process,docker\n");
 		return 2;
 	}
 	if (ports) {

@@ -7,6 +7,7 @@
 #define YARD_AGENT_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "base/error.h"
 
@@ -23,6 +24,8 @@ struct agent_config {
 	const char *pool;            /* --pool; NULL: "default" */
 	const char *const *labels;   /* --label KEY=VALUE, each checked by spec_label_valid */
 	size_t nlabels;
+	bool docker;                 /* --runtime lists docker: run container tasks */
+	const char *docker_socket;   /* --docker-socket; NULL: /var/run/docker.sock */
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */
@@ -30,7 +33,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 
 /* `yard agent --master URL --name NAME --work-dir DIR [...]` */
 int cmd_agent(int argc, char **argv);
-/* `yard shim --dir TASKDIR`: internal, started by the agent. */
+/* `yard shim --dir TASKDIR`: internal, started by the agent (the process
+ * shim; the yard binary's `shim` is cmd_shim_any, shim_docker.h). */
 int cmd_shim(int argc, char **argv);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * Runtimes: how a task's process tree is started, watched and stopped. A
  * table of function pointers, chosen per task at run time: the process
- * runtime (runtime_process.c, through `yard shim`) now, a docker runtime
- * later behind the same table.
+ * runtime (runtime_process.c) and the docker runtime (runtime_docker.c),
+ * both through a shim (`yard shim`, shim.h and shim_docker.h) that owns the
+ * task and outlives the agent.
  *
  * Every runtime keeps its state in the task dir (docs/protocol.md) so that
  * an agent restarted after a crash can reattach to what still runs.
@@ -35,6 +36,9 @@ struct runtime_ctx {
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
 	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
 	const struct gpu_list *gpus;
+	/* the Docker Engine API socket (Docker's or Podman's); NULL: this agent
+	 * runs no containers */
+	const char *docker_socket;
 };
 
 /* One task as a runtime sees it. */
@@ -75,5 +79,20 @@ struct runtime_ops {
 };
 
 extern const struct runtime_ops runtime_process_ops;
+extern const struct runtime_ops runtime_docker_ops;
+
+/* ---- what both runtimes share (runtime_process.c): a task run by a shim ---- */
+
+/* runtime_shim_conf: the shim.json every shim reads (shim.h), for TASK (the
+ * task.json document). Returns a new reference. */
+json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_task *t, const json_t *task);
+/* runtime_shim_spawn starts `EXE shim --dir T->DIR` in a session of its own
+ * (it outlives the agent) and sets t's pid, start_fd and exit_fd. */
+int runtime_shim_spawn(struct runtime_task *t, const char *exe, struct errbuf *eb);
+int runtime_shim_started(struct runtime_task *t, pid_t *task_pid);
+int runtime_shim_stop(struct runtime_task *t);
+int runtime_shim_reattach(const struct runtime_ctx *ctx, struct runtime_task *t);
+int runtime_shim_wait(struct runtime_task *t, struct task_exit *out);
+void runtime_shim_cleanup(struct runtime_task *t);
 
 #endif

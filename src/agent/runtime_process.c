@@ -9,13 +9,10 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 
-static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
+json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_task *t, const json_t *task)
 {
-	json_t *task = NULL, *devs = json_array(), *v;
+	json_t *devs = json_array(), *v;
 	size_t i;
-	int ret = taskdir_read_json(t->dir, "task.json", &task, eb);
-	if (ret)
-		goto out;
 	json_array_foreach(json_object_get(task, "gpus"), i, v) {
 		char *p = xasprintf("%s/nvidia%d", ctx->dev_dir,
 				    gpu_minor(ctx->gpus, (int)json_integer_value(v)));
@@ -32,26 +29,20 @@ static int write_shim_conf(const struct runtime_ctx *ctx, struct runtime_task *t
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
 				 "gpu_devices", devs, "dev_dir", ctx->dev_dir, "yard_exe", ctx->yard_exe,
 				 "master_url", ctx->master_url);
-	ret = taskdir_write_json(t->dir, "shim.json", conf, 0, eb);
-	json_decref(conf);
 	free(cwd);
 	free(data);
 	free(ckpt);
 	free(rel);
-out:
-	json_decref(task);
 	json_decref(devs);
-	return ret;
+	return conf;
 }
 
-static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
+int runtime_shim_spawn(struct runtime_task *t, const char *exe, struct errbuf *eb)
 {
 	int fds[2] = { -1, -1 }, log_fd = -1, ret;
-	char *argv[] = { (char *)ctx->shim_exe, "shim", "--dir", t->dir, NULL };
+	char *argv[] = { (char *)exe, "shim", "--dir", t->dir, NULL };
 	struct spawn_opts o;
 
-	if ((ret = write_shim_conf(ctx, t, eb)))
-		return ret;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return error(eb, YERR(INTERNAL), "cannot create a pipe: %s", strerror(errno));
 	char *log = xasprintf("%s/shim.log", t->dir);
@@ -79,7 +70,20 @@ static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, 
 	return 0;
 }
 
-static int process_started(struct runtime_task *t, pid_t *task_pid)
+static int process_start(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
+{
+	json_t *task = NULL, *conf;
+	int ret = taskdir_read_json(t->dir, "task.json", &task, eb);
+	if (ret)
+		return ret;
+	conf = runtime_shim_conf(ctx, t, task);
+	ret = taskdir_write_json(t->dir, "shim.json", conf, 0, eb);
+	json_decref(conf);
+	json_decref(task);
+	return ret ? ret : runtime_shim_spawn(t, ctx->shim_exe, eb);
+}
+
+int runtime_shim_started(struct runtime_task *t, pid_t *task_pid)
 {
 	char buf[1200];
 	ssize_t n;
@@ -101,7 +105,7 @@ static int process_started(struct runtime_task *t, pid_t *task_pid)
 	return 0;
 }
 
-static int process_stop(struct runtime_task *t)
+int runtime_shim_stop(struct runtime_task *t)
 {
 	if (t->pid > 0 && kill(t->pid, SIGTERM) < 0 && errno != ESRCH)
 		return YERR(INTERNAL);
@@ -126,7 +130,7 @@ static int is_our_shim(pid_t pid, const char *dir)
 	return ok;
 }
 
-static int process_reattach(const struct runtime_ctx *ctx, struct runtime_task *t)
+int runtime_shim_reattach(const struct runtime_ctx *ctx, struct runtime_task *t)
 {
 	struct strbuf sb = STRBUF_INIT;
 	uint64_t pid = 0;
@@ -151,7 +155,7 @@ static int process_reattach(const struct runtime_ctx *ctx, struct runtime_task *
 	return alive;
 }
 
-static int process_wait(struct runtime_task *t, struct task_exit *out)
+int runtime_shim_wait(struct runtime_task *t, struct task_exit *out)
 {
 	int ret;
 	/* a shim we started is our child: reap it once it is gone (a shim of an
@@ -172,7 +176,7 @@ static int process_wait(struct runtime_task *t, struct task_exit *out)
 	return 0;
 }
 
-static void process_cleanup(struct runtime_task *t)
+void runtime_shim_cleanup(struct runtime_task *t)
 {
 	if (t->start_fd >= 0)
 		close(t->start_fd);
@@ -187,9 +191,9 @@ static void process_cleanup(struct runtime_task *t)
 const struct runtime_ops runtime_process_ops = {
 	.name = "process",
 	.start = process_start,
-	.started = process_started,
-	.stop = process_stop,
-	.reattach = process_reattach,
-	.wait = process_wait,
-	.cleanup = process_cleanup,
+	.started = runtime_shim_started,
+	.stop = runtime_shim_stop,
+	.reattach = runtime_shim_reattach,
+	.wait = runtime_shim_wait,
+	.cleanup = runtime_shim_cleanup,
 };

@@ -230,6 +230,16 @@ out:
 	return ret;
 }
 
+/* A container task needs the container shim, which only the yard binary
+ * has (shim_docker.h): never run its argv on the host. */
+static int refuse_container(struct shim *s, struct errbuf *eb)
+{
+	if (json_is_string(json_object_get(s->conf, "image")))
+		return error(eb, YERR(BAD_REQUEST), "this shim cannot run containers (image '%s'); "
+			     "the agent starts `yard shim` for them", conf_str(s, "image"));
+	return 0;
+}
+
 static void reap_children(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -341,7 +351,7 @@ int shim_main(const char *dir)
 
 	if ((ret = taskdir_read_json(dir, "task.json", &s.task, &eb)) ||
 	    (ret = taskdir_read_json(dir, "shim.json", &s.conf, &eb)) ||
-	    (ret = start_task(&s, &eb))) {
+	    (ret = refuse_container(&s, &eb)) || (ret = start_task(&s, &eb))) {
 		snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
 		e.start_failed = true;
 		notify(&s, "%s\n", e.reason);

@@ -1,0 +1,316 @@
+#include "base/compat.h"
+#include "agent/docker.h"
+
+#include <curl/curl.h>
+
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+
+/* The API version every call names: Docker 20.10 speaks it, newer engines
+ * still accept it, and Podman's compatible service answers it. */
+#define API_PREFIX "/v1.41"
+/* Any host name will do: the socket is the address. */
+#define API_HOST "http://docker"
+/* Replies we keep in memory (inspect documents, errors) stay small. */
+#define REPLY_CAP (8u << 20)
+
+void docker_init(struct docker *d, const char *socket)
+{
+	d->curl = curl_easy_init();
+	if (!d->curl)
+		die("cannot initialise libcurl");
+	d->socket = xstrdup(socket);
+}
+
+void docker_release(struct docker *d)
+{
+	if (d->curl)
+		curl_easy_cleanup(d->curl);
+	free(d->socket);
+	d->curl = NULL;
+	d->socket = NULL;
+}
+
+static size_t on_reply(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct strbuf *sb = arg;
+	size_t n = size * nmemb;
+	if (sb->len + n > REPLY_CAP)
+		return 0; /* curl fails the transfer: no engine reply is this big */
+	strbuf_add(sb, data, n);
+	return n;
+}
+
+static void prepare(struct docker *d, const char *method, const char *path, struct strbuf *url)
+{
+	CURL *h = d->curl;
+	curl_easy_reset(h);
+	strbuf_addf(url, "%s%s%s", API_HOST, API_PREFIX, path);
+	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, d->socket);
+	curl_easy_setopt(h, CURLOPT_URL, url->buf);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+}
+
+/* The engine's own words from an error reply ({"message": "..."}). */
+static void engine_message(const struct strbuf *body, long status, struct errbuf *eb)
+{
+	json_t *doc = json_loadb(body->buf, body->len, 0, NULL);
+	const char *msg = json_string_value(json_object_get(doc, "message"));
+	if (msg)
+		error(eb, YERR(BAD_REQUEST), "%s", msg);
+	else
+		error(eb, YERR(BAD_REQUEST), "the engine answered HTTP %ld", status);
+	json_decref(doc);
+}
+
+int docker_call(struct docker *d, const char *method, const char *path, const json_t *body,
+		long *status, json_t **out, struct errbuf *eb)
+{
+	struct strbuf url = STRBUF_INIT, reply = STRBUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	char *text = NULL;
+	int ret = 0;
+
+	if (out)
+		*out = NULL;
+	*status = 0;
+	prepare(d, method, path, &url);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_reply);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &reply);
+	if (body || !strcmp(method, "POST")) {
+		text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		hdrs = curl_slist_append(hdrs, "Expect:");
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, text ? text : "");
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(text ? strlen(text) : 0));
+		curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+	}
+	CURLcode rc = curl_easy_perform(d->curl);
+	if (rc != CURLE_OK) {
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
+			    d->socket, curl_easy_strerror(rc));
+		goto out;
+	}
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
+	if (*status >= 400)
+		engine_message(&reply, *status, eb);
+	else if (out && reply.len)
+		*out = json_loadb(reply.buf, reply.len, 0, NULL);
+out:
+	curl_slist_free_all(hdrs);
+	free(text);
+	strbuf_release(&url);
+	strbuf_release(&reply);
+	return ret;
+}
+
+int docker_engine(struct docker *d, char **out, struct errbuf *eb)
+{
+	json_t *v = NULL;
+	long status;
+	int ret = docker_call(d, "GET", "/version", NULL, &status, &v, eb);
+	if (ret)
+		return ret;
+	if (status != 200 || !v) {
+		json_decref(v);
+		return error(eb, YERR(UNAVAILABLE), "'%s' does not answer like a container engine (HTTP %ld)",
+			     d->socket, status);
+	}
+	/* Components[0] names the engine ("Engine" for Docker, "Podman Engine") */
+	json_t *c0 = json_array_get(json_object_get(v, "Components"), 0);
+	const char *name = json_string_value(json_object_get(c0, "Name"));
+	const char *ver = json_string_value(json_object_get(v, "Version"));
+	if (!name || !strcmp(name, "Engine"))
+		name = "Docker Engine";
+	*out = xasprintf("%s %s", name, ver ? ver : "(unknown version)");
+	json_decref(v);
+	return 0;
+}
+
+int docker_pull(struct docker *d, const char *image, struct errbuf *eb)
+{
+	struct strbuf url = STRBUF_INIT, reply = STRBUF_INIT, path = STRBUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	long status = 0;
+	int ret = 0;
+	char *esc = curl_easy_escape(d->curl, image, 0);
+
+	strbuf_addf(&path, "/images/create?fromImage=%s", esc);
+	curl_free(esc);
+	prepare(d, "POST", path.buf, &url);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_reply);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &reply);
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+	CURLcode rc = curl_easy_perform(d->curl);
+	if (rc != CURLE_OK) {
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
+			    d->socket, curl_easy_strerror(rc));
+		goto out;
+	}
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 400) {
+		/* 404: no registry has it; anything else: the pull itself failed */
+		engine_message(&reply, status, eb);
+		ret = status == 404 ? YERR(NOT_FOUND) : YERR(UNAVAILABLE);
+		goto out;
+	}
+	/* progress messages, one JSON document each; a failure is one with "error" */
+	json_error_t jerr;
+	size_t off = 0;
+	while (off < reply.len) {
+		json_t *m = json_loadb(reply.buf + off, reply.len - off, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!m)
+			break;
+		off += jerr.position;
+		const char *err = json_string_value(json_object_get(m, "error"));
+		if (err) {
+			ret = error(eb, YERR(UNAVAILABLE), "%s", err);
+			json_decref(m);
+			break;
+		}
+		json_decref(m);
+	}
+out:
+	curl_slist_free_all(hdrs);
+	strbuf_release(&url);
+	strbuf_release(&reply);
+	strbuf_release(&path);
+	return ret;
+}
+
+int docker_demux_feed(struct docker_demux *dm, const char *buf, size_t len, docker_sink_fn sink,
+		      void *arg)
+{
+	while (len) {
+		if (dm->left == 0) {
+			size_t take = sizeof(dm->hdr) - dm->hdr_len;
+			if (take > len)
+				take = len;
+			memcpy(dm->hdr + dm->hdr_len, buf, take);
+			dm->hdr_len += take;
+			buf += take;
+			len -= take;
+			if (dm->hdr_len < sizeof(dm->hdr))
+				return 0;
+			dm->hdr_len = 0;
+			/* 0 is stdin, which a container echoes only with a TTY: count it as stdout */
+			dm->stream = dm->hdr[0] == 2 ? 2 : 1;
+			dm->left = (size_t)dm->hdr[4] << 24 | (size_t)dm->hdr[5] << 16 |
+				   (size_t)dm->hdr[6] << 8 | (size_t)dm->hdr[7];
+			continue;
+		}
+		size_t n = dm->left < len ? dm->left : len;
+		int r = sink(arg, dm->stream, buf, n);
+		if (r)
+			return r;
+		dm->left -= n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+struct attach {
+	struct docker_demux dm;
+	docker_sink_fn sink;
+	void (*on_ready)(void *, bool);
+	void *arg;
+	void *curl;          /* CURL *, borrowed: to read the status once the body starts */
+	bool ready;
+	long status;
+	struct strbuf err;   /* the body of a refused attach */
+	int sink_ret;
+};
+
+static size_t on_attach_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct attach *at = arg;
+	size_t n = size * nmemb;
+	/* the blank line ends the engine's answer: the stream is in place */
+	if (!at->ready && n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+		curl_easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
+		if (at->status >= 200) { /* not a "100 Continue" */
+			at->ready = true;
+			if (at->on_ready)
+				at->on_ready(at->arg, at->status < 300);
+		}
+	}
+	return n;
+}
+
+static size_t on_attach_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct attach *at = arg;
+	size_t n = size * nmemb;
+	if (!at->status)
+		curl_easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
+	if (at->status >= 400) {
+		strbuf_add(&at->err, data, n < 4096 ? n : 4096);
+		return n;
+	}
+	at->sink_ret = docker_demux_feed(&at->dm, data, n, at->sink, at->arg);
+	return at->sink_ret ? 0 : n;
+}
+
+/* One streaming call: the engine's answer, then frames until it closes. */
+static int stream_call(struct docker *d, const char *method, const char *path, const char *id,
+		       docker_sink_fn sink, void (*on_ready)(void *arg, bool ok), void *arg,
+		       struct errbuf *eb)
+{
+	struct strbuf url = STRBUF_INIT;
+	struct curl_slist *hdrs = NULL;
+	struct attach at = { .sink = sink, .on_ready = on_ready, .arg = arg, .curl = d->curl };
+	int ret = 0;
+
+	strbuf_init(&at.err, 0);
+	prepare(d, method, path, &url);
+	curl_easy_setopt(d->curl, CURLOPT_HEADERFUNCTION, on_attach_header);
+	curl_easy_setopt(d->curl, CURLOPT_HEADERDATA, &at);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_attach_body);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &at);
+	if (!strcmp(method, "POST")) {
+		/* no Upgrade: the engine answers 200 and streams until the container ends */
+		hdrs = curl_slist_append(hdrs, "Content-Type: text/plain");
+		curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+	}
+	CURLcode rc = curl_easy_perform(d->curl);
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &at.status);
+	if (at.status >= 400) {
+		engine_message(&at.err, at.status, eb);
+		ret = YERR(NOT_FOUND);
+	} else if (rc != CURLE_OK && rc != CURLE_PARTIAL_FILE && !at.sink_ret) {
+		ret = error(eb, YERR(UNAVAILABLE), "the output stream of container %.12s broke: %s", id,
+			    curl_easy_strerror(rc));
+	}
+	if (!at.ready && on_ready)
+		on_ready(arg, false); /* never leave a waiter hanging */
+	curl_slist_free_all(hdrs);
+	strbuf_release(&url);
+	strbuf_release(&at.err);
+	return ret;
+}
+
+int docker_attach(struct docker *d, const char *id, docker_sink_fn sink,
+		  void (*on_ready)(void *arg, bool ok), void *arg, struct errbuf *eb)
+{
+	char *path = xasprintf("/containers/%s/attach?stream=1&stdout=1&stderr=1", id);
+	int ret = stream_call(d, "POST", path, id, sink, on_ready, arg, eb);
+	free(path);
+	return ret;
+}
+
+int docker_logs(struct docker *d, const char *id, docker_sink_fn sink,
+		void (*on_ready)(void *arg, bool ok), void *arg, struct errbuf *eb)
+{
+	char *path = xasprintf("/containers/%s/logs?follow=1&stdout=1&stderr=1", id);
+	int ret = stream_call(d, "GET", path, id, sink, on_ready, arg, eb);
+	free(path);
+	return ret;
+}
