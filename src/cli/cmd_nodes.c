@@ -24,12 +24,27 @@ static void models(const json_t *gpus, struct strbuf *sb)
 	}
 }
 
+/* runtimes: a node's runtimes, comma-separated, into sb; a master from
+ * before runtimes sends none, and its nodes had the process runtime alone. */
+static void runtimes(const json_t *names, struct strbuf *sb)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(names, i, v)
+		if (json_is_string(v))
+			strbuf_addf(sb, "%s%s", sb->len ? "," : "", json_string_value(v));
+	if (!sb->len)
+		strbuf_addstr(sb, json_is_array(names) ? "-" : "process");
+}
+
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "NAME", "STATE", "ADDR", "CPUS", "MEMORY",
-					       "GPUS", "MODEL", "POOL", "LABELS" };
+					       "GPUS", "MODEL", "POOL", "RUNTIMES", "LABELS" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
+	struct strbuf rt = STRBUF_INIT;
 	json_t *reply = NULL, *node;
 	size_t i;
 	int npos, rc;
@@ -67,6 +82,9 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 		cli_table_add(&t, "%s", m.len ? m.buf : "-");
 		cli_table_add(&t, "%s", json_is_string(json_object_get(node, "pool"))
 						? cli_jstr(node, "pool") : "default");
+		runtimes(json_object_get(node, "runtimes"), &rt);
+		cli_table_add(&t, "%s", rt.buf);
+		strbuf_reset(&rt);
 		{
 			struct strbuf l = STRBUF_INIT;
 			const char *key;
@@ -80,6 +98,7 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	cli_table_print(&t, stdout);
 	cli_table_release(&t);
+	strbuf_release(&rt);
 	json_decref(reply);
 	return EXIT_OK;
 }

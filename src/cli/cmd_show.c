@@ -99,6 +99,9 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 		printf("\n");
 	}
 	printf("%-12s %" PRIu64 "\n", "gpus", cli_job_gpus(job));
+	/* only jobs that run in a container image: the others look as before */
+	if (json_is_string(json_object_get(json_object_get(job, "spec"), "image")))
+		show_value("image", json_object_get(job, "spec"), "image");
 	show_value("code", job, "code");
 	print_time("submitted", job, "submitted_at");
 	print_time("started", job, "started_at");

@@ -785,6 +785,156 @@ static int get_framework(const json_t *v, char **out, struct errbuf *eb)
 	return bad(eb, "framework", "unknown framework '%.64s' (supported: %s)", s, supported);
 }
 
+/* ---- image references ---- */
+
+#define SPEC_MAX_IMAGE 255
+#define SPEC_MAX_TAG 128
+
+static bool lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool alnum(char c)
+{
+	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+/* One path component of a repository name, s[0..n): lowercase letters and
+ * digits in runs separated by one '.', one or two '_', or any number of '-'. */
+static bool image_component_valid(const char *s, size_t n, bool fold)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t run = i;
+		while (i < n && (lower_alnum(s[i]) || (fold && s[i] >= 'A' && s[i] <= 'Z')))
+			i++;
+		if (i == run)
+			return false;
+		if (i == n)
+			return true;
+		if (s[i] == '.')
+			i++;
+		else if (s[i] == '_')
+			i += (i + 1 < n && s[i + 1] == '_') ? 2 : 1;
+		else if (s[i] == '-')
+			while (i < n && s[i] == '-')
+				i++;
+		else
+			return false;
+	}
+}
+
+/* A registry, s[0..n): HOST[:PORT], HOST dot-separated labels of letters,
+ * digits and inner '-'. */
+static bool image_registry_valid(const char *s, size_t n)
+{
+	const char *colon = memchr(s, ':', n);
+	size_t hn = colon ? (size_t)(colon - s) : n, label = 0;
+
+	for (size_t i = 0; i < hn; i++) {
+		if (s[i] == '.') {
+			if (!label || s[i - 1] == '-')
+				return false;
+			label = 0;
+		} else if (alnum(s[i]) || (s[i] == '-' && label)) {
+			label++;
+		} else {
+			return false;
+		}
+	}
+	if (!label || s[hn - 1] == '-')
+		return false;
+	if (!colon)
+		return true;
+	return all_digits(colon + 1, s + n) && n - hn - 1 <= 5;
+}
+
+/*
+ * image_ref_problem: why s is not a Docker image reference
+ * [HOST[:PORT]/]PATH[:TAG][@sha256:HEX] (the grammar of Docker's
+ * distribution/reference, the digest only sha256), or NULL when it is one.
+ * The first of several path components may be the registry; a ':' after the
+ * last '/' starts the tag.
+ */
+static const char *image_ref_problem(const char *s)
+{
+	static const char tag_rule[] = "the tag must be at most 128 letters, digits, '_', '.' "
+				       "and '-', not starting with '.' or '-'";
+	size_t len = strlen(s);
+	const char *at = strchr(s, '@'), *end = at ? at : s + len;
+	const char *slash = NULL, *colon = NULL, *p, *c;
+	bool registry;
+
+	if (len > SPEC_MAX_IMAGE)
+		return "longer than 255 characters";
+	if (at) {
+		const char *d = at + 1;
+		bool ok = !strncmp(d, "sha256:", 7) && strlen(d + 7) == 64;
+		for (size_t i = 7; ok && i < 7 + 64; i++)
+			ok = (d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f');
+		if (!ok)
+			return "the digest must be sha256: and 64 lowercase hex digits";
+	}
+	for (p = s; p < end; p++) {
+		if (*p == '/')
+			slash = p;
+		else if (*p == ':')
+			colon = p;
+	}
+	if (colon && (!slash || colon > slash)) {
+		size_t tn = (size_t)(end - colon - 1);
+		if (!tn || tn > SPEC_MAX_TAG || colon[1] == '.' || colon[1] == '-')
+			return tag_rule;
+		for (size_t i = 1; i <= tn; i++)
+			if (!alnum(colon[i]) && !strchr("_.-", colon[i]))
+				return tag_rule;
+		end = colon;
+	}
+	if (end == s)
+		return "the repository name is empty";
+	/* the first component is the registry when a path follows and it is one */
+	c = memchr(s, '/', (size_t)(end - s));
+	registry = c && image_registry_valid(s, (size_t)(c - s));
+	for (p = registry ? c + 1 : s; p <= end; p = c + 1) {
+		c = memchr(p, '/', (size_t)(end - p));
+		if (!c)
+			c = end;
+		if (c == p)
+			return "a path component of the repository name is empty";
+		if (image_component_valid(p, (size_t)(c - p), false))
+			continue;
+		if (image_component_valid(p, (size_t)(c - p), true))
+			return "repository names must be lowercase";
+		if (p == s && c != end && memchr(p, ':', (size_t)(c - p)))
+			return "the registry must be HOST or HOST:PORT";
+		return "the repository name must be lowercase letters and digits separated by "
+		       "'.', '_', '__', '-' or '/'";
+	}
+	return NULL;
+}
+
+static int get_image(const json_t *v, char **out, struct errbuf *eb)
+{
+	const char *why;
+	int ret;
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !json_string_length(v))
+		return bad_got(eb, "image", "an image reference such as debian:bookworm", v);
+	if ((ret = check_string(v, "image", eb)) < 0)
+		return ret;
+	if ((why = image_ref_problem(json_string_value(v)))) {
+		char got[SHOW_MAX + 8];
+		show(v, got, sizeof(got));
+		return bad(eb, "image", "%s is not a valid image reference: %s", got, why);
+	}
+	*out = xstrdup(json_string_value(v));
+	return 0;
+}
+
 static int get_params(const json_t *v, json_t **out, struct errbuf *eb)
 {
 	const char *key;
@@ -1190,10 +1340,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((ret = get_argv(field(doc, "command"), "command", &spec->command, eb)) < 0)
 		goto out;
-	if (field(doc, "image")) {
-		ret = bad(eb, "image", "container runtimes are not available yet");
+	if ((ret = get_image(field(doc, "image"), &spec->image, eb)) < 0)
 		goto out;
-	}
 	if ((ret = get_params(field(doc, "params"), &spec->params, eb)) < 0)
 		goto out;
 	if ((ret = check_placeholders(spec->command, spec->params, "command", eb)) < 0)
@@ -1285,7 +1433,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "framework",
 		json_string(spec->framework ? spec->framework : "command"));
 	json_object_set_new(doc, "command", argv_to_json(spec->command));
-	json_object_set_new(doc, "image", json_null());
+	json_object_set_new(doc, "image", spec->image ? json_string(spec->image) : json_null());
 	json_object_set_new(doc, "params", spec->params ? json_deep_copy(spec->params) : json_object());
 	json_object_set_new(doc, "env", spec->env ? json_deep_copy(spec->env) : json_object());
 	json_object_set_new(doc, "tasks", tasks);
@@ -1321,6 +1469,7 @@ void spec_release(struct job_spec *spec)
 	free(spec->name);
 	free(spec->framework);
 	argv_free(spec->command);
+	free(spec->image);
 	json_decref(spec->params);
 	json_decref(spec->env);
 	for (size_t i = 0; i < spec->nroles; i++) {

@@ -17,7 +17,12 @@
  *               caffe; what each demands of the roles is checked by launch_validate
  *   command     non-empty array of strings (argv; never a shell), at most 1024;
  *               "{params.K}" expands; every K must be in params
- *   image       must be absent or null (container runtimes are not built yet)
+ *   image       a Docker image reference, [HOST[:PORT]/]PATH[:TAG][@sha256:HEX]
+ *               (PATH: components of lowercase letters and digits separated by
+ *               one '.', one or two '_' or any number of '-', joined by '/';
+ *               TAG: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; HEX: 64 lowercase hex
+ *               digits), at most 255 characters: the tasks run in it, on a node
+ *               with a container runtime; absent or null: the process runtime
  *   params      object of scalars (string, number, bool; not null); keys
  *               [A-Za-z_][A-Za-z0-9_]{0,63}
  *   env         object of string -> scalar; names [A-Za-z_][A-Za-z0-9_]{0,63},
@@ -80,6 +85,8 @@ struct job_spec {
 	char *name;            /* owned */
 	char *framework;       /* owned; "command" */
 	char **command;        /* owned NULL-terminated argv, unexpanded */
+	char *image;           /* owned container image reference, or NULL: the
+	                        * process runtime */
 	json_t *params;        /* owned object, never NULL after parsing */
 	json_t *env;           /* owned object of strings, never NULL after parsing */
 	struct spec_role *roles; /* owned, in the order they appear in the spec */

@@ -288,12 +288,21 @@ static int fill_jax(const struct launch_job *job, size_t i, char ***argv, json_t
 
 /* ---- mpi / horovod ---- */
 
+/* An mpi job's tasks run the agent's own binary ("yard mpirun", "yard
+ * mpi-worker", see fill_mpi), which an image does not have: refused until a
+ * container runtime puts it there. */
 static int validate_mpi(const struct job_spec *spec, struct errbuf *eb)
 {
 	if (spec->nroles != 1)
 		return error_field(eb, YERR(INVALID_SPEC), "tasks",
 				   "tasks: an mpi job has exactly one role (its ranks), got %zu",
 				   spec->nroles);
+	if (spec->image)
+		return error_field(eb, YERR(INVALID_SPEC), "image",
+				   "image: framework %s cannot run in an image yet: rank 0 runs "
+				   "'yard mpirun' and the other ranks 'yard mpi-worker', helpers "
+				   "that an image does not have (leave image out to use the "
+				   "process runtime)", spec->framework);
 	return 0;
 }
 

@@ -74,7 +74,7 @@ struct launch_job {
 /* launch_validate checks what the framework demands of the spec's roles
  * (tensorflow: chief, worker, ps, evaluator, at most one chief and one
  * evaluator; mxnet: exactly one scheduler, at least one worker, servers;
- * mpi: one role; caffe: one task, and GPUs when "{gpus}" is used). Fails with
+ * mpi: one role and no image; caffe: one task, and GPUs when "{gpus}" is used). Fails with
  * YERR(INVALID_SPEC) naming the field ("tasks.scheduler.replicas: ..."). */
 int launch_validate(const struct job_spec *spec, struct errbuf *eb);
 

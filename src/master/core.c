@@ -8,6 +8,8 @@ static const char *const role_names[] = { "admin", "user", "agent", "join", "job
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
 static const char *const node_state_names[] = { "ready", "draining", "lost" };
 static_assert(ARRAY_SIZE(node_state_names) == NODE_STATE__COUNT, "node state names");
+static const char *const runtime_names[] = { "process", "docker" };
+static_assert(ARRAY_SIZE(runtime_names) == NODE_RT__COUNT, "runtime names");
 static const char *const stream_names[] = { "stdout", "stderr" };
 static_assert(ARRAY_SIZE(stream_names) == LOG_STREAM__COUNT, "stream names");
 
@@ -178,6 +180,54 @@ json_t *core_node_labels_json(const struct node *n)
 	return o;
 }
 
+/* Agents send a handful at most; this bounds what a bad one makes us read. */
+#define MAX_RUNTIMES 16
+
+int core_runtimes_from_json(const json_t *arr, unsigned *out, struct errbuf *eb)
+{
+	char known[64] = "";
+	size_t i, len = 0;
+	json_t *v;
+
+	*out = NODE_RT_PROCESS;
+	if (!arr || json_is_null(arr))
+		return 0;
+	for (size_t k = 0; k < NODE_RT__COUNT; k++)
+		len += (size_t)snprintf(known + len, sizeof(known) - len, "%s%s", k ? ", " : "",
+					runtime_names[k]);
+	if (!json_is_array(arr) || !json_array_size(arr) || json_array_size(arr) > MAX_RUNTIMES)
+		return error_field(eb, YERR(BAD_REQUEST), "runtimes",
+				   "runtimes: expected a non-empty array of runtime names (%s)", known);
+	*out = 0;
+	json_array_foreach(arr, i, v) {
+		unsigned bit = 0;
+		for (size_t k = 0; k < NODE_RT__COUNT && json_is_string(v); k++)
+			if (!strcmp(json_string_value(v), runtime_names[k]))
+				bit = 1u << k;
+		if (!bit) {
+			char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+			int ret = error_field(eb, YERR(BAD_REQUEST), "runtimes",
+					      "runtimes[%zu]: expected one of %s, got %.64s", i, known,
+					      got ? got : "a value");
+			free(got);
+			*out = NODE_RT_PROCESS;
+			return ret;
+		}
+		*out |= bit;
+	}
+	return 0;
+}
+
+json_t *core_node_runtimes_json(const struct node *n)
+{
+	json_t *a = json_array();
+
+	for (size_t k = 0; k < NODE_RT__COUNT; k++)
+		if (n->runtimes & (1u << k))
+			json_array_append_new(a, json_string(runtime_names[k]));
+	return a;
+}
+
 void core_save_node(struct master *m, struct node *n)
 {
 	json_t *gpus = json_array();
@@ -190,13 +240,15 @@ void core_save_node(struct master *m, struct node *n)
 						      (json_int_t)n->gpus[i].memory, "island",
 						      (int)n->gpus[i].island));
 	put_doc(m, STORE_NODE, n->name,
-		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I, s:s, s:o}", "name",
+		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
+			  "s:o}", "name",
 			  n->name, "addr", str_or_null(n->addr), "iface", str_or_null(n->iface),
 			  "ports", (int)n->port_lo, (int)n->port_hi, "state", (int)n->state,
 			  "cpus_milli", (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory,
 			  "gpus", gpus, "last_seen", (json_int_t)n->last_seen, "rev",
 			  (json_int_t)n->rev, "pool", n->pool ? n->pool : "default", "labels",
-			  core_node_labels_json(n)));
+			  core_node_labels_json(n), "runtimes", core_node_runtimes_json(n),
+			  "engine", str_or_null(n->engine)));
 }
 
 void core_save_token(struct master *m, const struct token *t)
@@ -386,6 +438,12 @@ static int load_node(void *ctx, const char *key, const char *text)
 	if (!n->pool)
 		n->pool = xstrdup("default");
 	core_node_set_labels(n, json_object_get(d, "labels"));
+	/* nodes stored before runtimes: the process runtime alone */
+	{
+		struct errbuf ignored = ERRBUF_INIT;
+		core_runtimes_from_json(json_object_get(d, "runtimes"), &n->runtimes, &ignored);
+	}
+	n->engine = get_str(d, "engine");
 	json_decref(d);
 	if (!n->name)
 		return YERR(IO);
@@ -527,6 +585,7 @@ void core_clear(struct master *m)
 		free(n->iface);
 		core_node_set_labels(n, NULL);
 		free(n->pool);
+		free(n->engine);
 		free(n);
 	}
 	for (size_t i = 0; i < m->ntokens; i++) {

@@ -95,6 +95,14 @@ struct gpu_info {
 	                         * (its index when it did not) */
 };
 
+/* The runtimes an agent runs tasks with (its --runtime), as bits of
+ * node.runtimes; bit i is named by the i-th of core.c's runtime names. */
+enum node_runtime_flags {
+	NODE_RT_PROCESS = 1 << 0, /* "process": process trees in cgroups */
+	NODE_RT_DOCKER = 1 << 1,  /* "docker": the Docker Engine API (or Podman's); runs images */
+};
+#define NODE_RT__COUNT 2
+
 /* A node label, KEY=VALUE, from the agent's --label. */
 struct node_label {
 	char *key, *value;      /* owned */
@@ -115,6 +123,9 @@ struct node {
 	char *pool;             /* owned; never NULL once registered or loaded ("default") */
 	struct node_label *labels; /* owned */
 	size_t nlabels;
+	unsigned runtimes;      /* NODE_RT_* bits; never 0 once registered or loaded */
+	char *engine;           /* owned or NULL: what answers on the agent's docker
+	                         * socket, as it says ("Docker 20.10.24") */
 };
 
 struct pool_policy {
@@ -196,6 +207,13 @@ void core_save_node(struct master *m, struct node *n);
  * object back (new reference). */
 void core_node_set_labels(struct node *n, const json_t *obj);
 json_t *core_node_labels_json(const struct node *n);
+/* core_runtimes_from_json: the NODE_RT_* bits of an array of runtime names
+ * ("process", "docker") into *out; absent or null is NODE_RT_PROCESS. Fails
+ * with YERR(BAD_REQUEST), field "runtimes", when arr is not a non-empty array
+ * of known names (*out is then NODE_RT_PROCESS). core_node_runtimes_json is
+ * n's runtimes as such an array (new reference). */
+int core_runtimes_from_json(const json_t *arr, unsigned *out, struct errbuf *eb);
+json_t *core_node_runtimes_json(const struct node *n);
 void core_save_token(struct master *m, const struct token *t);
 void core_save_meta(struct master *m, const char *key, const char *value);
 

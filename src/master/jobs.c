@@ -183,7 +183,8 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 		struct sched_job sj = { .tasks = st, .ntasks = spec->nroles,
 					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model,
 					.gpu_memory = spec->gpu_memory, .pool = spec->pool,
-					.labels = spec_sched_labels(spec), .nlabels = spec->nlabels };
+					.labels = spec_sched_labels(spec), .nlabels = spec->nlabels,
+					.image = spec->image };
 		char field[160], msg[512];
 		int bad;
 
@@ -444,6 +445,7 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 	sn->labels = labels;
 	sn->nlabels = n->nlabels;
 	sn->pool = n->pool;
+	sn->containers = (n->runtimes & NODE_RT_DOCKER) != 0;
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
 	sn->gpus = gpus;
@@ -937,7 +939,7 @@ void jobs_schedule(struct master *m)
 					     .gpu_model = j->spec->gpu_model,
 					     .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
 					     .labels = spec_sched_labels(j->spec),
-					     .nlabels = j->spec->nlabels };
+					     .nlabels = j->spec->nlabels, .image = j->spec->image };
 		qj[nq++] = j;
 	}
 	/* the policy orders the queue and may hold jobs back; placement places
@@ -1068,6 +1070,23 @@ static bool id_listed(const json_t *arr, uint64_t id)
 	return false;
 }
 
+/* What an agent may say its container engine is: "Docker 20.10.24",
+ * "Podman Engine 4.3.1"; shown as it is, so bounded and printable. */
+#define MAX_ENGINE 128
+
+static bool printable_string(const json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+
+	if (!s || !n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
 int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
 		   struct errbuf *eb)
 {
@@ -1078,10 +1097,13 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	const json_t *ports = json_object_get(body, "ports");
 	const char *iface = json_string_value(json_object_get(body, "iface"));
 	const json_t *pool = json_object_get(body, "pool"), *labels = json_object_get(body, "labels");
+	const json_t *engine = json_object_get(body, "engine");
 	json_int_t port_lo = 30000, port_hi = 32000;
+	unsigned runtimes;
 	struct node *n;
 	size_t i;
 	json_t *g;
+	int ret;
 
 	*out = NULL;
 	*token_out = NULL;
@@ -1135,6 +1157,13 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 				return error_field(eb, YERR(BAD_REQUEST), "labels",
 						   "labels: '%s' is not a valid label", key);
 	}
+	ret = core_runtimes_from_json(json_object_get(body, "runtimes"), &runtimes, eb);
+	if (ret)
+		return ret;
+	if (engine && !json_is_null(engine) && !printable_string(engine, MAX_ENGINE))
+		return error_field(eb, YERR(BAD_REQUEST), "engine",
+				   "engine: expected a string of 1 to %d printable characters",
+				   MAX_ENGINE);
 	n = core_node(m, name);
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
@@ -1169,6 +1198,8 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	}
 	set_str(&n->pool, json_is_string(pool) ? json_string_value(pool) : "default");
 	core_node_set_labels(n, labels);
+	n->runtimes = runtimes;
+	set_str(&n->engine, json_string_value(engine));
 	if (n->state == NODE_LOST)
 		n->state = NODE_READY;
 	n->rev++;
@@ -1425,7 +1456,7 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		mem -= t->memory < mem ? t->memory : mem;
 	}
 	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I, "
-			 "s:s, s:o}",
+			 "s:s, s:o, s:o, s:o}",
 			 "name", n->name, "state", node_state_name(n->state), "addr",
 			 n->addr ? json_string(n->addr) : json_null(), "iface",
 			 n->iface ? json_string(n->iface) : json_null(), "ports", (int)n->port_lo,
@@ -1433,7 +1464,8 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 			 "memory", (json_int_t)n->memory, "gpus", gpus, "free", "gpus", (int)free_gpus,
 			 "cpus_milli", (json_int_t)cpus, "memory", (json_int_t)mem, "last_seen",
 			 (json_int_t)n->last_seen, "pool", n->pool ? n->pool : "default", "labels",
-			 core_node_labels_json(n));
+			 core_node_labels_json(n), "runtimes", core_node_runtimes_json(n), "engine",
+			 n->engine ? json_string(n->engine) : json_null());
 }
 
 static char *param_string(const json_t *v)
@@ -1586,6 +1618,9 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			json_object_set_new(td, "stop_grace_ms", json_integer((json_int_t)t->grace_ms));
 		json_object_set_new(td, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
 		json_object_set_new(td, "checkpoint_owner", json_boolean(task_is_rank0(j, t)));
+		/* the container image the task runs in; null: the process runtime */
+		json_object_set_new(td, "image", j->spec && j->spec->image
+							 ? json_string(j->spec->image) : json_null());
 		if (lret) /* the agent fails the start with this message */
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);

@@ -13,6 +13,7 @@ struct pnode {
 	uint64_t memory;      /* free bytes */
 	bool limit_memory;    /* false when the node's memory is unknown */
 	bool listed;          /* schedulable, hence in a bucket of its pool */
+	bool containers;      /* has a container runtime (input's, kept close) */
 	uint32_t pool;        /* index into place_state.pools when listed */
 	uint64_t mark;        /* == place_state.stamp: the job being placed uses it */
 	size_t goff;          /* its GPUs' slots in gfree (input order) */
@@ -39,6 +40,8 @@ struct pool {
 	const char *name;     /* borrowed from a node */
 	size_t ready;         /* schedulable nodes */
 	uint64_t free;        /* their free GPUs */
+	size_t ctr_ready;     /* of those, the nodes with a container runtime */
+	uint64_t ctr_free;    /* and their free GPUs (what a job with an image can use) */
 	uint32_t *head, *tail; /* maxg + 1 lists */
 	uint32_t *count;      /* nodes in each list */
 	unsigned maxg;        /* the lists are 0..maxg */
@@ -107,6 +110,8 @@ bool place_labels_match(const struct sched_node *n, const struct sched_job *j)
 /* The node-level constraints but the pool (the buckets are per pool). */
 static bool node_eligible(const struct sched_node *n, const struct sched_job *j)
 {
+	if (j->image && !n->containers)
+		return false;
 	return !j->nlabels || place_labels_match(n, j);
 }
 
@@ -156,11 +161,14 @@ static void set_gpu_free(struct place_state *s, uint32_t i, uint32_t g, bool fr)
 		bucket_remove(s, i);
 	p->nfree = fr ? p->nfree + 1 : p->nfree - 1;
 	if (p->listed) {
+		struct pool *pl = &s->pools[p->pool];
 		bucket_add(s, i);
 		if (fr)
-			s->pools[p->pool].free++;
+			pl->free++;
 		else
-			s->pools[p->pool].free--;
+			pl->free--;
+		if (p->containers)
+			pl->ctr_free = fr ? pl->ctr_free + 1 : pl->ctr_free - 1;
 	}
 }
 
@@ -216,6 +224,7 @@ struct place_state *place_state_new(const struct sched_input *in)
 		p->cpus = n->free_cpus_milli;
 		p->memory = n->free_memory;
 		p->limit_memory = n->memory != 0;
+		p->containers = n->containers;
 		for (size_t g = 0; g < n->ngpus; g++) {
 			s->gfree[ngpus + g] = n->gpus[g].free;
 			p->nfree += n->gpus[g].free;
@@ -245,6 +254,10 @@ struct place_state *place_state_new(const struct sched_input *in)
 			s->nlisted++;
 			s->pools[p->pool].ready++;
 			s->pools[p->pool].free += p->nfree;
+			if (n->containers) {
+				s->pools[p->pool].ctr_ready++;
+				s->pools[p->pool].ctr_free += p->nfree;
+			}
 		}
 	}
 	s->isl_alloc++;
@@ -518,6 +531,13 @@ static void undo(struct place_state *s, const struct sched_job *j, struct sched_
 	}
 }
 
+/* The free GPUs of pool pl that job j could use by runtime: a job with an
+ * image only those of nodes with a container runtime. */
+static uint64_t pool_free(const struct pool *pl, const struct sched_job *j)
+{
+	return j->image ? pl->ctr_free : pl->free;
+}
+
 /* ---- reasons ---- */
 
 /* Which node-level constraint no ready node meets ("" when some node meets
@@ -536,6 +556,13 @@ static bool unmet_constraint(struct place_state *s, const struct sched_job *j, u
 		snprintf(why->code, sizeof(why->code), "pool");
 		snprintf(why->message, sizeof(why->message), "no ready node in pool '%s'",
 			 pool_name(j->pool));
+		return true;
+	}
+	if (j->image && !s->cur->ctr_ready) {
+		snprintf(why->code, sizeof(why->code), "no_container_runtime");
+		snprintf(why->message, sizeof(why->message),
+			 "needs a node with a container runtime for image '%.120s'; "
+			 "no ready node in pool '%s' has one", j->image, pool_name(j->pool));
 		return true;
 	}
 	if (!j->nlabels && !(g && gpu_constrained(j)))
@@ -564,7 +591,8 @@ static bool unmet_constraint(struct place_state *s, const struct sched_job *j, u
 						j->labels[k].key, j->labels[k].value);
 		snprintf(why->code, sizeof(why->code), "labels");
 		snprintf(why->message, sizeof(why->message),
-			 "no ready node in pool '%s' has labels %s", pool_name(j->pool), buf);
+			 "no ready node in pool '%s'%s has labels %s", pool_name(j->pool),
+			 j->image ? " with a container runtime" : "", buf);
 	} else if (!model) {
 		snprintf(why->code, sizeof(why->code), "gpu_model");
 		snprintf(why->message, sizeof(why->message),
@@ -639,8 +667,8 @@ static void explain(struct place_state *s, const struct sched_job *j, unsigned g
 		return;
 	}
 	snprintf(why->code, sizeof(why->code), "%s",
-		 max_hit && block >= maxtask && s->cur->free >= g ? "too_many_nodes"
-								    : "insufficient_gpus");
+		 max_hit && block >= maxtask && pool_free(s->cur, j) >= g ? "too_many_nodes"
+									  : "insufficient_gpus");
 	if (limit <= 1)
 		len = snprintf(why->message, sizeof(why->message), "needs %u GPUs on one node", g);
 	else
@@ -658,11 +686,12 @@ static void explain(struct place_state *s, const struct sched_job *j, unsigned g
 
 /* A quick bound: whether the limit nodes of pl with the most free GPUs have
  * g free GPUs between them (a job that fails it cannot fit). */
-static bool enough_gpus(const struct pool *pl, unsigned g, unsigned limit)
+static bool enough_gpus(const struct pool *pl, const struct sched_job *j, unsigned g,
+			unsigned limit)
 {
 	uint64_t sum = 0;
 
-	if (pl->free < g)
+	if (pool_free(pl, j) < g)
 		return false;
 	for (unsigned b = (unsigned)pl->maxg + 1; b-- > 0 && limit && sum < g;) {
 		uint32_t k = pl->count[b] < limit ? pl->count[b] : limit;
@@ -709,7 +738,8 @@ bool place_job(struct place_state *s, const struct sched_job *j, struct sched_st
 	for (size_t k = 0; k < s->npools && !s->cur; k++)
 		if (!strcmp(s->pools[k].name, pool_name(j->pool)))
 			s->cur = &s->pools[k];
-	if (!s->cur || !enough_gpus(s->cur, g_all, limit)) {
+	/* a job with an image where no node can run one would scan every node */
+	if (!s->cur || (j->image && !s->cur->ctr_ready) || !enough_gpus(s->cur, j, g_all, limit)) {
 		max_hit = s->cur && j->max_nodes && limit == j->max_nodes;
 		goto fail;
 	}

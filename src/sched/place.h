@@ -7,7 +7,8 @@
  *   1. Gang: every task of the job is placed, or none (the state is left
  *      exactly as it was).
  *   2. Eligibility: a node must be schedulable, in the job's pool (NULL is
- *      "default" on both sides) and carry every label the job asks for; a GPU
+ *      "default" on both sides), have a container runtime when the job has
+ *      an image, and carry every label the job asks for; a GPU
  *      must be free, of the job's gpu_model (NULL or "*" = any) and have at
  *      least gpu_memory bytes. Each task needs its GPUs, CPUs and memory on
  *      one node (memory is not checked on nodes whose memory is unknown);

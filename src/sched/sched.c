@@ -84,30 +84,46 @@ static const char *pool_or_default(const char *p)
 	return p && *p ? p : "default";
 }
 
+/* Whether node n counts for job: in its pool, and with a container runtime
+ * when only those count. */
+static bool feasible_node(const struct sched_node *n, const struct sched_job *job, bool ctr_only)
+{
+	return !strcmp(pool_or_default(n->pool), pool_or_default(job->pool)) &&
+	       (!ctr_only || n->containers);
+}
+
 int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, char *field, size_t field_len,
 			 char *msg, size_t msg_len)
 {
-	size_t in_pool = 0, labelled = 0;
+	size_t in_pool = 0, labelled = 0, ctr = 0;
+	const char *kind;
+	bool ctr_only;
 
 	if (!nnodes)
 		return 0;
-	/* placement: the node-level constraints first (pool, labels) */
-	for (size_t i = 0; i < nnodes; i++) {
-		if (strcmp(pool_or_default(nodes[i].pool), pool_or_default(job->pool)))
-			continue;
-		in_pool++;
-		labelled += place_labels_match(&nodes[i], job);
-	}
+	/* placement: the node-level constraints first (pool, runtime, labels) */
+	for (size_t i = 0; i < nnodes; i++)
+		if (feasible_node(&nodes[i], job, false)) {
+			in_pool++;
+			ctr += nodes[i].containers;
+		}
 	if (!in_pool) {
 		snprintf(field, field_len, "pool");
 		snprintf(msg, msg_len, "pool: no node is in pool '%s'", pool_or_default(job->pool));
 		return -1;
 	}
+	/* with no container runtime in the pool yet, the job waits for one
+	 * (no_container_runtime): capacity is checked against every node */
+	ctr_only = job->image && ctr;
+	kind = ctr_only ? " with a container runtime" : "";
+	for (size_t i = 0; i < nnodes; i++)
+		labelled += feasible_node(&nodes[i], job, ctr_only) &&
+			    place_labels_match(&nodes[i], job);
 	if (!labelled) {
 		snprintf(field, field_len, "placement.labels");
-		snprintf(msg, msg_len, "placement.labels: no node in pool '%s' has them all",
-			 pool_or_default(job->pool));
+		snprintf(msg, msg_len, "placement.labels: no node in pool '%s'%s has them all",
+			 pool_or_default(job->pool), kind);
 		return -1;
 	}
 	for (size_t ti = 0; ti < job->ntasks; ti++) {
@@ -120,8 +136,7 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			const struct sched_node *n = &nodes[i];
 			unsigned k = 0;
 
-			if (strcmp(pool_or_default(n->pool), pool_or_default(job->pool)) ||
-			    !place_labels_match(n, job))
+			if (!feasible_node(n, job, ctr_only) || !place_labels_match(n, job))
 				continue;
 			for (size_t g = 0; g < n->ngpus; g++) {
 				if (!model_matches(job->gpu_model, n->gpus[g].model))
@@ -147,27 +162,28 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			continue;
 		if (t->gpus && !model_seen && job->gpu_model && strcmp(job->gpu_model, "*")) {
 			snprintf(field, field_len, "placement.gpu_model");
-			snprintf(msg, msg_len, "placement.gpu_model: no node has GPUs of model '%s'",
-				 job->gpu_model);
+			snprintf(msg, msg_len, "placement.gpu_model: no node%s has GPUs of model '%s'",
+				 kind, job->gpu_model);
 		} else if (t->gpus && !memory_seen && job->gpu_memory) {
 			snprintf(field, field_len, "placement.gpu_memory");
 			snprintf(msg, msg_len,
-				 "placement.gpu_memory: no node has GPUs with >= %" PRIu64 " MiB",
-				 job->gpu_memory >> 20);
+				 "placement.gpu_memory: no node%s has GPUs with >= %" PRIu64 " MiB",
+				 kind, job->gpu_memory >> 20);
 		} else if (best_gpus < t->gpus) {
 			snprintf(field, field_len, "tasks.%s.gpus", t->role);
-			snprintf(msg, msg_len, "tasks.%s.gpus: %u GPUs per task but the largest node has %u",
-				 t->role, t->gpus, best_gpus);
+			snprintf(msg, msg_len,
+				 "tasks.%s.gpus: %u GPUs per task but the largest node%s has %u",
+				 t->role, t->gpus, kind, best_gpus);
 		} else if (best_cpus < t->cpus_milli) {
 			snprintf(field, field_len, "tasks.%s.cpus", t->role);
 			snprintf(msg, msg_len,
-				 "tasks.%s.cpus: %g CPUs per task but the largest node has %g", t->role,
-				 t->cpus_milli / 1000.0, best_cpus / 1000.0);
+				 "tasks.%s.cpus: %g CPUs per task but the largest node%s has %g", t->role,
+				 t->cpus_milli / 1000.0, kind, best_cpus / 1000.0);
 		} else {
 			snprintf(field, field_len, "tasks.%s.memory", t->role);
 			snprintf(msg, msg_len,
-				 "tasks.%s.memory: %" PRIu64 " bytes per task but the largest node has %" PRIu64,
-				 t->role, t->memory, best_mem);
+				 "tasks.%s.memory: %" PRIu64 " bytes per task but the largest "
+				 "node%s has %" PRIu64, t->role, t->memory, kind, best_mem);
 		}
 		return -1;
 	}

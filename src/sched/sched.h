@@ -7,7 +7,8 @@
  * Policy (for now): jobs in order of priority (high first), then age
  * (submitted_at, then id); each job is placed as a gang (every task or none)
  * by place.h: whole GPUs, fewest nodes, then fewest NVLink/PCIe islands, then
- * best fit, within the job's pool and labels, GPU model and GPU memory. A job
+ * best fit, within the job's pool and labels, GPU model and GPU memory, and
+ * for a job with an image on nodes with a container runtime only. A job
  * that does not fit is skipped (later jobs may still start) and gets a reason
  * {code, message} and its position among the waiting jobs. Nodes that are not
  * schedulable (draining, lost) get nothing. Two tasks never share a GPU.
@@ -51,6 +52,7 @@ struct sched_node {
 	const char *pool;        /* borrowed; NULL = "default" */
 	const struct sched_label *labels; /* borrowed */
 	size_t nlabels;
+	bool containers;         /* has a container runtime: may run jobs with an image */
 };
 
 /* One task of a job: what it needs on one node. */
@@ -78,6 +80,9 @@ struct sched_job {
 	const char *pool;        /* NULL = "default"; only nodes of this pool */
 	const struct sched_label *labels; /* borrowed; every one must be on the node */
 	size_t nlabels;
+	const char *image;       /* borrowed; the job's container image, or NULL: it
+	                          * runs on any node, else only on nodes with
+	                          * containers */
 };
 
 struct sched_input {
@@ -103,7 +108,7 @@ struct sched_wait {
 	unsigned position;       /* 1 = next in line */
 	char code[32];           /* insufficient_gpus, insufficient_cpus, insufficient_memory,
 	                          * no_nodes, too_many_nodes, gpu_model, gpu_memory, pool,
-	                          * labels */
+	                          * no_container_runtime, labels */
 	char message[256];
 };
 
@@ -120,7 +125,10 @@ void sched_plan(const struct sched_input *in, struct sched_plan *out);
 void sched_plan_release(struct sched_plan *plan);
 
 /* sched_check_feasible tells whether some node could ever hold each task of
- * job by capacity (ignoring what is in use and node state). Returns 0 when
+ * job by capacity (ignoring what is in use and node state). A job with an
+ * image counts only the nodes with a container runtime once its pool has
+ * one; while it has none the job is not refused here (it waits, with reason
+ * no_container_runtime, for such a node to join). Returns 0 when
  * every task fits somewhere or there are no nodes at all; else -1 with field
  * ("tasks.ROLE.gpus", ".cpus", ".memory" or "placement.gpu_model") and a
  * message such as "tasks.worker.gpus: 16 GPUs per task but the largest node

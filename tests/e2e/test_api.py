@@ -17,6 +17,8 @@ BAD_SPECS = [
     ("command: [/bin/true]\ntasks: {worker: {replicas: 0}}\n", "tasks.worker.replicas", ["0"]),
     ("command: [/bin/true]\ntasks: {worker: {gpus: 64}}\n", "tasks.worker.gpus", ["64"]),
     ("command: [/bin/true]\ntasks: {worker: {}}\ncolour: blue\n", "colour", ["unknown"]),
+    ("image: Ubuntu:22.04\ncommand: [/bin/true]\ntasks: {worker: {}}\n", "image",
+     ["\"Ubuntu:22.04\" is not a valid image reference", "lowercase"]),
 ]
 
 

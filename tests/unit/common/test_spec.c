@@ -245,8 +245,11 @@ static const struct bad_case bad_cases[] = {
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
 		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
 		"mpi, horovod, jax, caffe)" },
-	{ "image: ubuntu:24.04\n" BASE "tasks: {worker: {}}", "image",
-		"image: container runtimes are not available yet" },
+	{ "image: Ubuntu:22.04\n" BASE "tasks: {worker: {}}", "image",
+		"image: \"Ubuntu:22.04\" is not a valid image reference: repository names must be "
+		"lowercase" },
+	{ "image: 5\n" BASE "tasks: {worker: {}}", "image",
+		"image: expected an image reference such as debian:bookworm, got 5" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://digits@1', mount: data}]", "data",
 		"data: datasets are not available yet" },
 	{ "command: [run, --epochs, \"{params.epochs}\"]\ntasks: {worker: {}}", "command",
@@ -662,6 +665,139 @@ static void test_round_trip(void **state)
 
 /* ---- --set ------------------------------------------------------------ */
 
+/* ---- image references ------------------------------------------------ */
+
+static void test_image_refs_good(void **state)
+{
+	static const char *const good[] = {
+		"debian",
+		"debian:bookworm",
+		"pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime",
+		"nvcr.io/nvidia/pytorch:23.10-py3",
+		"localhost:5000/team/train:v1",
+		"registry.example.com:443/a/b/c",
+		"10.0.0.2:5000/x",
+		"Registry.Example.com/x",
+		"my_org/my__img/a-b---c/x.y",
+		"ubuntu:_latest",
+		"debian@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"debian:12@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"a:A_b.c-d",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		struct strbuf sb = STRBUF_INIT;
+		struct job_spec spec;
+		json_t *canon;
+
+		strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: '%s'\n", good[i]);
+		parse_ok(sb.buf, &spec);
+		assert_string_equal(spec.image, good[i]);
+		canon = spec_to_json(&spec);
+		assert_string_equal(json_string_value(json_object_get(canon, "image")), good[i]);
+		json_decref(canon);
+		spec_release(&spec);
+		strbuf_release(&sb);
+	}
+	(void)state;
+}
+
+static void test_image_refs_bad(void **state)
+{
+	static const struct {
+		const char *ref;
+		const char *why;
+	} cases[] = {
+		{ "Ubuntu:22.04", "repository names must be lowercase" },
+		{ "pytorch/PyTorch", "repository names must be lowercase" },
+		{ "debian:", "the tag must be at most 128 letters, digits, '_', '.' and '-', "
+			     "not starting with '.' or '-'" },
+		{ "debian:-x", "the tag must be at most 128 letters, digits, '_', '.' and '-', "
+			       "not starting with '.' or '-'" },
+		{ "debian:a+b", "the tag must be at most 128 letters, digits, '_', '.' and '-', "
+				"not starting with '.' or '-'" },
+		{ "debian@sha256:abc", "the digest must be sha256: and 64 lowercase hex digits" },
+		{ "debian@md5:0123456789abcdef0123456789abcdef",
+			"the digest must be sha256: and 64 lowercase hex digits" },
+		{ "debian@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+			"the digest must be sha256: and 64 lowercase hex digits" },
+		{ ":tag", "the repository name is empty" },
+		{ "/debian", "a path component of the repository name is empty" },
+		{ "library//debian", "a path component of the repository name is empty" },
+		{ "debian/", "a path component of the repository name is empty" },
+		{ "host:port/x", "the registry must be HOST or HOST:PORT" },
+		{ "deb..ian", "the repository name must be lowercase letters and digits separated by "
+			      "'.', '_', '__', '-' or '/'" },
+		{ "deb___ian", "the repository name must be lowercase letters and digits separated by "
+			       "'.', '_', '__', '-' or '/'" },
+		{ "-debian", "the repository name must be lowercase letters and digits separated by "
+			     "'.', '_', '__', '-' or '/'" },
+		{ "debian-", "the repository name must be lowercase letters and digits separated by "
+			     "'.', '_', '__', '-' or '/'" },
+		{ "deb ian", "the repository name must be lowercase letters and digits separated by "
+			     "'.', '_', '__', '-' or '/'" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct strbuf sb = STRBUF_INIT, msg = STRBUF_INIT;
+
+		strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: '%s'\n", cases[i].ref);
+		strbuf_addf(&msg, "image: \"%s\" is not a valid image reference: %s", cases[i].ref,
+			    cases[i].why);
+		check_bad(sb.buf, "image", msg.buf);
+		strbuf_release(&sb);
+		strbuf_release(&msg);
+	}
+	(void)state;
+}
+
+/* The length limits: 255 characters in all, a tag of at most 128. */
+static void test_image_ref_limits(void **state)
+{
+	struct strbuf sb = STRBUF_INIT, ref = STRBUF_INIT;
+	struct job_spec spec;
+
+	strbuf_addstr(&ref, "a:");
+	for (int i = 0; i < 128; i++)
+		strbuf_addch(&ref, 't');
+	strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: %s\n", ref.buf);
+	parse_ok(sb.buf, &spec);
+	spec_release(&spec);
+	strbuf_addch(&ref, 't');
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: %s\n", ref.buf);
+	{
+		struct errbuf eb = ERRBUF_INIT;
+		json_t *doc = load_ok(sb.buf);
+		assert_int_equal(spec_from_json(doc, &spec, &eb), YERR(INVALID_SPEC));
+		assert_string_equal(eb.field, "image");
+		assert_non_null(strstr(eb.msg, "the tag must be at most 128"));
+		spec_release(&spec);
+		json_decref(doc);
+	}
+
+	strbuf_reset(&ref);
+	for (int i = 0; i < 255; i++)
+		strbuf_addch(&ref, i % 2 ? '/' : 'a');
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: %s\n", ref.buf);
+	parse_ok(sb.buf, &spec);
+	spec_release(&spec);
+	strbuf_addch(&ref, 'a');
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, BASE "tasks: {worker: {}}\nimage: %s\n", ref.buf);
+	{
+		struct errbuf eb = ERRBUF_INIT;
+		json_t *doc = load_ok(sb.buf);
+		assert_int_equal(spec_from_json(doc, &spec, &eb), YERR(INVALID_SPEC));
+		assert_string_equal(eb.field, "image");
+		assert_non_null(strstr(eb.msg, "is not a valid image reference: longer than 255 characters"));
+		spec_release(&spec);
+		json_decref(doc);
+	}
+	strbuf_release(&sb);
+	strbuf_release(&ref);
+	(void)state;
+}
+
 static void test_set(void **state)
 {
 	struct errbuf eb = ERRBUF_INIT;
@@ -794,6 +930,9 @@ int main(void)
 		cmocka_unit_test(test_full_spec),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_placement_fields),
+		cmocka_unit_test(test_image_refs_good),
+		cmocka_unit_test(test_image_refs_bad),
+		cmocka_unit_test(test_image_ref_limits),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_expand_argv),

@@ -202,6 +202,34 @@ static void test_refusals(void **state)
 	json_decref(env);
 }
 
+/* What launch_validate refuses: an mpi job in an image (its ranks run yard's
+ * own helpers, which images do not have). */
+static void test_validate_image(void **state)
+{
+	struct spec_role worker[] = { { .name = "worker", .replicas = 2 } };
+	struct job_spec s = { .framework = "mpi", .roles = worker, .nroles = 1 };
+	static char *const ok[] = { "command", "pytorch", "jax" };
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(launch_validate(&s, &eb), 0);
+	s.image = "horovod/horovod:0.28.1";
+	assert_int_equal(launch_validate(&s, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "image");
+	assert_string_equal(eb.msg,
+			    "image: framework mpi cannot run in an image yet: rank 0 runs "
+			    "'yard mpirun' and the other ranks 'yard mpi-worker', helpers that an "
+			    "image does not have (leave image out to use the process runtime)");
+	s.framework = "horovod";
+	assert_int_equal(launch_validate(&s, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "image");
+	assert_non_null(strstr(eb.msg, "framework horovod cannot run in an image"));
+	for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+		s.framework = ok[i];
+		assert_int_equal(launch_validate(&s, &eb), 0);
+	}
+	(void)state;
+}
+
 /* Who decides a job's success. */
 static void test_decides(void **state)
 {
@@ -242,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_mpi_hostfile),
 		cmocka_unit_test(test_jax_caffe_command),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_validate_image),
 		cmocka_unit_test(test_decides),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

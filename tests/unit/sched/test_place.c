@@ -304,6 +304,124 @@ static void test_labels_and_pools(void **state)
 	(void)state;
 }
 
+/* A job with an image goes only to nodes with a container runtime; a job
+ * without one goes anywhere. */
+static void test_containers(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[2];
+	struct sched_wait why;
+	struct sched_job *j = mkjob(&o, 1, 2);
+
+	add(&c, 8, 6, 0);                   /* gpu-1: 2 free, process only: the best fit */
+	add(&c, 8, 0, 0);                   /* gpu-2: 8 free, process only */
+	add(&c, 8, 5, 0)->containers = true; /* gpu-3: 3 free, docker */
+
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 0);
+	free_starts(st, 1);
+
+	j->image = "pytorch/pytorch:2.1.0";
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 2);
+	free_starts(st, 1);
+
+	/* the GPUs of nodes that cannot run an image do not count */
+	j = mkjob(&o, 1, 4);
+	j->image = "pytorch/pytorch:2.1.0";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "insufficient_gpus");
+	assert_string_equal(why.message, "needs 4 GPUs on one node; largest free block is 3 on node gpu-3");
+	j = mkjob(&o, 2, 2);
+	j->image = "pytorch/pytorch:2.1.0";
+	j->max_nodes = 1;
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "insufficient_gpus");
+
+	/* no node of the pool has a container runtime */
+	c.nodes[2].containers = false;
+	j = mkjob(&o, 1, 1);
+	j->image = "pytorch:1.13";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "no_container_runtime");
+	assert_string_equal(why.message, "needs a node with a container runtime for image "
+					 "'pytorch:1.13'; no ready node in pool 'default' has one");
+	/* ... also for a job without GPUs, and one in another pool */
+	j = mkjob(&o, 1, 0);
+	j->image = "debian:bookworm";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "no_container_runtime");
+	c.nodes[2].containers = true;
+	c.nodes[2].pool = "batch";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.message, "needs a node with a container runtime for image "
+					 "'debian:bookworm'; no ready node in pool 'default' has one");
+	j->pool = "batch";
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 2);
+	free_starts(st, 1);
+	/* a draining container node does not count */
+	c.nodes[2].schedulable = false;
+	c.nodes[1].pool = "batch";
+	assert_false(place1(&c, j, st, &why));
+	assert_string_equal(why.code, "no_container_runtime");
+	assert_string_equal(why.message, "needs a node with a container runtime for image "
+					 "'debian:bookworm'; no ready node in pool 'batch' has one");
+
+	/* labels are looked for among the nodes that can run the image */
+	{
+		struct sched_label ib[] = { { "net", "ib" } };
+		c.n = 0;
+		add(&c, 8, 0, 0)->labels = ib;
+		c.nodes[0].nlabels = 1;
+		add(&c, 8, 0, 0)->containers = true;
+		j = mkjob(&o, 1, 1);
+		j->image = "debian:bookworm";
+		j->labels = ib;
+		j->nlabels = 1;
+		assert_false(place1(&c, j, st, &why));
+		assert_string_equal(why.code, "labels");
+		assert_string_equal(why.message, "no ready node in pool 'default' with a container "
+						 "runtime has labels net=ib");
+	}
+	(void)state;
+}
+
+/* sched_plan with a mix: process jobs fill the process nodes, the image job
+ * takes the docker node even though it comes last. */
+static void test_plan_containers(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o[3];
+	struct sched_job jobs[3];
+	struct sched_input in;
+	struct sched_plan p;
+
+	add(&c, 4, 0, 0);
+	add(&c, 4, 0, 0)->containers = true;
+	for (int k = 0; k < 3; k++) {
+		jobs[k] = *mkjob(&o[k], 1, 4);
+		jobs[k].id = (uint64_t)k + 1;
+		jobs[k].submitted_at = (uint64_t)k;
+	}
+	jobs[1].image = "debian:bookworm";
+	jobs[2].image = "debian:bookworm";
+	in = (struct sched_input){ c.nodes, c.n, jobs, 3, 0 };
+	sched_plan(&in, &p);
+	assert_int_equal(p.nstarts, 2);
+	assert_int_equal(p.starts[0].job, 0);
+	assert_int_equal(p.starts[0].node, 0);
+	assert_int_equal(p.starts[1].job, 1);
+	assert_int_equal(p.starts[1].node, 1);
+	assert_int_equal(p.nwaits, 1);
+	assert_int_equal(p.waits[0].job, 2);
+	assert_string_equal(p.waits[0].code, "insufficient_gpus");
+	assert_string_equal(p.waits[0].message, "needs 4 GPUs on one node; largest free block is 0");
+	sched_plan_release(&p);
+	(void)state;
+}
+
 static void test_gang_leaves_state_unchanged(void **state)
 {
 	struct cluster c = { 0 };
@@ -454,6 +572,28 @@ static void test_feasible_constraints(void **state)
 	(void)state;
 }
 
+/* A job with an image: capacity counts the nodes with a container runtime,
+ * once there is one; with none the job is not refused (it waits for one). */
+static void test_feasible_containers(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_job *j = mkjob(&o, 1, 8);
+	char field[64], msg[256];
+
+	add(&c, 8, 8, 0);
+	j->image = "debian:bookworm";
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	add(&c, 4, 0, 0)->containers = true;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "tasks.worker.gpus");
+	assert_string_equal(msg, "tasks.worker.gpus: 8 GPUs per task but the largest node with a "
+				 "container runtime has 4");
+	j->image = NULL;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,11 +605,14 @@ int main(void)
 		cmocka_unit_test(test_islands_across_nodes),
 		cmocka_unit_test(test_gpu_model_and_memory),
 		cmocka_unit_test(test_labels_and_pools),
+		cmocka_unit_test(test_containers),
+		cmocka_unit_test(test_plan_containers),
 		cmocka_unit_test(test_gang_leaves_state_unchanged),
 		cmocka_unit_test(test_reason_texts),
 		cmocka_unit_test(test_cpu_only_keeps_gpus_free),
 		cmocka_unit_test(test_plan_many),
 		cmocka_unit_test(test_feasible_constraints),
+		cmocka_unit_test(test_feasible_containers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,248 @@
+/* Unit tests for the master's side of container runtimes on a real SQLite
+ * store: what an agent's registration may say about its runtimes and engine,
+ * that both survive a reload, that a job with an image waits for (and goes
+ * to) a node with a container runtime, and that its assignment names the
+ * image. */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "base/fsutil.h"
+#include "base/xalloc.h"
+#include "master/jobs.h"
+
+struct fixture {
+	char dir[32];
+	struct master m;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = xcalloc(1, sizeof(*f));
+	struct errbuf eb = ERRBUF_INIT;
+	int created;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/yard-nodes-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->m.data_dir = f->dir;
+	f->m.job_key = xstrdup("0123456789abcdef");
+	f->m.lease_ms = 15000;
+	sched_policy_conf_init(&f->m.policy, SCHED_POLICY_DEFAULT);
+	f->m.sops = &store_sqlite_ops;
+	assert_int_equal(f->m.sops->open(f->dir, &f->m.store, &created, &eb), 0);
+	*state = f;
+	return 0;
+}
+
+static void commit(struct fixture *f)
+{
+	struct errbuf eb = ERRBUF_INIT;
+
+	if (!f->m.txn_open)
+		return;
+	assert_int_equal(f->m.batch_err, 0);
+	assert_int_equal(f->m.sops->commit(f->m.store, &eb), 0);
+	f->m.txn_open = false;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	commit(f);
+	core_clear(&f->m);
+	f->m.sops->close(f->m.store);
+	free(f->m.job_key);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t jerr;
+	json_t *doc = json_loads(text, 0, &jerr);
+
+	if (!doc)
+		fail_msg("bad test JSON: %s: %s", jerr.text, text);
+	return doc;
+}
+
+/* Registers the body given as JSON text; returns what nodes_register did. */
+static int reg(struct fixture *f, const char *body, struct node **n, struct errbuf *eb)
+{
+	json_t *doc = parse(body);
+	char *tok = NULL;
+	int ret = nodes_register(&f->m, doc, n, &tok, eb);
+
+	free(tok);
+	json_decref(doc);
+	commit(f);
+	return ret;
+}
+
+static void assert_json_text(json_t *v, const char *want)
+{
+	char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_register_runtimes(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n;
+	json_t *doc;
+
+	/* an agent that says nothing has the process runtime alone */
+	assert_int_equal(reg(f, "{\"name\": \"n1\", \"addr\": \"10.0.0.1\"}", &n, &eb), 0);
+	assert_int_equal(n->runtimes, NODE_RT_PROCESS);
+	assert_null(n->engine);
+	doc = jobs_node_json(&f->m, n);
+	assert_json_text(json_object_get(doc, "runtimes"), "[\"process\"]");
+	assert_true(json_is_null(json_object_get(doc, "engine")));
+	json_decref(doc);
+
+	assert_int_equal(reg(f, "{\"name\": \"n2\", \"addr\": \"10.0.0.2\", "
+				"\"runtimes\": [\"process\", \"docker\"], "
+				"\"engine\": \"Docker 20.10.24\"}", &n, &eb), 0);
+	assert_int_equal(n->runtimes, NODE_RT_PROCESS | NODE_RT_DOCKER);
+	assert_string_equal(n->engine, "Docker 20.10.24");
+	doc = jobs_node_json(&f->m, n);
+	assert_json_text(json_object_get(doc, "runtimes"), "[\"process\",\"docker\"]");
+	assert_json_text(json_object_get(doc, "engine"), "\"Docker 20.10.24\"");
+	json_decref(doc);
+
+	/* a re-registration says it all again: the engine is gone */
+	assert_int_equal(reg(f, "{\"name\": \"n2\", \"addr\": \"10.0.0.2\", "
+				"\"runtimes\": [\"docker\", \"docker\"]}", &n, &eb), 0);
+	assert_int_equal(n->runtimes, NODE_RT_DOCKER);
+	assert_null(n->engine);
+	(void)state;
+}
+
+static void test_register_refusals(void **state)
+{
+	static const struct {
+		const char *body;
+		const char *field, *msg;
+	} cases[] = {
+		{ "{\"name\": \"n1\", \"runtimes\": \"docker\"}", "runtimes",
+			"runtimes: expected a non-empty array of runtime names (process, docker)" },
+		{ "{\"name\": \"n1\", \"runtimes\": []}", "runtimes",
+			"runtimes: expected a non-empty array of runtime names (process, docker)" },
+		{ "{\"name\": \"n1\", \"runtimes\": [\"process\", \"kata\"]}", "runtimes",
+			"runtimes[1]: expected one of process, docker, got \"kata\"" },
+		{ "{\"name\": \"n1\", \"runtimes\": [7]}", "runtimes",
+			"runtimes[0]: expected one of process, docker, got 7" },
+		{ "{\"name\": \"n1\", \"engine\": 20}", "engine",
+			"engine: expected a string of 1 to 128 printable characters" },
+		{ "{\"name\": \"n1\", \"engine\": \"\"}", "engine",
+			"engine: expected a string of 1 to 128 printable characters" },
+		{ "{\"name\": \"n1\", \"engine\": \"Docker\\n20\"}", "engine",
+			"engine: expected a string of 1 to 128 printable characters" },
+	};
+	struct fixture *f = *state;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct errbuf eb = ERRBUF_INIT;
+		struct node *n = (struct node *)1;
+
+		assert_int_equal(reg(f, cases[i].body, &n, &eb), YERR(BAD_REQUEST));
+		assert_null(n);
+		assert_string_equal(eb.field, cases[i].field);
+		assert_string_equal(eb.msg, cases[i].msg);
+	}
+	/* nothing was registered */
+	assert_int_equal(f->m.nnodes, 0);
+}
+
+static void test_runtimes_survive_reload(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n;
+
+	assert_int_equal(reg(f, "{\"name\": \"n1\", \"addr\": \"10.0.0.1\"}", &n, &eb), 0);
+	assert_int_equal(reg(f, "{\"name\": \"n2\", \"addr\": \"10.0.0.2\", "
+				"\"runtimes\": [\"process\", \"docker\"], "
+				"\"engine\": \"Podman Engine 4.3.1\"}", &n, &eb), 0);
+	core_clear(&f->m);
+	assert_int_equal(core_load(&f->m, &eb), 0);
+	assert_int_equal(f->m.nnodes, 2);
+	n = core_node(&f->m, "n1");
+	assert_non_null(n);
+	assert_int_equal(n->runtimes, NODE_RT_PROCESS);
+	assert_null(n->engine);
+	n = core_node(&f->m, "n2");
+	assert_non_null(n);
+	assert_int_equal(n->runtimes, NODE_RT_PROCESS | NODE_RT_DOCKER);
+	assert_string_equal(n->engine, "Podman Engine 4.3.1");
+}
+
+/* The first task of the node's work, or NULL. */
+static json_t *first_work_task(struct fixture *f, const char *node, json_t **work)
+{
+	*work = jobs_work_json(&f->m, core_node(&f->m, node));
+	return json_array_get(json_object_get(*work, "tasks"), 0);
+}
+
+static void test_image_job_waits_then_runs(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *img, *plain;
+	struct node *n;
+	json_t *body, *work, *t;
+
+	assert_int_equal(reg(f, "{\"name\": \"p1\", \"addr\": \"10.0.0.1\", \"cpus\": 4, "
+				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
+		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
+	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &img, &eb), 0);
+	json_decref(body);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
+	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &plain, &eb), 0);
+	json_decref(body);
+	commit(f);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(img->state, JOB_QUEUED);
+	assert_string_equal(img->wait_code, "no_container_runtime");
+	assert_string_equal(img->wait_msg, "needs a node with a container runtime for image "
+					   "'pytorch:1.13'; no ready node in pool 'default' has one");
+	/* the process job ran on the process node, without an image */
+	assert_int_not_equal(plain->state, JOB_QUEUED);
+	t = first_work_task(f, "p1", &work);
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "job")), (json_int_t)plain->id);
+	assert_true(json_is_null(json_object_get(t, "image")));
+	json_decref(work);
+
+	/* a docker node joins: the image job goes there, and its task says so */
+	assert_int_equal(reg(f, "{\"name\": \"d1\", \"addr\": \"10.0.0.2\", \"cpus\": 4, "
+				"\"gpus\": [{\"index\": 0}], \"runtimes\": [\"process\", \"docker\"]}",
+			     &n, &eb), 0);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_not_equal(img->state, JOB_QUEUED);
+	t = first_work_task(f, "d1", &work);
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "job")), (json_int_t)img->id);
+	assert_json_text(json_object_get(t, "image"), "\"pytorch:1.13\"");
+	json_decref(work);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_register_runtimes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_register_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runtimes_survive_reload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_job_waits_then_runs, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
