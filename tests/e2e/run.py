@@ -53,14 +53,19 @@ def run_one(fn, name):
         sys.exit(SKIP_RC)
 
 
-def sweep_namespaces():
+def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
-    in network namespaces (netns.py; only objects whose owner is dead)."""
+    in network namespaces (netns.py) and container engines (engines.py);
+    only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
     swept = netns.sweep()
     if swept:
         print(f"swept network namespaces of dead test topologies {' '.join(swept)}", flush=True)
+    import engines
+    swept = engines.sweep()
+    if swept:
+        print(f"swept container engines of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():
@@ -109,7 +114,7 @@ def main():
             failed += 1
             failures.append(tid)
             print(f"FAIL {tid} ({dt:.1f}s)\n" + out.decode(errors="replace")[-6000:], flush=True)
-            sweep_namespaces()
+            sweep_leftovers()
     if failures:
         print("failed: " + " ".join(failures))
     print(f"e2e: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
