@@ -3,10 +3,11 @@
 of its state in its own temp dir, spoken to over its unix socket with nothing
 but the standard library (no docker SDK, no docker CLI).
 
-    with DockerEngine() as eng:                  # or PodmanEngine()
+    with DockerEngine() as eng:                  # or PodmanEngine(); started here
         ref = import_image(eng, base_rootfs(build_dir), "yard-test/base", "a",
                            extra_files={"/etc/yard-image": b"a\\n"})
         status, doc = eng.api("POST", "/containers/create", {"Image": ref, "Cmd": ["true"]})
+        # eng.socket for `yard agent --docker-socket`; eng.close() without `with`
 
 An engine never touches another daemon on the machine (the default
 /run/docker.sock, or one started by hand elsewhere): its sockets, pidfiles,
@@ -50,6 +51,7 @@ import netns
 
 STATE_DIR = "/run/yard-e2e-engines"
 PREFIX = "yde-"                     # yard docker engine: every temp dir's name
+PODMAN_INIT = "/usr/libexec/podman/catatonit"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"
 
@@ -327,7 +329,9 @@ def _rmdir_cgroups(rel):
 
 class Engine:
     """What DockerEngine and PodmanEngine share: a temp dir with a state
-    file, the API over `socket`, and close(). A context manager."""
+    file, the API over `socket`, and close(). Made started (the constructor
+    returns once the API answers, or raises EngineUnavailable); a context
+    manager that closes it on leaving."""
 
     kind = "engine"
 
@@ -335,14 +339,13 @@ class Engine:
         self.id = None
         self.dir = None
         self.socket = None
-        self.procs = []              # harness-style (name, Popen, logpath), start order
+        self.procs = []              # (name, Popen, logpath) of the daemons, in start order
         self._closed = True
         self._state = None
 
     # -- life --
 
     def __enter__(self):
-        self.start()
         return self
 
     def __exit__(self, et, ev, tb):
@@ -351,7 +354,9 @@ class Engine:
             raise harness.TestFailure(f"{self.kind} engine cleanup failed: " + "; ".join(errors))
         return False
 
-    def start(self):
+    def _start_engine(self):
+        """Sweeps dead runs' leftovers, then makes the dir and starts the
+        daemons; on any failure removes what it made and raises."""
         if os.geteuid() != 0:
             raise EngineUnavailable(f"{self.kind} engine needs root")
         self._check_installed()
@@ -370,7 +375,6 @@ class Engine:
         except BaseException:
             self.close()
             raise
-        return self
 
     def _save(self):
         tmp = _state_path(self.id) + ".tmp"
@@ -521,6 +525,7 @@ class DockerEngine(Engine):
         super().__init__()
         self.ready_timeout = ready_timeout
         self.containerd_socket = None
+        self._start_engine()
 
     def _check_installed(self):
         for tool in ("containerd", "dockerd", "runc"):
@@ -575,11 +580,17 @@ class PodmanEngine(Engine):
         super().__init__()
         self.ready_timeout = ready_timeout
         self.storage_driver = None
+        self._start_engine()
 
     def _check_installed(self):
         for tool in ("podman", "conmon", "runc"):
             if not shutil.which(tool):
                 raise EngineUnavailable(f"'{tool}' not installed (Debian: podman conmon runc)")
+        # the agent's containers ask for an init (HostConfig.Init); podman
+        # 4.3's compat API looks for it only here, whatever containers.conf's
+        # init_path says
+        if not os.access(PODMAN_INIT, os.X_OK):
+            raise EngineUnavailable(f"'{PODMAN_INIT}' not installed (Debian: catatonit)")
 
     def _start(self):
         root, runroot, tmp = self.path("root"), self.path("run"), self.path("tmp")

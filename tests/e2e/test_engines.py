@@ -20,12 +20,13 @@ def build_dir():
     return os.path.dirname(h.YARD)
 
 
-def run_cat(eng, ref, path):
-    """Creates, starts and waits for a container of ref that cats path;
-    returns its stdout after checking it exited 0 with nothing on stderr."""
+def run_cat(eng, ref, path, init=False):
+    """Creates, starts and waits for a container of ref that cats path (under
+    an init as PID 1 if init); returns its stdout after checking it exited 0
+    with nothing on stderr."""
     cid = eng.check("POST", "/containers/create",
                     {"Image": ref, "Cmd": ["cat", path], "Labels": {"yard.test": ref},
-                     "HostConfig": {"NetworkMode": "host"}}, expect=201)["Id"]
+                     "HostConfig": {"NetworkMode": "host", "Init": init}}, expect=201)["Id"]
     eng.check("POST", f"/containers/{cid}/start", expect=204)
     w = eng.check("POST", f"/containers/{cid}/wait", expect=200)
     out, err = engines.logs(eng, cid)
@@ -48,7 +49,10 @@ def exercise(eng):
     check_eq(run_cat(eng, a, "/etc/yard-image"), b"a\n", f"/etc/yard-image in {a}")
     check_eq(run_cat(eng, b, "/etc/yard-image"), b"b\n", f"/etc/yard-image in {b}")
     check_eq(run_cat(eng, b, "/opt/yard/new/file"), b"x", f"a file in a new dir of {b}")
-    check_eq(len(engines.list_containers(eng)), 4, "containers, stopped ones included")
+    # the agent's containers ask for an init (docker: tini, podman: catatonit)
+    pid1 = run_cat(eng, a, "/proc/1/cmdline", init=True).split(b"\0")
+    check(pid1[0] != b"cat" and b"cat" in pid1, f"an init runs cat as its child: PID 1 is {pid1}")
+    check_eq(len(engines.list_containers(eng)), 5, "containers, stopped ones included")
     check_eq(len(engines.list_containers(eng, label=f"yard.test={b}")), 2, f"containers labelled {b}")
     check_eq(engines.list_containers(eng, label="yard.test=none"), [], "containers of a label nobody has")
     check(engines.inspect(eng, "no-such-container") is None, "inspect of a missing container is None")
@@ -86,7 +90,7 @@ CRASHER = r"""
 import os, signal, sys
 sys.path.insert(0, %r)
 import engines
-eng = {"docker": engines.DockerEngine, "podman": engines.PodmanEngine}[sys.argv[1]]().start()
+eng = {"docker": engines.DockerEngine, "podman": engines.PodmanEngine}[sys.argv[1]]()
 ref = engines.import_image(eng, sys.argv[2], "yard-test/crash", "1")
 cid = eng.check("POST", "/containers/create", {"Image": ref, "Cmd": ["sleep", "1000"],
                 "HostConfig": {"NetworkMode": "host"}}, expect=201)["Id"]
