@@ -7,8 +7,9 @@ PYTHON     ?= python3
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian 12 packages the build, the tests and the demo need. The container
-# tests run a private dockerd (docker.io: containerd, runc) and a rootful
-# Podman API service (podman, conmon; runc as its runtime, netavark its
+# tests run a private dockerd (docker.io: containerd, runc, tini) and a
+# rootful Podman API service (podman, conmon; runc as its runtime, catatonit
+# the init of containers that ask for one, as the agent's do, netavark its
 # network stack, host networking only), on images made from a debootstrap'd
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
@@ -16,7 +17,7 @@ DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev \
 	python3 procps iproute2 curl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
-	docker.io containerd runc debootstrap podman conmon netavark
+	docker.io containerd runc debootstrap podman conmon catatonit netavark
 
 .PHONY: all build deps test unit e2e demo bench clean asan help
 
