@@ -6,12 +6,18 @@ ASAN_BUILD ?= build-asan
 PYTHON     ?= python3
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# Debian 12 packages the build, the tests and the demo need.
+# Debian 12 packages the build, the tests and the demo need. The container
+# tests run a private dockerd (docker.io: containerd, runc, tini) and a
+# rootful Podman API service (podman, conmon; runc as its runtime, catatonit
+# the init of containers that ask for one, as the agent's do, netavark its
+# network stack, host networking only), on images made from a debootstrap'd
+# rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev \
 	python3 procps iproute2 curl coreutils util-linux \
-	python3-torch python3-sklearn openmpi-bin libopenmpi-dev
+	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
+	docker.io containerd runc debootstrap podman conmon catatonit netavark
 
 .PHONY: all build deps test unit e2e demo bench clean asan help
 

@@ -24,6 +24,12 @@ class TestFailure(AssertionError):
     pass
 
 
+class Skip(Exception):
+    """The test cannot run on this machine (its str says why); run.py reports
+    it as skipped, not failed. Raised only by engines.EngineUnavailable: a
+    container engine or its image cannot be had here."""
+
+
 def check(cond, msg):
     if not cond:
         raise TestFailure(msg)

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Runs the end-to-end tests: every test_* function of every test_*.py here,
 each in its own process with a time limit, so a crash or hang is reported and
-the run goes on. Prints one line per test and a closing 'N passed, N failed'.
+the run goes on. Prints one line per test and a closing 'N passed, N failed'
+(and ', N skipped' when a test raised harness.Skip: a container engine that
+cannot run on this machine, with the reason on its SKIP line).
+
+The limit is --timeout seconds, or more for a module that sets TIMEOUT = S
+(one whose first run builds something slow, like a debootstrap'd rootfs).
 
 usage: run.py [--yard PATH] [-k SUBSTRING] [--timeout S]
 """
@@ -14,6 +19,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SKIP_RC = 77  # a test's process exits with this when the test raised harness.Skip
 
 
 def discover(pattern):
@@ -28,9 +34,10 @@ def discover(pattern):
             if name.startswith("test_") and callable(getattr(mod, name)):
                 tid = f"{fn[:-3]}.{name}"
                 if not pattern or pattern in tid:
-                    tests.append((fn, name, getattr(mod, name).__code__.co_firstlineno))
+                    tests.append((fn, name, getattr(mod, name).__code__.co_firstlineno,
+                                  getattr(mod, "TIMEOUT", 0)))
     tests.sort(key=lambda t: (t[0], t[2]))
-    return [(fn, name) for fn, name, _ in tests]
+    return [(fn, name, timeout) for fn, name, _, timeout in tests]
 
 
 def run_one(fn, name):
@@ -38,17 +45,27 @@ def run_one(fn, name):
     spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(HERE, fn))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    getattr(mod, name)()
+    import harness
+    try:
+        getattr(mod, name)()
+    except harness.Skip as e:
+        print(f"SKIP: {e}", flush=True)
+        sys.exit(SKIP_RC)
 
 
-def sweep_namespaces():
+def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
-    in network namespaces (netns.py; only objects whose owner is dead)."""
+    in network namespaces (netns.py) and container engines (engines.py);
+    only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
     swept = netns.sweep()
     if swept:
         print(f"swept network namespaces of dead test topologies {' '.join(swept)}", flush=True)
+    import engines
+    swept = engines.sweep()
+    if swept:
+        print(f"swept container engines of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():
@@ -67,34 +84,40 @@ def main():
     if os.geteuid() != 0:
         print("e2e tests need root (cgroups, device nodes, namespaces)", file=sys.stderr)
         return 2
-    passed = failed = 0
+    passed = failed = skipped = 0
     failures = []
-    for fn, name in discover(args.k):
+    for fn, name, mod_timeout in discover(args.k):
+        timeout = max(args.timeout, mod_timeout)
         t0 = time.monotonic()
         p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--one", f"{fn}:{name}"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=True)
         try:
-            out, _ = p.communicate(timeout=args.timeout)
+            out, _ = p.communicate(timeout=timeout)
             rc = p.returncode
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             out, _ = p.communicate()
-            out += f"\nTIMEOUT after {args.timeout}s\n".encode()
+            out += f"\nTIMEOUT after {timeout}s\n".encode()
             rc = -1
         dt = time.monotonic() - t0
         tid = f"{fn[:-3]}.{name}"
         if rc == 0:
             passed += 1
             print(f"PASS {tid} ({dt:.1f}s)", flush=True)
+        elif rc == SKIP_RC:
+            skipped += 1
+            text = out.decode(errors="replace")
+            reason = text[text.rfind("SKIP: ") + 6:].strip() if "SKIP: " in text else text.strip()
+            print(f"SKIP {tid} ({dt:.1f}s): {reason[-2000:]}", flush=True)
         else:
             failed += 1
             failures.append(tid)
             print(f"FAIL {tid} ({dt:.1f}s)\n" + out.decode(errors="replace")[-6000:], flush=True)
-            sweep_namespaces()
+            sweep_leftovers()
     if failures:
         print("failed: " + " ".join(failures))
-    print(f"e2e: {passed} passed, {failed} failed")
+    print(f"e2e: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 0 if failed == 0 and passed > 0 else 1
 
 
