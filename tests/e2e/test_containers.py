@@ -49,7 +49,7 @@ def start_engine(kind):
 
 
 def submit(c, s):
-    status, doc = submit(c, s)
+    status, doc = c.api.submit(s)
     check_eq(status, 201, f"submit {s['name']}: {doc}")
     return doc["id"]
 
@@ -118,8 +118,7 @@ def test_docker_images_devices_limits_logs():
                                          name="oom", memory="64MiB"))
             doc = c.api.wait_job(jm, timeout=120)
             check_eq(doc["state"], "failed", "the OOM job fails")
-            task = doc["tasks"][0]
-            check("oom_killed" in (doc.get("reason") or "") + str(task), f"OOM reported: {doc}")
+            check("oom_killed" in str(doc), f"OOM reported: {doc}")
             check(b"survived" not in c.api.log(jm), "the limit held")
 
             # an exit code passes through
