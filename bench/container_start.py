@@ -17,8 +17,8 @@ hand, on the same private dockerd (tests/e2e/engines.py) and the same image
               run --rm --network host IMAGE echo x` until its first byte on
               stdout, i.e. the container's process ran (and the CLI, attached
               before start, relayed it); and invoke -> exit, the wall time of
-              the whole command, teardown (--rm) included. The CLI is a
-              process of its own (it costs ~30-60 ms to start itself), as a
+              the whole command, teardown (--rm) included. The CLI's own
+              start-up (tens of ms: a Go binary) is in both numbers, as a
               user typing the command pays it.
   engine API  create -> started: POST /containers/create then POST
               /containers/{id}/start, timed until the start returns (the
