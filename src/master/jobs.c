@@ -1247,6 +1247,11 @@ static void task_exited(struct master *m, struct task *t, const json_t *r, bool 
 	} else if (has_sig) {
 		rcode = "signal";
 		snprintf(msg, sizeof(msg), "%s/%u was killed by signal %d", t->role, t->index, sig);
+	} else if (!ok && !has_exit) {
+		/* no status at all: the agent lost the task (its shim died without a verdict) */
+		rcode = "task_lost";
+		snprintf(msg, sizeof(msg), "%s/%u ended without an exit status: %s", t->role, t->index,
+			 message ? message : "unknown");
 	} else if (!ok) {
 		rcode = "task_failed";
 		snprintf(msg, sizeof(msg), "%s/%u exited with status %d", t->role, t->index, code);

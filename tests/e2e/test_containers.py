@@ -168,6 +168,7 @@ def test_docker_cancel_and_agent_restart():
             task_id = c.api.job(jr)["tasks"][0]["id"]
             shim_pid = int(open(os.path.join(c.dir, "agent-n1", "tasks", str(task_id), "shim.pid")).read())
             c.agents["n1"].kill(signal.SIGKILL)
+            c.agents["n1"].p.wait(10)  # dead before its shim dies, or it would see the shim go
             os.kill(shim_pid, signal.SIGKILL)
             time.sleep(0.5)
             check_eq([x["Id"] for x in containers_of(eng, jr)], [cid], "the container outlives agent and shim")
