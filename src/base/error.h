@@ -20,6 +20,10 @@
 	X(NOT_FOUND, "not_found", 404, "not found")                                 \
 	X(METHOD, "method_not_allowed", 405, "method not allowed")                  \
 	X(CONFLICT, "conflict", 409, "conflict")                                    \
+	X(DIGEST_MISMATCH, "digest_mismatch", 400, "the body does not match its digest") \
+	X(MISSING_CHUNKS, "missing_chunks", 409, "chunks are missing")              \
+	X(IN_USE, "in_use", 409, "in use")                                          \
+	X(QUOTA_EXCEEDED, "quota_exceeded", 507, "quota exceeded")                  \
 	X(TOO_LARGE, "too_large", 413, "request too large")                         \
 	X(UNSCHEDULABLE, "unschedulable", 422, "no node can ever hold this task")   \
 	X(TOO_MANY, "rate_limited", 429, "too many requests")                       \

@@ -19,6 +19,7 @@ static const struct cli_command {
 	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },
 	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs" },
 	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
+	{ "data", cmd_data, NEED_MASTER, "push, list, show and delete datasets" },
 	{ "token", cmd_token, NEED_MASTER, "create API tokens (admin)" },
 	{ "sim", cmd_sim, 0, "replay a job trace through the scheduler (offline)" },
 	{ "mpirun", cmd_mpirun, TASK_HELPER, "run mpirun over the job's nodes (inside an mpi task)" },

@@ -263,3 +263,34 @@ int client_token_create(struct client *c, const char *user, bool admin, const ch
 	json_decref(body);
 	return ret;
 }
+
+int client_json(struct client *c, const char *method, const char *path, json_t *body, json_t **out,
+		long *status, struct errbuf *eb)
+{
+	int ret;
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	ret = httpc_json(&c->http, method, path, body, out, status, eb);
+	if (ret && out && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+int client_blob_put(struct client *c, const char *digest, const void *data, size_t len,
+		    struct errbuf *eb)
+{
+	struct httpc_response res;
+	char path[96];
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/blobs/%s", digest);
+	httpc_response_init(&res);
+	c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
+	ret = httpc_request(&c->http, "PUT", path, data, len, "application/octet-stream", &res, eb);
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	if (!ret && res.status >= 400)
+		ret = httpc_error_from_reply(&res, eb);
+	httpc_response_release(&res);
+	return ret;
+}

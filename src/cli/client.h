@@ -110,4 +110,12 @@ int client_token_create(struct client *c, const char *user, bool admin, const ch
  * tests; caller frees). */
 char *client_logs_path(uint64_t id, const struct client_log_req *req);
 
+/* client_json: any JSON request (datasets); *status the HTTP status when
+ * status is not NULL. */
+int client_json(struct client *c, const char *method, const char *path, json_t *body, json_t **out,
+		long *status, struct errbuf *eb);
+/* client_blob_put uploads one dataset chunk (PUT /v1/blobs/DIGEST). */
+int client_blob_put(struct client *c, const char *digest, const void *data, size_t len,
+		    struct errbuf *eb);
+
 #endif

@@ -115,6 +115,8 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
+/* yard data push|ls|show|rm (cmd_data.c). */
+int cmd_data(struct cli_ctx *ctx, int argc, char **argv);
 /* Task-side helpers of the MPI launcher (cmd_mpi.c). */
 int cmd_mpirun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv);

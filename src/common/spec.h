@@ -81,6 +81,22 @@ struct spec_role {
 	char **command;        /* owned NULL-terminated argv, or NULL: the job's */
 };
 
+/* The kinds of data source (docs/datasets.md). */
+enum spec_data_kind { DATA_YARD, DATA_S3, DATA_HTTPS, DATA_FILE, DATA_KIND__COUNT };
+
+#define SPEC_MAX_DATA 64
+
+/* One entry of data: a source staged by the agent under YARD_DATA_DIR/mount. */
+struct spec_data {
+	enum spec_data_kind kind;
+	char *source;          /* owned, as written (a yard source is pinned to
+	                        * yard://NAME@N by the master at submit) */
+	char *mount;           /* owned; its default filled in */
+	char *sha256;          /* owned 64 hex digits (https), else NULL */
+	char *name;            /* owned dataset name (yard), else NULL */
+	unsigned version;      /* yard: the version, 0 = the latest */
+};
+
 struct job_spec {
 	char *name;            /* owned */
 	char *framework;       /* owned; "command" */
@@ -104,6 +120,8 @@ struct job_spec {
 	uint64_t timeout_ms;   /* 0 = none */
 	uint64_t preempt_grace_ms; /* SIGTERM .. SIGKILL when preempted (default 30 s) */
 	bool preemptible;      /* may be preempted for a higher priority (default true) */
+	struct spec_data *data; /* owned, in document order */
+	size_t ndata;
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document
@@ -142,6 +160,9 @@ json_t *spec_to_json(const struct job_spec *spec);
  * for an agent's --label: KEY is [A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}, VALUE is
  * [A-Za-z0-9_.-]{0,63} (may be empty). */
 bool spec_label_valid(const char *key, const char *value);
+/* spec_data_kind_name: "yard", "s3", "https" or "file". */
+const char *spec_data_kind_name(enum spec_data_kind k);
+
 /* spec_name_valid: whether s is a name as name, team and pool take:
  * [a-z0-9][a-z0-9_.-]{0,62}. */
 bool spec_name_valid(const char *s);

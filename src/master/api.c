@@ -10,6 +10,8 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/dataset.h"
+#include "master/datasets.h"
 #include "master/execs.h"
 #include "master/jobs.h"
 #include "master/logs.h"
@@ -233,6 +235,189 @@ static void h_code_get(struct req *r)
 	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
 	MHD_add_response_header(resp, "Content-Type", "application/gzip");
 	req_set_response(r, 200, resp);
+}
+
+/* ---- datasets (docs/datasets.md) ---- */
+
+/* An error reply with one more member in its error object. */
+static void reply_err_with(struct req *r, const struct errbuf *eb, const char *key, json_t *v)
+{
+	json_t *e = json_pack("{s:s, s:s}", "code", yerr_code_str(eb->code), "message", eb->msg);
+
+	if (eb->field[0])
+		json_object_set_new(e, "field", json_string(eb->field));
+	json_object_set_new(e, key, v);
+	req_json(r, yerr_http_status(eb->code), json_pack("{s:o}", "error", e));
+}
+
+static void h_blobs_missing(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *body = body_json(r), *d;
+
+	if (!body)
+		return;
+	if ((d = datasets_missing(r->m, body, &eb)))
+		req_json(r, 200, d);
+	else
+		req_error(r, &eb);
+	json_decref(body);
+}
+
+static void h_blob_put(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	bool created;
+
+	if (datasets_blob_put(r->m, r->cap[0], r->body.buf, r->body.len, &created, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, created ? 201 : 200, json_pack("{s:s, s:I, s:b}", "digest", r->cap[0], "size",
+							   (json_int_t)r->body.len, "created", created));
+}
+
+static void h_blob_get(struct req *r)
+{
+	const char *d = r->cap[0];
+	struct MHD_Response *resp;
+	struct stat st;
+	char *path;
+	int fd;
+
+	if (!dataset_digest_valid(d)) {
+		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
+		return;
+	}
+	path = datasets_blob_path(r->m, d);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		reply_err(r, YERR(NOT_FOUND), "no chunk '%s'", d);
+		return;
+	}
+	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+	req_set_response(r, 200, resp);
+}
+
+static void h_datasets_post(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *body = body_json(r), *reply;
+	int status, rc;
+
+	if (!body)
+		return;
+	rc = datasets_create(r->m, r->team, body, &reply, &status, &eb);
+	if (rc == YERR(MISSING_CHUNKS))
+		reply_err_with(r, &eb, "missing", json_incref(json_object_get(reply, "missing")));
+	else if (rc)
+		req_error(r, &eb);
+	else
+		req_json(r, status, json_incref(reply));
+	json_decref(reply);
+	json_decref(body);
+}
+
+static void h_datasets_list(struct req *r)
+{
+	req_json(r, 200, datasets_list_json(r->m));
+}
+
+static struct dataset *path_dataset(struct req *r)
+{
+	struct dataset *ds = datasets_find(r->m, r->cap[0]);
+
+	if (!ds)
+		reply_err(r, YERR(NOT_FOUND), "no dataset '%s'", r->cap[0]);
+	return ds;
+}
+
+/* The version {n} of a route, or NULL after replying. */
+static struct dataset_version *path_version(struct req *r, struct dataset *ds)
+{
+	struct dataset_version *v = NULL;
+	uint64_t n;
+
+	if (!parse_u64_str(r->cap[1], &n) && n && n <= UINT_MAX)
+		v = datasets_version(ds, (unsigned)n);
+	if (!v)
+		reply_err(r, YERR(NOT_FOUND), "dataset '%s' has no version '%s'", ds->name, r->cap[1]);
+	return v;
+}
+
+static void h_dataset_get(struct req *r)
+{
+	struct dataset *ds = path_dataset(r);
+
+	if (ds)
+		req_json(r, 200, datasets_json(ds));
+}
+
+static void h_dataset_version_get(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct dataset *ds = path_dataset(r);
+	struct dataset_version *v = ds ? path_version(r, ds) : NULL;
+	json_t *d;
+
+	if (!v)
+		return;
+	if ((d = datasets_version_json(r->m, ds, v, &eb)))
+		req_json(r, 200, d);
+	else
+		req_error(r, &eb);
+}
+
+static void h_manifest_get(struct req *r)
+{
+	json_t *man;
+
+	if (!dataset_digest_valid(r->cap[0])) {
+		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", r->cap[0]);
+		return;
+	}
+	if ((man = datasets_manifest(r->m, r->cap[0])))
+		req_json(r, 200, man);
+	else
+		reply_err(r, YERR(NOT_FOUND), "no manifest '%s'", r->cap[0]);
+}
+
+static void dataset_delete(struct req *r, struct dataset *ds, unsigned n)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *jobs = NULL;
+	char *name = xstrdup(ds->name);
+
+	if (datasets_delete(r->m, ds, n, &jobs, &eb)) {
+		if (jobs)
+			reply_err_with(r, &eb, "jobs", jobs);
+		else
+			req_error(r, &eb);
+	} else {
+		req_json(r, 200, json_pack("{s:s, s:o, s:b}", "name", name, "version",
+					   n ? json_integer(n) : json_null(), "deleted", 1));
+	}
+	free(name);
+}
+
+static void h_dataset_delete(struct req *r)
+{
+	struct dataset *ds = path_dataset(r);
+
+	if (ds)
+		dataset_delete(r, ds, 0);
+}
+
+static void h_dataset_version_delete(struct req *r)
+{
+	struct dataset *ds = path_dataset(r);
+	struct dataset_version *v = ds ? path_version(r, ds) : NULL;
+
+	if (v)
+		dataset_delete(r, ds, v->version);
 }
 
 /* ---- jobs ---- */
@@ -806,6 +991,16 @@ static const struct route routes[] = {
 	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, BODY_JSON, "create a user (or admin) token" },
 	{ "POST", "/v1/code", h_code_put, PERM_USER, BODY_CODE, "upload a job's code (tar.gz, max 256 MiB), content-addressed" },
 	{ "GET", "/v1/code/{digest}", h_code_get, PERM_READ, BODY_NONE, "download code by sha256:HEX digest" },
+	{ "POST", "/v1/blobs/missing", h_blobs_missing, PERM_USER, BODY_JSON, "which of the given chunk digests the master does not hold" },
+	{ "PUT", "/v1/blobs/{digest}", h_blob_put, PERM_USER, BODY_BLOB, "upload a dataset chunk (max 8 MiB), checked against its sha256 digest" },
+	{ "GET", "/v1/blobs/{digest}", h_blob_get, PERM_READ, BODY_NONE, "download a dataset chunk" },
+	{ "POST", "/v1/datasets", h_datasets_post, PERM_USER, BODY_JSON, "make a dataset version from a manifest of held chunks" },
+	{ "GET", "/v1/datasets", h_datasets_list, PERM_READ, BODY_NONE, "list datasets with their latest version" },
+	{ "GET", "/v1/datasets/{name}", h_dataset_get, PERM_READ, BODY_NONE, "a dataset with its versions" },
+	{ "GET", "/v1/datasets/{name}/{n}", h_dataset_version_get, PERM_READ, BODY_NONE, "one version of a dataset with its manifest" },
+	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, BODY_NONE, "delete a dataset (409 in_use while a live job uses it)" },
+	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, BODY_NONE, "delete one version of a dataset" },
+	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, BODY_NONE, "a dataset manifest by digest (agents stage from it)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, BODY_NONE, "list jobs, newest first (state, user, limit)" },
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, BODY_NONE, "one job with its tasks" },

@@ -18,12 +18,14 @@ enum body_kind {
 	BODY_LOG,   /* a log chunk, at most API_LOG_MAX */
 	BODY_CODE,  /* a code archive streamed to a file, at most API_CODE_MAX */
 	BODY_METRICS, /* a JSON batch of metric points, at most API_METRICS_MAX */
+	BODY_BLOB,  /* a dataset chunk, at most API_BLOB_MAX, collected in memory */
 };
 
 #define API_JSON_MAX ((size_t)1 << 20)
 #define API_LOG_MAX ((size_t)4 << 20)
 #define API_CODE_MAX ((uint64_t)256 << 20)
 #define API_METRICS_MAX ((size_t)4 << 20)
+#define API_BLOB_MAX ((size_t)8 << 20)
 #define API_JSON_DEPTH 64
 
 struct route {

@@ -116,6 +116,7 @@ void core_save_job(struct master *m, struct job *j)
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
 	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
+	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
 	put_doc(m, STORE_JOB, key, d);
 }
@@ -271,6 +272,43 @@ static uint64_t get_u64(json_t *d, const char *k)
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
+void core_save_dataset(struct master *m, const struct dataset *ds)
+{
+	json_t *vs = json_array();
+
+	for (size_t i = 0; i < ds->nv; i++) {
+		const struct dataset_version *v = &ds->v[i];
+		json_array_append_new(vs, json_pack("{s:i, s:s, s:I, s:i, s:I}", "version", (int)v->version,
+						    "digest", v->digest, "size", (json_int_t)v->size,
+						    "files", (int)v->files, "created_at",
+						    (json_int_t)v->created_at));
+	}
+	put_doc(m, STORE_DATASET, ds->name,
+		json_pack("{s:s, s:o, s:i, s:o}", "name", ds->name, "team", str_or_null(ds->team),
+			  "last_version", (int)ds->last_version, "versions", vs));
+}
+
+void core_delete_dataset(struct master *m, const char *name)
+{
+	int rc;
+
+	if (!core_batch_open(m)) {
+		rc = m->sops->del(m->store, STORE_DATASET, name, &m->batch_eb);
+		if (rc)
+			m->batch_err = rc;
+	}
+}
+
+void core_dataset_free(struct dataset *ds)
+{
+	if (!ds)
+		return;
+	free(ds->name);
+	free(ds->team);
+	free(ds->v);
+	free(ds);
+}
+
 static int get_int(json_t *d, const char *k)
 {
 	return (int)json_integer_value(json_object_get(d, k));
@@ -325,6 +363,8 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->finished_at = get_u64(d, "finished_at");
 	j->checkpoint = get_str(d, "checkpoint");
 	j->preemptions = (unsigned)get_u64(d, "preemptions");
+	if (json_is_array(json_object_get(d, "data")))
+		j->data = json_incref(json_object_get(d, "data"));
 	json_decref(d);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
@@ -343,6 +383,41 @@ static int load_job(void *ctx, const char *key, const char *text)
 		json_decref(sd);
 	}
 	DENSE_PUT(m->jobs, m->njobs, m->ajobs, j->id, j);
+	(void)key;
+	return 0;
+}
+
+static int load_dataset(void *ctx, const char *key, const char *text)
+{
+	struct master *m = ctx;
+	json_t *d = json_loads(text, 0, NULL), *v;
+	struct dataset *ds;
+	size_t i;
+
+	if (!d)
+		return YERR(IO);
+	ds = xcalloc(1, sizeof(*ds));
+	ds->name = get_str(d, "name");
+	ds->team = get_str(d, "team");
+	ds->last_version = (unsigned)get_u64(d, "last_version");
+	json_array_foreach(json_object_get(d, "versions"), i, v) {
+		struct dataset_version *dv;
+		const char *dg = json_string_value(json_object_get(v, "digest"));
+		ALLOC_GROW(ds->v, ds->nv + 1, ds->av);
+		dv = &ds->v[ds->nv++];
+		dv->version = (unsigned)get_u64(v, "version");
+		snprintf(dv->digest, sizeof(dv->digest), "%s", dg ? dg : "");
+		dv->size = get_u64(v, "size");
+		dv->files = (unsigned)get_u64(v, "files");
+		dv->created_at = get_u64(v, "created_at");
+	}
+	json_decref(d);
+	if (!ds->name) {
+		core_dataset_free(ds);
+		return YERR(IO);
+	}
+	ALLOC_GROW(m->datasets, m->ndatasets + 1, m->adatasets);
+	m->datasets[m->ndatasets++] = ds;
 	(void)key;
 	return 0;
 }
@@ -524,6 +599,14 @@ int core_load(struct master *m, struct errbuf *eb)
 			return rc;
 		}
 	}
+	{
+		int rc = m->sops->load(m->store, STORE_DATASET, load_dataset, m, eb);
+		if (rc) {
+			if (!eb || !eb->code)
+				error(eb, rc, "store: a stored dataset is corrupt");
+			return rc;
+		}
+	}
 	for (size_t i = 0; i < m->njobs; i++)
 		if (m->jobs[i])
 			core_index_job(m, m->jobs[i]);
@@ -552,6 +635,7 @@ static void job_free(struct job *j)
 	free(j->reason_msg);
 	free(j->tasks);
 	free(j->wait_msg);
+	json_decref(j->data);
 	free(j);
 }
 
@@ -586,6 +670,9 @@ void core_clear(struct master *m)
 		core_node_set_labels(n, NULL);
 		free(n->pool);
 		free(n->engine);
+		for (size_t c = 0; c < n->ncache; c++)
+			free(n->cache[c]);
+		free(n->cache);
 		free(n);
 	}
 	for (size_t i = 0; i < m->ntokens; i++) {
@@ -600,6 +687,11 @@ void core_clear(struct master *m)
 	m->queue = m->fresh = NULL;
 	m->live = NULL;
 	m->nqueue = m->aqueue = m->nlive = m->alive = m->nfresh = m->afresh = 0;
+	for (size_t i = 0; i < m->ndatasets; i++)
+		core_dataset_free(m->datasets[i]);
+	free(m->datasets);
+	m->datasets = NULL;
+	m->ndatasets = m->adatasets = 0;
 	free(m->nodes);
 	free(m->tokens);
 	m->jobs = NULL;

@@ -85,6 +85,8 @@ struct job {
 	char wait_code[32];
 	char *wait_msg;         /* owned or NULL */
 	size_t queue_slot;      /* 1 + index in master->queue, 0 when not queued */
+	json_t *data;           /* owned or NULL: the resolved data entries (docs/datasets.md),
+	                         * yard versions pinned at submit; persisted with the job */
 };
 
 struct gpu_info {
@@ -126,6 +128,33 @@ struct node {
 	unsigned runtimes;      /* NODE_RT_* bits; never 0 once registered or loaded */
 	char *engine;           /* owned or NULL: what answers on the agent's docker
 	                         * socket, as it says ("Docker 20.10.24") */
+	char **cache;           /* owned: the content keys of the node's data cache
+	                         * ("yard-HEX"), as last reported; in memory only */
+	size_t ncache;
+};
+
+/* One version of a dataset (datasets.h); its manifest is the file
+ * DATA_DIR/manifests/HEX.json, its chunks DATA_DIR/blobs/HEX. */
+struct dataset_version {
+	unsigned version;       /* 1, 2, ...; never reused */
+	char digest[72];        /* "sha256:HEX" of the manifest */
+	uint64_t size;          /* bytes of its files */
+	unsigned files;
+	uint64_t created_at;    /* wall clock, microseconds */
+};
+
+struct dataset {
+	char *name;             /* owned */
+	char *team;             /* owned or NULL: whose quota it counts against */
+	struct dataset_version *v; /* owned, ascending versions */
+	size_t nv, av;
+	unsigned last_version;  /* the highest version ever made (versions are never reused) */
+};
+
+/* A team's limit on the unique chunk bytes of its datasets (--data-quota). */
+struct data_quota {
+	char *team;             /* owned */
+	uint64_t bytes;
 };
 
 struct pool_policy {
@@ -178,6 +207,10 @@ struct master {
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	struct token *tokens;   /* owned */
 	size_t ntokens, atokens;
+	struct dataset **datasets; /* owned (datasets.h), unordered */
+	size_t ndatasets, adatasets;
+	struct data_quota *data_quotas; /* owned */
+	size_t ndata_quotas, adata_quotas;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;
@@ -216,6 +249,11 @@ int core_runtimes_from_json(const json_t *arr, unsigned *out, struct errbuf *eb)
 json_t *core_node_runtimes_json(const struct node *n);
 void core_save_token(struct master *m, const struct token *t);
 void core_save_meta(struct master *m, const char *key, const char *value);
+/* core_save_dataset writes a dataset (its versions, not their manifests);
+ * core_delete_dataset removes its row; core_dataset_free frees one. */
+void core_save_dataset(struct master *m, const struct dataset *ds);
+void core_delete_dataset(struct master *m, const char *name);
+void core_dataset_free(struct dataset *ds);
 
 struct job *core_job(struct master *m, uint64_t id);
 struct task *core_task(struct master *m, uint64_t id);

@@ -220,6 +220,9 @@ static bool req_begin(struct req *r)
 	case BODY_METRICS:
 		r->body_max = API_METRICS_MAX;
 		break;
+	case BODY_BLOB:
+		r->body_max = API_BLOB_MAX;
+		break;
 	default:
 		r->body_max = API_JSON_MAX;
 	}

@@ -7,10 +7,12 @@
 #include "base/clock.h"
 #include "base/crypto.h"
 #include "base/fsutil.h"
+#include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "launch/launch.h"
 #include "master/auth.h"
+#include "master/datasets.h"
 #include "master/execs.h"
 #include "master/logs.h"
 #include "sched/policy.h"
@@ -133,7 +135,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	const json_t *jspec, *jcode;
 	const char *code = NULL;
 	struct job *j = NULL;
-	json_t *canon = NULL;
+	json_t *canon = NULL, *data = NULL;
 	int ret = 0;
 
 	*out = NULL;
@@ -214,8 +216,14 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 		}
 	}
 
+	/* the data: yard sources resolved and pinned (after every other check) */
+	if ((ret = datasets_resolve(m, spec, &data, eb)))
+		goto out;
+
 	j = xcalloc(1, sizeof(*j));
 	j->id = m->njobs + 1;
+	j->data = data;
+	data = NULL;
 	j->name = xstrdup(spec->name);
 	j->user = xstrdup(user);
 	j->team = spec->team ? xstrdup(spec->team) : team ? xstrdup(team) : NULL;
@@ -243,6 +251,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	*out = j;
 out:
 	json_decref(canon);
+	json_decref(data);
 	if (spec) {
 		spec_release(spec);
 		free(spec);
@@ -1087,6 +1096,29 @@ static bool printable_string(const json_t *v, size_t max)
 	return true;
 }
 
+#define MAX_CACHE_KEYS 4096
+
+/* Replaces n's cache keys by a reported "cache" array of "yard-HEX"-like
+ * strings; absent or malformed leaves them as they are (older agents). */
+static void node_set_cache(struct node *n, const json_t *cache)
+{
+	const json_t *c;
+	size_t i;
+
+	if (!json_is_array(cache) || json_array_size(cache) > MAX_CACHE_KEYS)
+		return;
+	json_array_foreach(cache, i, c)
+		if (!printable_string(c, 80))
+			return;
+	for (i = 0; i < n->ncache; i++)
+		free(n->cache[i]);
+	free(n->cache);
+	n->ncache = json_array_size(cache);
+	n->cache = xcalloc(n->ncache + 1, sizeof(*n->cache));
+	json_array_foreach(cache, i, c)
+		n->cache[i] = xstrdup(json_string_value(c));
+}
+
 int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
 		   struct errbuf *eb)
 {
@@ -1200,6 +1232,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	core_node_set_labels(n, labels);
 	n->runtimes = runtimes;
 	set_str(&n->engine, json_string_value(engine));
+	node_set_cache(n, json_object_get(body, "cache"));
 	if (n->state == NODE_LOST)
 		n->state = NODE_READY;
 	n->rev++;
@@ -1270,6 +1303,22 @@ static void task_exited(struct master *m, struct task *t, const json_t *r, bool 
 		job_check_progress(m, t->job);
 }
 
+/* A task whose agent stages its data: the job, still starting, says how far
+ * in its reason (in memory only: the next report repeats it). */
+static void task_staging(struct task *t, const json_t *r)
+{
+	struct job *j = t->job;
+	uint64_t done = json_u64(r, "staged"), total = json_u64(r, "stage_total");
+	char a[32], b[32], msg[128];
+
+	if (j->state != JOB_STARTING || t->state != TASK_ASSIGNED)
+		return;
+	format_size(done, a, sizeof(a));
+	format_size(total, b, sizeof(b));
+	snprintf(msg, sizeof(msg), "staging: %s of %s", a, b);
+	job_set_reason(j, "staging", msg);
+}
+
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
 {
 	const json_t *tasks = json_object_get(body, "tasks");
@@ -1281,6 +1330,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 	if (tasks && !json_is_array(tasks))
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
 	nodes_touch(m, n);
+	node_set_cache(n, json_object_get(body, "cache"));
 	json_array_foreach(json_object_get(body, "execs"), i, r)
 		execs_reported(m, n, r);
 	json_array_foreach(tasks, i, r) {
@@ -1304,6 +1354,8 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 			task_exited(m, t, r, false);
 		} else if (!strcmp(state, "start_failed")) {
 			task_exited(m, t, r, true);
+		} else if (!strcmp(state, "staging")) {
+			task_staging(t, r);
 		}
 	}
 	return 0;
@@ -1626,6 +1678,8 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 		/* the container image the task runs in; null: the process runtime */
 		json_object_set_new(td, "image", j->spec && j->spec->image
 							 ? json_string(j->spec->image) : json_null());
+		/* the job's data entries, resolved (docs/datasets.md) */
+		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
 		if (lret) /* the agent fails the start with this message */
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);

@@ -17,6 +17,7 @@
 #include "base/xalloc.h"
 #include "master/auth.h"
 #include "master/core.h"
+#include "master/datasets.h"
 #include "master/execs.h"
 #include "sched/policy.h"
 #include "master/http.h"
@@ -206,6 +207,8 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : NULL;
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
 	ret = master_policies(m, cfg, eb);
+	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
+		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
 	if (ret)
 		goto out;
 	m->sops = &store_sqlite_ops;
@@ -219,6 +222,9 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 			goto out;
 		}
 	}
+	ret = datasets_open(m, eb);
+	if (ret)
+		goto out;
 	ret = m->sops->open(m->data_dir, &m->store, &created, eb);
 	if (ret)
 		goto out;
@@ -325,6 +331,9 @@ void master_free(struct master *m)
 	for (size_t i = 0; i < m->nteams; i++)
 		free(m->teams[i].team);
 	free(m->teams);
+	for (size_t i = 0; i < m->ndata_quotas; i++)
+		free(m->data_quotas[i].team);
+	free(m->data_quotas);
 	execs_clear(m);
 	free(m->web_dir);
 	free(m->url);
@@ -353,13 +362,14 @@ static void master_usage(FILE *out)
 	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n"
 		     "                   [--policy [POOL=]glas|las|fifo|fair|srtf|greedy]...   (default glas)\n"
 		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
-		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n");
+		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
+		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n");
 }
 
 int cmd_master(int argc, char **argv)
 {
 	struct master_config cfg = { .listen = "127.0.0.1:7420", .data_dir = NULL };
-	const char *policies[64], *teams[256];
+	const char *policies[64], *teams[256], *quotas[256];
 	struct errbuf eb = ERRBUF_INIT;
 	struct sig_waiter w;
 	struct master *m;
@@ -387,6 +397,9 @@ int cmd_master(int argc, char **argv)
 		} else if (!strcmp(a, "--team") && v && cfg.nteams < ARRAY_SIZE(teams)) {
 			teams[cfg.nteams++] = v;
 			i++;
+		} else if (!strcmp(a, "--data-quota") && v && cfg.ndata_quotas < ARRAY_SIZE(quotas)) {
+			quotas[cfg.ndata_quotas++] = v;
+			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;
 			i++;
@@ -410,6 +423,7 @@ int cmd_master(int argc, char **argv)
 	}
 	cfg.policies = policies;
 	cfg.teams = teams;
+	cfg.data_quotas = quotas;
 	/* signals go to one waiting thread that asks the loop to stop */
 	sigemptyset(&w.set);
 	sigaddset(&w.set, SIGTERM);

@@ -21,6 +21,9 @@ struct master_config {
 	/* fair: "TEAM=WEIGHT" or "TEAM=WEIGHT:QUOTA" (GPUs); teams not listed weigh 1, no quota */
 	const char *const *teams;
 	size_t nteams;
+	/* datasets: "TEAM=SIZE", the unique chunk bytes a team's datasets may hold */
+	const char *const *data_quotas;
+	size_t ndata_quotas;
 };
 
 struct master;

@@ -16,7 +16,8 @@
 
 #include "base/error.h"
 
-enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, STORE_KIND__COUNT };
+enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, STORE_DATASET,
+		  STORE_KIND__COUNT };
 
 struct store; /* the backend's private state */
 
@@ -49,6 +50,8 @@ struct store_ops {
 	/* put replaces the row of kind with key (inside a transaction) */
 	int (*put)(struct store *st, enum store_kind kind, const char *key, const char *doc,
 		   struct errbuf *eb);
+	/* del removes the row of kind with key, if any (inside a transaction) */
+	int (*del)(struct store *st, enum store_kind kind, const char *key, struct errbuf *eb);
 	/* get_meta copies the meta value of key into a new string (*out, caller
 	 * frees), or sets *out NULL when absent */
 	int (*get_meta)(struct store *st, const char *key, char **out, struct errbuf *eb);

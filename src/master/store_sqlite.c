@@ -10,6 +10,7 @@
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put[STORE_KIND__COUNT];
+	sqlite3_stmt *del[STORE_KIND__COUNT];
 	sqlite3_stmt *begin, *commit, *rollback;
 	/* training metrics */
 	sqlite3_stmt *m_insert, *m_last, *m_query_all, *m_query_one, *m_cursor_get, *m_cursor_set;
@@ -48,10 +49,10 @@ static sqlite3_stmt **metrics_stmt(struct store *st, size_t i)
 	return (sqlite3_stmt **)((char *)st + metrics_stmts[i].offset);
 }
 
-static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta" };
+static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers */
-static const int numeric_key[] = { 1, 1, 0, 0, 0 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 static int db_error(struct store *st, struct errbuf *eb, int rc, const char *what)
@@ -65,8 +66,10 @@ static void sqlite_close(struct store *st)
 {
 	if (!st)
 		return;
-	for (int i = 0; i < STORE_KIND__COUNT; i++)
+	for (int i = 0; i < STORE_KIND__COUNT; i++) {
 		sqlite3_finalize(st->put[i]);
+		sqlite3_finalize(st->del[i]);
+	}
 	sqlite3_finalize(st->begin);
 	sqlite3_finalize(st->commit);
 	sqlite3_finalize(st->rollback);
@@ -97,7 +100,8 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 			  "CREATE TABLE IF NOT EXISTS tasks (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
 			  "CREATE TABLE IF NOT EXISTS nodes (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
 			  "CREATE TABLE IF NOT EXISTS tokens (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
+			  "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+			  "CREATE TABLE IF NOT EXISTS datasets (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 			  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(st->db, metrics_schema, NULL, NULL, NULL);
@@ -116,6 +120,11 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 		free(sql);
 		sql = xasprintf("INSERT OR REPLACE INTO %s (k, doc) VALUES (?1, ?2)", table_names[i]);
 		rc = sqlite3_prepare_v2(st->db, sql, -1, &st->put[i], NULL);
+		if (rc == SQLITE_OK) {
+			free(sql);
+			sql = xasprintf("DELETE FROM %s WHERE k = ?1", table_names[i]);
+			rc = sqlite3_prepare_v2(st->db, sql, -1, &st->del[i], NULL);
+		}
 		if (rc != SQLITE_OK) {
 			ret = db_error(st, eb, rc, "prepare");
 			goto out;
@@ -191,6 +200,22 @@ static int sqlite_put(struct store *st, enum store_kind kind, const char *key, c
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_OK)
 		return db_error(st, eb, rc, "write a row");
+	return 0;
+}
+
+static int sqlite_del(struct store *st, enum store_kind kind, const char *key, struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->del[kind];
+	int rc;
+
+	if (numeric_key[kind])
+		sqlite3_bind_int64(s, 1, strtoll(key, NULL, 10));
+	else
+		sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	rc = step_once(st, s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "delete a row");
 	return 0;
 }
 
@@ -351,6 +376,7 @@ const struct store_ops store_sqlite_ops = {
 	.commit = sqlite_commit,
 	.rollback = sqlite_rollback,
 	.put = sqlite_put,
+	.del = sqlite_del,
 	.get_meta = sqlite_get_meta,
 	.load = sqlite_load,
 	.metrics_append = sqlite_metrics_append,

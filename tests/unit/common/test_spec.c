@@ -250,8 +250,38 @@ static const struct bad_case bad_cases[] = {
 		"lowercase" },
 	{ "image: 5\n" BASE "tasks: {worker: {}}", "image",
 		"image: expected an image reference such as debian:bookworm, got 5" },
-	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://digits@1', mount: data}]", "data",
-		"data: datasets are not available yet" },
+	{ BASE "tasks: {worker: {}}\ndata: {source: x}", "data",
+		"data: expected a list of {source, mount}, got {\"source\":\"x\"}" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d'}, {mount: x}]", "data[1].source",
+		"data[1].source: required" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://D@1'}]", "data[0].source",
+		"data[0].source: expected yard://NAME[@VERSION], NAME [a-z0-9][a-z0-9_.-]{0,62}, got \"yard://D@1\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d@0'}]", "data[0].source",
+		"data[0].source: expected yard://NAME[@VERSION], VERSION an integer >= 1, got \"yard://d@0\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', mount: '../x'}]", "data[0].mount",
+		"data[0].mount: expected a relative path of 1..8 components [A-Za-z0-9._-]+, no '.' or '..', got \"../x\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', mount: /abs}]", "data[0].mount",
+		"data[0].mount: expected a relative path of 1..8 components [A-Za-z0-9._-]+, no '.' or '..', got \"/abs\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d'}, {source: 'yard://e', mount: d}]",
+		"data[1].mount", "data[1].mount: 'd' is the mount of data[0] too" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', mount: a}, {source: 'yard://e', mount: a/b}]",
+		"data[1].mount", "data[1].mount: 'a/b' and data[0]'s mount 'a' are inside one another" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'https://h/f.tar'}]", "data[0].sha256",
+		"data[0].sha256: required for an https source (64 lowercase hex digits)" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'http://example.com/f', sha256: x}]", "data[0].source",
+		"data[0].source: http:// is only for a loopback host; use https://, got \"http://example.com/f\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'file:///a/../etc'}]", "data[0].source",
+		"data[0].source: the path may not have a '..' component, got \"file:///a/../etc\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 's3://B/p'}]", "data[0].source",
+		"data[0].source: expected s3://BUCKET[/PREFIX], BUCKET [a-z0-9][a-z0-9.-]{1,62}, got \"s3://B/p\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'ftp://x/y'}]", "data[0].source",
+		"data[0].source: expected yard://NAME[@N], s3://BUCKET/PREFIX, https://HOST/PATH or file:///PATH, got \"ftp://x/y\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', sha256: x}]", "data[0].sha256",
+		"data[0].sha256: only an https source takes a checksum" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', mnt: x}]", "data[0].mnt",
+		"data[0].mnt: unknown field (did you mean 'mount'?)" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'https://h/'}]", "data[0].sha256",
+		"data[0].sha256: required for an https source (64 lowercase hex digits)" },
 	{ "command: [run, --epochs, \"{params.epochs}\"]\ntasks: {worker: {}}", "command",
 		"command: \"{params.epochs}\" names a parameter that is not in params" },
 	{ BASE "params: {n: 1}\ntasks: {worker: {command: [x, \"a{params.m}b\"]}}",
@@ -798,6 +828,59 @@ static void test_image_ref_limits(void **state)
 	(void)state;
 }
 
+/* data: sources, default mounts and the canonical form. */
+static void test_data(void **state)
+{
+	struct job_spec spec;
+	json_t *canon;
+
+	parse_ok(BASE "tasks: {worker: {}}\ndata:\n"
+		 "  - {source: yard://digits@2}\n"
+		 "  - {source: yard://digits, mount: latest}\n"
+		 "  - {source: s3://bucket/some/prefix/}\n"
+		 "  - {source: \"https://host/f.tar?x=1\", sha256: "
+		 "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n"
+		 "  - {source: file:///shared/imagenet}\n"
+		 "  - {source: s3://bucket2, mount: a/b/c}\n", &spec);
+	assert_int_equal(spec.ndata, 6);
+	assert_int_equal(spec.data[0].kind, DATA_YARD);
+	assert_string_equal(spec.data[0].name, "digits");
+	assert_int_equal(spec.data[0].version, 2);
+	assert_string_equal(spec.data[0].mount, "digits");
+	assert_int_equal(spec.data[1].version, 0);
+	assert_string_equal(spec.data[1].mount, "latest");
+	assert_int_equal(spec.data[2].kind, DATA_S3);
+	assert_string_equal(spec.data[2].mount, "prefix");
+	assert_int_equal(spec.data[3].kind, DATA_HTTPS);
+	assert_string_equal(spec.data[3].mount, "f.tar");
+	assert_int_equal(spec.data[4].kind, DATA_FILE);
+	assert_string_equal(spec.data[4].mount, "imagenet");
+	assert_string_equal(spec.data[5].mount, "a/b/c");
+	canon = spec_to_json(&spec);
+	assert_json_equal(json_object_get(canon, "data"),
+		"[{\"source\": \"yard://digits@2\", \"mount\": \"digits\", \"sha256\": null},"
+		" {\"source\": \"yard://digits\", \"mount\": \"latest\", \"sha256\": null},"
+		" {\"source\": \"s3://bucket/some/prefix/\", \"mount\": \"prefix\", \"sha256\": null},"
+		" {\"source\": \"https://host/f.tar?x=1\", \"mount\": \"f.tar\", \"sha256\":"
+		" \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"},"
+		" {\"source\": \"file:///shared/imagenet\", \"mount\": \"imagenet\", \"sha256\": null},"
+		" {\"source\": \"s3://bucket2\", \"mount\": \"a/b/c\", \"sha256\": null}]");
+	{
+		/* the canonical form parses back to the same */
+		struct job_spec again;
+		struct errbuf eb = ERRBUF_INIT;
+		json_t *c2;
+		assert_int_equal(spec_from_json(canon, &again, &eb), 0);
+		c2 = spec_to_json(&again);
+		assert_true(json_equal(canon, c2));
+		json_decref(c2);
+		spec_release(&again);
+	}
+	json_decref(canon);
+	spec_release(&spec);
+	(void)state;
+}
+
 static void test_set(void **state)
 {
 	struct errbuf eb = ERRBUF_INIT;
@@ -933,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_image_refs_good),
 		cmocka_unit_test(test_image_refs_bad),
 		cmocka_unit_test(test_image_ref_limits),
+		cmocka_unit_test(test_data),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_expand_argv),

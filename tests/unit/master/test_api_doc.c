@@ -23,7 +23,8 @@ static void test_doc_matches_table(void **state)
 	for (line = strtok_r(doc.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char method[16], path[128], perm[16];
 		const char *p = line;
-		if (strncmp(p, "| GET ", 6) && strncmp(p, "| POST ", 7))
+		if (strncmp(p, "| GET ", 6) && strncmp(p, "| POST ", 7) && strncmp(p, "| PUT ", 6) &&
+		    strncmp(p, "| DELETE ", 9))
 			continue;
 		p += 2;
 		size_t k = strcspn(p, " ");

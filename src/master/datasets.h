@@ -1,0 +1,67 @@
+/*
+ * Datasets on the master (docs/datasets.md): a content-addressed chunk store
+ * (DATA_DIR/blobs/HEX, written as tmp + fsync + rename), manifests
+ * (DATA_DIR/manifests/HEX.json) and named, versioned datasets whose rows
+ * live in the store. Team quotas bound the unique chunk bytes of a team's
+ * datasets. Everything runs on the master's loop thread.
+ */
+#ifndef YARD_MASTER_DATASETS_H
+#define YARD_MASTER_DATASETS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+#include "master/core.h"
+
+/* datasets_open creates DATA_DIR/blobs and DATA_DIR/manifests. */
+int datasets_open(struct master *m, struct errbuf *eb);
+/* datasets_add_quota parses "TEAM=SIZE" (--data-quota). */
+int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb);
+
+/* datasets_blob_path: DATA_DIR/blobs/HEX of a valid digest (caller frees). */
+char *datasets_blob_path(const struct master *m, const char *digest);
+/* datasets_blob_put stores one chunk under its digest after checking that
+ * data hashes to it (YERR(DIGEST_MISMATCH) if not). OUT: *created false when
+ * the chunk was already held. */
+int datasets_blob_put(struct master *m, const char *digest, const void *data, size_t len,
+		      bool *created, struct errbuf *eb);
+/* datasets_missing: {"missing": [...]} for a body {"digests": [...]} (new
+ * reference), or NULL with eb set. */
+json_t *datasets_missing(struct master *m, const json_t *body, struct errbuf *eb);
+
+/* datasets_create makes a version from {"name", "manifest", "team"?}
+ * (team defaults to caller_team). OUT: *reply the reply document (new
+ * reference) and *status 201 or 200 (the digest equals the latest
+ * version's). On YERR(MISSING_CHUNKS) *reply holds the missing digests
+ * ({"missing": [...]}); on other errors *reply is NULL. */
+int datasets_create(struct master *m, const char *caller_team, const json_t *body, json_t **reply,
+		    int *status, struct errbuf *eb);
+
+struct dataset *datasets_find(const struct master *m, const char *name);
+/* datasets_version: the version n of ds (0: the latest), or NULL. */
+struct dataset_version *datasets_version(struct dataset *ds, unsigned n);
+json_t *datasets_list_json(const struct master *m);
+json_t *datasets_json(const struct dataset *ds);
+/* datasets_version_json: the version with its "manifest", or NULL (eb set). */
+json_t *datasets_version_json(struct master *m, const struct dataset *ds,
+			      const struct dataset_version *v, struct errbuf *eb);
+/* datasets_manifest: the manifest of a digest (new reference), or NULL. */
+json_t *datasets_manifest(const struct master *m, const char *digest);
+
+/* datasets_delete removes version n of ds (0: all of them, and the
+ * dataset), refusing with YERR(IN_USE) while a queued, starting or running
+ * job uses it (*jobs_out: an array of their ids, new reference). Chunks and
+ * manifests no remaining version references are removed. ds may be freed. */
+int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **jobs_out,
+		    struct errbuf *eb);
+
+/* datasets_resolve: for a spec at submit, the resolved data entries of
+ * docs/datasets.md (new reference, NULL when the spec has none), pinning
+ * each yard source without a version to the latest (spec->data[i].source
+ * becomes yard://NAME@N). A missing dataset or version is YERR(INVALID_SPEC)
+ * naming data[i].source. */
+int datasets_resolve(struct master *m, struct job_spec *spec, json_t **out, struct errbuf *eb);
+
+#endif
