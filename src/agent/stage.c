@@ -148,6 +148,7 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 	CURL *c = curl_easy_init();
 	char errmsg[CURL_ERROR_SIZE] = "";
 	char *sigv4 = NULL, *userpwd = NULL;
+	struct curl_slist *hdrs = NULL;
 	int ret = 0;
 
 	if (!c)
@@ -171,6 +172,11 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 		userpwd = xasprintf("%s:%s", cfg->s3_key ? cfg->s3_key : "", cfg->s3_secret ? cfg->s3_secret : "");
 		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4);
 		curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
+		/* S3 wants the payload's hash, which libcurl (before 8.x) does not
+		 * add; a GET's payload is empty */
+		hdrs = curl_slist_append(hdrs, "x-amz-content-sha256: "
+					 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	}
 	CURLcode cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -182,6 +188,7 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url,
 			    *errmsg ? errmsg : curl_easy_strerror(cc));
 	curl_easy_cleanup(c);
+	curl_slist_free_all(hdrs);
 	free(sigv4);
 	free(userpwd);
 	return ret;
@@ -879,6 +886,7 @@ int stage_data(const struct stage_config *cfg, const json_t *data, const char *d
 		json_array_clear(out->keys);
 		json_array_clear(out->binds);
 	}
+	out->staged = r.staged;
 	progress(&r, true);
 	return ret;
 }
