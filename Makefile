@@ -14,12 +14,13 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
-	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev \
+	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
+	nodejs npm \
 	python3 procps iproute2 curl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark
 
-.PHONY: all build deps test unit e2e demo bench clean asan help
+.PHONY: all build deps test unit e2e demo bench clean asan help s3rver
 
 all: build
 
@@ -53,14 +54,22 @@ $(ASAN_BUILD)/build.ninja:
 asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 
-unit: asan
+# s3rver, an S3-compatible server the staging tests run on loopback, from
+# the committed tests/e2e/s3/package-lock.json (node_modules is git-ignored).
+S3RVER := tests/e2e/s3/node_modules/.bin/s3rver
+s3rver: $(S3RVER)
+$(S3RVER): tests/e2e/s3/package.json tests/e2e/s3/package-lock.json
+	cd tests/e2e/s3 && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+unit: asan s3rver
 	meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 
-e2e: asan
+e2e: asan s3rver
 	$(PYTHON) tests/e2e/run.py --yard $(ASAN_BUILD)/yard
 
 test: deps
-	@$(MAKE) --no-print-directory asan
+	@$(MAKE) --no-print-directory asan s3rver
 	@$(PYTHON) tests/run_all.py --build $(ASAN_BUILD)
 
 demo: deps build

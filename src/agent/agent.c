@@ -24,11 +24,13 @@
 #include <sys/wait.h>
 #include <uv.h>
 
+#include "agent/cache.h"
 #include "agent/cgroup.h"
 #include "agent/docker.h"
 #include "agent/gpu.h"
 #include "agent/metricship.h"
 #include "agent/runtime.h"
+#include "agent/stage.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
 #include "base/crypto.h"
@@ -62,6 +64,7 @@ struct session {
 	json_t *labels;         /* owned object KEY -> VALUE */
 	json_t *runtimes;       /* owned array: "process", "docker" */
 	char *engine;           /* owned or NULL: what answers on the docker socket */
+	struct cache *cache;    /* borrowed: the node's data cache (thread safe) */
 	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
 	unsigned gen;           /* bumped by every registration */
@@ -182,6 +185,16 @@ static char *iface_of(const char *addr)
 	return name;
 }
 
+/* The keys of the node's data cache, for registration and status reports:
+ * none once agent_run let go of the cache (the poll thread may outlive it). */
+static json_t *session_cache_keys(struct session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	json_t *keys = s->cache ? cache_keys(s->cache, "") : json_array();
+	pthread_mutex_unlock(&s->lock);
+	return keys;
+}
+
 /* One registration attempt. */
 static int register_once(struct session *s, struct errbuf *eb)
 {
@@ -212,6 +225,7 @@ static int register_once(struct session *s, struct errbuf *eb)
 				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", s->runtimes,
 				 "engine", s->engine, "tasks", scan_task_ids(s->work_dir), "pool", s->pool,
 				 "labels", s->labels);
+	json_object_set_new(body, "cache", session_cache_keys(s));
 	free(iface);
 	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
 	json_decref(body);
@@ -355,7 +369,7 @@ static void *poll_thread(void *arg)
 
 /* ---- the shipper thread ---- */
 
-enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED, SHIP_EXEC };
+enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED, SHIP_EXEC, SHIP_STAGING };
 
 struct ship_event {
 	enum ship_event_kind kind;
@@ -363,6 +377,7 @@ struct ship_event {
 	pid_t pid;
 	struct task_exit exit;
 	json_t *report;         /* SHIP_EXEC: owned exec report */
+	uint64_t staged, stage_total; /* SHIP_STAGING: bytes */
 	struct ship_event *next;
 };
 
@@ -374,6 +389,8 @@ struct ship_task {
 	bool running, running_reported;
 	bool finished;
 	struct task_exit exit;
+	bool staging_dirty;     /* a staging progress not reported yet */
+	uint64_t staged, stage_total;
 	uint64_t retry_at;      /* mono ms; 0: now */
 	unsigned backoff;
 	struct metric_ship *metrics; /* owned: its training metrics */
@@ -472,6 +489,10 @@ static void ship_apply(struct shipper *sh, struct ship_event *ev)
 	} else if (ev->kind == SHIP_FINISHED) {
 		t->finished = true;
 		t->exit = ev->exit;
+	} else if (ev->kind == SHIP_STAGING) {
+		t->staging_dirty = true;
+		t->staged = ev->staged;
+		t->stage_total = ev->stage_total;
 	}
 }
 
@@ -631,6 +652,13 @@ static void ship_round(struct shipper *sh)
 		else if (t->running && !t->running_reported && !t->finished)
 			json_array_append_new(reports, json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id,
 								  "state", "running", "pid", (int)t->pid));
+		else if (t->staging_dirty && !t->running && !t->finished) {
+			/* progress only: a master that does not know the state ignores it */
+			t->staging_dirty = false;
+			json_array_append_new(reports, json_pack("{s:I, s:s, s:I, s:I}", "id", (json_int_t)t->id,
+								  "state", "staging", "staged", (json_int_t)t->staged,
+								  "stage_total", (json_int_t)t->stage_total));
+		}
 	}
 	size_t nexec = json_array_size(sh->exec_reports);
 	if (!json_array_size(reports) && !nexec)
@@ -639,7 +667,7 @@ static void ship_round(struct shipper *sh)
 	session_creds(sh->s, &id, &token);
 	char *esc = url_escape(id);
 	char *path = xasprintf("/v1/agents/%s/status", esc);
-	json_t *body = json_pack("{s:O}", "tasks", reports);
+	json_t *body = json_pack("{s:O, s:o}", "tasks", reports, "cache", session_cache_keys(sh->s));
 	if (nexec)
 		json_object_set(body, "execs", sh->exec_reports);
 	long status = 0;
@@ -664,9 +692,10 @@ static void ship_round(struct shipper *sh)
 			while (*pp && (*pp)->id != tid)
 				pp = &(*pp)->next;
 			struct ship_task *t = *pp;
-			if (!t)
+			const char *state = json_string_value(json_object_get(r, "state"));
+			if (!t || !strcmp(state, "staging"))
 				continue;
-			if (strcmp(json_string_value(json_object_get(r, "state")), "running")) {
+			if (strcmp(state, "running")) {
 				ship_retire(sh, t);
 				*pp = t->next;
 				ship_task_free(t);
@@ -728,6 +757,7 @@ static void *shipper_thread(void *arg)
 /* ---- the main loop ---- */
 
 struct agent;
+struct astage;
 
 struct atask {
 	struct agent *a;
@@ -738,6 +768,7 @@ struct atask {
 	int closing;             /* handles still to close before free */
 	bool stop_sent, done;
 	bool running;            /* the shim reported the task running */
+	struct astage *staging;  /* its data is being staged (owned by the work request) */
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
 	size_t nexec_ids, aexec_ids;
@@ -766,6 +797,8 @@ struct agent {
 	struct session *s;
 	struct shipper sh;
 	struct httpc code_http;     /* code downloads from the main loop */
+	struct cache cache;         /* WORK/cache */
+	bool closing;               /* agent_run is on its way out */
 	struct atask *tasks;
 	struct aexec *execs;
 	int64_t *finished;          /* ids never to start again */
@@ -809,6 +842,8 @@ static void on_handle_closed(uv_handle_t *h)
 }
 
 /* Unlinks t and frees it once its handles are closed. */
+static void stage_cancel(struct atask *t);
+
 static void task_forget(struct agent *a, struct atask *t)
 {
 	struct atask **pp = &a->tasks;
@@ -817,6 +852,11 @@ static void task_forget(struct agent *a, struct atask *t)
 	if (*pp)
 		*pp = t->next;
 	t->done = true;
+	if (t->staging) {
+		/* freed by stage_done once the worker thread lets go of it */
+		stage_cancel(t);
+		return;
+	}
 	t->closing = 1;
 	if (t->start_active) {
 		t->closing++;
@@ -988,6 +1028,10 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 	    json_is_true(json_object_get(tj, "checkpoint_owner")))
 		ckpt_upload(a, t->rt.id, json_integer_value(json_object_get(tj, "job")));
 	json_decref(tj);
+	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
+		stage_unhold(&a->cache, json_object_get(tj, "keys"));
+		json_decref(tj);
+	}
 	add_finished(a, t->rt.id);
 	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
 	task_forget(a, t);
@@ -996,7 +1040,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 static void check_exit(struct agent *a, struct atask *t)
 {
 	struct task_exit e;
-	if (t->done || t->ops->wait(&t->rt, &e) != 0)
+	if (t->done || t->staging || t->ops->wait(&t->rt, &e) != 0)
 		return;
 	if (t->start_active) {
 		/* read a "running" line that came just before the exit */
@@ -1248,11 +1292,162 @@ static char *find_shim_exe(const char *self_exe)
 	return xstrdup("/proc/self/exe");
 }
 
+static void task_fail(struct agent *a, struct atask *t, const char *why)
+{
+	struct task_exit e;
+	memset(&e, 0, sizeof(e));
+	e.start_failed = true;
+	snprintf(e.reason, sizeof(e.reason), "start_failed: %s", why);
+	task_exit_write(t->rt.dir, &e, NULL);
+	task_finish(a, t, &e);
+}
+
+/* Hands the task, its code extracted and its data staged, to its runtime. */
+static void task_launch(struct agent *a, struct atask *t)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	if (t->ops->start(&a->ctx, &t->rt, &eb)) {
+		task_fail(a, t, eb.msg);
+		return;
+	}
+	watch_task(a, t);
+	if (t->rt.exit_fd < 0)
+		check_exit(a, t);
+}
+
+/* ---- staging a task's data (agent/stage.h) on a libuv worker thread; the
+ * task starts from stage_done, back on the loop ---- */
+
+struct astage {
+	uv_work_t req;
+	struct agent *a;
+	struct atask *t;          /* not freed while staging (task_forget waits) */
+	int64_t id;
+	json_t *data;             /* owned: the assignment's "data" */
+	char *data_dir, *token;   /* owned */
+	struct stage_config cfg;
+	struct stage_result res;
+	struct errbuf eb;
+	int ret;
+	uint64_t t0;              /* mono ms */
+	volatile sig_atomic_t cancel;
+};
+
+static void stage_cancel(struct atask *t)
+{
+	if (t->staging)
+		t->staging->cancel = 1;
+}
+
+/* From the worker thread: a progress report for the shipper. */
+static void on_stage_progress(void *arg, uint64_t staged, uint64_t total)
+{
+	struct astage *st = arg;
+	struct ship_event *ev = xcalloc(1, sizeof(*ev));
+	ev->kind = SHIP_STAGING;
+	ev->id = st->id;
+	ev->staged = staged;
+	ev->stage_total = total;
+	shipper_post(&st->a->sh, ev);
+}
+
+static void stage_work(uv_work_t *req)
+{
+	struct astage *st = req->data;
+	st->ret = stage_data(&st->cfg, st->data, st->data_dir, &st->res, &st->eb);
+}
+
+static void stage_done(uv_work_t *req, int status)
+{
+	struct astage *st = req->data;
+	struct agent *a = st->a;
+	struct atask *t = st->t;
+
+	t->staging = NULL;
+	if (!st->ret) {
+		json_t *doc = json_pack("{s:O, s:O}", "keys", st->res.keys, "binds", st->res.binds);
+		if (taskdir_write_json(t->rt.dir, "staged.json", doc, 0, &st->eb)) {
+			stage_unhold(&a->cache, st->res.keys);
+			st->ret = YERR(IO);
+		}
+		json_decref(doc);
+	}
+	if (!st->ret)
+		fprintf(stderr, "yard agent: task %" PRId64 ": staged %zu entries, %" PRIu64 " bytes of data, %" PRIu64
+			" bytes transferred in %" PRIu64 " ms\n", st->id, json_array_size(st->data), st->res.staged,
+			st->res.transferred, mono_ms() - st->t0);
+	if (t->done) {
+		/* forgotten meanwhile (the agent is stopping): no report, no start */
+		if (!st->ret)
+			stage_unhold(&a->cache, st->res.keys);
+		task_forget(a, t);
+	} else if (t->stop_sent) {
+		if (!st->ret)
+			stage_unhold(&a->cache, st->res.keys);
+		/* staged.json (if written) is read again by task_finish: drop it */
+		char *p = xasprintf("%s/staged.json", t->rt.dir);
+		unlink(p);
+		free(p);
+		task_fail(a, t, "staging_failed: stopped before the task started");
+	} else if (st->ret) {
+		char *why = xasprintf("staging_failed: %s", st->eb.msg);
+		fprintf(stderr, "yard agent: task %" PRId64 ": %s\n", st->id, why);
+		task_fail(a, t, why);
+		free(why);
+	} else {
+		task_launch(a, t);
+	}
+	stage_result_release(&st->res);
+	json_decref(st->data);
+	free(st->data_dir);
+	free(st->token);
+	free(st);
+}
+
+/* Starts staging t's data; 0 when under way (stage_done continues). */
+static int task_stage(struct agent *a, struct atask *t, json_t *data, struct errbuf *eb)
+{
+	struct astage *st = xcalloc(1, sizeof(*st));
+	char *id;
+	session_creds(a->s, &id, &st->token);
+	free(id);
+	st->a = a;
+	st->t = t;
+	st->id = t->rt.id;
+	st->data = json_incref(data);
+	st->data_dir = xasprintf("%s/data", t->rt.dir);
+	st->t0 = mono_ms();
+	st->cfg.cache = &a->cache;
+	st->cfg.master_url = a->cfg->master_url;
+	st->cfg.token = st->token;
+	st->cfg.s3_endpoint = a->cfg->s3_endpoint;
+	st->cfg.s3_region = a->cfg->s3_region;
+	st->cfg.s3_key = a->cfg->s3_key;
+	st->cfg.s3_secret = a->cfg->s3_secret;
+	st->cfg.symlinks = t->ops != &runtime_docker_ops;
+	st->cfg.cancel = &st->cancel;
+	st->cfg.progress = on_stage_progress;
+	st->cfg.progress_arg = st;
+	stage_result_init(&st->res);
+	st->req.data = st;
+	if (uv_queue_work(&a->loop, &st->req, stage_work, stage_done) != 0) {
+		stage_result_release(&st->res);
+		json_decref(st->data);
+		free(st->data_dir);
+		free(st->token);
+		free(st);
+		return error(eb, YERR(INTERNAL), "staging_failed: cannot queue the staging");
+	}
+	t->staging = st;
+	return 0;
+}
+
 static void start_task(struct agent *a, json_t *assignment, int64_t id)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	struct atask *t = task_new(a, id);
 	const char *code = json_string_value(json_object_get(assignment, "code"));
+	json_t *data = json_object_get(assignment, "data");
 	int ret;
 
 	if (mkdir_p(t->rt.dir, 0755) < 0) {
@@ -1282,20 +1477,15 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 		if (ret)
 			goto fail;
 	}
-	if ((ret = t->ops->start(&a->ctx, &t->rt, &eb)))
-		goto fail;
-	watch_task(a, t);
-	if (t->rt.exit_fd < 0)
-		check_exit(a, t);
+	if (json_array_size(data)) {
+		if ((ret = task_stage(a, t, data, &eb)))
+			goto fail;
+		return;
+	}
+	task_launch(a, t);
 	return;
-fail: {
-	struct task_exit e;
-	memset(&e, 0, sizeof(e));
-	e.start_failed = true;
-	snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
-	task_exit_write(t->rt.dir, &e, NULL);
-	task_finish(a, t, &e);
-}
+fail:
+	task_fail(a, t, eb.msg);
 }
 
 static void stop_task(struct agent *a, struct atask *t)
@@ -1303,6 +1493,10 @@ static void stop_task(struct agent *a, struct atask *t)
 	if (t->stop_sent)
 		return;
 	t->stop_sent = true;
+	if (t->staging) {
+		stage_cancel(t); /* never started: stage_done reports it */
+		return;
+	}
 	t->ops->stop(&t->rt);
 }
 
@@ -1368,7 +1562,7 @@ static void on_tick(uv_timer_t *h)
 	struct atask *next;
 	for (struct atask *t = a->tasks; t; t = next) {
 		next = t->next;
-		if (!t->exit_active)
+		if (!t->exit_active && !t->staging)
 			check_exit(a, t);
 	}
 }
@@ -1435,6 +1629,16 @@ static void scan_work_dir(struct agent *a)
 		}
 		ship_event(&a->sh, SHIP_TRACK, t->rt.id, 0, NULL);
 		json_t *tj = NULL;
+		if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
+			/* task_finish releases them */
+			json_t *k;
+			size_t ki;
+			json_array_foreach(json_object_get(tj, "keys"), ki, k)
+				if (json_is_string(k))
+					cache_hold(&a->cache, json_string_value(k));
+			json_decref(tj);
+			tj = NULL;
+		}
 		if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0)
 			t->ops = task_runtime(tj);
 		json_decref(tj);
@@ -1544,7 +1748,13 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		}
 	}
 
+	char *cache_dir = xasprintf("%s/cache", cfg->work_dir);
+	ret = cache_open(&a.cache, cache_dir, cfg->cache_size ? cfg->cache_size : CACHE_DEFAULT_CAP, eb);
+	free(cache_dir);
+	if (ret)
+		goto out_cache;
 	a.s = session_new(cfg, &a.gpus, engine, stop);
+	a.s->cache = &a.cache;
 	if (session_register(a.s, 0) < 0)
 		goto out_session; /* stopped before registering */
 
@@ -1575,11 +1785,13 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		uv_run(&a.loop, UV_RUN_DEFAULT);
 	}
 
-	/* tasks keep running: the shims own them. Close everything of ours. */
+	/* tasks keep running: the shims own them. Close everything of ours
+	 * (stagings under way are cancelled; the last uv_run waits for them). */
 	pthread_mutex_lock(&a.s->lock);
 	a.s->closed = true;
 	a.s->wake = NULL;
 	pthread_mutex_unlock(&a.s->lock);
+	a.closing = true;
 	while (a.tasks)
 		task_forget(&a, a.tasks);
 	while (a.execs)
@@ -1606,8 +1818,13 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
 out_session:
+	pthread_mutex_lock(&a.s->lock);
+	a.s->cache = NULL;
+	pthread_mutex_unlock(&a.s->lock);
 	session_unref(a.s);
 	free(a.finished);
+out_cache:
+	cache_release(&a.cache);
 out_gpus:
 	gpu_list_release(&a.gpus);
 	free(shim_exe);
@@ -1633,7 +1850,9 @@ static int agent_usage(void)
 			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n"
 			"                  [--pool NAME] [--label KEY=VALUE ...]\n"
 			"                  [--runtime process[,docker]] [--docker-socket PATH]\n"
-			"                  (docker: containers through the Docker Engine API; Podman's too)\n");
+			"                  (docker: containers through the Docker Engine API; Podman's too)\n"
+			"                  [--cache-size SIZE]   (the data cache's cap, default 50GiB)\n"
+			"                  [--s3-endpoint URL [--s3-region R] --s3-credentials FILE]\n");
 	return 2;
 }
 
@@ -1643,6 +1862,8 @@ int cmd_agent(int argc, char **argv)
 	struct errbuf eb = ERRBUF_INIT;
 	struct strbuf tok = STRBUF_INIT;
 	const char *token_file = NULL, *ports = NULL, *runtimes = NULL;
+	const char *cache_size = NULL, *s3_creds = NULL;
+	char *s3_key = NULL, *s3_secret = NULL;
 	const char *labels[SPEC_MAX_LABELS];
 	int ret;
 
@@ -1676,6 +1897,10 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--pool")           ? &cfg.pool
 				  : !strcmp(argv[i], "--runtime")        ? &runtimes
 				  : !strcmp(argv[i], "--docker-socket")  ? &cfg.docker_socket
+				  : !strcmp(argv[i], "--cache-size")     ? &cache_size
+				  : !strcmp(argv[i], "--s3-endpoint")    ? &cfg.s3_endpoint
+				  : !strcmp(argv[i], "--s3-region")      ? &cfg.s3_region
+				  : !strcmp(argv[i], "--s3-credentials") ? &s3_creds
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -1719,6 +1944,26 @@ int cmd_agent(int argc, char **argv)
 		cfg.port_lo = (unsigned)lo;
 		cfg.port_hi = (unsigned)hi;
 	}
+	if (cache_size && (parse_size_str(cache_size, &cfg.cache_size) < 0 || !cfg.cache_size)) {
+		fprintf(stderr, "yard agent: --cache-size '%s': expected a size such as 50GiB\n", cache_size);
+		return 2;
+	}
+	if (cfg.s3_endpoint && strncmp(cfg.s3_endpoint, "http://", 7) && strncmp(cfg.s3_endpoint, "https://", 8)) {
+		fprintf(stderr, "yard agent: --s3-endpoint '%s': expected an http:// or https:// URL\n", cfg.s3_endpoint);
+		return 2;
+	}
+	if ((s3_creds || cfg.s3_region) && !cfg.s3_endpoint) {
+		fprintf(stderr, "yard agent: --s3-credentials and --s3-region need --s3-endpoint\n");
+		return 2;
+	}
+	if (s3_creds) {
+		if (stage_s3_credentials(s3_creds, &s3_key, &s3_secret, &eb)) {
+			fprintf(stderr, "yard agent: --s3-credentials: %s\n", eb.msg);
+			return 2;
+		}
+		cfg.s3_key = s3_key;
+		cfg.s3_secret = s3_secret;
+	}
 	if (token_file) {
 		if (strbuf_read_file(&tok, token_file, 4096) < 0) {
 			fprintf(stderr, "yard agent: cannot read '%s': %s\n", token_file, strerror(errno));
@@ -1737,6 +1982,8 @@ int cmd_agent(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	ret = agent_run(&cfg, &agent_stop, &eb);
 	strbuf_release(&tok);
+	free(s3_key);
+	free(s3_secret);
 	if (ret) {
 		fprintf(stderr, "yard agent: %s\n", eb.msg);
 		return 1;

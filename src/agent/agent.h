@@ -26,6 +26,10 @@ struct agent_config {
 	size_t nlabels;
 	bool docker;                 /* --runtime lists docker: run container tasks */
 	const char *docker_socket;   /* --docker-socket; NULL: /var/run/docker.sock */
+	uint64_t cache_size;         /* --cache-size: the data cache's cap; 0: 50GiB */
+	const char *s3_endpoint;     /* --s3-endpoint URL; NULL: no S3 store */
+	const char *s3_region;       /* --s3-region; NULL: us-east-1 */
+	const char *s3_key, *s3_secret; /* from --s3-credentials FILE */
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */

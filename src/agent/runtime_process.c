@@ -29,6 +29,13 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
 				 "gpu_devices", devs, "dev_dir", ctx->dev_dir, "yard_exe", ctx->yard_exe,
 				 "master_url", ctx->master_url);
+	/* staged data a container sees through binds of the cache's entries
+	 * (agent/stage.h): [[host_path, container_path], ...] */
+	json_t *staged = NULL;
+	if (taskdir_read_json(t->dir, "staged.json", &staged, NULL) == 0 &&
+	    json_array_size(json_object_get(staged, "binds")))
+		json_object_set(conf, "data_binds", json_object_get(staged, "binds"));
+	json_decref(staged);
 	free(cwd);
 	free(data);
 	free(ckpt);

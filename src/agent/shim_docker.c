@@ -151,6 +151,16 @@ static json_t *create_body(const struct cshim *s)
 	b = xasprintf("%s:%s:ro", data, data);
 	json_array_append_new(binds, json_string(b));
 	free(b);
+	/* each staged entry, read-only, at its mount point under the data dir */
+	json_array_foreach(json_object_get(s->conf, "data_binds"), i, v) {
+		const char *host = json_string_value(json_array_get(v, 0));
+		const char *in = json_string_value(json_array_get(v, 1));
+		if (!host || !in)
+			continue;
+		b = xasprintf("%s:%s:ro", host, in);
+		json_array_append_new(binds, json_string(b));
+		free(b);
+	}
 
 	json_int_t mem = json_integer_value(json_object_get(s->task, "memory"));
 	json_int_t cpus_milli = json_integer_value(json_object_get(s->task, "cpus_milli"));

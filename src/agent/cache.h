@@ -1,0 +1,85 @@
+/*
+ * The node's data cache (docs/datasets.md, "The node cache"): WORK/cache
+ * holds one directory per staged dataset, named by its content key
+ * ("yard-HEX", "s3-HEX", "https-HEX"), read-only and shared by every task
+ * that uses it. WORK/cache/index.json keeps each entry's size and last use,
+ * so that least recently used entries can be evicted under a cap.
+ *
+ * A staging writes KEY.partial/ (cache_partial_path), then cache_commit()
+ * renames it to KEY and holds it. A task holds its entries while it lives
+ * (cache_hold / cache_unhold); a held entry is never evicted. Holds are in
+ * memory: an agent that restarts holds again what its live tasks name.
+ *
+ * Every function is thread safe (stagings run on worker threads).
+ */
+#ifndef YARD_AGENT_CACHE_H
+#define YARD_AGENT_CACHE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/error.h"
+
+#define CACHE_DEFAULT_CAP ((uint64_t)50 << 30)
+
+struct cache_entry {
+	char *key;          /* owned: "yard-HEX" */
+	uint64_t size;      /* bytes of its files */
+	int64_t last_use;   /* unix ms */
+	unsigned holds;     /* live tasks (or stagings) that use it */
+};
+
+struct cache {
+	pthread_mutex_t lock;
+	char *dir;                  /* owned: WORK/cache */
+	uint64_t cap;               /* bytes */
+	uint64_t used;              /* sum of the entries' sizes */
+	uint64_t reserved;          /* bytes promised to stagings under way */
+	struct cache_entry *v;      /* owned */
+	size_t n, alloc;
+};
+
+/* cache_open makes dir if needed, reads index.json, removes the leftovers
+ * of stagings or evictions an earlier agent did not finish (*.partial,
+ * .trash-*), forgets index entries whose directory is gone and adopts
+ * directories the index lacks (measured, last use = their mtime). */
+int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb);
+void cache_release(struct cache *c);
+
+/* cache_key_valid: "yard-", "s3-" or "https-" and 64 lowercase hex digits. */
+bool cache_key_valid(const char *key);
+
+/* Paths of an entry and of its staging dir. Caller frees. */
+char *cache_entry_path(const struct cache *c, const char *key);
+char *cache_partial_path(const struct cache *c, const char *key);
+
+/* cache_hold: when key is cached, holds it, marks it used now and returns
+ * 1; returns 0 when it is not cached. */
+int cache_hold(struct cache *c, const char *key);
+/* cache_unhold releases one hold. */
+void cache_unhold(struct cache *c, const char *key);
+
+/* cache_reserve makes room for need more bytes: evicts least recently used
+ * entries that nobody holds until used + reserved + need <= cap, then adds
+ * need to reserved. YERR(NO_SPACE) when even evicting every unheld entry is
+ * not enough (nothing is evicted then). */
+int cache_reserve(struct cache *c, uint64_t need, struct errbuf *eb);
+/* cache_unreserve gives back what cache_reserve promised. */
+void cache_unreserve(struct cache *c, uint64_t n);
+
+/* cache_commit renames KEY.partial to KEY, records it with size bytes, held
+ * once, and saves the index. When KEY appeared meanwhile (another staging of
+ * the same data won), the partial is removed and that entry is held. */
+int cache_commit(struct cache *c, const char *key, uint64_t size, struct errbuf *eb);
+
+/* cache_keys: a new array of the keys that start with prefix ("" for all). */
+json_t *cache_keys(struct cache *c, const char *prefix);
+
+/* cache_measure sums the sizes of the regular files under path; and
+ * cache_seal makes them read-only (a-w). -1 with errno on error. */
+int cache_measure(const char *path, uint64_t *size);
+int cache_seal(const char *path);
+
+#endif

@@ -1,0 +1,928 @@
+#include "base/compat.h"
+#include "agent/stage.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/crypto.h"
+#include "base/fsutil.h"
+#include "base/parse.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "common/httpc.h"
+
+#define CHUNK_MAX (8u << 20)
+#define CHUNK_TRIES 3
+#define PROGRESS_MS 250
+#define LIST_MAX (16u << 20)
+
+/* One staging run: the config, the progress, the current entry. */
+struct run {
+	const struct stage_config *cfg;
+	struct stage_result *out;
+	uint64_t staged, total;
+	uint64_t last_report;    /* mono ms */
+	struct errbuf *eb;
+};
+
+static void progress(struct run *r, bool force)
+{
+	uint64_t now = mono_ms();
+	if (!r->cfg->progress || (!force && now - r->last_report < PROGRESS_MS))
+		return;
+	r->last_report = now;
+	r->cfg->progress(r->cfg->progress_arg, r->staged, r->total > r->staged ? r->total : r->staged);
+}
+
+static bool cancelled(struct run *r)
+{
+	return r->cfg->cancel && *r->cfg->cancel;
+}
+
+static int io_error(struct errbuf *eb, const char *what, const char *path)
+{
+	int e = errno;
+	return error(eb, e == ENOSPC || e == EDQUOT ? YERR(NO_SPACE) : YERR(IO), "cannot %s '%s': %s",
+		     what, path, e == ENOSPC ? "disk full (ENOSPC)" : strerror(e));
+}
+
+bool stage_path_valid(const char *path)
+{
+	size_t len = strlen(path);
+	if (!len || len > 4096 || path[0] == '/')
+		return false;
+	for (const char *p = path;;) {
+		size_t n = strcspn(p, "/");
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (!*p)
+			return true;
+		p++;
+	}
+}
+
+/* A mount: what stage_path_valid allows, in 1..8 components of [A-Za-z0-9._-]. */
+static bool mount_valid(const char *m)
+{
+	size_t parts = 1;
+	if (!stage_path_valid(m))
+		return false;
+	for (const char *p = m; *p; p++) {
+		if (*p == '/')
+			parts++;
+		else if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-", *p))
+			return false;
+	}
+	return parts <= 8;
+}
+
+static bool is_hex64(const char *s)
+{
+	return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
+}
+
+/* Makes every directory above rel inside root. */
+static int mkdirs_for(const char *root, const char *rel, struct errbuf *eb)
+{
+	const char *slash = strrchr(rel, '/');
+	if (!slash)
+		return 0;
+	char *dir = xasprintf("%s/%.*s", root, (int)(slash - rel), rel);
+	int ret = mkdir_p(dir, 0755) < 0 ? io_error(eb, "create", dir) : 0;
+	free(dir);
+	return ret;
+}
+
+/* ---- libcurl downloads to a file (s3 objects, https) ---- */
+
+struct sink {
+	struct run *r;
+	int fd;
+	const char *path;
+	uint64_t got;
+	EVP_MD_CTX *md;          /* hash of the bytes, NULL: none */
+	int err;                 /* errno of a failed write */
+	struct strbuf *mem;      /* instead of fd: into memory (listings) */
+};
+
+static size_t sink_write(char *data, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+	if (s->mem) {
+		if (strbuf_add_capped(s->mem, data, len, LIST_MAX) < 0)
+			return 0;
+		return len;
+	}
+	if (write_all(s->fd, data, len) < 0) {
+		s->err = errno;
+		return 0;
+	}
+	if (s->md)
+		EVP_DigestUpdate(s->md, data, len);
+	s->got += len;
+	s->r->staged += len;
+	s->r->out->transferred += len;
+	progress(s->r, false);
+	return len;
+}
+
+static int sink_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct sink *s = arg;
+	return cancelled(s->r) ? 1 : 0;
+}
+
+/* GET url into s, signed for S3 when sign; *status gets the HTTP status. */
+static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, long *status,
+		    struct errbuf *eb)
+{
+	const struct stage_config *cfg = r->cfg;
+	CURL *c = curl_easy_init();
+	char errmsg[CURL_ERROR_SIZE] = "";
+	char *sigv4 = NULL, *userpwd = NULL;
+	struct curl_slist *hdrs = NULL;
+	int ret = 0;
+
+	if (!c)
+		return error(eb, YERR(INTERNAL), "cannot start libcurl");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, sink_progress);
+	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
+	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errmsg);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, sign ? 0L : 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	/* a transfer that stalls for a minute is a dead store */
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (sign) {
+		sigv4 = xasprintf("aws:amz:%s:s3", cfg->s3_region ? cfg->s3_region : "us-east-1");
+		userpwd = xasprintf("%s:%s", cfg->s3_key ? cfg->s3_key : "", cfg->s3_secret ? cfg->s3_secret : "");
+		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4);
+		curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
+		/* S3 wants the payload's hash, which libcurl (before 8.x) does not
+		 * add; a GET's payload is empty */
+		hdrs = curl_slist_append(hdrs, "x-amz-content-sha256: "
+					 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	}
+	CURLcode cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	if (cc == CURLE_ABORTED_BY_CALLBACK)
+		ret = error(eb, YERR(UNAVAILABLE), "stopped");
+	else if (cc == CURLE_WRITE_ERROR && s->err)
+		ret = (errno = s->err, io_error(eb, "write", s->path ? s->path : "(memory)"));
+	else if (cc != CURLE_OK)
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url,
+			    *errmsg ? errmsg : curl_easy_strerror(cc));
+	curl_easy_cleanup(c);
+	curl_slist_free_all(hdrs);
+	free(sigv4);
+	free(userpwd);
+	return ret;
+}
+
+/* ---- yard: the master's manifests and chunks ---- */
+
+static int yard_get(struct httpc *h, const char *path, struct httpc_response *res, struct errbuf *eb)
+{
+	httpc_response_init(res);
+	int ret = httpc_request(h, "GET", path, NULL, 0, NULL, res, eb);
+	if (!ret && res->status != 200) {
+		struct errbuf why = ERRBUF_INIT;
+		httpc_error_from_reply(res, &why);
+		ret = error(eb, res->status == 404 ? YERR(NOT_FOUND) : YERR(UNAVAILABLE),
+			    "GET %s: HTTP %ld%s%s", path, res->status, *why.msg ? ": " : "", why.msg);
+	}
+	return ret;
+}
+
+/* Fetches one chunk into fd, verified; CHUNK_TRIES tries on a mismatch or a
+ * transport failure. */
+static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd, const char *path,
+		      uint64_t *written, struct errbuf *eb)
+{
+	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : "";
+	char got[SHA256_HEX_LEN + 1];
+	int ret = 0;
+
+	if (!is_hex64(hex))
+		return error(eb, YERR(BAD_REQUEST), "bad chunk digest '%s'", digest);
+	char *url = xasprintf("/v1/blobs/%s", digest);
+	for (int attempt = 1;; attempt++) {
+		struct httpc_response res;
+		if (cancelled(r)) {
+			ret = error(eb, YERR(UNAVAILABLE), "stopped");
+			break;
+		}
+		ret = yard_get(h, url, &res, eb);
+		if (!ret && res.body.len > CHUNK_MAX)
+			ret = error(eb, YERR(IO), "chunk '%s' is larger than 8 MiB", digest);
+		if (!ret) {
+			sha256_hex(res.body.buf, res.body.len, got);
+			if (strcmp(got, hex))
+				ret = error(eb, YERR(IO), "checksum mismatch: chunk '%s' arrived as 'sha256:%s'", digest, got);
+		}
+		if (!ret) {
+			r->out->transferred += res.body.len;
+			if (write_all(fd, res.body.buf, res.body.len) < 0)
+				ret = io_error(eb, "write", path);
+			else {
+				*written += res.body.len;
+				r->staged += res.body.len;
+				progress(r, false);
+			}
+			httpc_response_release(&res);
+			break;
+		}
+		httpc_response_release(&res);
+		if (ret == YERR(NOT_FOUND) || attempt >= CHUNK_TRIES) {
+			if (attempt > 1) {
+				char *why = xstrdup(eb->msg);
+				error(eb, ret, "%s (after %d tries)", why, attempt);
+				free(why);
+			}
+			break;
+		}
+	}
+	free(url);
+	return ret;
+}
+
+static int yard_file(struct run *r, struct httpc *h, const char *root, json_t *f, struct errbuf *eb)
+{
+	const char *rel = json_string_value(json_object_get(f, "path"));
+	json_t *size = json_object_get(f, "size"), *mode = json_object_get(f, "mode");
+	json_t *chunks = json_object_get(f, "chunks"), *c;
+	uint64_t written = 0;
+	size_t i;
+	int ret = 0;
+
+	if (!rel || !stage_path_valid(rel))
+		return error(eb, YERR(BAD_REQUEST), "the manifest names a refused path '%s'", rel ? rel : "(none)");
+	if (!json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mode) ||
+	    json_integer_value(mode) < 0 || json_integer_value(mode) > 0777 || !json_is_array(chunks))
+		return error(eb, YERR(BAD_REQUEST), "the manifest's entry for '%s' is malformed", rel);
+	if ((ret = mkdirs_for(root, rel, eb)))
+		return ret;
+	char *path = xasprintf("%s/%s", root, rel);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		ret = io_error(eb, "create", path);
+		free(path);
+		return ret;
+	}
+	json_array_foreach(chunks, i, c) {
+		if (!json_is_string(c)) {
+			ret = error(eb, YERR(BAD_REQUEST), "the manifest's chunks of '%s' are malformed", rel);
+			break;
+		}
+		if ((ret = yard_chunk(r, h, json_string_value(c), fd, path, &written, eb)))
+			break;
+	}
+	if (!ret && written != (uint64_t)json_integer_value(size))
+		ret = error(eb, YERR(IO), "'%s' has %" PRIu64 " bytes, the manifest says %" JSON_INTEGER_FORMAT,
+			    rel, written, json_integer_value(size));
+	if (!ret && fsync(fd) < 0)
+		ret = io_error(eb, "write", path);
+	/* the manifest's permission bits, less every write bit: entries are shared */
+	if (!ret && fchmod(fd, (mode_t)json_integer_value(mode) & 0555) < 0)
+		ret = io_error(eb, "chmod", path);
+	close(fd);
+	free(path);
+	return ret;
+}
+
+static int stage_yard(struct run *r, const json_t *d, char **key_out, struct errbuf *eb)
+{
+	const struct stage_config *cfg = r->cfg;
+	const char *digest = json_string_value(json_object_get(d, "digest"));
+	const char *hex = digest && !strncmp(digest, "sha256:", 7) ? digest + 7 : NULL;
+	json_int_t size = json_integer_value(json_object_get(d, "size"));
+	struct httpc h;
+	struct httpc_response res;
+	json_t *manifest = NULL, *f;
+	char got[SHA256_HEX_LEN + 1];
+	char *partial = NULL;
+	size_t i;
+	int ret;
+
+	if (!is_hex64(hex))
+		return error(eb, YERR(BAD_REQUEST), "bad manifest digest '%s'", digest ? digest : "(none)");
+	char *key = xasprintf("yard-%s", hex);
+	if (size > 0)
+		r->total += (uint64_t)size;
+	if (cache_hold(cfg->cache, key)) {
+		r->staged += size > 0 ? (uint64_t)size : 0;
+		*key_out = key;
+		return 0;
+	}
+	if ((ret = cache_reserve(cfg->cache, size > 0 ? (uint64_t)size : 0, eb))) {
+		free(key);
+		return ret;
+	}
+	httpc_init(&h, cfg->master_url, cfg->token);
+	h.timeout_ms = 120000;
+	char *url = xasprintf("/v1/manifests/%s", digest);
+	ret = yard_get(&h, url, &res, eb);
+	free(url);
+	if (!ret) {
+		json_error_t je;
+		manifest = json_loadb(res.body.buf, res.body.len, 0, &je);
+		if (!manifest)
+			ret = error(eb, YERR(BAD_REQUEST), "the manifest is not JSON: %s", je.text);
+	}
+	httpc_response_release(&res);
+	if (ret)
+		goto out;
+	char *text = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
+	sha256_hex(text, strlen(text), got);
+	r->out->transferred += strlen(text);
+	free(text);
+	if (strcmp(got, hex)) {
+		ret = error(eb, YERR(IO), "checksum mismatch: the manifest arrived as 'sha256:%s'", got);
+		goto out;
+	}
+	partial = cache_partial_path(cfg->cache, key);
+	rm_rf(partial);
+	if (mkdir_p(partial, 0755) < 0) {
+		ret = io_error(eb, "create", partial);
+		goto out;
+	}
+	if (!json_is_array(json_object_get(manifest, "files"))) {
+		ret = error(eb, YERR(BAD_REQUEST), "the manifest lacks 'files'");
+		goto out;
+	}
+	json_array_foreach(json_object_get(manifest, "files"), i, f)
+		if ((ret = yard_file(r, &h, partial, f, eb)))
+			goto out;
+	uint64_t have = 0;
+	cache_measure(partial, &have);
+	ret = cache_commit(cfg->cache, key, have, eb);
+out:
+	httpc_release(&h);
+	cache_unreserve(cfg->cache, size > 0 ? (uint64_t)size : 0);
+	if (ret && partial)
+		rm_rf(partial);
+	free(partial);
+	json_decref(manifest);
+	if (ret)
+		free(key);
+	else
+		*key_out = key;
+	return ret;
+}
+
+/* ---- s3: ListObjectsV2 and GETs, path-style, SigV4 by libcurl ---- */
+
+struct s3_object {
+	char *key, *etag;
+	uint64_t size;
+};
+
+struct s3_listing {
+	struct s3_object *v;
+	size_t n, alloc;
+	uint64_t size;
+};
+
+static void s3_listing_release(struct s3_listing *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].key);
+		free(l->v[i].etag);
+	}
+	free(l->v);
+}
+
+static const char *node_name(xmlNode *n)
+{
+	return (const char *)n->name;
+}
+
+static char *node_text(xmlNode *n)
+{
+	xmlChar *t = xmlNodeGetContent(n);
+	char *s = xstrdup(t ? (const char *)t : "");
+	xmlFree(t);
+	return s;
+}
+
+/* Parses one page of a ListObjectsV2 reply: appends its objects, and sets
+ * *next to the continuation token when the listing is truncated. */
+static int s3_parse_page(const struct strbuf *body, struct s3_listing *l, char **next, struct errbuf *eb)
+{
+	xmlDoc *doc = xmlReadMemory(body->buf, (int)body->len, "list.xml", NULL,
+				    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+	bool truncated = false;
+	int ret = 0;
+
+	*next = NULL;
+	if (!root || strcmp(node_name(root), "ListBucketResult")) {
+		ret = error(eb, YERR(BAD_REQUEST), "the store's listing is not a ListBucketResult");
+		goto out;
+	}
+	for (xmlNode *n = root->children; n; n = n->next) {
+		if (n->type != XML_ELEMENT_NODE)
+			continue;
+		if (!strcmp(node_name(n), "IsTruncated")) {
+			char *t = node_text(n);
+			truncated = !strcmp(t, "true");
+			free(t);
+		} else if (!strcmp(node_name(n), "NextContinuationToken")) {
+			free(*next);
+			*next = node_text(n);
+		} else if (!strcmp(node_name(n), "Contents")) {
+			struct s3_object o = { NULL, NULL, 0 };
+			char *size = NULL;
+			for (xmlNode *k = n->children; k; k = k->next) {
+				if (k->type != XML_ELEMENT_NODE)
+					continue;
+				if (!strcmp(node_name(k), "Key") && !o.key)
+					o.key = node_text(k);
+				else if (!strcmp(node_name(k), "ETag") && !o.etag)
+					o.etag = node_text(k);
+				else if (!strcmp(node_name(k), "Size") && !size)
+					size = node_text(k);
+			}
+			if (!o.key || !size || parse_u64_str(size, &o.size) < 0) {
+				free(o.key);
+				free(o.etag);
+				free(size);
+				ret = error(eb, YERR(BAD_REQUEST), "the store's listing has an object without a key or size");
+				goto out;
+			}
+			free(size);
+			if (!o.etag)
+				o.etag = xstrdup("");
+			ALLOC_GROW(l->v, l->n + 1, l->alloc);
+			l->v[l->n++] = o;
+			l->size += o.size;
+		}
+	}
+	if (!truncated) {
+		free(*next);
+		*next = NULL;
+	} else if (!*next) {
+		ret = error(eb, YERR(BAD_REQUEST), "the store's listing is truncated without a continuation token");
+	}
+out:
+	if (doc)
+		xmlFreeDoc(doc);
+	return ret;
+}
+
+static char *s3_escape(const char *s)
+{
+	char *e = curl_easy_escape(NULL, s, 0);
+	char *r = xstrdup(e ? e : "");
+	curl_free(e);
+	return r;
+}
+
+/* An object key escaped for a URL path: every byte but unreserved ones and '/'. */
+static char *key_escape(const char *key)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+		if (isalnum(*p) || strchr("-._~/", *p))
+			strbuf_addch(&sb, *p);
+		else
+			strbuf_addf(&sb, "%%%02X", *p);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+static int s3_list(struct run *r, const char *bucket, const char *prefix, struct s3_listing *l,
+		   struct errbuf *eb)
+{
+	char *token = NULL;
+	int ret = 0;
+	const char *ep = r->cfg->s3_endpoint;
+	size_t eplen = strlen(ep);
+	while (eplen && ep[eplen - 1] == '/')
+		eplen--;
+	for (int page = 0;; page++) {
+		struct strbuf body = STRBUF_INIT;
+		struct sink s = { .r = r, .fd = -1, .mem = &body };
+		char *p = s3_escape(prefix);
+		char *t = token ? s3_escape(token) : NULL;
+		char *url = t ? xasprintf("%.*s/%s?continuation-token=%s&list-type=2&prefix=%s", (int)eplen, ep,
+					  bucket, t, p)
+			      : xasprintf("%.*s/%s?list-type=2&prefix=%s", (int)eplen, ep, bucket, p);
+		long status = 0;
+		free(p);
+		free(t);
+		ret = curl_get(r, url, true, &s, &status, eb);
+		if (!ret && status != 200) {
+			ret = error(eb, status == 404 ? YERR(NOT_FOUND) : status == 403 ? YERR(FORBIDDEN) : YERR(UNAVAILABLE),
+				    "listing '%s' answered HTTP %ld%s%.200s", url, status, body.len ? ": " : "", body.buf);
+		}
+		free(url);
+		free(token);
+		token = NULL;
+		if (!ret)
+			ret = s3_parse_page(&body, l, &token, eb);
+		strbuf_release(&body);
+		if (ret || !token)
+			break;
+		if (page > 100000) {
+			ret = error(eb, YERR(BAD_REQUEST), "the store's listing never ends");
+			break;
+		}
+	}
+	free(token);
+	return ret;
+}
+
+static int s3_object(struct run *r, const char *bucket, const char *root, const char *rel,
+		     const struct s3_object *o, struct errbuf *eb)
+{
+	const char *ep = r->cfg->s3_endpoint;
+	size_t eplen = strlen(ep);
+	int ret;
+	long status = 0;
+	while (eplen && ep[eplen - 1] == '/')
+		eplen--;
+	if ((ret = mkdirs_for(root, rel, eb)))
+		return ret;
+	char *path = xasprintf("%s/%s", root, rel);
+	char *k = key_escape(o->key);
+	char *url = xasprintf("%.*s/%s/%s", (int)eplen, ep, bucket, k);
+	free(k);
+	struct sink s = { .r = r, .path = path };
+	s.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s.fd < 0) {
+		ret = io_error(eb, "create", path);
+		goto out;
+	}
+	s.md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(s.md, EVP_md5(), NULL);
+	ret = curl_get(r, url, true, &s, &status, eb);
+	if (!ret && status != 200)
+		ret = error(eb, YERR(UNAVAILABLE), "GET '%s' answered HTTP %ld", o->key, status);
+	if (!ret && s.got != o->size)
+		ret = error(eb, YERR(IO), "object '%s' arrived with %" PRIu64 " bytes, the listing says %" PRIu64,
+			    o->key, s.got, o->size);
+	/* a plain ETag is the object's MD5; a multipart one ("...-N") is not */
+	char etag[64];
+	snprintf(etag, sizeof(etag), "%s", o->etag[0] == '"' ? o->etag + 1 : o->etag);
+	if (strlen(etag) && etag[strlen(etag) - 1] == '"')
+		etag[strlen(etag) - 1] = '\0';
+	if (!ret && strlen(etag) == 32 && strspn(etag, "0123456789abcdefABCDEF") == 32) {
+		unsigned char md[EVP_MAX_MD_SIZE];
+		unsigned mdlen = 0;
+		char hex[33];
+		EVP_DigestFinal_ex(s.md, md, &mdlen);
+		for (unsigned i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		if (strcasecmp(hex, etag))
+			ret = error(eb, YERR(IO), "checksum mismatch: object '%s' has MD5 %s, its ETag says %s",
+				    o->key, hex, etag);
+	}
+	if (!ret && fsync(s.fd) < 0)
+		ret = io_error(eb, "write", path);
+	if (!ret && fchmod(s.fd, 0444) < 0)
+		ret = io_error(eb, "chmod", path);
+	close(s.fd);
+	EVP_MD_CTX_free(s.md);
+out:
+	free(url);
+	free(path);
+	return ret;
+}
+
+static int stage_s3(struct run *r, const char *source, char **key_out, struct errbuf *eb)
+{
+	const struct stage_config *cfg = r->cfg;
+	struct s3_listing l = { NULL, 0, 0, 0 };
+	char *partial = NULL, *key = NULL, *prefix;
+	char hex[SHA256_HEX_LEN + 1];
+	bool reserved = false;
+	int ret = 0;
+
+	if (!cfg->s3_endpoint)
+		return error(eb, YERR(BAD_REQUEST), "this agent has no S3 store (--s3-endpoint)");
+	const char *b = source + 5, *slash = strchr(b, '/');
+	char *bucket = slash ? xstrndup(b, (size_t)(slash - b)) : xstrdup(b);
+	/* the prefix is a directory: s3://b/p stages the objects under "p/" */
+	const char *p = slash ? slash + 1 : "";
+	size_t plen = strlen(p);
+	while (plen && p[plen - 1] == '/')
+		plen--;
+	prefix = plen ? xasprintf("%.*s/", (int)plen, p) : xstrdup("");
+	if (!*bucket || strspn(bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(bucket)) {
+		ret = error(eb, YERR(BAD_REQUEST), "bad bucket '%s'", bucket);
+		goto out;
+	}
+	if ((ret = s3_list(r, bucket, prefix, &l, eb)))
+		goto out;
+	/* the content key: every object's key, size and ETag, in order */
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < l.n; i++) {
+		const char *rel = l.v[i].key + (strncmp(l.v[i].key, prefix, strlen(prefix)) ? 0 : strlen(prefix));
+		if (strncmp(l.v[i].key, prefix, strlen(prefix)) || !stage_path_valid(rel)) {
+			ret = error(eb, YERR(BAD_REQUEST), "object key '%s' would escape the entry", l.v[i].key);
+			strbuf_release(&sb);
+			goto out;
+		}
+		strbuf_addf(&sb, "%s\n%" PRIu64 "\n%s\n", l.v[i].key, l.v[i].size, l.v[i].etag);
+	}
+	sha256_hex(sb.buf, sb.len, hex);
+	strbuf_release(&sb);
+	key = xasprintf("s3-%s", hex);
+	r->total += l.size;
+	if (cache_hold(cfg->cache, key)) {
+		r->staged += l.size;
+		goto out;
+	}
+	if ((ret = cache_reserve(cfg->cache, l.size, eb)))
+		goto out;
+	reserved = true;
+	progress(r, true);
+	partial = cache_partial_path(cfg->cache, key);
+	rm_rf(partial);
+	if (mkdir_p(partial, 0755) < 0) {
+		ret = io_error(eb, "create", partial);
+		goto out;
+	}
+	for (size_t i = 0; i < l.n && !ret; i++) {
+		if (cancelled(r))
+			ret = error(eb, YERR(UNAVAILABLE), "stopped");
+		else
+			ret = s3_object(r, bucket, partial, l.v[i].key + strlen(prefix), &l.v[i], eb);
+	}
+	if (!ret)
+		ret = cache_commit(cfg->cache, key, l.size, eb);
+out:
+	if (reserved)
+		cache_unreserve(cfg->cache, l.size);
+	if (ret && partial)
+		rm_rf(partial);
+	free(partial);
+	free(prefix);
+	free(bucket);
+	s3_listing_release(&l);
+	if (ret)
+		free(key);
+	else
+		*key_out = key;
+	return ret;
+}
+
+/* ---- https/http: one file, its sha256 given ---- */
+
+static int stage_https(struct run *r, const json_t *d, const char *source, char **key_out, struct errbuf *eb)
+{
+	const struct stage_config *cfg = r->cfg;
+	const char *sum = json_string_value(json_object_get(d, "sha256"));
+	char got[SHA256_HEX_LEN + 1];
+	long status = 0;
+	int ret = 0;
+
+	if (!is_hex64(sum))
+		return error(eb, YERR(BAD_REQUEST), "'sha256' must be 64 lowercase hex digits");
+	char *key = xasprintf("https-%s", sum);
+	if (cache_hold(cfg->cache, key)) {
+		*key_out = key;
+		return 0;
+	}
+	/* the file keeps the URL's last path component as its name */
+	const char *path = strchr(source + strlen("https://") - (source[4] == ':'), '/');
+	size_t n = path ? strcspn(path, "?#") : 0;
+	const char *last = path ? path : "";
+	for (size_t i = 0; i < n; i++)
+		if (path[i] == '/')
+			last = path + i + 1;
+	char *name = xstrndup(last, path ? (size_t)(path + n - last) : 0);
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		free(name);
+		name = xstrdup("download");
+	}
+	char *partial = cache_partial_path(cfg->cache, key);
+	char *file = xasprintf("%s/%s", partial, name);
+	struct sink s = { .r = r, .path = file, .fd = -1 };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	rm_rf(partial);
+	if (mkdir_p(partial, 0755) < 0) {
+		ret = io_error(eb, "create", partial);
+		goto out;
+	}
+	s.fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (s.fd < 0) {
+		ret = io_error(eb, "create", file);
+		goto out;
+	}
+	s.md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(s.md, EVP_sha256(), NULL);
+	ret = curl_get(r, source, false, &s, &status, eb);
+	if (!ret && status != 200)
+		ret = error(eb, YERR(UNAVAILABLE), "GET answered HTTP %ld", status);
+	if (!ret) {
+		EVP_DigestFinal_ex(s.md, md, &mdlen);
+		for (unsigned i = 0; i < 32; i++)
+			snprintf(got + 2 * i, 3, "%02x", md[i]);
+		if (strcmp(got, sum))
+			ret = error(eb, YERR(IO), "checksum mismatch: sha256 %s, expected %s", got, sum);
+	}
+	if (!ret && fsync(s.fd) < 0)
+		ret = io_error(eb, "write", file);
+	if (!ret && fchmod(s.fd, 0444) < 0)
+		ret = io_error(eb, "chmod", file);
+	/* the size is known only now: make room for it before it counts */
+	if (!ret && !(ret = cache_reserve(cfg->cache, s.got, eb))) {
+		ret = cache_commit(cfg->cache, key, s.got, eb);
+		cache_unreserve(cfg->cache, s.got);
+	}
+out:
+	if (s.fd >= 0)
+		close(s.fd);
+	EVP_MD_CTX_free(s.md);
+	if (ret)
+		rm_rf(partial);
+	free(partial);
+	free(file);
+	free(name);
+	if (ret)
+		free(key);
+	else
+		*key_out = key;
+	return ret;
+}
+
+/* ---- the task's data dir ---- */
+
+/* Makes DATA_DIR/MOUNT point at target: a symlink, or an empty mount point
+ * (a dir, or a file when target is one) and a bind. */
+static int link_mount(struct run *r, const char *data_dir, const char *mount, const char *target,
+		      struct errbuf *eb)
+{
+	struct stat st;
+	int ret = 0;
+	if ((ret = mkdirs_for(data_dir, mount, eb)))
+		return ret;
+	char *link = xasprintf("%s/%s", data_dir, mount);
+	if (lstat(link, &st) == 0)
+		rm_rf(link); /* a restart staging again */
+	if (r->cfg->symlinks) {
+		if (symlink(target, link) < 0)
+			ret = io_error(eb, "link", link);
+	} else {
+		bool dir = stat(target, &st) == 0 && S_ISDIR(st.st_mode);
+		int fd = dir ? mkdir(link, 0755) : open(link, O_WRONLY | O_CREAT | O_CLOEXEC, 0444);
+		if (fd < 0)
+			ret = io_error(eb, "create", link);
+		else if (!dir)
+			close(fd);
+		if (!ret)
+			json_array_append_new(r->out->binds, json_pack("[s,s]", target, link));
+	}
+	free(link);
+	return ret;
+}
+
+static int stage_one(struct run *r, const json_t *d, const char *data_dir, struct errbuf *eb)
+{
+	const char *kind = json_string_value(json_object_get(d, "kind"));
+	const char *source = json_string_value(json_object_get(d, "source"));
+	const char *mount = json_string_value(json_object_get(d, "mount"));
+	char *key = NULL, *target = NULL;
+	int ret;
+
+	if (!kind || !source || !mount)
+		return error(eb, YERR(BAD_REQUEST), "the entry lacks 'kind', 'source' or 'mount'");
+	if (!mount_valid(mount))
+		return error(eb, YERR(BAD_REQUEST), "refused mount '%s'", mount);
+	if (!strcmp(kind, "file")) {
+		const char *path = !strncmp(source, "file://", 7) ? source + 7 : "";
+		struct stat st;
+		if (path[0] != '/' || (path[1] && !stage_path_valid(path + 1)))
+			return error(eb, YERR(BAD_REQUEST), "refused path '%s'", path);
+		if (stat(path, &st) < 0)
+			return error(eb, YERR(NOT_FOUND), "'%s' does not exist on this node: %s", path, strerror(errno));
+		return link_mount(r, data_dir, mount, path, eb);
+	}
+	if (!strcmp(kind, "yard"))
+		ret = stage_yard(r, d, &key, eb);
+	else if (!strcmp(kind, "s3") && !strncmp(source, "s3://", 5))
+		ret = stage_s3(r, source, &key, eb);
+	else if (!strcmp(kind, "https") && (!strncmp(source, "https://", 8) || !strncmp(source, "http://", 7)))
+		ret = stage_https(r, d, source, &key, eb);
+	else
+		ret = error(eb, YERR(BAD_REQUEST), "unknown kind '%s'", kind);
+	if (ret)
+		return ret;
+	json_array_append_new(r->out->keys, json_string(key));
+	target = cache_entry_path(r->cfg->cache, key);
+	ret = link_mount(r, data_dir, mount, target, eb);
+	free(target);
+	free(key);
+	return ret;
+}
+
+void stage_result_init(struct stage_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->keys = json_array();
+	r->binds = json_array();
+}
+
+void stage_result_release(struct stage_result *r)
+{
+	json_decref(r->keys);
+	json_decref(r->binds);
+	memset(r, 0, sizeof(*r));
+}
+
+void stage_unhold(struct cache *c, const json_t *keys)
+{
+	size_t i;
+	json_t *k;
+	json_array_foreach(keys, i, k)
+		if (json_is_string(k))
+			cache_unhold(c, json_string_value(k));
+}
+
+int stage_data(const struct stage_config *cfg, const json_t *data, const char *data_dir,
+	       struct stage_result *out, struct errbuf *eb)
+{
+	struct run r = { .cfg = cfg, .out = out, .eb = eb };
+	size_t i;
+	json_t *d;
+	int ret = 0;
+
+	if (mkdir_p(data_dir, 0755) < 0)
+		return io_error(eb, "create", data_dir);
+	/* the yard sizes are known up front, so the first report has a total */
+	json_array_foreach(data, i, d)
+		if (json_integer_value(json_object_get(d, "size")) > 0)
+			r.total += (uint64_t)json_integer_value(json_object_get(d, "size"));
+	progress(&r, true);
+	r.total = 0; /* each entry adds its own as it goes */
+	json_array_foreach(data, i, d) {
+		struct errbuf why = ERRBUF_INIT;
+		if ((ret = stage_one(&r, d, data_dir, &why))) {
+			const char *src = json_string_value(json_object_get(d, "source"));
+			error(eb, ret, "data[%zu] (%s): %s", i, src ? src : "?", why.msg);
+			break;
+		}
+	}
+	if (ret) {
+		stage_unhold(cfg->cache, out->keys);
+		json_array_clear(out->keys);
+		json_array_clear(out->binds);
+	}
+	out->staged = r.staged;
+	progress(&r, true);
+	return ret;
+}
+
+int stage_s3_credentials(const char *path, char **key, char **secret, struct errbuf *eb)
+{
+	struct strbuf sb = STRBUF_INIT;
+	*key = *secret = NULL;
+	if (strbuf_read_file(&sb, path, 65536) < 0)
+		return error(eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
+	for (char *line = sb.buf; *line;) {
+		size_t n = strcspn(line, "\r\n");
+		char *eq = memchr(line, '=', n);
+		if (eq) {
+			size_t kl = (size_t)(eq - line);
+			char *val = xstrndup(eq + 1, n - kl - 1);
+			if (kl == 17 && !strncmp(line, "AWS_ACCESS_KEY_ID", kl)) {
+				free(*key);
+				*key = val;
+			} else if (kl == 21 && !strncmp(line, "AWS_SECRET_ACCESS_KEY", kl)) {
+				free(*secret);
+				*secret = val;
+			} else {
+				free(val);
+			}
+		}
+		line += n;
+		while (*line == '\r' || *line == '\n')
+			line++;
+	}
+	strbuf_release(&sb);
+	if (!*key || !*secret) {
+		free(*key);
+		free(*secret);
+		*key = *secret = NULL;
+		return error(eb, YERR(BAD_REQUEST), "'%s' lacks AWS_ACCESS_KEY_ID or AWS_SECRET_ACCESS_KEY", path);
+	}
+	return 0;
+}
