@@ -9,8 +9,8 @@ Keys that would escape an entry (`../`) cannot be stored in s3rver (it
 normalises them), so that refusal is tested in tests/unit/agent/test_stage.c
 against a fake store.
 
-Until the master accepts `data:` in a spec (the master side of issue 6),
-these tests are skipped with that reason."""
+yard:// data goes the whole way: `yard data push` to the master, staged by
+two agents from the master's chunk store, verified by the tasks."""
 import hashlib
 import json
 import os
@@ -61,8 +61,6 @@ def s3_args(c, endpoint, extra=()):
 
 def submit_data_job(c, name, source, command):
     status, job = c.api.submit(spec(command, name=name, data=[{"source": source, "mount": "raw"}]))
-    if status == 400 and "data" in json.dumps(job):
-        raise Skip("the master does not accept data: yet (issue 6, master side): " + json.dumps(job))
     check_eq(status, 201, f"submission of {name}: {job}")
     return job["id"]
 
@@ -90,13 +88,13 @@ def test_s3_staged_verified_and_cached():
             c.start_agent("n1", gpus="none", extra=s3_args(c, s3.url))
             j1 = submit_data_job(c, "first", "s3://bkt/pre", SUMS_CMD)
             check_eq(c.api.wait_job(j1)["state"], "succeeded", "the first job")
-            check_eq(c.api.log(j1), expected_sums(), "the staged objects' content, as the task sees it")
+            check_eq(c.api.log(j1).decode(), expected_sums(), "the staged objects' content, as the task sees it")
             check(re.search(r"staged 1 entries, \d+ bytes of data, [1-9]\d* bytes transferred", agent_log(c)),
                   "the first staging transferred the objects")
             # the same data again: a cache hit
             j2 = submit_data_job(c, "second", "s3://bkt/pre", SUMS_CMD)
             check_eq(c.api.wait_job(j2)["state"], "succeeded", "the second job")
-            check_eq(c.api.log(j2), expected_sums(), "the second job's view of the data")
+            check_eq(c.api.log(j2).decode(), expected_sums(), "the second job's view of the data")
             check(re.search(r"staged 1 entries, \d+ bytes of data, 0 bytes transferred", agent_log(c)),
                   "the second staging transferred nothing")
             cache = os.path.join(c.dir, "agent-n1", "cache")
@@ -121,7 +119,7 @@ def test_s3_eviction_under_a_small_cache():
             for prefix in ("one", "two"):
                 j = submit_data_job(c, prefix, f"s3://bkt/{prefix}", cmd)
                 check_eq(c.api.wait_job(j)["state"], "succeeded", f"the job on {prefix}")
-                check_eq(c.api.log(j).strip(), "600", f"the size of {prefix}/x.bin")
+                check_eq(c.api.log(j).decode().strip(), "600", f"the size of {prefix}/x.bin")
             cache = os.path.join(c.dir, "agent-n1", "cache")
             wait_until(lambda: len([e for e in os.listdir(cache) if e.startswith("s3-")]) == 1, 10,
                        "one entry left under a 1000-byte cache")
@@ -141,3 +139,59 @@ def test_unreachable_store_fails_the_job():
         check_eq(job["state"], "failed", "a job whose store cannot be reached")
         text = json.dumps(job)
         check("staging_failed: data[0] (s3://bkt/pre): cannot reach" in text, f"the reason: {text}")
+
+
+def test_yard_push_versions_and_staging_on_two_agents():
+    """A dataset pushed with the CLI (a file of three chunks among others), a
+    new version after a change, a job of two workers that can only run on
+    two nodes, each staging the version it names from the master and seeing
+    exactly the pushed bytes; then a second job on the same nodes transfers
+    nothing."""
+    with cluster("staging-yard") as c:
+        c.start_master()
+        src = os.path.join(c.dir, "ds")
+        os.makedirs(os.path.join(src, "sub"))
+        big = os.urandom(1 << 20) * 20  # 20 MiB: three 8 MiB chunks
+        files = {"big.bin": big, "small.txt": b"v1\n", "sub/x.txt": b"x" * 1000}
+        for k, v in files.items():
+            with open(os.path.join(src, k), "wb") as f:
+                f.write(v)
+        r = c.cli("data", "push", src, "digits", "--output", "json", check_rc=0)
+        v1 = json.loads(r.stdout)
+        check_eq((v1["version"], v1["created"]), (1, True), f"first push: {v1}")
+        r = c.cli("data", "push", src, "digits", "--output", "json", check_rc=0)
+        check_eq((json.loads(r.stdout)["version"], json.loads(r.stdout)["created"]), (1, False),
+                 "an unchanged push makes no version")
+        with open(os.path.join(src, "small.txt"), "wb") as f:
+            f.write(b"v2\n")
+        files["small.txt"] = b"v2\n"
+        r = c.cli("data", "push", src, "digits", "--output", "json", check_rc=0)
+        v2 = json.loads(r.stdout)
+        check_eq((v2["version"], v2["created"], v2["uploaded"]), (2, True, 1),
+                 f"a changed file makes version 2 and uploads only its chunk: {v2}")
+
+        for n in ("n1", "n2"):
+            c.start_agent(n, gpus="sim:1")
+        cmd = ["/bin/sh", "-c", 'cd "$YARD_DATA_DIR/raw" && sha256sum big.bin small.txt sub/x.txt']
+        want = "".join(f"{hashlib.sha256(files[k]).hexdigest()}  {k}\n" for k in ("big.bin", "small.txt", "sub/x.txt"))
+        jobs = []
+        for name in ("first", "second"):
+            status, job = c.api.submit(spec(cmd, name=name, replicas=2, gpus=1,
+                                            data=[{"source": "yard://digits@2", "mount": "raw"}]))
+            check_eq(status, 201, f"submit {name}: {job}")
+            doc = c.api.wait_job(job["id"], timeout=120)
+            check_eq(doc["state"], "succeeded", f"job {name}: {doc.get('reason')}")
+            check_eq(sorted(t["node"] for t in doc["tasks"]), ["n1", "n2"], "one worker per node")
+            for i in range(2):
+                check_eq(c.api.log(job["id"], task=f"worker/{i}").decode(), want,
+                         f"{name} worker/{i} sees the pushed bytes of version 2")
+            jobs.append(job["id"])
+        for n in ("n1", "n2"):
+            log = agent_log(c, n)
+            transferred = [int(x) for x in re.findall(r"staged 1 entries, \d+ bytes of data, (\d+) bytes transferred", log)]
+            check_eq(len(transferred), 2, f"{n} staged twice: {transferred}")
+            check(transferred[0] >= len(big), f"{n}: the first staging fetched the data ({transferred[0]})")
+            check_eq(transferred[1], 0, f"{n}: the second job on the node transferred nothing")
+        # once no job that names it is left, a version can be deleted
+        status, doc = c.api.json("DELETE", "/v1/datasets/digits/2")
+        check_eq(status, 200, f"delete of an unused version: {doc}")
