@@ -443,6 +443,25 @@ void jobs_restore_leases(struct master *m)
 
 /* ---- scheduling ---- */
 
+/* The node-cache keys of j's yard data ("yard-HEX", docs/datasets.md), for
+ * locality; NULL when it has none. Caller frees the strings and the array. */
+static char **job_data_keys(const struct job *j, size_t *n)
+{
+	char **keys = NULL;
+	size_t i;
+	json_t *d;
+	*n = 0;
+	json_array_foreach(j->data, i, d) {
+		const char *digest = json_string_value(json_object_get(d, "digest"));
+		if (!digest || strncmp(digest, "sha256:", 7))
+			continue;
+		if (!keys)
+			keys = xcalloc(json_array_size(j->data) + 1, sizeof(*keys));
+		keys[(*n)++] = xasprintf("yard-%s", digest + 7);
+	}
+	return keys;
+}
+
 /* sn describes n whole, every GPU free; sched_account_use subtracts what runs.
  * sn->labels is allocated: the caller frees it. */
 static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus)
@@ -455,6 +474,8 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 	sn->nlabels = n->nlabels;
 	sn->pool = n->pool;
 	sn->containers = (n->runtimes & NODE_RT_DOCKER) != 0;
+	sn->cache = (const char *const *)n->cache;
+	sn->ncache = n->ncache;
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
 	sn->gpus = gpus;
@@ -949,6 +970,7 @@ void jobs_schedule(struct master *m)
 					     .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
 					     .labels = spec_sched_labels(j->spec),
 					     .nlabels = j->spec->nlabels, .image = j->spec->image };
+		sj[nq].data_keys = (const char *const *)job_data_keys(j, &sj[nq].ndata_keys);
 		qj[nq++] = j;
 	}
 	/* the policy orders the queue and may hold jobs back; placement places
@@ -1010,6 +1032,9 @@ void jobs_schedule(struct master *m)
 	for (size_t i = 0; i < nq; i++) {
 		free((void *)sj[i].tasks);
 		free((void *)sj[i].labels);
+		for (size_t k = 0; k < sj[i].ndata_keys; k++)
+			free((void *)sj[i].data_keys[k]);
+		free((void *)sj[i].data_keys);
 		free(jt[i]);
 	}
 	for (size_t i = 0; i < m->nnodes; i++) {

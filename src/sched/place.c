@@ -448,18 +448,32 @@ static bool room_for(const struct pnode *p, uint64_t cpus, uint64_t mem, struct 
 	return true;
 }
 
+/* How many of the job's data keys the node holds (a few of each: a scan). */
+static unsigned data_held(const struct sched_node *n, const struct sched_job *j)
+{
+	unsigned held = 0;
+	for (size_t k = 0; k < j->ndata_keys; k++)
+		for (size_t c = 0; c < n->ncache; c++)
+			if (!strcmp(j->data_keys[k], n->cache[c])) {
+				held++;
+				break;
+			}
+	return held;
+}
+
 /* The node that best holds g GPUs, cpus and mem at once: fewest islands
- * (relative to the fewest that node could ever give), then fewest free GPUs. */
+ * (relative to the fewest that node could ever give), then fewest free GPUs;
+ * among nodes equal in both, the one holding most of the job's data. */
 static uint32_t find_single(struct place_state *s, const struct sched_job *j, unsigned g,
 			    uint64_t cpus, uint64_t mem, struct attempt *a)
 {
 	uint32_t best = NONE;
-	unsigned best_isl = UINT_MAX, best_extra = UINT_MAX, scanned = 0;
+	unsigned best_isl = UINT_MAX, best_extra = UINT_MAX, best_held = 0, best_b = 0, scanned = 0;
 
 	for (unsigned b = g; b <= s->maxg; b++) {
 		for (uint32_t i = s->cur->head[b]; i != NONE; i = s->n[i].next) {
 			const struct pnode *p = &s->n[i];
-			unsigned isl = 0, ideal = 0;
+			unsigned isl = 0, ideal = 0, held = 0;
 
 			if (best != NONE && ++scanned > PLACE_SCAN_CAP)
 				return best;
@@ -474,14 +488,22 @@ static uint32_t find_single(struct place_state *s, const struct sched_job *j, un
 				isl = island_plan(s->isl_a, p->nisl, g, s->isl_used, NULL);
 				ideal = island_plan(s->isl_b, p->nisl, g, s->isl_used, NULL);
 			}
-			if (isl - ideal < best_extra || (isl - ideal == best_extra && isl < best_isl)) {
+			if (j->ndata_keys)
+				held = data_held(&s->in->nodes[i], j);
+			if (isl - ideal < best_extra || (isl - ideal == best_extra && isl < best_isl) ||
+			    (isl - ideal == best_extra && isl == best_isl && b == best_b && held > best_held)) {
 				best = i;
 				best_isl = isl;
 				best_extra = isl - ideal;
+				best_held = held;
+				best_b = b;
 			}
-			if (!best_extra)
+			/* nothing better in this bucket, or above it, that costs nothing else */
+			if (!best_extra && best_held == j->ndata_keys)
 				return best;
 		}
+		if (best != NONE && !best_extra)
+			return best;
 	}
 	return best;
 }

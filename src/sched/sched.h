@@ -53,6 +53,8 @@ struct sched_node {
 	const struct sched_label *labels; /* borrowed */
 	size_t nlabels;
 	bool containers;         /* has a container runtime: may run jobs with an image */
+	const char *const *cache; /* borrowed: content keys of the data the node holds */
+	size_t ncache;
 };
 
 /* One task of a job: what it needs on one node. */
@@ -83,6 +85,10 @@ struct sched_job {
 	const char *image;       /* borrowed; the job's container image, or NULL: it
 	                          * runs on any node, else only on nodes with
 	                          * containers */
+	/* borrowed: content keys of the job's data (docs/datasets.md); among
+	 * placements that are otherwise equal, nodes holding more of them win */
+	const char *const *data_keys;
+	size_t ndata_keys;
 };
 
 struct sched_input {

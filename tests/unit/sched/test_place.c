@@ -110,6 +110,44 @@ static void test_best_fit_smallest_block(void **state)
 	(void)state;
 }
 
+/* Locality: among nodes equal in fit, the one holding the job's data; never
+ * a worse fit for it. */
+static void test_data_locality_breaks_ties_only(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[1];
+	struct sched_wait why;
+	static const char *const held[] = { "s3-aa", "yard-abc" };
+	static const char *const keys[] = { "yard-abc" };
+
+	add(&c, 8, 4, 0); /* 4 free */
+	add(&c, 8, 4, 0)->cache = held; /* 4 free, holds the data */
+	c.nodes[1].ncache = 2;
+	add(&c, 8, 0, 0)->cache = held; /* 8 free, holds it too: a worse fit */
+	c.nodes[2].ncache = 2;
+	struct sched_job *j = mkjob(&o, 1, 4);
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 0); /* without data: the first of the equal fits */
+	free_starts(st, 1);
+
+	j->data_keys = keys;
+	j->ndata_keys = 1;
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 1); /* the equal fit that holds the data */
+	free_starts(st, 1);
+
+	/* a job of 5 GPUs fits only the empty node: data elsewhere does not matter */
+	j = mkjob(&o, 1, 5);
+	j->data_keys = keys;
+	j->ndata_keys = 1;
+	c.nodes[2].ncache = 0;
+	assert_true(place1(&c, j, st, &why));
+	assert_int_equal(st[0].node, 2);
+	free_starts(st, 1);
+	(void)state;
+}
+
 static void test_fewest_nodes(void **state)
 {
 	struct cluster c = { 0 };
@@ -599,6 +637,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exact_fit_keeps_empty_node),
 		cmocka_unit_test(test_best_fit_smallest_block),
+		cmocka_unit_test(test_data_locality_breaks_ties_only),
 		cmocka_unit_test(test_fewest_nodes),
 		cmocka_unit_test(test_no_gpu_twice),
 		cmocka_unit_test(test_islands_within_node),
