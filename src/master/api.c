@@ -389,8 +389,14 @@ static void dataset_delete(struct req *r, struct dataset *ds, unsigned n)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *jobs = NULL;
-	char *name = xstrdup(ds->name);
+	char *name;
 
+	/* a team's dataset is its team's to delete (and an admin's) */
+	if (!is_admin(r) && ds->team && (!r->team || strcmp(r->team, ds->team))) {
+		reply_err(r, YERR(FORBIDDEN), "dataset '%s' belongs to team '%s'", ds->name, ds->team);
+		return;
+	}
+	name = xstrdup(ds->name);
 	if (datasets_delete(r->m, ds, n, &jobs, &eb)) {
 		if (jobs)
 			reply_err_with(r, &eb, "jobs", jobs);
@@ -998,8 +1004,8 @@ static const struct route routes[] = {
 	{ "GET", "/v1/datasets", h_datasets_list, PERM_READ, BODY_NONE, "list datasets with their latest version" },
 	{ "GET", "/v1/datasets/{name}", h_dataset_get, PERM_READ, BODY_NONE, "a dataset with its versions" },
 	{ "GET", "/v1/datasets/{name}/{n}", h_dataset_version_get, PERM_READ, BODY_NONE, "one version of a dataset with its manifest" },
-	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, BODY_NONE, "delete a dataset (409 in_use while a live job uses it)" },
-	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, BODY_NONE, "delete one version of a dataset" },
+	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, BODY_NONE, "delete a dataset (its team or admin; 409 in_use while a live job uses it)" },
+	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, BODY_NONE, "delete one version of a dataset (its team or admin)" },
 	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, BODY_NONE, "a dataset manifest by digest (agents stage from it)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, BODY_NONE, "list jobs, newest first (state, user, limit)" },

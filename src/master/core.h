@@ -208,6 +208,8 @@ struct master {
 	struct token *tokens;   /* owned */
 	size_t ntokens, atokens;
 	struct dataset **datasets; /* owned (datasets.h), unordered */
+	json_t *gc_digests;     /* owned or NULL: manifests of versions deleted in the open
+	                         * batch; their chunks go once it is committed */
 	size_t ndatasets, adatasets;
 	struct data_quota *data_quotas; /* owned */
 	size_t ndata_quotas, adata_quotas;

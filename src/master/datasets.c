@@ -498,9 +498,23 @@ int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **j
 				m->datasets[i] = m->datasets[--m->ndatasets];
 		core_dataset_free(ds);
 	}
-	collect_garbage(m, dropped);
+	/* the files go only once the deletion is durable: a failed commit
+	 * reloads these versions, which need their chunks */
+	if (!m->gc_digests)
+		m->gc_digests = json_array();
+	json_array_extend(m->gc_digests, dropped);
 	json_decref(dropped);
 	return 0;
+}
+
+void datasets_collect_garbage(struct master *m, bool committed)
+{
+	if (!m->gc_digests)
+		return;
+	if (committed)
+		collect_garbage(m, m->gc_digests);
+	json_decref(m->gc_digests);
+	m->gc_digests = NULL;
 }
 
 int datasets_resolve(struct master *m, struct job_spec *spec, json_t **out, struct errbuf *eb)

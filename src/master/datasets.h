@@ -53,9 +53,15 @@ json_t *datasets_manifest(const struct master *m, const char *digest);
 /* datasets_delete removes version n of ds (0: all of them, and the
  * dataset), refusing with YERR(IN_USE) while a queued, starting or running
  * job uses it (*jobs_out: an array of their ids, new reference). Chunks and
- * manifests no remaining version references are removed. ds may be freed. */
+ * manifests no remaining version references are removed by
+ * datasets_collect_garbage once the batch is committed. ds may be freed. */
 int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **jobs_out,
 		    struct errbuf *eb);
+
+/* datasets_collect_garbage removes the files of the versions deleted in the
+ * batch just committed (committed: false after a failed commit, which
+ * brought them back: nothing is removed). */
+void datasets_collect_garbage(struct master *m, bool committed);
 
 /* datasets_resolve: for a spec at submit, the resolved data entries of
  * docs/datasets.md (new reference, NULL when the spec has none), pinning

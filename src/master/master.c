@@ -55,6 +55,7 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	}
 	m->txn_open = false;
 	m->batch_err = 0;
+	datasets_collect_garbage(m, rc == 0);
 	if (rc) {
 		struct errbuf leb = ERRBUF_INIT;
 		fprintf(stderr, "yard master: commit failed: %s\n", eb->msg);
@@ -321,6 +322,7 @@ void master_free(struct master *m)
 			m->sops->rollback(m->store);
 		m->sops->close(m->store);
 	}
+	datasets_collect_garbage(m, false);
 	core_clear(m);
 	uv_loop_close(&m->loop);
 	free(m->data_dir);

@@ -115,6 +115,11 @@ def test_datasets_master():
         check("quota" in r.stderr.decode(), f"quota refusal: {r.stderr!r}")
         small = push(c, v3src, "tinyset", "--team", "tiny")
         check_eq((small["version"], small["team"]), (1, "tiny"), "a push under the quota")
+        # a team's dataset is not another user's to delete
+        st, doc = c.api.json("DELETE", "/v1/datasets/tinyset", token=c.user_token("eve"))
+        check_eq(st, 403, f"eve (no team) deletes team tiny's dataset: {doc}")
+        check("tiny" in doc["error"]["message"], f"the refusal names the team: {doc}")
+        c.api.json("GET", "/v1/datasets/tinyset", expect=200)
 
         # a restart keeps datasets
         c.master.kill(signal.SIGKILL)
