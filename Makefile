@@ -15,7 +15,6 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
-	nodejs npm \
 	python3 procps iproute2 curl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark
@@ -31,11 +30,16 @@ help:
 	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
 	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
 
-# Installs only what is missing, so a second run does nothing.
+# Installs only what is missing, so a second run does nothing. Node.js and
+# npm (for s3rver) come from Debian only where no node/npm is on the PATH: a
+# machine with NodeSource's nodejs (which bundles npm) cannot take Debian's
+# npm package.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && \
