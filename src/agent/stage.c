@@ -6,6 +6,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -21,17 +22,24 @@
 #define CHUNK_TRIES 3
 #define PROGRESS_MS 250
 #define LIST_MAX (16u << 20)
+/* Files (yard) or objects (s3) fetched at once: one request at a time leaves
+ * a loopback link mostly idle between many small files. */
+#define STAGE_WORKERS 8
 
-/* One staging run: the config, the progress, the current entry. */
+/* One staging run: the config, the progress, the current entry. The
+ * counters are shared by the workers of an entry (lock). */
 struct run {
 	const struct stage_config *cfg;
 	struct stage_result *out;
+	pthread_mutex_t lock;
 	uint64_t staged, total;
 	uint64_t last_report;    /* mono ms */
+	bool failed;             /* a worker failed: the others stop */
 	struct errbuf *eb;
 };
 
-static void progress(struct run *r, bool force)
+/* Reports progress; the caller holds r->lock (or is the only thread). */
+static void progress_locked(struct run *r, bool force)
 {
 	uint64_t now = mono_ms();
 	if (!r->cfg->progress || (!force && now - r->last_report < PROGRESS_MS))
@@ -40,9 +48,89 @@ static void progress(struct run *r, bool force)
 	r->cfg->progress(r->cfg->progress_arg, r->staged, r->total > r->staged ? r->total : r->staged);
 }
 
+static void progress(struct run *r, bool force)
+{
+	pthread_mutex_lock(&r->lock);
+	progress_locked(r, force);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Counts bytes that arrived (transferred) and that are in place (staged). */
+static void account(struct run *r, uint64_t transferred, uint64_t staged)
+{
+	pthread_mutex_lock(&r->lock);
+	r->out->transferred += transferred;
+	r->staged += staged;
+	progress_locked(r, false);
+	pthread_mutex_unlock(&r->lock);
+}
+
 static bool cancelled(struct run *r)
 {
-	return r->cfg->cancel && *r->cfg->cancel;
+	return (r->cfg->cancel && *r->cfg->cancel) || __atomic_load_n(&r->failed, __ATOMIC_RELAXED);
+}
+
+/* ---- a pool of workers over the items of one entry ---- */
+
+struct pool {
+	struct run *r;
+	size_t n, next;          /* items, the next one to take (under r->lock) */
+	int (*fn)(void *ctx, size_t i, struct errbuf *eb);
+	void *(*ctx_new)(void *arg);
+	void (*ctx_free)(void *ctx);
+	void *arg;
+	int ret;                 /* the first failure */
+	struct errbuf eb;        /* and why */
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool *p = arg;
+	void *ctx = p->ctx_new(p->arg);
+	for (;;) {
+		struct errbuf eb = ERRBUF_INIT;
+		size_t i;
+		pthread_mutex_lock(&p->r->lock);
+		i = p->next < p->n && !p->ret ? p->next++ : p->n;
+		pthread_mutex_unlock(&p->r->lock);
+		if (i >= p->n)
+			break;
+		int ret = cancelled(p->r) ? error(&eb, YERR(UNAVAILABLE), "stopped") : p->fn(ctx, i, &eb);
+		if (ret) {
+			pthread_mutex_lock(&p->r->lock);
+			/* the first real failure, not a worker stopped because of it */
+			if (!p->ret) {
+				p->ret = ret;
+				p->eb = eb;
+			}
+			pthread_mutex_unlock(&p->r->lock);
+			__atomic_store_n(&p->r->failed, true, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	p->ctx_free(ctx);
+	return NULL;
+}
+
+/* Runs fn over items 0..n-1 on up to STAGE_WORKERS threads, each with its
+ * own context (a connection); the first failure stops the rest. */
+static int pool_run(struct pool *p, struct errbuf *eb)
+{
+	pthread_t th[STAGE_WORKERS];
+	size_t nth = p->n < STAGE_WORKERS ? p->n : STAGE_WORKERS, started = 0;
+	p->next = 0;
+	p->ret = 0;
+	for (; started < nth; started++)
+		if (pthread_create(&th[started], NULL, pool_worker, p) != 0)
+			break;
+	if (!started && p->n) /* no thread at all: do it here */
+		pool_worker(p);
+	for (size_t k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	__atomic_store_n(&p->r->failed, false, __ATOMIC_RELAXED);
+	if (p->ret)
+		*eb = p->eb;
+	return p->ret;
 }
 
 static int io_error(struct errbuf *eb, const char *what, const char *path)
@@ -50,6 +138,19 @@ static int io_error(struct errbuf *eb, const char *what, const char *path)
 	int e = errno;
 	return error(eb, e == ENOSPC || e == EDQUOT ? YERR(NO_SPACE) : YERR(IO), "cannot %s '%s': %s",
 		     what, path, e == ENOSPC ? "disk full (ENOSPC)" : strerror(e));
+}
+
+/* Makes an entry's files durable before it is committed (renamed into the
+ * cache): one syncfs of its filesystem, not an fsync per file. */
+static int sync_entry(const char *partial, struct errbuf *eb)
+{
+	int fd = open(partial, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = 0;
+	if (fd < 0 || syncfs(fd) < 0)
+		ret = io_error(eb, "sync", partial);
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 bool stage_path_valid(const char *path)
@@ -128,9 +229,7 @@ static size_t sink_write(char *data, size_t size, size_t n, void *arg)
 	if (s->md)
 		EVP_DigestUpdate(s->md, data, len);
 	s->got += len;
-	s->r->staged += len;
-	s->r->out->transferred += len;
-	progress(s->r, false);
+	account(s->r, len, len);
 	return len;
 }
 
@@ -140,12 +239,13 @@ static int sink_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 	return cancelled(s->r) ? 1 : 0;
 }
 
-/* GET url into s, signed for S3 when sign; *status gets the HTTP status. */
-static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, long *status,
-		    struct errbuf *eb)
+/* GET url into s, signed for S3 when sign; *status gets the HTTP status.
+ * With a handle (reuse, borrowed) its connection is kept for the next GET. */
+static int curl_get_on(struct run *r, CURL *reuse, const char *url, bool sign, struct sink *s,
+		       long *status, struct errbuf *eb)
 {
 	const struct stage_config *cfg = r->cfg;
-	CURL *c = curl_easy_init();
+	CURL *c = reuse ? reuse : curl_easy_init();
 	char errmsg[CURL_ERROR_SIZE] = "";
 	char *sigv4 = NULL, *userpwd = NULL;
 	struct curl_slist *hdrs = NULL;
@@ -153,6 +253,8 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 
 	if (!c)
 		return error(eb, YERR(INTERNAL), "cannot start libcurl");
+	if (reuse)
+		curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
@@ -187,11 +289,18 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 	else if (cc != CURLE_OK)
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url,
 			    *errmsg ? errmsg : curl_easy_strerror(cc));
-	curl_easy_cleanup(c);
+	if (!reuse)
+		curl_easy_cleanup(c);
 	curl_slist_free_all(hdrs);
 	free(sigv4);
 	free(userpwd);
 	return ret;
+}
+
+static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, long *status,
+		    struct errbuf *eb)
+{
+	return curl_get_on(r, NULL, url, sign, s, status, eb);
 }
 
 /* ---- yard: the master's manifests and chunks ---- */
@@ -236,13 +345,12 @@ static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd
 				ret = error(eb, YERR(IO), "checksum mismatch: chunk '%s' arrived as 'sha256:%s'", digest, got);
 		}
 		if (!ret) {
-			r->out->transferred += res.body.len;
-			if (write_all(fd, res.body.buf, res.body.len) < 0)
+			if (write_all(fd, res.body.buf, res.body.len) < 0) {
+				account(r, res.body.len, 0);
 				ret = io_error(eb, "write", path);
-			else {
+			} else {
 				*written += res.body.len;
-				r->staged += res.body.len;
-				progress(r, false);
+				account(r, res.body.len, res.body.len);
 			}
 			httpc_response_release(&res);
 			break;
@@ -295,14 +403,48 @@ static int yard_file(struct run *r, struct httpc *h, const char *root, json_t *f
 	if (!ret && written != (uint64_t)json_integer_value(size))
 		ret = error(eb, YERR(IO), "'%s' has %" PRIu64 " bytes, the manifest says %" JSON_INTEGER_FORMAT,
 			    rel, written, json_integer_value(size));
-	if (!ret && fsync(fd) < 0)
-		ret = io_error(eb, "write", path);
 	/* the manifest's permission bits, less every write bit: entries are shared */
 	if (!ret && fchmod(fd, (mode_t)json_integer_value(mode) & 0555) < 0)
 		ret = io_error(eb, "chmod", path);
 	close(fd);
 	free(path);
 	return ret;
+}
+
+/* The files of a manifest, staged by a pool: each worker has its own
+ * connection to the master. */
+struct yard_files {
+	struct run *r;
+	const char *root;
+	json_t *files;
+};
+
+struct yard_conn {
+	struct yard_files *yf;
+	struct httpc h;
+};
+
+static void *yard_conn_new(void *arg)
+{
+	struct yard_files *yf = arg;
+	struct yard_conn *c = xcalloc(1, sizeof(*c));
+	c->yf = yf;
+	httpc_init(&c->h, yf->r->cfg->master_url, yf->r->cfg->token);
+	c->h.timeout_ms = 120000;
+	return c;
+}
+
+static void yard_conn_free(void *ctx)
+{
+	struct yard_conn *c = ctx;
+	httpc_release(&c->h);
+	free(c);
+}
+
+static int yard_file_item(void *ctx, size_t i, struct errbuf *eb)
+{
+	struct yard_conn *c = ctx;
+	return yard_file(c->yf->r, &c->h, c->yf->root, json_array_get(c->yf->files, i), eb);
 }
 
 static int stage_yard(struct run *r, const json_t *d, char **key_out, struct errbuf *eb)
@@ -313,10 +455,9 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 	json_int_t size = json_integer_value(json_object_get(d, "size"));
 	struct httpc h;
 	struct httpc_response res;
-	json_t *manifest = NULL, *f;
+	json_t *manifest = NULL;
 	char got[SHA256_HEX_LEN + 1];
 	char *partial = NULL;
-	size_t i;
 	int ret;
 
 	if (!is_hex64(hex))
@@ -325,7 +466,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 	if (size > 0)
 		r->total += (uint64_t)size;
 	if (cache_hold(cfg->cache, key)) {
-		r->staged += size > 0 ? (uint64_t)size : 0;
+		account(r, 0, size > 0 ? (uint64_t)size : 0);
 		*key_out = key;
 		return 0;
 	}
@@ -349,7 +490,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 		goto out;
 	char *text = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
 	sha256_hex(text, strlen(text), got);
-	r->out->transferred += strlen(text);
+	account(r, strlen(text), 0);
 	free(text);
 	if (strcmp(got, hex)) {
 		ret = error(eb, YERR(IO), "checksum mismatch: the manifest arrived as 'sha256:%s'", got);
@@ -365,12 +506,15 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 		ret = error(eb, YERR(BAD_REQUEST), "the manifest lacks 'files'");
 		goto out;
 	}
-	json_array_foreach(json_object_get(manifest, "files"), i, f)
-		if ((ret = yard_file(r, &h, partial, f, eb)))
-			goto out;
+	struct yard_files yf = { .r = r, .root = partial, .files = json_object_get(manifest, "files") };
+	struct pool pool = { .r = r, .n = json_array_size(yf.files), .fn = yard_file_item,
+			     .ctx_new = yard_conn_new, .ctx_free = yard_conn_free, .arg = &yf };
+	if ((ret = pool_run(&pool, eb)))
+		goto out;
 	uint64_t have = 0;
 	cache_measure(partial, &have);
-	ret = cache_commit(cfg->cache, key, have, eb);
+	if (!(ret = sync_entry(partial, eb)))
+		ret = cache_commit(cfg->cache, key, have, eb);
 out:
 	httpc_release(&h);
 	cache_unreserve(cfg->cache, size > 0 ? (uint64_t)size : 0);
@@ -548,7 +692,7 @@ static int s3_list(struct run *r, const char *bucket, const char *prefix, struct
 	return ret;
 }
 
-static int s3_object(struct run *r, const char *bucket, const char *root, const char *rel,
+static int s3_object(struct run *r, CURL *conn, const char *bucket, const char *root, const char *rel,
 		     const struct s3_object *o, struct errbuf *eb)
 {
 	const char *ep = r->cfg->s3_endpoint;
@@ -571,7 +715,7 @@ static int s3_object(struct run *r, const char *bucket, const char *root, const 
 	}
 	s.md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(s.md, EVP_md5(), NULL);
-	ret = curl_get(r, url, true, &s, &status, eb);
+	ret = curl_get_on(r, conn, url, true, &s, &status, eb);
 	if (!ret && status != 200)
 		ret = error(eb, YERR(UNAVAILABLE), "GET '%s' answered HTTP %ld", o->key, status);
 	if (!ret && s.got != o->size)
@@ -593,8 +737,6 @@ static int s3_object(struct run *r, const char *bucket, const char *root, const 
 			ret = error(eb, YERR(IO), "checksum mismatch: object '%s' has MD5 %s, its ETag says %s",
 				    o->key, hex, etag);
 	}
-	if (!ret && fsync(s.fd) < 0)
-		ret = io_error(eb, "write", path);
 	if (!ret && fchmod(s.fd, 0444) < 0)
 		ret = io_error(eb, "chmod", path);
 	close(s.fd);
@@ -603,6 +745,45 @@ out:
 	free(url);
 	free(path);
 	return ret;
+}
+
+/* The objects of a listing, staged by a pool: each worker keeps one
+ * connection to the store. */
+struct s3_objects {
+	struct run *r;
+	const char *bucket, *root;
+	size_t prefix_len;
+	const struct s3_listing *l;
+};
+
+struct s3_conn {
+	struct s3_objects *so;
+	CURL *c;
+};
+
+static void *s3_conn_new(void *arg)
+{
+	struct s3_conn *c = xcalloc(1, sizeof(*c));
+	c->so = arg;
+	c->c = curl_easy_init();
+	return c;
+}
+
+static void s3_conn_free(void *ctx)
+{
+	struct s3_conn *c = ctx;
+	if (c->c)
+		curl_easy_cleanup(c->c);
+	free(c);
+}
+
+static int s3_object_item(void *ctx, size_t i, struct errbuf *eb)
+{
+	struct s3_conn *c = ctx;
+	const struct s3_object *o = &c->so->l->v[i];
+	if (!c->c)
+		return error(eb, YERR(INTERNAL), "cannot start libcurl");
+	return s3_object(c->so->r, c->c, c->so->bucket, c->so->root, o->key + c->so->prefix_len, o, eb);
 }
 
 static int stage_s3(struct run *r, const char *source, char **key_out, struct errbuf *eb)
@@ -646,7 +827,7 @@ static int stage_s3(struct run *r, const char *source, char **key_out, struct er
 	key = xasprintf("s3-%s", hex);
 	r->total += l.size;
 	if (cache_hold(cfg->cache, key)) {
-		r->staged += l.size;
+		account(r, 0, l.size);
 		goto out;
 	}
 	if ((ret = cache_reserve(cfg->cache, l.size, eb)))
@@ -659,12 +840,13 @@ static int stage_s3(struct run *r, const char *source, char **key_out, struct er
 		ret = io_error(eb, "create", partial);
 		goto out;
 	}
-	for (size_t i = 0; i < l.n && !ret; i++) {
-		if (cancelled(r))
-			ret = error(eb, YERR(UNAVAILABLE), "stopped");
-		else
-			ret = s3_object(r, bucket, partial, l.v[i].key + strlen(prefix), &l.v[i], eb);
-	}
+	struct s3_objects so = { .r = r, .bucket = bucket, .root = partial, .prefix_len = strlen(prefix),
+				 .l = &l };
+	struct pool pool = { .r = r, .n = l.n, .fn = s3_object_item, .ctx_new = s3_conn_new,
+			     .ctx_free = s3_conn_free, .arg = &so };
+	ret = pool_run(&pool, eb);
+	if (!ret)
+		ret = sync_entry(partial, eb);
 	if (!ret)
 		ret = cache_commit(cfg->cache, key, l.size, eb);
 out:
@@ -867,6 +1049,7 @@ int stage_data(const struct stage_config *cfg, const json_t *data, const char *d
 
 	if (mkdir_p(data_dir, 0755) < 0)
 		return io_error(eb, "create", data_dir);
+	pthread_mutex_init(&r.lock, NULL);
 	/* the yard sizes are known up front, so the first report has a total */
 	json_array_foreach(data, i, d)
 		if (json_integer_value(json_object_get(d, "size")) > 0)
@@ -888,6 +1071,7 @@ int stage_data(const struct stage_config *cfg, const json_t *data, const char *d
 	}
 	out->staged = r.staged;
 	progress(&r, true);
+	pthread_mutex_destroy(&r.lock);
 	return ret;
 }
 

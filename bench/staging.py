@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Data staging throughput (docs/datasets.md), in one run, over loopback:
+
+  yard://   a dataset of --files files, --size bytes in all (random bytes),
+            pushed with `yard data push`, then staged by an agent into its
+            empty node cache for a job that names it: every chunk fetched
+            from the master (GET /v1/blobs), verified, assembled.
+  s3://     the same files as objects in s3rver (tests/e2e/s3, `make
+            s3rver`), staged by another agent: ListObjectsV2, every object
+            fetched with SigV4, sizes and MD5 ETags verified.
+  curl      beside each, a plain parallel copy of the same bytes over the
+            same loopback: one curl process, --parallel-max 8, every chunk
+            from the master's GET /v1/blobs, every object from s3rver's GET
+            (with --aws-sigv4), written to files and nothing verified.
+
+Staging time is the master's started_at (the job placed) -> running_at (the
+agent reported its task running: staging done, then the process started,
+which costs about a millisecond). Each agent has its own work dir, so each
+staging starts from an empty cache; a second job on the same node then
+shows the cache hit. Run by hand as root; prints numbers, asserts nothing.
+
+usage: bench/staging.py [--yard build/yard] [--size 2GiB] [--files 10000]
+"""
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+)(KiB|MiB|GiB)?", s)
+    if not m:
+        raise SystemExit(f"--size {s!r}: expected N, NKiB, NMiB or NGiB")
+    return int(m.group(1)) * {None: 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)]
+
+
+def make_files(root, total, nfiles):
+    """nfiles files of random bytes in 100 directories, sizes summing to total."""
+    base, extra = divmod(total, nfiles)
+    names = []
+    for i in range(nfiles):
+        d = os.path.join(root, f"d{i % 100:02d}")
+        os.makedirs(d, exist_ok=True)
+        name = f"d{i % 100:02d}/f{i:05d}.bin"
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(os.urandom(base + (1 if i < extra else 0)))
+        names.append(name)
+    return names
+
+
+def curl_parallel(pairs, extra):
+    """One curl process fetching every (url, path) pair, 8 at a time; seconds."""
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
+    for url, path in pairs:
+        cfg.write(f'url = "{url}"\noutput = "{path}"\n')
+    cfg.close()
+    t0 = time.monotonic()
+    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8", "--create-dirs", *extra,
+                    "-K", cfg.name], check=True)
+    dt = time.monotonic() - t0
+    os.unlink(cfg.name)
+    return dt
+
+
+def s3_put_all(url, bucket, root, names):
+    """Every file as an object, through one curl process (8 in parallel)."""
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
+    for n in names:
+        cfg.write(f'upload-file = "{os.path.join(root, n)}"\nurl = "{url}/{bucket}/data/{n}"\n')
+    cfg.close()
+    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8", "--aws-sigv4", "aws:amz:us-east-1:s3",
+                    "--user", "S3RVER:S3RVER", "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-o", "/dev/null",
+                    "-K", cfg.name], check=True)
+    os.unlink(cfg.name)
+
+
+def stage_job(c, name, pool, source):
+    st, job = c.api.submit({"name": name, "command": ["/bin/true"], "pool": pool,
+                            "tasks": {"worker": {"replicas": 1, "gpus": 0, "cpus": 0.1}},
+                            "data": [{"source": source, "mount": "d"}]})
+    if st != 201:
+        raise SystemExit(f"submit {name}: HTTP {st}: {job}")
+    doc = c.api.wait_job(job["id"], timeout=3600)
+    if doc["state"] != "succeeded":
+        raise SystemExit(f"job {name}: {doc['state']}: {doc.get('reason')}")
+    return (doc["running_at"] - doc["started_at"]) / 1e6
+
+
+def rate(nbytes, secs):
+    return f"{secs:8.2f} s  {nbytes / secs / (1 << 20):8.1f} MiB/s"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yard", default=os.path.join(ROOT, "build", "yard"))
+    ap.add_argument("--size", default="2GiB")
+    ap.add_argument("--files", type=int, default=10000)
+    args = ap.parse_args()
+    os.environ["YARD"] = os.path.abspath(args.yard)
+    import harness
+    from test_staging import BUCKET, S3rver, s3_args
+
+    total = parse_size(args.size)
+    with harness.cluster("bench-staging") as c:
+        src = os.path.join(c.dir, "src")
+        t0 = time.monotonic()
+        names = make_files(src, total, args.files)
+        print(f"dataset: {args.files} files, {total / (1 << 20):.0f} MiB of random bytes "
+              f"(made in {time.monotonic() - t0:.1f} s)", flush=True)
+        c.start_master()
+        t0 = time.monotonic()
+        push = json.loads(c.cli("data", "push", src, "bench", "--output", "json", check_rc=0,
+                                timeout=7200).stdout)
+        t_push = time.monotonic() - t0
+        print(f"yard data push: {push['files']} files, {push['chunks']} chunks, {rate(total, t_push)}", flush=True)
+
+        s3 = S3rver(c.dir)
+        try:
+            t0 = time.monotonic()
+            s3_put_all(s3.url, BUCKET, src, names)
+            print(f"s3rver: {len(names)} objects put with curl in {time.monotonic() - t0:.1f} s", flush=True)
+            c.start_agent("from-master", gpus="none", extra=["--pool", "m", "--cache-size", "64GiB"])
+            c.start_agent("from-s3", gpus="none",
+                          extra=["--pool", "s", "--cache-size", "64GiB", *s3_args(c, s3.url)])
+
+            t_yard = stage_job(c, "yard1", "m", "yard://bench@1")
+            t_yard2 = stage_job(c, "yard2", "m", "yard://bench@1")
+            t_s3 = stage_job(c, "s3-1", "s", f"s3://{BUCKET}/data")
+            t_s32 = stage_job(c, "s3-2", "s", f"s3://{BUCKET}/data")
+
+            # the plain copies: every chunk from the master, every object from s3rver
+            st, ver = c.api.json("GET", "/v1/datasets/bench/1", expect=200)
+            chunks = [ch for f in ver["manifest"]["files"] for ch in f["chunks"]]
+            out = os.path.join(c.dir, "curl-master")
+            t_cm = curl_parallel([(f"{c.url}/v1/blobs/{ch}", os.path.join(out, ch[7:])) for ch in chunks],
+                                 ["-H", f"Authorization: Bearer {c.admin_token}"])
+            out = os.path.join(c.dir, "curl-s3")
+            t_cs = curl_parallel([(f"{s3.url}/{BUCKET}/data/{n}", os.path.join(out, n)) for n in names],
+                                 ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "S3RVER:S3RVER",
+                                  "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"])
+        finally:
+            s3.stop()
+
+    print()
+    print(f"{'':46}{'time':>10}  {'throughput':>13}")
+    print(f"yard:// staged from the master (empty cache)    {rate(total, t_yard)}")
+    print(f"  curl, 8 parallel GETs of the same chunks      {rate(total, t_cm)}")
+    print(f"  the same job again on that node (cache hit)   {t_yard2:8.3f} s")
+    print(f"s3:// staged from s3rver (empty cache)          {rate(total, t_s3)}")
+    print(f"  curl, 8 parallel SigV4 GETs of the objects    {rate(total, t_cs)}")
+    print(f"  the same job again on that node (cache hit)   {t_s32:8.3f} s")
+
+
+if __name__ == "__main__":
+    main()
