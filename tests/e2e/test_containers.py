@@ -149,6 +149,21 @@ def test_docker_cancel_and_agent_restart():
             extra = ["--runtime", "process,docker", "--docker-socket", eng.socket]
             c.start_agent("n1", gpus="sim:2", extra=extra)
 
+            # a dataset is bound read-only into the container at the task's data dir
+            ds = os.path.join(c.dir, "ds")
+            os.makedirs(os.path.join(ds, "sub"))
+            with open(os.path.join(ds, "sub", "hello.txt"), "w") as f:
+                f.write("staged into a container\n")
+            c.cli("data", "push", ds, "hello", check_rc=0)
+            s = image_spec(img_a, ["/bin/bash", "-c", 'cat "$YARD_DATA_DIR/d/sub/hello.txt"; '
+                                   'touch "$YARD_DATA_DIR/d/sub/x" 2>/dev/null && echo writable || echo read-only'],
+                           name="data")
+            s["data"] = [{"source": "yard://hello@1", "mount": "d"}]
+            jd = submit(c, s)
+            doc = c.api.wait_job(jd, timeout=60)
+            check_eq(doc["state"], "succeeded", f"the container job with data: {doc.get('reason')}")
+            check_eq(c.api.log(jd), b"staged into a container\nread-only\n", "the data, read-only, in the container")
+
             # cancel stops the container and removes it
             jc = submit(c, image_spec(img_a, ["/bin/bash", "-c", "echo up; sleep 300"], name="cancel"))
             wait_until(lambda: b"up" in c.api.log(jc), 60, "the container runs")
