@@ -236,6 +236,76 @@ static void test_image_job_waits_then_runs(void **state)
 	json_decref(work);
 }
 
+/* The task of j's current attempt (its only role, index 0). */
+static struct task *current_task(struct job *j)
+{
+	for (size_t i = j->ntasks; i-- > 0;)
+		if (j->tasks[i] && j->tasks[i]->attempt == j->attempt)
+			return j->tasks[i];
+	return NULL;
+}
+
+static void report(struct fixture *f, struct node *n, const char *fmt, uint64_t task_id)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char text[512];
+	snprintf(text, sizeof(text), fmt, task_id);
+	json_t *body = parse(text);
+	assert_int_equal(nodes_status(&f->m, n, body, &eb), 0);
+	json_decref(body);
+	commit(f);
+}
+
+/* Staging shows in a starting job's reason; a failed staging fails the
+ * start, the restart policy gives it another attempt, and the job's reason
+ * names the staging failure in the end. */
+static void test_staging_progress_and_failure(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j;
+	struct node *n;
+	struct task *t;
+	json_t *body;
+
+	assert_int_equal(reg(f, "{\"name\": \"s1\", \"addr\": \"10.0.0.1\", \"cpus\": 4, "
+				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"restart\": {\"max\": 1},"
+		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
+	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &j, &eb), 0);
+	json_decref(body);
+	commit(f);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(j->state, JOB_STARTING);
+	t = current_task(j);
+	assert_non_null(t);
+	report(f, n, "{\"tasks\": [{\"id\": %" PRIu64 ", \"state\": \"staging\", "
+		     "\"staged\": 1610612736, \"stage_total\": 2147483648}]}", t->id);
+	assert_int_equal(j->state, JOB_STARTING);
+	assert_string_equal(j->reason_code, "staging");
+	assert_string_equal(j->reason_msg, "staging: 1.5GiB of 2.0GiB");
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		t = current_task(j);
+		assert_non_null(t);
+		report(f, n, "{\"tasks\": [{\"id\": %" PRIu64 ", \"state\": \"start_failed\", "
+			     "\"exit_code\": null, \"signal\": null, \"message\": \"start_failed: "
+			     "staging_failed: data[0] (s3://b/p): cannot reach the store\"}]}", t->id);
+		if (attempt == 0) {
+			/* the restart policy gives the job a second attempt */
+			assert_int_equal(j->state, JOB_QUEUED);
+			jobs_schedule(&f->m);
+			commit(f);
+			assert_int_equal(j->state, JOB_STARTING);
+			assert_ptr_not_equal(current_task(j), t);
+		}
+	}
+	assert_int_equal(j->state, JOB_FAILED);
+	assert_string_equal(j->reason_code, "start_failed");
+	assert_non_null(strstr(j->reason_msg, "staging_failed: data[0] (s3://b/p): cannot reach the store"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +313,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_register_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runtimes_survive_reload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_job_waits_then_runs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_staging_progress_and_failure, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
