@@ -1000,7 +1000,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/blobs/missing", h_blobs_missing, PERM_USER, BODY_JSON, "which of the given chunk digests the master does not hold" },
 	{ "PUT", "/v1/blobs/{digest}", h_blob_put, PERM_USER, BODY_BLOB, "upload a dataset chunk (max 8 MiB), checked against its sha256 digest" },
 	{ "GET", "/v1/blobs/{digest}", h_blob_get, PERM_READ, BODY_NONE, "download a dataset chunk" },
-	{ "POST", "/v1/datasets", h_datasets_post, PERM_USER, BODY_JSON, "make a dataset version from a manifest of held chunks" },
+	{ "POST", "/v1/datasets", h_datasets_post, PERM_USER, BODY_MANIFEST, "make a dataset version from a manifest of held chunks (body up to 64 MiB)" },
 	{ "GET", "/v1/datasets", h_datasets_list, PERM_READ, BODY_NONE, "list datasets with their latest version" },
 	{ "GET", "/v1/datasets/{name}", h_dataset_get, PERM_READ, BODY_NONE, "a dataset with its versions" },
 	{ "GET", "/v1/datasets/{name}/{n}", h_dataset_version_get, PERM_READ, BODY_NONE, "one version of a dataset with its manifest" },

@@ -19,6 +19,7 @@ enum body_kind {
 	BODY_CODE,  /* a code archive streamed to a file, at most API_CODE_MAX */
 	BODY_METRICS, /* a JSON batch of metric points, at most API_METRICS_MAX */
 	BODY_BLOB,  /* a dataset chunk, at most API_BLOB_MAX, collected in memory */
+	BODY_MANIFEST, /* a JSON document holding a dataset manifest, at most API_MANIFEST_MAX */
 };
 
 #define API_JSON_MAX ((size_t)1 << 20)
@@ -26,6 +27,8 @@ enum body_kind {
 #define API_CODE_MAX ((uint64_t)256 << 20)
 #define API_METRICS_MAX ((size_t)4 << 20)
 #define API_BLOB_MAX ((size_t)8 << 20)
+/* about 135 bytes a file: some 450,000 files in one dataset version */
+#define API_MANIFEST_MAX ((size_t)64 << 20)
 #define API_JSON_DEPTH 64
 
 struct route {

@@ -223,6 +223,9 @@ static bool req_begin(struct req *r)
 	case BODY_BLOB:
 		r->body_max = API_BLOB_MAX;
 		break;
+	case BODY_MANIFEST:
+		r->body_max = API_MANIFEST_MAX;
+		break;
 	default:
 		r->body_max = API_JSON_MAX;
 	}
