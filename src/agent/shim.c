@@ -32,25 +32,24 @@ static const char *conf_str(const struct shim *s, const char *key)
 	return json_string_value(json_object_get(s->conf, key));
 }
 
-static void notify(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notify(struct shim *s, const char *fmt, ...)
+void shim_notify(int *fd, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
-	if (s->notify_fd < 0)
+	if (*fd < 0)
 		return;
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	write_all(s->notify_fd, sb.buf, sb.len);
+	write_all(*fd, sb.buf, sb.len);
 	strbuf_release(&sb);
 	/* the agent sees EOF; the task never holds this fd (close-on-exec) */
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null >= 0) {
-		dup2(null, s->notify_fd);
+		dup2(null, *fd);
 		close(null);
 	}
-	s->notify_fd = -1;
+	*fd = -1;
 }
 
 static void add_dev(struct cgroup_dev *devs, size_t *n, const char *path)
@@ -354,14 +353,14 @@ int shim_main(const char *dir)
 	    (ret = refuse_container(&s, &eb)) || (ret = start_task(&s, &eb))) {
 		snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
 		e.start_failed = true;
-		notify(&s, "%s\n", e.reason);
+		shim_notify(&s.notify_fd, "%s\n", e.reason);
 		kill_rest(&s);
 		goto out_write;
 	}
 	json_t *pidj = json_pack("{s:i, s:i}", "pid", (int)s.pid, "pgid", (int)s.pid);
 	taskdir_write_json(dir, "task.pid", pidj, 0, NULL);
 	json_decref(pidj);
-	notify(&s, "running %d\n", (int)s.pid);
+	shim_notify(&s.notify_fd, "running %d\n", (int)s.pid);
 
 	wait_task(&s, &status);
 	describe_exit(&s, status, &e);

@@ -45,4 +45,9 @@ int shim_main(const char *task_dir);
  * TASKDIR/execs/ID/exit.json like a task's. */
 int shim_exec_main(const char *task_dir, const char *exec_id);
 
+/* shim_notify writes the start report (a line) on *fd, the agent's pipe,
+ * then points *fd at /dev/null and sets it to -1: the agent sees EOF, and a
+ * second report is dropped. */
+void shim_notify(int *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -46,26 +46,6 @@ static const char *conf_str(const struct cshim *s, const char *key)
 	return json_string_value(json_object_get(s->conf, key));
 }
 
-static void notify(struct cshim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notify(struct cshim *s, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-	if (s->notify_fd < 0)
-		return;
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	write_all(s->notify_fd, sb.buf, sb.len);
-	strbuf_release(&sb);
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (null >= 0) {
-		dup2(null, s->notify_fd);
-		close(null);
-	}
-	s->notify_fd = -1;
-}
-
 /* ---- the create request ---- */
 
 static void add_device(json_t *devs, const char *host_path)
@@ -547,7 +527,7 @@ int shim_docker_main(const char *dir)
 	    (ret = start_task(&s, &eb))) {
 		snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
 		e.start_failed = true;
-		notify(&s, "%s\n", e.reason);
+		shim_notify(&s.notify_fd, "%s\n", e.reason);
 		goto out_remove;
 	}
 	if (inspect(&s, s.id, &st, &eb) == 0 && st.pid > 0) {
@@ -556,7 +536,7 @@ int shim_docker_main(const char *dir)
 		taskdir_write_json(dir, "task.pid", pidj, 0, NULL);
 		json_decref(pidj);
 	}
-	notify(&s, "running %d\n", (int)st.pid);
+	shim_notify(&s.notify_fd, "running %d\n", (int)st.pid);
 	json_decref(st.doc);
 	st.doc = NULL;
 
