@@ -47,6 +47,7 @@ struct runtime_task {
 	char *dir;        /* owned: WORK/tasks/ID */
 	char *code;       /* owned or NULL: path of the job's code archive */
 	pid_t pid;        /* the supervisor (shim) */
+	bool child;       /* pid is our own child: it cannot be reused before we reap it */
 	/* start_fd and exit_fd stay open until cleanup: the agent's event loop
 	 * watches them, and an fd closed under a watcher would let the loop,
 	 * when it stops watching, drop the registration of whatever file got

@@ -72,6 +72,7 @@ int runtime_shim_spawn(struct runtime_task *t, const char *exe, struct errbuf *e
 		return ret;
 	}
 	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	t->child = true;
 	t->start_fd = fds[0];
 	t->exit_fd = pidfd_open_pid(t->pid); /* -1 if it is already gone: wait() reads exit.json */
 	return 0;
@@ -167,12 +168,18 @@ int runtime_shim_wait(struct runtime_task *t, struct task_exit *out)
 	int ret;
 	/* a shim we started is our child: reap it once it is gone (a shim of an
 	 * earlier agent is not, and waitpid says so) */
-	if (t->pid > 0)
-		waitpid(t->pid, NULL, WNOHANG);
+	bool gone = false;
+	if (t->pid > 0 && waitpid(t->pid, NULL, WNOHANG) == t->pid) {
+		gone = true;
+		t->child = false;
+	}
 	ret = task_exit_read(t->dir, out, NULL);
 	if (ret != YERR(NOT_FOUND))
 		return ret ? ret : 0;
-	if (t->pid > 0 && kill(t->pid, 0) == 0 && is_our_shim(t->pid, t->dir))
+	/* a child of ours is alive until reaped; a shim of an earlier agent is
+	 * checked by its command line (its pid could have been reused), which
+	 * a shim of ours may not show yet while it starts */
+	if (!gone && t->pid > 0 && kill(t->pid, 0) == 0 && (t->child || is_our_shim(t->pid, t->dir)))
 		return YERR(NOT_FOUND);
 	/* the exit.json may have landed between the two checks */
 	if (task_exit_read(t->dir, out, NULL) == 0)

@@ -189,7 +189,7 @@ def test_docker_cancel_and_agent_restart():
             check_eq([x["Id"] for x in containers_of(eng, jr)], [cid], "the container outlives agent and shim")
             c.start_agent("n1", gpus="sim:2", extra=extra)
             doc = c.api.wait_job(jr, timeout=60)
-            check_eq(doc["state"], "succeeded", "the adopted container's job succeeds")
+            check_eq(doc["state"], "succeeded", f"the adopted container's job succeeds: {doc.get('reason')}")
             want = "".join(f"line {i}\n" for i in range(1, n + 1)).encode()
             check_eq(c.api.log(jr), want, "every line once, in order")
             wait_until(lambda: containers_of(eng, jr) == [], 30, "the adopted container is removed")
