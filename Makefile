@@ -19,7 +19,7 @@ DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark
 
-.PHONY: all build deps test unit e2e demo bench clean asan help s3rver
+.PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz
 
 all: build
 
@@ -29,6 +29,7 @@ help:
 	@echo "make test   deps, an ASan+UBSan build, unit tests, end-to-end tests"
 	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
 	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
+	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
 
 # Installs only what is missing, so a second run does nothing. Node.js and
 # npm (for s3rver) come from Debian only where no node/npm is on the PATH: a
@@ -83,5 +84,11 @@ bench: deps build
 	$(PYTHON) bench/run.py --yard $(BUILD)/yard
 	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
 
+# libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
+# on its corpus in tests/fuzz/corpus.
+fuzz:
+	@command -v clang >/dev/null 2>&1 || { $(SUDO) apt-get install -y -qq clang libclang-rt-14-dev; }
+	tests/fuzz/run.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
