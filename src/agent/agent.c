@@ -67,6 +67,9 @@ struct session {
 	struct cache *cache;    /* borrowed: the node's data cache (thread safe) */
 	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
+	uint64_t lease_ms;      /* the master's lease on this node (registration reply); 0: unknown */
+	uint64_t last_ok_ms;    /* mono ms of the last answer from the master */
+	bool refused;           /* the last failed request found no master listening (not a partition) */
 	unsigned gen;           /* bumped by every registration */
 	bool printed_ready;
 	volatile sig_atomic_t *stop;
@@ -94,6 +97,24 @@ static void session_unref(struct session *s)
 	free(s->id);
 	free(s->token);
 	free(s);
+}
+
+/* Records how a request to the master went, for fencing (on_tick): an
+ * answer renews our view of the lease; a failure says whether anything
+ * listened (a master that is down is not a partition). */
+static void session_contact(struct session *s, bool ok, void *curl)
+{
+	long oserr = 0;
+	if (!ok && curl)
+		curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &oserr);
+	pthread_mutex_lock(&s->lock);
+	if (ok) {
+		s->last_ok_ms = mono_ms();
+		s->refused = false;
+	} else {
+		s->refused = oserr == ECONNREFUSED;
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void sleep_ms(unsigned ms)
@@ -243,6 +264,10 @@ static int register_once(struct session *s, struct errbuf *eb)
 	s->id = xstrdup(id);
 	s->token = xstrdup(token);
 	s->gen++;
+	if (json_integer_value(json_object_get(reply, "lease_ms")) > 0)
+		s->lease_ms = (uint64_t)json_integer_value(json_object_get(reply, "lease_ms"));
+	s->last_ok_ms = mono_ms();
+	s->refused = false;
 	pthread_mutex_unlock(&s->lock);
 	json_t *aj = json_pack("{s:s, s:s}", "name", s->name, "id", id);
 	taskdir_write_json(s->work_dir, "agent.json", aj, 0, NULL);
@@ -319,7 +344,6 @@ static void *poll_thread(void *arg)
 	char *id = NULL, *token = NULL;
 
 	httpc_init(&c, s->master_url, NULL);
-	c.timeout_ms = (POLL_WAIT_S + 20) * 1000L;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		bool closed = s->closed;
@@ -334,15 +358,27 @@ static void *poll_thread(void *arg)
 			rev = 0; /* a new registration: take the whole state again */
 		}
 		httpc_set_token(&c, token);
+		/* an answer at least every third of the lease: fencing (fence())
+		 * counts from the last one. A poll that hangs past its wait is a
+		 * connection lost without a reset (a partition). */
+		pthread_mutex_lock(&s->lock);
+		unsigned wait_s = s->lease_ms ? (unsigned)(s->lease_ms / 3000) : POLL_WAIT_S;
+		pthread_mutex_unlock(&s->lock);
+		if (wait_s < 1)
+			wait_s = 1;
+		if (wait_s > POLL_WAIT_S)
+			wait_s = POLL_WAIT_S;
+		c.timeout_ms = (wait_s + 5) * 1000L;
 		char *esc = url_escape(id);
-		char *path = xasprintf("/v1/agents/%s/work?rev=%" JSON_INTEGER_FORMAT "&wait=%d", esc, rev,
-				       POLL_WAIT_S);
+		char *path = xasprintf("/v1/agents/%s/work?rev=%" JSON_INTEGER_FORMAT "&wait=%u", esc, rev,
+				       wait_s);
 		free(esc);
 		json_t *reply = NULL;
 		long status = 0;
 		struct errbuf eb = ERRBUF_INIT;
 		int ret = httpc_json(&c, "GET", path, NULL, &reply, &status, &eb);
 		free(path);
+		session_contact(s, status > 0, c.curl);
 		if (ret == 0 && json_is_object(reply)) {
 			backoff = 0;
 			rev = json_integer_value(json_object_get(reply, "rev"));
@@ -674,6 +710,7 @@ static void ship_round(struct shipper *sh)
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *reply = NULL;
 	int ret = httpc_json(&sh->c, "POST", path, body, &reply, &status, &eb);
+	session_contact(sh->s, status > 0, sh->c.curl);
 	json_decref(reply);
 	json_decref(body);
 	free(path);
@@ -768,6 +805,7 @@ struct atask {
 	int closing;             /* handles still to close before free */
 	bool stop_sent, done;
 	bool running;            /* the shim reported the task running */
+	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
@@ -1457,6 +1495,8 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 	if ((ret = taskdir_write_json(t->rt.dir, "task.json", assignment, 0, &eb)))
 		goto fail;
 	t->ops = task_runtime(assignment);
+	t->keep_on_disconnect = json_is_string(json_object_get(assignment, "on_disconnect")) &&
+				!strcmp(json_string_value(json_object_get(assignment, "on_disconnect")), "keep");
 	ship_event(&a->sh, SHIP_TRACK, id, 0, NULL);
 	if (json_is_string(json_object_get(assignment, "error"))) {
 		/* the master could not launch it (no port left, ...) */
@@ -1551,6 +1591,40 @@ static void on_wake(uv_async_t *h)
 		uv_stop(&a->loop);
 }
 
+/* Fencing: a master out of reach (a partition, not a master that is down:
+ * nothing listening answers at once) will declare this node lost when its
+ * lease ends and start the node's jobs elsewhere. Before that, at two
+ * thirds of the lease since the last answer, the tasks of jobs with
+ * on_disconnect: stop are stopped, with a grace of a sixth of the lease,
+ * so that no job ever runs twice. Reconnected, the agent takes the
+ * master's view as always (reconcile). */
+static void fence(struct agent *a)
+{
+	uint64_t lease, last, now = mono_ms();
+	bool refused;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&a->s->lock);
+	lease = a->s->lease_ms;
+	last = a->s->last_ok_ms;
+	refused = a->s->refused;
+	pthread_mutex_unlock(&a->s->lock);
+	if (!lease || refused || now - last <= lease * 2 / 3)
+		return;
+	for (struct atask *t = a->tasks; t; t = t->next) {
+		if (t->done || t->stop_sent || t->keep_on_disconnect)
+			continue;
+		json_t *doc = json_pack("{s:I}", "grace_ms", (json_int_t)(lease / 6));
+		taskdir_write_json(t->rt.dir, "stop.json", doc, 0, NULL);
+		json_decref(doc);
+		stop_task(a, t); /* a staging is cancelled: the task never starts */
+		n++;
+	}
+	if (n)
+		fprintf(stderr, "yard agent: no answer from the master for %" PRIu64 " ms (its lease is %" PRIu64
+			" ms): stopped %u task%s (on_disconnect: stop)\n", now - last, lease, n, n == 1 ? "" : "s");
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct agent *a = h->data;
@@ -1558,6 +1632,7 @@ static void on_tick(uv_timer_t *h)
 		uv_stop(&a->loop);
 		return;
 	}
+	fence(a);
 	/* tasks without a pidfd are watched by polling */
 	struct atask *next;
 	for (struct atask *t = a->tasks; t; t = next) {
@@ -1641,6 +1716,8 @@ static void scan_work_dir(struct agent *a)
 		}
 		if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0)
 			t->ops = task_runtime(tj);
+		t->keep_on_disconnect = json_is_string(json_object_get(tj, "on_disconnect")) &&
+					!strcmp(json_string_value(json_object_get(tj, "on_disconnect")), "keep");
 		json_decref(tj);
 		if (t->ops->reattach(&a->ctx, &t->rt) == 1) {
 			json_t *pj;

@@ -1233,6 +1233,25 @@ static int get_priority(const json_t *v, enum spec_priority *out, struct errbuf 
 	return bad_got(eb, "priority", "low, normal or high", v);
 }
 
+/* on_disconnect: what an agent cut off from the master does with the job's
+ * tasks once its lease is near its end: stop them (the master will start
+ * the job elsewhere; it never runs twice) or keep them (the master waits
+ * for the node instead). */
+static int get_on_disconnect(const json_t *v, bool *keep, struct errbuf *eb)
+{
+	if (!v)
+		return 0;
+	if (json_is_string(v) && !strcmp(json_string_value(v), "stop")) {
+		*keep = false;
+		return 0;
+	}
+	if (json_is_string(v) && !strcmp(json_string_value(v), "keep")) {
+		*keep = true;
+		return 0;
+	}
+	return bad_got(eb, "on_disconnect", "stop or keep", v);
+}
+
 static const char *const restart_fields[] = { "max", NULL };
 
 static int get_restart(const json_t *v, unsigned *max, struct errbuf *eb)
@@ -1510,7 +1529,7 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 
 static const char *const top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
-	NULL };
+	"on_disconnect", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1572,6 +1591,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		spec->pool = NULL;
 	}
 	if ((ret = get_priority(field(doc, "priority"), &spec->priority, eb)) < 0)
+		goto out;
+	if ((ret = get_on_disconnect(field(doc, "on_disconnect"), &spec->keep_on_disconnect, eb)) < 0)
 		goto out;
 	if ((v = field(doc, "team")) && (ret = get_name(v, "team", &spec->team, eb)) < 0)
 		goto out;
@@ -1673,6 +1694,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 				? json_sprintf("%" PRIu64 "ms", spec->preempt_grace_ms)
 				: json_integer((json_int_t)(spec->preempt_grace_ms / 1000)),
 			"preemptible", (int)spec->preemptible));
+	json_object_set_new(doc, "on_disconnect", json_string(spec->keep_on_disconnect ? "keep" : "stop"));
 	return doc;
 }
 

@@ -50,6 +50,10 @@
  *               absent = none
  *   preemption  {grace: duration 0..1h (default 30s): SIGTERM, then this long
  *               to checkpoint, then SIGKILL; preemptible: bool (default true)}
+ *   on_disconnect  stop | keep (default stop): an agent cut off from the master
+ *               stops the job's tasks before its lease ends, so the job, started
+ *               elsewhere, never runs twice; keep: they run on, and the master
+ *               waits for the node instead of starting the job elsewhere
  * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
@@ -120,6 +124,7 @@ struct job_spec {
 	uint64_t timeout_ms;   /* 0 = none */
 	uint64_t preempt_grace_ms; /* SIGTERM .. SIGKILL when preempted (default 30 s) */
 	bool preemptible;      /* may be preempted for a higher priority (default true) */
+	bool keep_on_disconnect; /* on_disconnect: keep (default stop) */
 	struct spec_data *data; /* owned, in document order */
 	size_t ndata;
 };

@@ -383,8 +383,13 @@ static void node_lost(struct master *m, struct node *n)
 	core_save_node(m, n);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		struct task *t = m->tasks[i];
-		if (t && t->node && !task_state_is_final(t->state) && !strcmp(t->node, n->name))
-			task_lost(m, t, n->name);
+		if (!t || !t->node || task_state_is_final(t->state) || strcmp(t->node, n->name))
+			continue;
+		/* on_disconnect: keep: its agent runs it on; wait for the node */
+		if (t->job && t->job->spec && t->job->spec->keep_on_disconnect &&
+		    (t->state == TASK_RUNNING || t->state == TASK_ASSIGNED))
+			continue;
+		task_lost(m, t, n->name);
 	}
 	m->sched_needed = true;
 }
@@ -1696,6 +1701,8 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			       j->code ? json_string(j->code) : json_null(), "timeout_ms",
 			       (json_int_t)(j->spec ? j->spec->timeout_ms : 0));
 		json_object_set_new(td, "execs", execs_work_json(m, t));
+		json_object_set_new(td, "on_disconnect", json_string(j->spec && j->spec->keep_on_disconnect
+									  ? "keep" : "stop"));
 		if (t->grace_ms)
 			json_object_set_new(td, "stop_grace_ms", json_integer((json_int_t)t->grace_ms));
 		json_object_set_new(td, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());

@@ -346,6 +346,8 @@ static const struct bad_case bad_cases[] = {
 		"env.A: expected a string, number or bool, got {\"b\":1}" },
 	{ BASE "tasks: {worker: {}}\npriority: urgent", "priority",
 		"priority: expected low, normal or high, got \"urgent\"" },
+	{ BASE "tasks: {worker: {}}\non_disconnect: pause", "on_disconnect",
+		"on_disconnect: expected stop or keep, got \"pause\"" },
 	{ BASE "tasks: {worker: {}}\nteam: Vision", "team",
 		"team: expected a name of lowercase letters, digits, '-', '_' and '.' "
 		"(at most 63, starting with a letter or digit), got \"Vision\"" },
@@ -495,7 +497,7 @@ static void test_defaults(void **state)
 		" \"wait_for_nodes\": false, \"gpu_memory\": null, \"labels\": {}},"
 		" \"preemption\": {\"grace\": 30, \"preemptible\": true},"
 		" \"pool\": \"default\", \"priority\": \"normal\", \"team\": null,"
-		" \"restart\": {\"max\": 0}, \"timeout\": null}");
+		" \"restart\": {\"max\": 0}, \"timeout\": null, \"on_disconnect\": \"stop\"}");
 	json_decref(canon);
 	spec_release(&spec);
 }
