@@ -586,13 +586,24 @@ static int by_position(const void *a, const void *b)
 	return px < py ? -1 : px > py ? 1 : (x->id > y->id) - (x->id < y->id);
 }
 
+/* GET /v1/queue: the answer is kept until the next scheduling pass, so a
+ * flood of readers costs one ordering of the queue per pass, not one each
+ * (a reader always sees its own submissions: one is answered after the
+ * pass that took it in). */
 static void h_queue(struct req *r)
 {
+	struct master *m = r->m;
 	struct job **q;
-	json_t *arr = json_array();
-	size_t n = r->m->nqueue;
+	json_t *arr;
+	size_t n;
 
-	jobs_refresh_positions(r->m);
+	if (m->queue_cache && m->queue_cache_pass == m->sched_passes && !m->positions_stale) {
+		req_shared(r, 200, "application/json", m->queue_cache);
+		return;
+	}
+	jobs_refresh_positions(m);
+	n = m->nqueue;
+	arr = json_array();
 	q = xcalloc(n + 1, sizeof(*q));
 	memcpy(q, r->m->queue, n * sizeof(*q));
 	qsort(q, n, sizeof(*q), by_position);
@@ -616,7 +627,18 @@ static void h_queue(struct req *r)
 								       : json_null()));
 	}
 	free(q);
-	req_json(r, 200, json_pack("{s:o}", "queue", arr));
+	json_t *doc = json_pack("{s:o}", "queue", arr);
+	struct strbuf sb = STRBUF_INIT;
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	json_decref(doc);
+	strbuf_addstr(&sb, text);
+	strbuf_addch(&sb, '\n'); /* newline-terminated, as req_json's */
+	free(text);
+	shared_body_unref(m->queue_cache);
+	m->queue_cache = shared_body_new(sb.buf, sb.len);
+	m->queue_cache_pass = m->sched_passes;
+	strbuf_release(&sb);
+	req_shared(r, 200, "application/json", m->queue_cache);
 }
 
 static void h_nodes(struct req *r)

@@ -168,6 +168,8 @@ struct team_share {
 	unsigned quota;         /* GPUs; 0 = none */
 };
 
+struct shared_body;
+
 struct master {
 	char *data_dir, *url, *web_dir;
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
@@ -185,6 +187,11 @@ struct master {
 	struct errbuf batch_eb;
 	bool sched_needed;      /* a full plan is due: capacity or the queue changed */
 	bool positions_stale;   /* fresh jobs wait without a queue position yet */
+	uint64_t sched_passes;  /* scheduling passes so far: what the queue's order is of */
+	/* GET /v1/queue's last answer (owned or NULL), made when sched_passes
+	 * was queue_cache_pass */
+	struct shared_body *queue_cache;
+	uint64_t queue_cache_pass;
 	uint64_t last_full_plan_ms; /* mono_ms of the last full plan */
 	unsigned ticks;         /* of the 200 ms housekeeping timer */
 

@@ -28,6 +28,37 @@ void req_text(struct req *r, int status, const char *ctype, const char *data, si
 	req_set_response(r, status, resp);
 }
 
+struct shared_body *shared_body_new(const char *text, size_t len)
+{
+	struct shared_body *b = xmalloc(sizeof(*b) + len + 1);
+	b->refs = 1;
+	b->len = len;
+	memcpy(b->text, text, len);
+	b->text[len] = '\0';
+	return b;
+}
+
+void shared_body_unref(struct shared_body *b)
+{
+	if (b && --b->refs == 0)
+		free(b);
+}
+
+static void shared_body_release(void *cls)
+{
+	shared_body_unref(cls);
+}
+
+void req_shared(struct req *r, int status, const char *ctype, struct shared_body *b)
+{
+	struct MHD_Response *resp;
+
+	b->refs++;
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text, shared_body_release, b);
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	req_set_response(r, status, resp);
+}
+
 void req_json(struct req *r, int status, json_t *doc)
 {
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));

@@ -66,6 +66,23 @@ void req_json(struct req *r, int status, json_t *doc);
 void req_error(struct req *r, const struct errbuf *eb);
 void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len);
 void req_set_response(struct req *r, int status, struct MHD_Response *resp);
+
+/* A reply body shared by many answers without a copy each (a cached
+ * listing sent to a thousand readers at once): reference counted, freed
+ * when the last answer that sends it and its owner have let go. The master
+ * thread alone sends answers, so the count needs no lock. */
+struct shared_body {
+	unsigned refs;
+	size_t len;
+	char text[];
+};
+
+/* shared_body_new copies len bytes of text into a body with one reference
+ * (the caller's). */
+struct shared_body *shared_body_new(const char *text, size_t len);
+void shared_body_unref(struct shared_body *b);
+/* req_shared answers with b (taking a reference until the answer is sent). */
+void req_shared(struct req *r, int status, const char *ctype, struct shared_body *b);
 const char *req_header(struct req *r, const char *name);
 const char *req_query(struct req *r, const char *name);
 

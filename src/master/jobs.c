@@ -924,6 +924,7 @@ static void job_held(struct job *j, unsigned char code, unsigned position, const
 
 void jobs_schedule(struct master *m)
 {
+	m->sched_passes++;
 	bool full = m->sched_needed || !fresh_placement_ok(m);
 	struct job **cand = full ? m->queue : m->fresh;
 	size_t ncand = full ? m->nqueue : m->nfresh;

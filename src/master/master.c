@@ -325,6 +325,7 @@ void master_free(struct master *m)
 	datasets_collect_garbage(m, false);
 	core_clear(m);
 	uv_loop_close(&m->loop);
+	shared_body_unref(m->queue_cache);
 	free(m->data_dir);
 	free(m->job_key);
 	for (size_t i = 0; i < m->npool_policies; i++)
