@@ -106,6 +106,12 @@ def test_static_files():
         check_eq((status, json.loads(body)["error"]["code"]), (404, "not_found"), "unknown /v1 path")
         status, _, _ = raw_get(c.url, "/v1/jobs", headers={"Authorization": "Bearer " + c.admin_token})
         check_eq(status, 200, "/v1/jobs with a token")
+        # the sign-in URL's ?token= is for the app to read, never a credential
+        status, _, _ = raw_get(c.url, "/v1/jobs?token=" + c.admin_token)
+        check_eq(status, 401, "/v1/jobs with the token in the query")
+        # a bad token does not matter to static files
+        status, body, _ = raw_get(c.url, "/index.html", headers={"Authorization": "Bearer nope"})
+        check_eq((status, body), (200, index), "index.html with a bad token")
 
 
 def test_static_without_web_dir():
