@@ -12,14 +12,16 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # the init of containers that ask for one, as the agent's do, netavark its
 # network stack, host networking only), on images made from a debootstrap'd
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
+# chromium is the browser the web app's test drives (tests/browser).
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
-	docker.io containerd runc debootstrap podman conmon catatonit netavark
+	docker.io containerd runc debootstrap podman conmon catatonit netavark \
+	chromium
 
-.PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz
+.PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser
 
 all: build
 
@@ -32,7 +34,7 @@ help:
 	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
 
 # Installs only what is missing, so a second run does nothing. Node.js and
-# npm (for s3rver) come from Debian only where no node/npm is on the PATH: a
+# npm (for s3rver, the web app and its browser test) come from Debian only where no node/npm is on the PATH: a
 # machine with NodeSource's nodejs (which bundles npm) cannot take Debian's
 # npm package.
 deps:
@@ -50,14 +52,41 @@ deps:
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) -Dwerror=true
 
-build: $(BUILD)/build.ninja
+# The web app (web/: Preact, Vite) is built once into web/dist and copied
+# next to each yard binary as web/, where the master finds it by default.
+# Only where web/package.json exists, so the tree builds without the app;
+# npm ci runs again only when the lock file changes, npm run build only when
+# a file under web/ does (the stamps are in git-ignored places).
+ifneq ($(wildcard web/package.json),)
+WEB_SRCS  := $(shell find web -name node_modules -prune -o -name dist -prune -o -type f -print)
+WEB_CI    := web/node_modules/.yard-ci-stamp
+WEB_STAMP := web/dist/.yard-stamp
+$(WEB_CI): web/package.json $(wildcard web/package-lock.json)
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@mkdir -p $(@D) && touch $@
+$(WEB_STAMP): $(WEB_CI) $(WEB_SRCS)
+	cd web && npm run build
+	@test -f web/dist/index.html || { echo "web: npm run build wrote no web/dist/index.html" >&2; exit 1; }
+	@touch $@
+# copy_web DIR: DIR/web becomes a copy of web/dist (without the stamp)
+copy_web = rm -rf $(1)/web.tmp && cp -r web/dist $(1)/web.tmp && rm -f $(1)/web.tmp/.yard-stamp && \
+	rm -rf $(1)/web && mv $(1)/web.tmp $(1)/web
+else
+WEB_STAMP :=
+copy_web = :
+endif
+web: $(WEB_STAMP)
+
+build: $(BUILD)/build.ninja $(WEB_STAMP)
 	ninja -C $(BUILD)
+	@$(call copy_web,$(BUILD))
 
 $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) -Dwerror=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 
-asan: $(ASAN_BUILD)/build.ninja
+asan: $(ASAN_BUILD)/build.ninja $(WEB_STAMP)
 	ninja -C $(ASAN_BUILD)
+	@$(call copy_web,$(ASAN_BUILD))
 
 # s3rver, an S3-compatible server the staging tests run on loopback, from
 # the committed tests/e2e/s3/package-lock.json (node_modules is git-ignored).
@@ -67,14 +96,22 @@ $(S3RVER): tests/e2e/s3/package.json tests/e2e/s3/package-lock.json
 	cd tests/e2e/s3 && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# playwright-core for the browser test (tests/e2e/test_web.py), from the
+# committed tests/browser/package-lock.json; it drives Debian's chromium.
+PLAYWRIGHT := tests/browser/node_modules/playwright-core/package.json
+browser: $(PLAYWRIGHT)
+$(PLAYWRIGHT): tests/browser/package.json tests/browser/package-lock.json
+	cd tests/browser && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 unit: asan s3rver
 	meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 
-e2e: asan s3rver
+e2e: asan s3rver browser
 	$(PYTHON) tests/e2e/run.py --yard $(ASAN_BUILD)/yard
 
 test: deps
-	@$(MAKE) --no-print-directory asan s3rver
+	@$(MAKE) --no-print-directory asan s3rver browser
 	@$(PYTHON) tests/run_all.py --build $(ASAN_BUILD)
 
 demo: deps build

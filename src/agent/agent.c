@@ -46,6 +46,9 @@
 #define POLL_WAIT_S 10
 #define LOG_CHUNK (1 << 20)
 #define SHIP_TICK_MS 50
+/* how often the shipper reports GPU utilisation (with NVML only) */
+#define GPU_UTIL_MS 5000
+#define GPU_UTIL_MAX 1024
 #define BACKOFF_MAX_MS 10000
 
 /* ---- registration, shared by every thread; reference counted because the
@@ -443,6 +446,8 @@ struct shipper {
 	/* the thread's own */
 	struct ship_task *tasks;
 	json_t *exec_reports;   /* exec exits not yet acknowledged */
+	struct gpu_sampler *sampler; /* NULL without NVML; opened and freed by agent_run */
+	uint64_t util_at;       /* mono_ms of the next utilisation report */
 	struct httpc c;
 	unsigned gen;
 };
@@ -697,7 +702,17 @@ static void ship_round(struct shipper *sh)
 		}
 	}
 	size_t nexec = json_array_size(sh->exec_reports);
-	if (!json_array_size(reports) && !nexec)
+	json_t *util = NULL; /* [{"index", "util"}] when a sample is due */
+	if (sh->sampler && now >= sh->util_at) {
+		int u[GPU_UTIL_MAX];
+		size_t n = gpu_sampler_util(sh->sampler, u, GPU_UTIL_MAX);
+		sh->util_at = now + GPU_UTIL_MS;
+		util = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(util, json_pack("{s:I, s:o}", "index", (json_int_t)i, "util",
+							      u[i] < 0 ? json_null() : json_integer(u[i])));
+	}
+	if (!json_array_size(reports) && !nexec && !util)
 		goto out;
 	char *id, *token;
 	session_creds(sh->s, &id, &token);
@@ -706,6 +721,8 @@ static void ship_round(struct shipper *sh)
 	json_t *body = json_pack("{s:O, s:o}", "tasks", reports, "cache", session_cache_keys(sh->s));
 	if (nexec)
 		json_object_set(body, "execs", sh->exec_reports);
+	if (util)
+		json_object_set_new(body, "gpus", util);
 	long status = 0;
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *reply = NULL;
@@ -1845,6 +1862,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.code_http.timeout_ms = 300000;
 
 	a.sh.s = a.s;
+	a.sh.sampler = gpu_sampler_open(cfg->gpus);
 	pthread_mutex_init(&a.sh.lock, NULL);
 	pthread_cond_init(&a.sh.cond, NULL);
 	scan_work_dir(&a);
@@ -1892,6 +1910,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	}
 	pthread_mutex_destroy(&a.sh.lock);
 	pthread_cond_destroy(&a.sh.cond);
+	gpu_sampler_free(a.sh.sampler);
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
 out_session:

@@ -20,6 +20,10 @@ struct nvml_memory {
 	unsigned long long total, free, used;
 };
 
+struct nvml_utilization {
+	unsigned int gpu, memory; /* percent of the last sample period */
+};
+
 struct nvml {
 	void *lib;
 	nvml_return (*init)(void);
@@ -33,7 +37,16 @@ struct nvml {
 	/* optional: islands */
 	nvml_return (*p2p)(nvml_device, nvml_device, int, int *);
 	nvml_return (*ancestor)(nvml_device, nvml_device, int *);
+	/* the sampler's */
+	nvml_return (*utilization)(nvml_device, struct nvml_utilization *);
 };
+
+static void *nvml_load(void)
+{
+	const char *path = getenv("YARD_NVML_LIBRARY");
+
+	return dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+}
 
 void gpu_list_release(struct gpu_list *l)
 {
@@ -86,12 +99,11 @@ static bool nvml_near(const struct nvml *nv, nvml_device a, nvml_device b)
 static int discover_nvml(struct gpu_list *out, struct errbuf *eb)
 {
 	struct nvml nv = { 0 };
-	const char *path = getenv("YARD_NVML_LIBRARY");
 	int missing = 0, ret = 0;
 	unsigned int count = 0;
 	nvml_device *devs = NULL;
 
-	nv.lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	nv.lib = nvml_load();
 	if (!nv.lib) {
 		fprintf(stderr, "yard agent: no NVML (%s): no GPUs\n", dlerror());
 		return 0;
@@ -186,4 +198,62 @@ int gpu_minor(const struct gpu_list *l, int index)
 		if (l->gpus[i].index == index)
 			return l->gpus[i].minor;
 	return index;
+}
+
+struct gpu_sampler {
+	struct nvml nv;         /* initialised; shut down by gpu_sampler_free */
+};
+
+struct gpu_sampler *gpu_sampler_open(const char *spec)
+{
+	struct gpu_sampler *s;
+	int missing = 0;
+
+	if (!spec || strcmp(spec, "auto"))
+		return NULL;
+	s = xcalloc(1, sizeof(*s));
+	s->nv.lib = nvml_load();
+	if (!s->nv.lib)
+		goto out_free;
+	*(void **)&s->nv.init = sym(&s->nv, "nvmlInit_v2", &missing);
+	*(void **)&s->nv.shutdown = sym(&s->nv, "nvmlShutdown", &missing);
+	*(void **)&s->nv.count = sym(&s->nv, "nvmlDeviceGetCount_v2", &missing);
+	*(void **)&s->nv.by_index = sym(&s->nv, "nvmlDeviceGetHandleByIndex_v2", &missing);
+	*(void **)&s->nv.utilization = sym(&s->nv, "nvmlDeviceGetUtilizationRates", &missing);
+	if (missing || s->nv.init() != NVML_SUCCESS)
+		goto out_close;
+	return s;
+out_close:
+	dlclose(s->nv.lib);
+out_free:
+	free(s);
+	return NULL;
+}
+
+size_t gpu_sampler_util(struct gpu_sampler *s, int *util, size_t max)
+{
+	unsigned int count = 0;
+	size_t n;
+
+	if (s->nv.count(&count) != NVML_SUCCESS)
+		return 0;
+	n = count < max ? count : max;
+	for (size_t i = 0; i < n; i++) {
+		nvml_device dev;
+		struct nvml_utilization u;
+		util[i] = -1;
+		if (s->nv.by_index((unsigned int)i, &dev) == NVML_SUCCESS &&
+		    s->nv.utilization(dev, &u) == NVML_SUCCESS && u.gpu <= 100)
+			util[i] = (int)u.gpu;
+	}
+	return n;
+}
+
+void gpu_sampler_free(struct gpu_sampler *s)
+{
+	if (!s)
+		return;
+	s->nv.shutdown();
+	dlclose(s->nv.lib);
+	free(s);
 }

@@ -46,4 +46,19 @@ json_t *gpu_list_to_json(const struct gpu_list *l);
 /* gpu_minor: the device minor of GPU index, or index itself when unknown. */
 int gpu_minor(const struct gpu_list *l, int index);
 
+/* A GPU utilisation sampler: NVML kept open for the agent's life, for the
+ * status reports (the master's GET /v1/nodes shows it per GPU). */
+struct gpu_sampler;
+
+/* gpu_sampler_open returns a sampler for spec "auto" when NVML loads, has
+ * nvmlDeviceGetUtilizationRates and initialises; NULL otherwise ("none",
+ * simulated GPUs, no NVML: there is nothing to sample). Freed with
+ * gpu_sampler_free. */
+struct gpu_sampler *gpu_sampler_open(const char *spec);
+/* gpu_sampler_util fills util[i] with GPU i's utilisation over NVML's last
+ * sample period (0-100), or -1 where NVML cannot tell, for the first
+ * min(max, GPUs) GPUs; returns how many it filled. */
+size_t gpu_sampler_util(struct gpu_sampler *s, int *util, size_t max);
+void gpu_sampler_free(struct gpu_sampler *s);
+
 #endif

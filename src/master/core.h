@@ -95,6 +95,8 @@ struct gpu_info {
 	uint64_t memory;
 	unsigned island;        /* NVLink/PCIe island id as the agent reported it
 	                         * (its index when it did not) */
+	bool has_util;          /* the agent reported util (NVML GPUs only) */
+	unsigned util;          /* percent busy, last reported; in memory only */
 };
 
 /* The runtimes an agent runs tasks with (its --runtime), as bits of

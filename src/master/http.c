@@ -10,6 +10,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "master/api.h"
+#include "master/static.h"
 
 void req_set_response(struct req *r, int status, struct MHD_Response *resp)
 {
@@ -181,6 +182,7 @@ static void req_free(struct req *r)
 	strbuf_release(&r->body);
 	free(r->method);
 	free(r->url);
+	free(r->target);
 	free(r->cap[0]);
 	free(r->cap[1]);
 	free(r->user);
@@ -217,6 +219,12 @@ static bool req_begin(struct req *r)
 	uint64_t clen = 0;
 
 	r->route = api_match(r->method, r->url, r->cap, &path_known);
+	if (!r->route && !path_known && static_takes(r->method, r->url)) {
+		/* the web app: no token, no body */
+		static_serve(r, r->m->web_dir, r->target ? r->target : r->url);
+		r->handled = true;
+		return false;
+	}
 	if (!r->route) {
 		if (path_known)
 			error(&eb, YERR(METHOD), "'%s' does not take %s", r->url, r->method);
@@ -320,6 +328,26 @@ static void req_sink(struct req *r, const char *data, size_t len)
 		r->too_large = true;
 }
 
+static struct req *req_new(struct master *m, struct MHD_Connection *conn, const char *target)
+{
+	struct req *r = xcalloc(1, sizeof(*r));
+
+	r->m = m;
+	r->conn = conn;
+	r->target = target ? xstrdup(target) : NULL;
+	r->upload_fd = -1;
+	strbuf_init(&r->body, 0);
+	return r;
+}
+
+/* MHD calls this with the request target as it came, before it decodes the
+ * path; the request's struct starts here so that the static server can see
+ * an encoded "%2e%2e" or "%00" that decoding would hide. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	return req_new(cls, conn, uri);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
@@ -327,15 +355,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct master *m = cls;
 	struct req *r = *con_cls;
 
-	if (!r) {
-		r = xcalloc(1, sizeof(*r));
-		r->m = m;
-		r->conn = conn;
+	if (!r)
+		r = *con_cls = req_new(m, conn, NULL);
+	if (!r->method) {
 		r->method = xstrdup(method);
 		r->url = xstrdup(url);
-		r->upload_fd = -1;
-		strbuf_init(&r->body, 0);
-		*con_cls = r;
 		if (!req_begin(r))
 			return queue(r);
 		return MHD_YES;
@@ -411,6 +435,7 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
 				  NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
+				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, m,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),

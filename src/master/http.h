@@ -26,7 +26,8 @@ enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC };
 struct req {
 	struct master *m;
 	struct MHD_Connection *conn;
-	char *method, *url;         /* owned */
+	char *method, *url;         /* owned; url is the decoded path */
+	char *target;               /* owned raw request target (path?query), or NULL */
 	const struct route *route;  /* borrowed from the route table */
 	char *cap[2];               /* owned path captures ({id}, {name}) */
 	bool has_token;

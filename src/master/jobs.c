@@ -1350,6 +1350,26 @@ static void task_staging(struct task *t, const json_t *r)
 	job_set_reason(j, "staging", msg);
 }
 
+/* Takes a status report's "gpus": [{"index", "util"}], the utilisation of
+ * the node's GPUs (0-100, null when NVML cannot tell); anything malformed
+ * is ignored entry by entry. */
+static void node_set_util(struct node *n, const json_t *gpus)
+{
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(gpus, i, g) {
+		const json_t *idx = json_object_get(g, "index"), *u = json_object_get(g, "util");
+		for (size_t k = 0; json_is_integer(idx) && k < n->ngpus; k++) {
+			if ((json_int_t)n->gpus[k].index != json_integer_value(idx))
+				continue;
+			n->gpus[k].has_util = json_is_integer(u) && json_integer_value(u) >= 0 &&
+					      json_integer_value(u) <= 100;
+			n->gpus[k].util = n->gpus[k].has_util ? (unsigned)json_integer_value(u) : 0;
+		}
+	}
+}
+
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
 {
 	const json_t *tasks = json_object_get(body, "tasks");
@@ -1362,6 +1382,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
 	nodes_touch(m, n);
 	node_set_cache(n, json_object_get(body, "cache"));
+	node_set_util(n, json_object_get(body, "gpus"));
 	json_array_foreach(json_object_get(body, "execs"), i, r)
 		execs_reported(m, n, r);
 	json_array_foreach(tasks, i, r) {
@@ -1529,12 +1550,14 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		}
 		if (json_is_null(job))
 			free_gpus++;
-		json_array_append_new(gpus, json_pack("{s:i, s:o, s:I, s:o, s:o, s:i}", "index",
+		json_array_append_new(gpus, json_pack("{s:i, s:o, s:I, s:o, s:o, s:i, s:o}", "index",
 						      (int)n->gpus[g].index, "model",
 						      n->gpus[g].model ? json_string(n->gpus[g].model) : json_null(),
 						      "memory", (json_int_t)n->gpus[g].memory, "uuid",
 						      n->gpus[g].uuid ? json_string(n->gpus[g].uuid) : json_null(),
-						      "job", job, "island", (int)n->gpus[g].island));
+						      "job", job, "island", (int)n->gpus[g].island, "util",
+						      n->gpus[g].has_util ? json_integer(n->gpus[g].util)
+									  : json_null()));
 	}
 	for (size_t i = 0; i < m->nlive; i++) {
 		const struct task *t = m->live[i];

@@ -22,6 +22,7 @@
 #include "sched/policy.h"
 #include "master/http.h"
 #include "master/jobs.h"
+#include "master/static.h"
 
 #define TICK_MS 200
 
@@ -205,7 +206,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 
 	*out = NULL;
 	m->data_dir = xstrdup(cfg->data_dir);
-	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : NULL;
+	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
 	ret = master_policies(m, cfg, eb);
 	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
@@ -366,7 +367,8 @@ static void master_usage(FILE *out)
 		     "                   [--policy [POOL=]glas|las|fifo|fair|srtf|greedy]...   (default glas)\n"
 		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
 		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
-		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n");
+		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
+		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n");
 }
 
 int cmd_master(int argc, char **argv)

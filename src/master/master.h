@@ -12,7 +12,7 @@ struct master_config {
 	const char *listen;     /* "HOST:PORT"; port 0 picks a free one */
 	const char *data_dir;   /* created if missing */
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
-	const char *web_dir;    /* static UI files served at / (may be NULL) */
+	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
 	 * one; NULL entries or none: the default policy. */
 	const char *const *policies;

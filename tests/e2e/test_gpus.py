@@ -154,3 +154,26 @@ def test_gpus_placement_pools_labels_islands():
                  "n2 pool and labels after a master restart")
         check_eq([g["island"] for g in nodes["n1"]["gpus"]], [0, 0, 0, 0, 4, 4, 4, 4],
                  "n1 GPU islands after a master restart")
+
+
+def test_gpu_utilisation_in_nodes():
+    """An agent with NVML (the fake one: GPU i is i*10 % busy) reports each
+    GPU's utilisation; GET /v1/nodes shows it; simulated GPUs show null."""
+    from harness import YARD
+    lib = os.path.join(os.path.dirname(os.path.abspath(YARD)), "tests", "fakenvml", "libfakenvml.so")
+    check(os.path.exists(lib), f"no fake NVML at {lib}")
+    os.environ["YARD_NVML_LIBRARY"] = lib
+    os.environ["FAKE_NVML_GPUS"] = "3"
+    with cluster("gpu-util") as c:
+        c.start_master()
+        c.start_agent("nv", gpus="auto")
+        c.start_agent("sim", gpus="sim:2")
+
+        def nodes():
+            _, doc = c.api.json("GET", "/v1/nodes", expect=200)
+            return {n["name"]: n for n in doc["nodes"]}
+
+        nv = wait_until(lambda: (lambda n: n if n.get("nv") and n["nv"]["gpus"][2]["util"] is not None
+                                 else None)(nodes()), 30, "utilisation of the NVML node's GPUs")["nv"]
+        check_eq([g["util"] for g in nv["gpus"]], [0, 10, 20], "utilisation of the fake NVML's GPUs")
+        check_eq([g["util"] for g in nodes()["sim"]["gpus"]], [None, None], "utilisation of simulated GPUs")

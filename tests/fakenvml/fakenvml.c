@@ -3,6 +3,7 @@
  * "FAKE-GPU", 16 GiB each, uuid GPU-fake-I, minor number I. Pairs of GPUs
  * (0-1, 2-3, ...) share a PCIe switch (nvmlDeviceGetTopologyCommonAncestor
  * says SINGLE, else SYSTEM); there is no NVLink (no nvmlDeviceGetP2PStatus).
+ * GPU I is (I * 10) % 101 percent busy (nvmlDeviceGetUtilizationRates).
  */
 #include "base/compat.h"
 
@@ -119,7 +120,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *
 {
 	if (dev_index(dev) < 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	u->gpu = 0;
+	u->gpu = (unsigned int)(dev_index(dev) * 10 % 101);
 	u->memory = 0;
 	return NVML_SUCCESS;
 }

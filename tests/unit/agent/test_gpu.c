@@ -69,6 +69,28 @@ static void test_fake_nvml(void **state)
 	gpu_list_release(&l);
 }
 
+static void test_sampler(void **state)
+{
+	(void)state;
+	struct gpu_sampler *s;
+	int util[8];
+	setenv("YARD_NVML_LIBRARY", FAKENVML_PATH, 1);
+	setenv("FAKE_NVML_GPUS", "4", 1);
+	assert_null(gpu_sampler_open("none"));
+	assert_null(gpu_sampler_open("sim:2"));
+	s = gpu_sampler_open("auto");
+	assert_non_null(s);
+	assert_int_equal(gpu_sampler_util(s, util, 8), 4);
+	assert_int_equal(util[0], 0);
+	assert_int_equal(util[3], 30);
+	assert_int_equal(gpu_sampler_util(s, util, 2), 2);
+	assert_int_equal(util[1], 10);
+	gpu_sampler_free(s);
+	setenv("YARD_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+	assert_null(gpu_sampler_open("auto"));
+	gpu_sampler_free(NULL);
+}
+
 static void test_no_nvml(void **state)
 {
 	(void)state;
@@ -86,6 +108,7 @@ int main(void)
 		cmocka_unit_test(test_none),
 		cmocka_unit_test(test_sim),
 		cmocka_unit_test(test_fake_nvml),
+		cmocka_unit_test(test_sampler),
 		cmocka_unit_test(test_no_nvml),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

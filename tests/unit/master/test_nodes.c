@@ -256,6 +256,34 @@ static void report(struct fixture *f, struct node *n, const char *fmt, uint64_t 
 	commit(f);
 }
 
+/* GPU utilisation from status reports: per GPU in the node's JSON, null
+ * until reported, null again when NVML cannot tell; junk is ignored. */
+static void test_gpu_util(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n;
+	json_t *doc;
+
+	assert_int_equal(reg(f, "{\"name\": \"g1\", \"addr\": \"10.0.0.9\", \"gpus\": ["
+				"{\"index\": 0, \"model\": \"X\", \"memory\": 1}, "
+				"{\"index\": 1, \"model\": \"X\", \"memory\": 1}]}", &n, &eb), 0);
+	doc = jobs_node_json(&f->m, n);
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "gpus"), 0), "util"), "null");
+	json_decref(doc);
+	report(f, n, "{\"tasks\": [], \"gpus\": [{\"index\": 1, \"util\": 73}, "
+		     "{\"index\": 0, \"util\": null}, {\"index\": 7, \"util\": 5}, \"x\"]}", 0);
+	doc = jobs_node_json(&f->m, n);
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "gpus"), 0), "util"), "null");
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "gpus"), 1), "util"), "73");
+	json_decref(doc);
+	report(f, n, "{\"gpus\": [{\"index\": 1, \"util\": 101}, {\"index\": 0, \"util\": 0}]}", 0);
+	doc = jobs_node_json(&f->m, n);
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "gpus"), 0), "util"), "0");
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "gpus"), 1), "util"), "null");
+	json_decref(doc);
+}
+
 /* Staging shows in a starting job's reason; a failed staging fails the
  * start, the restart policy gives it another attempt, and the job's reason
  * names the staging failure in the end. */
@@ -314,6 +342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_runtimes_survive_reload, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_job_waits_then_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_staging_progress_and_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_util, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

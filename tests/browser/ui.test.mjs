@@ -1,0 +1,211 @@
+// The web app in a real browser (Debian's chromium through playwright-core),
+// against a real master that tests/e2e/test_web.py started and filled.
+//
+// usage: node ui.test.mjs CONFIG.json
+//
+// CONFIG (written by test_web.py):
+//   url          the master, e.g. http://127.0.0.1:40123
+//   token        an admin token
+//   artifacts    directory for the screenshots (one per page) and result.json
+//   mode         "fixture": the harness's own placeholder page (title, a
+//                module script from /assets/ ran, a screenshot);
+//                "app": the web app's flow below
+//   node         (app) the agent's name: node-<name> on the cluster page
+//   cancel_job   (app) id of a running job to cancel from its page
+//   queued_job   (app) id of a job that cannot start
+//   queued_reason (app) its reason's message, as GET /v1/queue says it
+//   example_dir  (app) examples/pytorch-ddp-digits, uploaded as the code
+//   epochs       (app) the parameter the form changes (params.epochs)
+//
+// The app flow: sign in with /?token=T; the cluster page shows the node;
+// the queue page shows the queued job's reason; the jobs page lists the
+// jobs; the running job is cancelled with its cancel button; the digits
+// example is submitted through the form with params.epochs changed, and its
+// page shows it succeed, its log and a loss chart with points. It writes
+// result.json ({"submitted": ID}) for test_web.py to check through the API.
+// Exit status 0 when everything held; on a failure the page at that moment
+// is saved as failure.png and the error printed.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const cfg = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const tid = (id) => `[data-testid="${id}"]`;
+let shots = 0;
+
+fs.mkdirSync(cfg.artifacts, { recursive: true });
+
+async function shot(page, name) {
+	const file = path.join(cfg.artifacts, `${String(++shots).padStart(2, '0')}-${name}.png`);
+	await page.screenshot({ path: file, fullPage: true });
+	console.log(`screenshot ${file}`);
+}
+
+function check(cond, msg) {
+	if (!cond) throw new Error(msg);
+}
+
+// Waits until the element's text matches re; returns the text.
+async function waitText(page, testid, re, timeout = 30000) {
+	const loc = page.locator(tid(testid)).first();
+	await loc.waitFor({ state: 'visible', timeout });
+	const end = Date.now() + timeout;
+	let text = '';
+	while (Date.now() < end) {
+		text = (await loc.textContent()) || '';
+		if (re.test(text)) return text;
+		await page.waitForTimeout(250);
+	}
+	throw new Error(`${testid}: text ${JSON.stringify(text.slice(0, 300))} never matched ${re}`);
+}
+
+async function fixture(page) {
+	await page.goto(`${cfg.url}/?token=${encodeURIComponent(cfg.token)}`);
+	await page.locator(tid('fixture')).waitFor({ timeout: 10000 });
+	// the module script under /assets/ ran: served with a JavaScript type
+	await page.waitForFunction(() => document.title.endsWith('(js ran)'), null, { timeout: 10000 });
+	await shot(page, 'fixture');
+	// an app route (SPA fallback) loads the same page
+	await page.goto(`${cfg.url}/jobs/1#/jobs/1`);
+	await page.locator(tid('fixture')).waitFor({ timeout: 10000 });
+	await shot(page, 'fixture-fallback');
+}
+
+async function nav(page, which, hash) {
+	const link = page.locator(tid(`nav-${which}`));
+	if (await link.count()) await link.first().click();
+	else await page.goto(`${cfg.url}/${hash}`);
+	await page.waitForFunction((h) => location.hash.startsWith(h), hash, { timeout: 10000 });
+}
+
+// The job the form made: the app is expected to open its page (#/jobs/ID);
+// if it stays elsewhere, the newest job named ui-digits (asked of the API)
+// is opened instead, so that the rest of the flow still runs.
+async function submittedJob(page) {
+	const end = Date.now() + 60000;
+	while (Date.now() < end) {
+		const m = /^#\/jobs\/(\d+)/.exec(await page.evaluate(() => location.hash));
+		if (m) return Number(m[1]);
+		const r = await fetch(`${cfg.url}/v1/jobs`, { headers: { Authorization: `Bearer ${cfg.token}` } });
+		const job = r.ok ? (await r.json()).jobs.find((j) => j.name === 'ui-digits') : null;
+		if (job && Date.now() > end - 50000) {
+			console.log(`the app did not open #/jobs/${job.id} after submitting; opening it`);
+			await page.goto(`${cfg.url}/#/jobs/${job.id}`);
+			return job.id;
+		}
+		await page.waitForTimeout(250);
+	}
+	throw new Error('no job named ui-digits after submitting the form');
+}
+
+async function app(page) {
+	// sign in: the token in the URL; a sign-in form, if the app still shows one
+	await page.goto(`${cfg.url}/?token=${encodeURIComponent(cfg.token)}`);
+	const signin = page.locator(tid('signin-token'));
+	const navCluster = page.locator(tid('nav-cluster'));
+	await Promise.race([
+		signin.waitFor({ timeout: 15000 }).catch(() => {}),
+		navCluster.waitFor({ timeout: 15000 }).catch(() => {}),
+	]);
+	if (await signin.isVisible()) {
+		await signin.fill(cfg.token);
+		await page.locator(tid('signin-submit')).click();
+	}
+	await navCluster.waitFor({ timeout: 15000 });
+
+	// cluster: the agent's node and its GPUs
+	await nav(page, 'cluster', '#/cluster');
+	await page.locator(tid(`node-${cfg.node}`)).waitFor({ timeout: 15000 });
+	await page.locator(tid(`gpu-${cfg.node}-0`)).waitFor({ timeout: 15000 });
+	await shot(page, 'cluster');
+
+	// queue: the job that cannot start, with the master's reason
+	await nav(page, 'queue', '#/queue');
+	await page.locator(tid(`queue-row-${cfg.queued_job}`)).waitFor({ timeout: 15000 });
+	const reason = (cfg.queued_reason || '').trim();
+	await waitText(page, `queue-reason-${cfg.queued_job}`,
+		reason ? new RegExp(reason.slice(0, 40).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : /\S/);
+	await shot(page, 'queue');
+
+	// jobs: both prepared jobs are listed
+	await nav(page, 'jobs', '#/jobs');
+	await page.locator(tid(`job-row-${cfg.cancel_job}`)).waitFor({ timeout: 15000 });
+	await page.locator(tid(`job-row-${cfg.queued_job}`)).waitFor({ timeout: 15000 });
+	await shot(page, 'jobs');
+
+	// cancel the running job from its page (accepting a confirmation)
+	page.on('dialog', (d) => d.accept());
+	await page.goto(`${cfg.url}/#/jobs/${cfg.cancel_job}`);
+	await waitText(page, 'job-state', /running/i, 30000);
+	await page.locator(tid('cancel-button')).click();
+	await waitText(page, 'job-state', /cancel/i, 30000);
+	await shot(page, `job-${cfg.cancel_job}-cancelled`);
+
+	// submit the digits example with the code folder and one parameter changed
+	await nav(page, 'submit', '#/submit');
+	await page.locator(tid('code-upload')).setInputFiles(cfg.example_dir);
+	await page.locator(tid('submit-name')).fill('ui-digits');
+	const fw = page.locator(tid('submit-framework'));
+	if ((await fw.evaluate((e) => e.tagName)) === 'SELECT') await fw.selectOption('pytorch');
+	else await fw.fill('pytorch');
+	await page.locator(tid('submit-command')).fill(
+		'/usr/bin/python3 train.py --epochs {params.epochs} --epoch-sleep 0');
+	await page.locator(tid('param-key-0')).fill('epochs');
+	await page.locator(tid('param-value-0')).fill(String(cfg.epochs));
+	await shot(page, 'submit');
+	await page.locator(tid('submit-button')).click();
+	const submitted = await submittedJob(page);
+	console.log(`submitted job ${submitted}`);
+	fs.writeFileSync(path.join(cfg.artifacts, 'result.json'), JSON.stringify({ submitted }));
+
+	// watch it run to the end: state, log, loss chart with points
+	await waitText(page, 'job-state', /succeeded|failed|cancelled/i, 240000);
+	await shot(page, `job-${submitted}`);
+	await waitText(page, 'job-state', /succeeded/i, 1000);
+	await waitText(page, 'log-view', /\S/, 30000);
+	const chart = page.locator(tid('chart-loss'));
+	await chart.waitFor({ timeout: 30000 });
+	check(await chart.locator('canvas, svg').count() > 0, 'chart-loss has no canvas or svg');
+	// the chart says how many points it draws ("N points"), or data-points="N"
+	const points = async () => {
+		const attr = await chart.getAttribute('data-points');
+		if (attr) return Number(attr);
+		const m = /(\d+)\s*points?/i.exec((await chart.textContent()) || '');
+		return m ? Number(m[1]) : 0;
+	};
+	const end = Date.now() + 30000;
+	while ((await points()) <= 0 && Date.now() < end) await page.waitForTimeout(250);
+	check((await points()) > 0, 'chart-loss shows no points (expected "N points" or data-points="N", N > 0)');
+	await chart.scrollIntoViewIfNeeded();
+	await shot(page, `job-${submitted}-done`);
+}
+
+const browser = await chromium.launch({
+	executablePath: CHROMIUM,
+	headless: true,
+	args: ['--no-sandbox', '--disable-dev-shm-usage'],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+page.on('console', (m) => {
+	if (m.type() === 'error') console.log(`browser console: ${m.text()}`);
+});
+let rc = 0;
+try {
+	if (cfg.mode === 'fixture') await fixture(page);
+	else await app(page);
+	check(errors.length === 0, `uncaught errors in the page: ${errors.join('; ')}`);
+	console.log('ui test: ok');
+} catch (e) {
+	rc = 1;
+	console.error(`ui test failed: ${e.stack || e}`);
+	try {
+		await page.screenshot({ path: path.join(cfg.artifacts, 'failure.png'), fullPage: true });
+		console.error(`screenshot ${path.join(cfg.artifacts, 'failure.png')} (at ${page.url()})`);
+	} catch {}
+} finally {
+	await browser.close();
+}
+process.exit(rc);

@@ -1,0 +1,211 @@
+"""The web app end to end: the master's static files (a fixture dir of this
+test's own), and the built app in a real browser (tests/browser/ui.test.mjs,
+playwright-core driving Debian's chromium) against a real master and agent.
+
+The browser test needs the app built next to the binary (`make asan` copies
+web/dist to build-asan/web): without `<dir of YARD>/web/index.html` it fails,
+saying so. Screenshots, one per page, go to $YARD_ARTIFACTS/web, or else
+test-artifacts/web next to the binary.
+"""
+import http.client
+import json
+import os
+import subprocess
+
+from harness import ROOT, YARD, check, check_eq, cluster, spec
+
+TIMEOUT = 600
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "webfixture")
+BROWSER = os.path.join(ROOT, "tests", "browser")
+UI_TEST = os.path.join(BROWSER, "ui.test.mjs")
+DIGITS = os.path.join(ROOT, "examples", "pytorch-ddp-digits")
+
+
+def artifacts_dir(name):
+    base = os.environ.get("YARD_ARTIFACTS") or os.path.join(
+        os.path.dirname(os.path.abspath(YARD)), "test-artifacts")
+    d = os.path.join(base, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def raw_get(url, target, method="GET", headers=None):
+    """One request with the target sent as is (no client-side normalising)."""
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.putrequest(method, target, skip_accept_encoding=True)
+        for k, v in (headers or {}).items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        r = conn.getresponse()
+        return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        conn.close()
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_static_files():
+    with cluster("web-static", master_args=["--web-dir", FIXTURE]) as c:
+        c.start_master()
+        index = read(os.path.join(FIXTURE, "index.html"))
+        # index.html at / and by name, no token, never cached without asking
+        for target in ("/", "/index.html", "/?token=abc"):
+            status, body, h = raw_get(c.url, target)
+            check_eq(status, 200, f"status of {target}")
+            check_eq(body, index, f"body of {target}")
+            check_eq(h["content-type"], "text/html; charset=utf-8", f"type of {target}")
+            check_eq(h["cache-control"], "no-cache", f"caching of {target}")
+        # hashed assets: their types, cached for long
+        for target, ctype in (("/assets/app-abc123.js", "text/javascript; charset=utf-8"),
+                              ("/assets/app-abc123.css", "text/css; charset=utf-8")):
+            status, body, h = raw_get(c.url, target)
+            check_eq(status, 200, f"status of {target}")
+            check_eq(body, read(FIXTURE + target), f"body of {target}")
+            check_eq(h["content-type"], ctype, f"type of {target}")
+            check("immutable" in h["cache-control"] and "max-age=31536000" in h["cache-control"],
+                  f"caching of {target}: {h['cache-control']}")
+        status, _, h = raw_get(c.url, "/logo.svg")
+        check_eq((status, h["content-type"]), (200, "image/svg+xml"), "an svg at the top")
+        # HEAD: the headers and length, no body
+        status, body, h = raw_get(c.url, "/assets/app-abc123.js", method="HEAD")
+        check_eq((status, body), (200, b""), "HEAD of an asset")
+        check_eq(h["content-length"], str(len(read(FIXTURE + "/assets/app-abc123.js"))),
+                 "Content-Length of a HEAD")
+        # the app's routes and directories get index.html (no listing)
+        for target in ("/jobs/12", "/cluster", "/assets", "/no/such/thing.txt"):
+            status, body, h = raw_get(c.url, target)
+            check_eq((status, body), (200, index), f"fallback to index.html for {target}")
+        # a missing asset is a 404, not HTML where a script was wanted; nor
+        # is there a listing of the assets
+        for target in ("/assets/missing-123.js", "/assets/"):
+            status, body, _ = raw_get(c.url, target)
+            check_eq(status, 404, f"status of {target}")
+            check(b"app-abc123" not in body, f"{target} lists the assets")
+        # traversal, plain and encoded, and NUL: refused, never resolved
+        for target in ("/../etc/passwd", "/%2e%2e/etc/passwd", "/%2E%2E/%2E%2E/etc/passwd",
+                       "/assets/../../x", "/assets/%2e%2e/%2e%2e/etc/passwd",
+                       "/assets%2f..%2f..%2fetc%2fpasswd", "/index.html%00.png", "/..%5c..%5cx"):
+            status, body, _ = raw_get(c.url, target)
+            check_eq(status, 400, f"status of {target}")
+            check(b"root:" not in body, f"{target} served /etc/passwd")
+        # only GET and HEAD
+        status, _, _ = raw_get(c.url, "/index.html", method="POST")
+        check(status in (404, 405), f"POST of a static path: {status}")
+        # every /v1 route keeps its auth; unknown /v1 paths stay API 404s
+        for target in ("/v1/jobs", "/v1/nodes", "/v1/queue", "/v1/whoami"):
+            status, body, h = raw_get(c.url, target)
+            check_eq(status, 401, f"{target} without a token")
+            check_eq(h["content-type"], "application/json", f"type of {target} without a token")
+        status, body, _ = raw_get(c.url, "/v1/no-such-route")
+        check_eq((status, json.loads(body)["error"]["code"]), (404, "not_found"), "unknown /v1 path")
+        status, _, _ = raw_get(c.url, "/v1/jobs", headers={"Authorization": "Bearer " + c.admin_token})
+        check_eq(status, 200, "/v1/jobs with a token")
+        # the sign-in URL's ?token= is for the app to read, never a credential
+        status, _, _ = raw_get(c.url, "/v1/jobs?token=" + c.admin_token)
+        check_eq(status, 401, "/v1/jobs with the token in the query")
+        # a bad token does not matter to static files
+        status, body, _ = raw_get(c.url, "/index.html", headers={"Authorization": "Bearer nope"})
+        check_eq((status, body), (200, index), "index.html with a bad token")
+
+
+def test_static_without_web_dir():
+    with cluster("web-none", master_args=["--web-dir", os.path.join(HERE, "no-such-dir")]) as c:
+        c.start_master()
+        for target in ("/", "/jobs/3"):
+            status, body, h = raw_get(c.url, target)
+            check_eq(status, 200, f"status of {target} without the UI")
+            check(b"not built" in body, f"{target} says the UI is not built: {body[:200]!r}")
+            check(h["content-type"].startswith("text/html"), f"type of {target}: {h['content-type']}")
+
+
+def run_ui(cfg, timeout):
+    """Runs ui.test.mjs with cfg; fails with its output unless it exits 0."""
+    check(os.path.exists(os.path.join(BROWSER, "node_modules", "playwright-core")),
+          "tests/browser/node_modules is missing: run `make browser` (npm ci in tests/browser)")
+    check(os.path.exists(os.environ.get("CHROMIUM", "/usr/bin/chromium")),
+          "no /usr/bin/chromium: run `make deps` (or apt-get install chromium)")
+    path = os.path.join(cfg["artifacts"], "config.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    r = subprocess.run(["node", UI_TEST, path], capture_output=True, text=True, timeout=timeout)
+    out = r.stdout + r.stderr
+    check(r.returncode == 0, f"ui.test.mjs ({cfg['mode']}) exited {r.returncode}:\n{out[-6000:]}")
+    return out
+
+
+def test_browser_harness_on_fixture():
+    """The browser harness itself, on this test's placeholder page: chromium
+    starts, the page and its module script load, screenshots are written."""
+    art = artifacts_dir("web-fixture")
+    for f in os.listdir(art):
+        os.unlink(os.path.join(art, f))
+    with cluster("web-fixture", master_args=["--web-dir", FIXTURE]) as c:
+        c.start_master()
+        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "fixture"}, 120)
+    shots = sorted(f for f in os.listdir(art) if f.endswith(".png"))
+    check_eq(shots, ["01-fixture.png", "02-fixture-fallback.png"], "screenshots of the fixture")
+    for s in shots:
+        check(os.path.getsize(os.path.join(art, s)) > 1000, f"screenshot {s} is empty")
+
+
+def ui_flow(name, web, art):
+    """The app flow of ui.test.mjs against the app in `web`, on a real master
+    and agent: a running job to cancel and a job that cannot start are made
+    here; what the browser did is then checked through the API."""
+    for f in os.listdir(art):
+        os.unlink(os.path.join(art, f))
+    with cluster(name, master_args=["--web-dir", web]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        api = c.api
+        # a long job to cancel from its page, and one that cannot start
+        status, victim = api.submit(spec(["/bin/sleep", "1000"], name="ui-sleeper"))
+        check_eq(status, 201, f"submit of the sleeper: {victim}")
+        status, queued = api.submit(spec(["/bin/true"], name="ui-too-big", gpus=8,
+                                         placement={"wait_for_nodes": True}))
+        check_eq(status, 201, f"submit of the too-big job: {queued}")
+        api.wait_job(victim["id"], states=("running",), timeout=60)
+        _, q = api.json("GET", "/v1/queue", expect=200)
+        entry = [e for e in q["queue"] if e["id"] == queued["id"]]
+        check_eq(len(entry), 1, "the too-big job is queued")
+        epochs = 3
+        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "app",
+                "node": "n1", "cancel_job": victim["id"], "queued_job": queued["id"],
+                "queued_reason": entry[0]["reason"]["message"], "example_dir": DIGITS,
+                "epochs": epochs}, TIMEOUT - 60)
+        # what the browser did, seen through the API
+        check_eq(api.job(victim["id"])["state"], "cancelled", "state of the job cancelled in the UI")
+        with open(os.path.join(art, "result.json")) as f:
+            submitted = json.load(f)["submitted"]
+        j = api.job(submitted)
+        check_eq(j["state"], "succeeded", "state of the job submitted in the UI")
+        check_eq(str(j["spec"]["params"]["epochs"]), str(epochs), "params.epochs set in the form")
+        check(j["code"], f"the job submitted in the UI has its code uploaded: {j}")
+        _, m = api.json("GET", f"/v1/jobs/{submitted}/metrics?name=loss", expect=200)
+        check(m["series"] and m["series"][0]["points"], f"loss metrics of the UI's job: {m}")
+    shots = [f for f in os.listdir(art) if f.endswith(".png")]
+    for page in ("cluster", "queue", "jobs", "submit", f"job-{victim['id']}", f"job-{submitted}"):
+        check(any(page in s for s in shots), f"no screenshot of the {page} page: {shots}")
+
+
+def test_browser_flow_on_stand_in():
+    """The whole flow of the browser test on a stand-in page of this test's
+    own (tests/e2e/webmock) that keeps the app's data-testid contract: so a
+    failure of test_web_ui is the app's, not the harness's."""
+    ui_flow("web-mock", os.path.join(HERE, "webmock"), artifacts_dir("web-mock"))
+
+
+def test_web_ui():
+    """The built web app: sign in, cluster, queue reason, jobs, cancel, and
+    the digits example submitted through the form to success."""
+    web = os.path.join(os.path.dirname(os.path.abspath(YARD)), "web")
+    check(os.path.isfile(os.path.join(web, "index.html")),
+          f"the web app is not built: no {web}/index.html (`make asan` builds web/ and copies "
+          f"web/dist there)")
+    ui_flow("web-ui", web, artifacts_dir("web"))

@@ -1,0 +1,1 @@
+document.title = "Trainyard fixture (js ran)";
