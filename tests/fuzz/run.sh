@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD:-build-fuzz}
-TARGETS=(spec trace manifest metricparse docker_demux)
+TARGETS=(spec trace manifest metricparse docker_demux static_path)
 if [ ! -f "$BUILD/build.ninja" ]; then
 	CC=clang meson setup "$BUILD" -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 fi
