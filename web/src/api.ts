@@ -81,11 +81,11 @@ export async function request(method: string, path: string, body?: BodyInit | nu
     setReconnecting(true);
     throw new NetError(`cannot reach the master: ${(e as Error).message}`);
   }
-  // A proxy in front of a master that is down answers 502/503/504.
-  if (res.status === 502 || res.status === 503 || res.status === 504) {
-    const text = await res.text().catch(() => '');
-    const info = parseApiError(res.status, text);
-    if (!text.startsWith('{')) {
+  // A proxy in front of a master that is down (the dev server, a load balancer) answers 5xx
+  // without the master's JSON error document: that is a connection failure too.
+  if (res.status >= 500) {
+    const info = parseApiError(res.status, await res.text().catch(() => ''));
+    if (info.code.startsWith('http_')) {
       setReconnecting(true);
       throw new NetError(`the master is not answering (HTTP ${res.status})`);
     }

@@ -56,6 +56,12 @@ describe('spec', () => {
     expect(formToSpec(f)).toEqual(spec);
     expect(yamlToSpec(specToYaml(spec))).toEqual(spec);
   });
+  it('keeps role members the form has no inputs for', () => {
+    const spec = { tasks: { worker: { replicas: 1, gpus: 0, cpus: 1, memory: 1073741824, pids: 4096, command: null } } };
+    const f = specToForm(spec);
+    expect(f.roles[0].memory).toBe('1073741824');
+    expect(formToSpec(f)).toEqual(spec);
+  });
   it('refuses bad YAML with the parser message', () => {
     expect(() => yamlToSpec('name: [a')).toThrow(YamlError);
     expect(() => yamlToSpec('- a\n- b')).toThrow(/mapping/);

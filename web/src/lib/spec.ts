@@ -10,6 +10,8 @@ export interface RoleRow {
   gpus: string;
   cpus: string;
   memory: string;
+  /** Members of the role the form has no inputs for (pids, command, ...): kept as they are. */
+  extra?: Record<string, unknown>;
 }
 
 export interface ParamRow {
@@ -95,7 +97,7 @@ export function formToSpec(f: FormState): Spec {
   const tasks: Record<string, unknown> = {};
   for (const r of f.roles) {
     if (!r.name.trim()) continue;
-    const t: Record<string, unknown> = {};
+    const t: Record<string, unknown> = { ...(r.extra ?? {}) };
     if (r.replicas.trim()) t.replicas = numberOrText(r.replicas);
     if (r.gpus.trim()) t.gpus = numberOrText(r.gpus);
     if (r.cpus.trim()) t.cpus = numberOrText(r.cpus);
@@ -109,6 +111,14 @@ export function formToSpec(f: FormState): Spec {
   if (data.length) spec.data = data;
   for (const [k, v] of Object.entries(f.extra)) if (!KNOWN.has(k)) spec[k] = v;
   return spec;
+}
+
+const ROLE_KNOWN = new Set(['replicas', 'gpus', 'cpus', 'memory']);
+
+function roleExtra(t: Record<string, unknown> | null | undefined): { extra?: Record<string, unknown> } {
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(t ?? {})) if (!ROLE_KNOWN.has(k)) extra[k] = v;
+  return Object.keys(extra).length ? { extra } : {};
 }
 
 /** specToForm: the form for a spec (a job's, for Re-submit, or one pasted as YAML). */
@@ -129,8 +139,8 @@ export function specToForm(spec: Spec): FormState {
       gpus: scalarText(t?.gpus),
       cpus: scalarText(t?.cpus),
       memory: scalarText(t?.memory),
+      ...roleExtra(t),
     }));
-    // Fields of a role the form has no input for would be lost: keep the role's other members.
   }
   if (Array.isArray(spec.data)) {
     f.data = (spec.data as Record<string, unknown>[]).map((d) => ({ source: scalarText(d?.source), mount: scalarText(d?.mount) }));
