@@ -22,6 +22,7 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
   }, [tasks.join(',')]);
 
   useEffect(() => {
+    if (!tasks.length) return; // not placed yet: no log to ask for
     let alive = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const dec = new TextDecoder();
@@ -68,7 +69,7 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
       alive = false;
       if (timer) clearTimeout(timer);
     };
-  }, [job, task, stream]);
+  }, [job, task, stream, tasks.length > 0]);
 
   const followRef = useRef(follow);
   followRef.current = follow;
