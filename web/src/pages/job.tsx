@@ -25,7 +25,6 @@ export function JobPage({ id }: { id: number }) {
     );
 
   const cancel = async () => {
-    if (!confirm(`Cancel job ${job.id} (${job.name})?`)) return;
     setBusy(true);
     try {
       await postJson(`/v1/jobs/${job.id}/cancel`, {});
