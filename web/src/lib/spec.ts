@@ -47,7 +47,7 @@ export function emptyForm(): FormState {
     command: '',
     image: '',
     roles: [emptyRole()],
-    params: [],
+    params: [{ key: '', value: '' }], // one empty row to start with (an empty name is left out)
     data: [],
     extra: {},
   };
