@@ -21,7 +21,12 @@ function Chart({ name, lines }: { name: string; lines: Line[] }) {
       series: [{ label: 'step' }, ...lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))],
     };
     plot.current = new uPlot(opts, mergeSeries(lines) as uPlot.AlignedData, div.current);
+    const onResize = () => {
+      if (div.current && plot.current) plot.current.setSize({ width: Math.max(300, Math.min(div.current.clientWidth || 600, 900)), height: 240 });
+    };
+    window.addEventListener('resize', onResize);
     return () => {
+      window.removeEventListener('resize', onResize);
       plot.current?.destroy();
       plot.current = null;
     };
