@@ -1,0 +1,45 @@
+// Cluster totals and a job's timeline.
+import type { Job, Node } from './types';
+
+export interface PoolTotals {
+  pool: string;
+  nodes: number;
+  gpus: number;
+  used: number;
+  free: number;
+}
+
+/** poolTotals: GPUs per pool (nodes that are not lost), used = held by a job. */
+export function poolTotals(nodes: Node[]): PoolTotals[] {
+  const m = new Map<string, PoolTotals>();
+  for (const n of nodes) {
+    const pool = n.pool || 'default';
+    const t = m.get(pool) ?? { pool, nodes: 0, gpus: 0, used: 0, free: 0 };
+    t.nodes++;
+    if (n.state !== 'lost') {
+      for (const g of n.gpus ?? []) {
+        t.gpus++;
+        if (g.job !== null && g.job !== undefined) t.used++;
+        else if (n.state === 'ready') t.free++;
+      }
+    }
+    m.set(pool, t);
+  }
+  return [...m.values()].sort((a, b) => a.pool.localeCompare(b.pool));
+}
+
+export interface TimelineStep {
+  label: string;
+  at: number | null;
+}
+
+/** timeline: the job's submitted, started, running and finished times, in order. */
+export function timeline(j: Job): TimelineStep[] {
+  const end = j.state === 'succeeded' ? 'succeeded' : j.state === 'failed' ? 'failed' : j.state === 'cancelled' ? 'cancelled' : 'finished';
+  return [
+    { label: 'submitted', at: j.submitted_at ?? null },
+    { label: 'started', at: j.started_at ?? null },
+    { label: 'running', at: j.running_at ?? null },
+    { label: end, at: j.finished_at ?? null },
+  ];
+}

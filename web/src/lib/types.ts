@@ -1,0 +1,99 @@
+// Shapes of the master's API objects (docs/protocol.md).
+
+export interface Reason {
+  code: string;
+  message: string;
+}
+
+export interface Task {
+  id: number;
+  role: string;
+  index: number;
+  attempt: number;
+  state: string;
+  node: string | null;
+  gpus: number[] | null;
+  port?: number | null;
+  exit_code: number | null;
+  signal: number | null;
+  reason: Reason | null;
+  started_at?: number | null;
+  finished_at?: number | null;
+  log_size?: { stdout: number; stderr: number };
+}
+
+export interface Job {
+  id: number;
+  name: string;
+  user: string;
+  team: string | null;
+  state: string;
+  reason: Reason | null;
+  exit_code: number | null;
+  attempt: number;
+  priority?: string;
+  submitted_at: number | null;
+  started_at: number | null;
+  running_at: number | null;
+  finished_at: number | null;
+  code?: string | null;
+  checkpoint?: string | null;
+  queue_position?: number | null;
+  ahead?: number[];
+  preemptions?: number;
+  spec?: Spec;
+  tasks?: Task[];
+}
+
+export interface Gpu {
+  index: number;
+  model: string;
+  memory: number;
+  uuid?: string;
+  job: number | null;
+  island?: number;
+  util?: number | null;
+}
+
+export interface Node {
+  name: string;
+  state: string;
+  addr?: string;
+  cpus: number;
+  memory: number;
+  gpus: Gpu[];
+  free?: { gpus: number; cpus_milli: number; memory: number };
+  last_seen?: number;
+  pool?: string;
+  labels?: Record<string, string>;
+  runtimes?: string[];
+  engine?: string | null;
+}
+
+export interface QueueEntry {
+  id: number;
+  name: string;
+  user: string;
+  position: number;
+  ahead_count: number;
+  ahead: number[];
+  reason: Reason | null;
+}
+
+export interface Series {
+  task: string;
+  task_id?: number;
+  attempt: number;
+  name: string;
+  points: [number, number, number?][];
+}
+
+export interface Dataset {
+  name: string;
+  latest: number;
+  versions: number;
+  size: number;
+  team: string | null;
+}
+
+export type Spec = Record<string, unknown>;

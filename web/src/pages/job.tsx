@@ -1,0 +1,173 @@
+import { useState } from 'preact/hooks';
+import { getJson, postJson, errorText } from '../api';
+import { usePoll } from '../hooks';
+import { formatDuration, formatTime, isFinal, stateClass } from '../lib/format';
+import { timeline } from '../lib/cluster';
+import { taskNames } from '../lib/logs';
+import { specToYaml } from '../lib/spec';
+import type { Job } from '../lib/types';
+import { LogView } from './logs';
+import { Charts } from './charts';
+
+export const RESUBMIT_KEY = 'yard.resubmit';
+
+export function JobPage({ id }: { id: number }) {
+  const { data: job, error, refresh } = usePoll(() => getJson<Job>(`/v1/jobs/${id}`), 2000, [id]);
+  const [actionMsg, setActionMsg] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  if (!job)
+    return (
+      <section>
+        <h1>Job {id}</h1>
+        {error ? <p class="error" role="alert">{error}</p> : <p>Loading…</p>}
+      </section>
+    );
+
+  const cancel = async () => {
+    setBusy(true);
+    try {
+      await postJson(`/v1/jobs/${job.id}/cancel`, {});
+      setActionMsg('Cancel requested.');
+      refresh();
+    } catch (e) {
+      setActionMsg(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const resubmit = () => {
+    sessionStorage.setItem(RESUBMIT_KEY, JSON.stringify({ spec: job.spec ?? {}, code: job.code ?? null, from: job.id }));
+    window.location.hash = `#/submit/from/${job.id}`;
+  };
+  const tasks = job.tasks ?? [];
+  const latest = Math.max(0, ...tasks.map((t) => t.attempt));
+  const current = tasks.filter((t) => t.attempt === latest);
+  const live = !isFinal(job.state);
+  const params = (job.spec?.params ?? {}) as Record<string, unknown>;
+  return (
+    <article aria-labelledby="job-h" class="job">
+      <header class="job-head">
+        <h1 id="job-h">
+          Job {job.id}: {job.name}
+        </h1>
+        <span class={`state big ${stateClass(job.state)}`} data-testid="job-state">
+          {job.state}
+        </span>
+        <div class="actions">
+          <button type="button" data-testid="cancel-button" onClick={cancel} disabled={busy || !live}>
+            Cancel
+          </button>
+          <button type="button" data-testid="resubmit-button" onClick={resubmit}>
+            Re-submit…
+          </button>
+        </div>
+      </header>
+      {error && <p class="error" role="alert">{error}</p>}
+      {actionMsg && <p role="status" data-testid="action-message">{actionMsg}</p>}
+      {job.reason && (
+        <p class="reason" data-testid="job-reason">
+          <code class="reason-code">{job.reason.code}</code> {job.reason.message}
+        </p>
+      )}
+      <div class="job-grid">
+        <section aria-labelledby="summary-h">
+          <h2 id="summary-h">Summary</h2>
+          <dl class="facts">
+            <dt>User</dt>
+            <dd>{job.user}</dd>
+            <dt>Team</dt>
+            <dd>{job.team ?? '–'}</dd>
+            <dt>Priority</dt>
+            <dd>{job.priority ?? '–'}</dd>
+            <dt>Exit code</dt>
+            <dd>{job.exit_code ?? '–'}</dd>
+            <dt>Attempt</dt>
+            <dd data-testid="job-attempt">{job.attempt} ({job.attempt} restart{job.attempt === 1 ? '' : 's'})</dd>
+            <dt>Preemptions</dt>
+            <dd>{job.preemptions ?? 0}</dd>
+            {job.queue_position != null && (
+              <>
+                <dt>Queue position</dt>
+                <dd>
+                  {job.queue_position}
+                  {job.ahead?.length ? ` (behind ${job.ahead.join(', ')})` : ''}
+                </dd>
+              </>
+            )}
+            <dt>Code</dt>
+            <dd class="mono">{job.code ? job.code.slice(0, 19) + '…' : '–'}</dd>
+          </dl>
+          <h3>Timeline</h3>
+          <ol class="timeline" data-testid="timeline">
+            {timeline(job).map((s, i, all) => (
+              <li key={s.label} class={s.at ? 'done' : 'pending'}>
+                <span class="tl-label">{s.label}</span> <time>{formatTime(s.at)}</time>
+                {s.at && i > 0 && all[i - 1].at ? <span class="muted"> (+{formatDuration(s.at - all[i - 1].at!)})</span> : null}
+              </li>
+            ))}
+          </ol>
+          <h3>Parameters</h3>
+          {Object.keys(params).length ? (
+            <table class="list params" data-testid="job-params">
+              <tbody>
+                {Object.entries(params).map(([k, v]) => (
+                  <tr key={k}>
+                    <th scope="row">{k}</th>
+                    <td>{JSON.stringify(v)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <p class="muted">none</p>
+          )}
+        </section>
+        <section aria-labelledby="placement-h">
+          <h2 id="placement-h">Placement</h2>
+          <table class="list" data-testid="placement">
+            <thead>
+              <tr>
+                <th scope="col">Task</th>
+                <th scope="col">State</th>
+                <th scope="col">Node</th>
+                <th scope="col">GPUs</th>
+                <th scope="col">Port</th>
+                <th scope="col">Exit</th>
+              </tr>
+            </thead>
+            <tbody>
+              {current.map((t) => (
+                <tr key={t.id}>
+                  <td>
+                    {t.role}/{t.index}
+                  </td>
+                  <td>
+                    <span class={`state ${stateClass(t.state)}`}>{t.state}</span>
+                  </td>
+                  <td>{t.node ? <a href="#/cluster">{t.node}</a> : '–'}</td>
+                  <td>{t.gpus?.length ? t.gpus.join(', ') : '–'}</td>
+                  <td>{t.port ?? '–'}</td>
+                  <td title={t.reason?.message}>{t.exit_code ?? (t.signal ? `signal ${t.signal}` : '–')}</td>
+                </tr>
+              ))}
+              {current.length === 0 && (
+                <tr>
+                  <td colSpan={6} class="muted">
+                    not placed yet
+                  </td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+          <details>
+            <summary>Spec</summary>
+            <pre class="spec" data-testid="job-spec">{specToYaml(job.spec ?? {})}</pre>
+          </details>
+        </section>
+      </div>
+      <LogView job={job.id} tasks={taskNames(tasks)} live={live} />
+      <Charts job={job.id} live={live} />
+    </article>
+  );
+}
