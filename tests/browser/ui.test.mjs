@@ -149,8 +149,9 @@ async function app(page) {
 	const fw = page.locator(tid('submit-framework'));
 	if ((await fw.evaluate((e) => e.tagName)) === 'SELECT') await fw.selectOption('pytorch');
 	else await fw.fill('pytorch');
+	// the app's command is a textarea of argv entries, one per line (web/README.md)
 	await page.locator(tid('submit-command')).fill(
-		'/usr/bin/python3 train.py --epochs {params.epochs} --epoch-sleep 0');
+		['/usr/bin/python3', 'train.py', '--epochs', '{params.epochs}', '--epoch-sleep', '0'].join('\n'));
 	await page.locator(tid('param-key-0')).fill('epochs');
 	await page.locator(tid('param-value-0')).fill(String(cfg.epochs));
 	await shot(page, 'submit');

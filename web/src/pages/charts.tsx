@@ -34,9 +34,12 @@ function Chart({ name, lines }: { name: string; lines: Line[] }) {
   useEffect(() => {
     plot.current?.setData(mergeSeries(lines) as uPlot.AlignedData);
   }, [lines]);
+  const npoints = lines.reduce((n, l) => n + l.points.length, 0);
   return (
-    <figure class="chart" data-testid={`chart-${name}`}>
-      <figcaption>{name}</figcaption>
+    <figure class="chart" data-testid={`chart-${name}`} data-points={npoints}>
+      <figcaption>
+        {name} <span class="muted">({npoints} {npoints === 1 ? 'point' : 'points'})</span>
+      </figcaption>
       <div ref={div} />
     </figure>
   );
