@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""make test: the unit tests (meson test on the sanitizer build) and then the
-end-to-end suite, with one closing line that counts both."""
+"""make test: the unit tests (meson test on the sanitizer build, then the web
+UI's Vitest tests when web/ has its packages) and then the end-to-end suite,
+with one closing line that counts both."""
 import argparse
 import os
 import re
@@ -24,6 +25,20 @@ def main():
     bad = sum(int(m.group(1)) for m in re.finditer(r"^(?:Fail|Unexpected Pass|Timeout):\s+(\d+)", u.stdout, re.M))
     if u.returncode != 0 and bad == 0:
         bad = 1
+    web = os.path.join(ROOT, "web")
+    if os.path.isdir(os.path.join(web, "node_modules")):
+        # the UI logic (Vitest): one unit test program, like a meson one
+        w = subprocess.run(["npm", "test", "--silent"], cwd=web, capture_output=True, text=True)
+        print(w.stdout[-5000:], end="")
+        print(w.stderr[-5000:], end="", file=sys.stderr)
+        if w.returncode == 0:
+            ok += 1
+        else:
+            bad += 1
+        print(f"web unit (vitest): {'ok' if w.returncode == 0 else 'FAILED'}", flush=True)
+    elif os.path.isfile(os.path.join(web, "package.json")):
+        print("web unit (vitest): web/node_modules is missing (make asan installs it)", flush=True)
+        bad += 1
     print(f"unit: {ok} passed, {bad} failed", flush=True)
     e = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "e2e", "run.py"),
                           "--yard", os.path.join(build, "yard")], stdout=subprocess.PIPE, text=True)
