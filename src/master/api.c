@@ -479,6 +479,8 @@ static void h_job_get(struct req *r)
 		/* the jobs ahead: in the one-job document, not in listings */
 		json_t *d = jobs_job_json(r->m, j);
 		json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
+		/* and its history: in the one-job document too */
+		json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
 		req_json(r, 200, d);
 	}
 }

@@ -117,6 +117,7 @@ void core_save_job(struct master *m, struct job *j)
 	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
+	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
 	put_doc(m, STORE_JOB, key, d);
 }
@@ -365,6 +366,8 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->preemptions = (unsigned)get_u64(d, "preemptions");
 	if (json_is_array(json_object_get(d, "data")))
 		j->data = json_incref(json_object_get(d, "data"));
+	if (json_is_array(json_object_get(d, "events")))
+		j->events = json_incref(json_object_get(d, "events"));
 	json_decref(d);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
@@ -636,6 +639,7 @@ static void job_free(struct job *j)
 	free(j->tasks);
 	free(j->wait_msg);
 	json_decref(j->data);
+	json_decref(j->events);
 	free(j);
 }
 

@@ -85,6 +85,10 @@ struct job {
 	char wait_code[32];
 	char *wait_msg;         /* owned or NULL */
 	size_t queue_slot;      /* 1 + index in master->queue, 0 when not queued */
+	/* owned or NULL: the job's history, oldest first, the last
+	 * JOB_EVENTS_MAX: [{"at": us, "state": NAME, "attempt": N, "reason":
+	 * {code, message}|absent}]; persisted with the job */
+	json_t *events;
 	json_t *data;           /* owned or NULL: the resolved data entries (docs/datasets.md),
 	                         * yard versions pinned at submit; persisted with the job */
 };
@@ -171,6 +175,9 @@ struct team_share {
 };
 
 struct shared_body;
+
+/* How many state changes a job keeps in its history. */
+#define JOB_EVENTS_MAX 200
 
 struct master {
 	char *data_dir, *url, *web_dir;

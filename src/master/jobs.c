@@ -25,10 +25,30 @@ static void set_str(char **dst, const char *s)
 	*dst = s ? xstrdup(s) : NULL;
 }
 
+/* Appends a state change to the job's history (the oldest goes past
+ * JOB_EVENTS_MAX). */
+static void job_note(struct job *j)
+{
+	if (!j->events)
+		j->events = json_array();
+	if (json_array_size(j->events) >= JOB_EVENTS_MAX)
+		json_array_remove(j->events, 0);
+	json_array_append_new(j->events, json_pack("{s:I, s:s, s:I}", "at", (json_int_t)wall_us(), "state",
+						   job_state_name(j->state), "attempt", (json_int_t)j->attempt));
+}
+
+/* The job's reason; also the why of the state change just noted (set right
+ * after the change on every path that has one). */
 static void job_set_reason(struct job *j, const char *code, const char *msg)
 {
 	set_str(&j->reason_code, code);
 	set_str(&j->reason_msg, msg);
+	json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
+	if (last && !json_object_get(last, "reason") && code &&
+	    !strcmp(json_string_value(json_object_get(last, "state")), job_state_name(j->state))) {
+		json_object_set_new(last, "reason", json_pack("{s:s, s:s}", "code", code, "message", msg ? msg : ""));
+		json_object_set_new(last, "attempt", json_integer((json_int_t)j->attempt));
+	}
 }
 
 static bool job_event(struct master *m, struct job *j, enum job_event ev)
@@ -38,6 +58,7 @@ static bool job_event(struct master *m, struct job *j, enum job_event ev)
 	if (next < 0)
 		return false;
 	j->state = (enum job_state)next;
+	job_note(j);
 	if (job_state_is_final(j->state)) {
 		j->finished_at = wall_us();
 		j->queue_position = 0;
@@ -235,6 +256,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	j->state = JOB_QUEUED;
 	j->priority = j->spec->priority;
 	j->submitted_at = wall_us();
+	job_note(j);
 	ALLOC_GROW(m->jobs, m->njobs + 1, m->ajobs);
 	m->jobs[m->njobs++] = j;
 	core_save_job(m, j);
@@ -1347,7 +1369,9 @@ static void task_staging(struct task *t, const json_t *r)
 	format_size(done, a, sizeof(a));
 	format_size(total, b, sizeof(b));
 	snprintf(msg, sizeof(msg), "staging: %s of %s", a, b);
-	job_set_reason(j, "staging", msg);
+	/* progress, not a state change: not in the job's history */
+	set_str(&j->reason_code, "staging");
+	set_str(&j->reason_msg, msg);
 }
 
 /* Takes a status report's "gpus": [{"index", "util"}], the utilisation of

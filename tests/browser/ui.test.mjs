@@ -140,6 +140,8 @@ async function app(page) {
 	await waitText(page, 'job-state', /running/i, 30000);
 	await page.locator(tid('cancel-button')).click();
 	await waitText(page, 'job-state', /cancel/i, 30000);
+	// its timeline is the job's history: queued ... running ... cancelled
+	await waitText(page, 'timeline', /running[\s\S]*cancelled/i, 15000);
 	await shot(page, `job-${cfg.cancel_job}-cancelled`);
 
 	// submit the digits example with the code folder and one parameter changed

@@ -181,6 +181,9 @@ def ui_flow(name, web, art):
                 "epochs": epochs}, TIMEOUT - 60)
         # what the browser did, seen through the API
         check_eq(api.job(victim["id"])["state"], "cancelled", "state of the job cancelled in the UI")
+        states = [e["state"] for e in api.job(victim["id"])["events"]]
+        check_eq((states[0], states[-1]), ("queued", "cancelled"), f"the cancelled job's history: {states}")
+        check("running" in states, f"it ran before: {states}")
         with open(os.path.join(art, "result.json")) as f:
             submitted = json.load(f)["submitted"]
         j = api.job(submitted)

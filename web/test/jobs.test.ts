@@ -41,6 +41,20 @@ describe('job list', () => {
     expect(t.map((s) => s.label)).toEqual(['submitted', 'started', 'running', 'succeeded']);
     expect(t[3].at).toBe(500);
   });
+  it('builds the timeline from the history, restarts and preemptions named', () => {
+    const t = timeline({
+      ...jobs[0],
+      events: [
+        { at: 1, state: 'queued', attempt: 0 },
+        { at: 2, state: 'running', attempt: 0 },
+        { at: 3, state: 'queued', attempt: 1, reason: { code: 'preempted', message: 'preempted by job 9' } },
+        { at: 4, state: 'succeeded', attempt: 1 },
+      ],
+    });
+    expect(t.map((s) => s.label)).toEqual(['queued', 'running', 'queued again (attempt 2)', 'succeeded']);
+    expect(t[2].detail).toBe('preempted: preempted by job 9');
+    expect(t[3].at).toBe(4);
+  });
 });
 
 describe('cluster totals', () => {

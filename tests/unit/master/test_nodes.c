@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "base/strbuf.h"
+
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "master/jobs.h"
@@ -331,6 +333,18 @@ static void test_staging_progress_and_failure(void **state)
 	}
 	assert_int_equal(j->state, JOB_FAILED);
 	assert_string_equal(j->reason_code, "start_failed");
+	/* the history: each state change, the restart with its reason */
+	struct strbuf hist = STRBUF_INIT;
+	size_t k;
+	json_t *e;
+	json_array_foreach(j->events, k, e) {
+		json_t *why = json_object_get(e, "reason");
+		strbuf_addf(&hist, "%s%s/%d%s%s", k ? " " : "", json_string_value(json_object_get(e, "state")),
+			    (int)json_integer_value(json_object_get(e, "attempt")), why ? ":" : "",
+			    why ? json_string_value(json_object_get(why, "code")) : "");
+	}
+	assert_string_equal(hist.buf, "queued/0 starting/0 queued/1:start_failed starting/1 failed/1:start_failed");
+	strbuf_release(&hist);
 	assert_non_null(strstr(j->reason_msg, "staging_failed: data[0] (s3://b/p): cannot reach the store"));
 }
 

@@ -31,10 +31,25 @@ export function poolTotals(nodes: Node[]): PoolTotals[] {
 export interface TimelineStep {
   label: string;
   at: number | null;
+  /** why the state changed ("preempted: ...", "task_failed: ..."), when known */
+  detail?: string;
 }
 
-/** timeline: the job's submitted, started, running and finished times, in order. */
+/**
+ * timeline: the job's history when the master sent it (each state change,
+ * with the attempt and the reason: restarts and preemptions show as the job
+ * going back to queued), else the four timestamps of the job document.
+ */
 export function timeline(j: Job): TimelineStep[] {
+  if (j.events && j.events.length) {
+    return j.events.map((e) => ({
+      label: e.state === 'queued' && e.attempt > 0
+        ? `queued again (attempt ${e.attempt + 1})`
+        : e.state,
+      at: e.at,
+      detail: e.reason ? `${e.reason.code}: ${e.reason.message}` : undefined,
+    }));
+  }
   const end = j.state === 'succeeded' ? 'succeeded' : j.state === 'failed' ? 'failed' : j.state === 'cancelled' ? 'cancelled' : 'finished';
   return [
     { label: 'submitted', at: j.submitted_at ?? null },

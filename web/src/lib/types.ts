@@ -43,6 +43,15 @@ export interface Job {
   preemptions?: number;
   spec?: Spec;
   tasks?: Task[];
+  /** The job's history (GET /v1/jobs/{id} only), oldest first. */
+  events?: JobEvent[];
+}
+
+export interface JobEvent {
+  at: number;
+  state: string;
+  attempt: number;
+  reason?: Reason;
 }
 
 export interface Gpu {

@@ -101,9 +101,10 @@ export function JobPage({ id }: { id: number }) {
           <h3>Timeline</h3>
           <ol class="timeline" data-testid="timeline">
             {timeline(job).map((s, i, all) => (
-              <li key={s.label} class={s.at ? 'done' : 'pending'}>
+              <li key={`${i}-${s.label}`} class={s.at ? 'done' : 'pending'} data-testid={`timeline-${i}`}>
                 <span class="tl-label">{s.label}</span> <time>{formatTime(s.at)}</time>
                 {s.at && i > 0 && all[i - 1].at ? <span class="muted"> (+{formatDuration(s.at - all[i - 1].at!)})</span> : null}
+                {s.detail ? <div class="muted tl-detail">{s.detail}</div> : null}
               </li>
             ))}
           </ol>
