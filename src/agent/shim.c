@@ -32,6 +32,16 @@ static const char *conf_str(const struct shim *s, const char *key)
 	return json_string_value(json_object_get(s->conf, key));
 }
 
+uint64_t shim_stop_grace(const char *dir, uint64_t grace)
+{
+	json_t *stop = NULL;
+	if (taskdir_read_json(dir, "stop.json", &stop, NULL) == 0 &&
+	    json_is_integer(json_object_get(stop, "grace_ms")))
+		grace = (uint64_t)json_integer_value(json_object_get(stop, "grace_ms"));
+	json_decref(stop);
+	return grace;
+}
+
 void shim_notify(int *fd, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -297,12 +307,7 @@ static void wait_task(struct shim *s, int *status)
 		siginfo_t info;
 		int sig = sigtimedwait(&set, &info, &ts);
 		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
-			/* the master may give this stop its own grace (a preemption's) */
-			json_t *stop = NULL;
-			if (taskdir_read_json(s->dir, "stop.json", &stop, NULL) == 0 &&
-			    json_is_integer(json_object_get(stop, "grace_ms")))
-				grace = (uint64_t)json_integer_value(json_object_get(stop, "grace_ms"));
-			json_decref(stop);
+			grace = shim_stop_grace(s->dir, grace);
 			stopping = true;
 			deadline = mono_ms() + grace;
 			kill(-s->pid, SIGTERM);

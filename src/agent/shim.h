@@ -35,6 +35,8 @@
 #ifndef YARD_AGENT_SHIM_H
 #define YARD_AGENT_SHIM_H
 
+#include <stdint.h>
+
 /* shim_main: the whole shim; returns the process exit status (0 once
  * exit.json is written, also for a start failure; 1 when it cannot be). */
 int shim_main(const char *task_dir);
@@ -44,6 +46,10 @@ int shim_main(const char *task_dir);
  * group of its own; SIGTERM kills that group. Writes
  * TASKDIR/execs/ID/exit.json like a task's. */
 int shim_exec_main(const char *task_dir, const char *exec_id);
+
+/* shim_stop_grace: how long a stop waits before SIGKILL: TASKDIR/stop.json's
+ * "grace_ms" when the agent wrote one (a preemption, a fencing), else grace. */
+uint64_t shim_stop_grace(const char *dir, uint64_t grace);
 
 /* shim_notify writes the start report (a line) on *fd, the agent's pipe,
  * then points *fd at /dev/null and sets it to -1: the agent sees EOF, and a

@@ -460,11 +460,7 @@ static void wait_container(struct cshim *s, sigset_t *set, struct cstate *st)
 		siginfo_t info;
 		int sig = sigtimedwait(set, &info, &ts);
 		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
-			json_t *stop = NULL;
-			if (taskdir_read_json(s->dir, "stop.json", &stop, NULL) == 0 &&
-			    json_is_integer(json_object_get(stop, "grace_ms")))
-				grace = (uint64_t)json_integer_value(json_object_get(stop, "grace_ms"));
-			json_decref(stop);
+			grace = shim_stop_grace(s->dir, grace);
 			stopping = true;
 			deadline = mono_ms() + grace;
 			kill_container(s, "SIGTERM");
