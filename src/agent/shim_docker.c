@@ -16,8 +16,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 
-/* How long a stop waits for the attach to end after SIGKILL before the
- * shim stops following the container's output and asks the engine. */
+/* How often the shim looks for a stop signal while it follows a container. */
 #define POLL_MS 200
 
 struct cshim {
@@ -379,7 +378,6 @@ static int open_out(struct cshim *s, int stream, struct errbuf *eb)
 static int start_task(struct cshim *s, struct errbuf *eb)
 {
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
-	struct cstate st;
 	long status;
 	int ret;
 
@@ -422,9 +420,6 @@ static int start_task(struct cshim *s, struct errbuf *eb)
 		return ret;
 	if (status >= 400)
 		return error(eb, YERR(BAD_REQUEST), "the engine cannot start the container: %s", eb->msg);
-	/* the pid, for the agent's reports; a container already gone has none */
-	if (inspect(s, s->id, &st, eb) == 0)
-		json_decref(st.doc);
 	return 0;
 }
 
