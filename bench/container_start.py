@@ -51,16 +51,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+from benchlib import RunFailed, pct  # noqa: E402
 SIDES = ("yard", "docker", "api")
-
-
-class RunFailed(Exception):
-    pass
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
 
 
 class Series:

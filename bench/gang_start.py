@@ -49,19 +49,12 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+from benchlib import RunFailed, pct  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK_SCRIPT = os.path.join(HERE, "gang_start_rank.py")
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch (CPU, gloo)
 PHASES = ("t_exec", "t_import", "t_init")
-
-
-class RunFailed(Exception):
-    pass
-
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
 
 
 def stats(values):

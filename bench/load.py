@@ -30,6 +30,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
+from benchlib import rss_mib  # noqa: E402
+
 WRK_LUA = r"""
 wrk.headers["Authorization"] = "Bearer " .. os.getenv("YARD_TOKEN")
 done = function(summary, latency, requests)
@@ -39,11 +41,6 @@ done = function(summary, latency, requests)
     latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.max / 1000))
 end
 """
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
 def submitter(url, token, stop, stats, lock, k):
@@ -84,8 +81,8 @@ def main():
                                   "placement": {"wait_for_nodes": True}})
             if st != 201:
                 raise SystemExit(f"pre-submit {i}: HTTP {st}")
-        rss0 = rss_kib(pid)
-        print(f"master: {args.jobs} jobs queued (no nodes), RSS {rss0 / 1024:.1f} MiB; "
+        rss0 = rss_mib(pid)
+        print(f"master: {args.jobs} jobs queued (no nodes), RSS {rss0:.1f} MiB; "
               f"wrk {args.connections} connections x {args.duration} s per endpoint, 10 submitters",
               flush=True)
         lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
@@ -114,7 +111,7 @@ def main():
             errors = res["non2xx"] + res["connect"] + res["read"] + res["write"] + res["timeout"]
             rows.append((path, res, errors, stats, dt))
         os.unlink(lua.name)
-        rss1 = rss_kib(pid)
+        rss1 = rss_mib(pid)
 
     print()
     print(f"{'endpoint':22}{'req/s':>10}{'errors':>10}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}"
@@ -122,7 +119,7 @@ def main():
     for path, res, errors, stats, dt in rows:
         print(f"{path:22}{res['requests'] / dt:10.0f}{errors / max(res['requests'], 1):10.2%}"
               f"{res['p50']:10.1f}{res['p99']:10.1f}{res['max']:10.1f}{stats['ok'] / dt:11.0f}{stats['err']:15d}")
-    print(f"master RSS: {rss0 / 1024:.1f} MiB before, {rss1 / 1024:.1f} MiB after")
+    print(f"master RSS: {rss0:.1f} MiB before, {rss1:.1f} MiB after")
 
 
 if __name__ == "__main__":
