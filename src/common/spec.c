@@ -1219,18 +1219,30 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 	return 0;
 }
 
-static int get_priority(const json_t *v, enum spec_priority *out, struct errbuf *eb)
+/* A field that is one of a few words: *out gets the index of v among
+ * names (untouched when v is absent); anything else is refused, the
+ * expected words listed in `expected`. */
+static int get_choice(const json_t *v, const char *field, const char *const *names, size_t n,
+		      const char *expected, unsigned *out, struct errbuf *eb)
 {
-	static const char *const names[] = { "low", "normal", "high" };
 	if (!v)
 		return 0;
-	for (size_t i = 0; json_is_string(v) && i < ARRAY_SIZE(names); i++) {
+	for (size_t i = 0; json_is_string(v) && i < n; i++) {
 		if (!strcmp(json_string_value(v), names[i])) {
-			*out = (enum spec_priority)i;
+			*out = (unsigned)i;
 			return 0;
 		}
 	}
-	return bad_got(eb, "priority", "low, normal or high", v);
+	return bad_got(eb, field, expected, v);
+}
+
+static int get_priority(const json_t *v, enum spec_priority *out, struct errbuf *eb)
+{
+	static const char *const names[] = { "low", "normal", "high" };
+	unsigned i = (unsigned)*out;
+	int ret = get_choice(v, "priority", names, ARRAY_SIZE(names), "low, normal or high", &i, eb);
+	*out = (enum spec_priority)i;
+	return ret;
 }
 
 /* on_disconnect: what an agent cut off from the master does with the job's
@@ -1239,17 +1251,11 @@ static int get_priority(const json_t *v, enum spec_priority *out, struct errbuf 
  * for the node instead). */
 static int get_on_disconnect(const json_t *v, bool *keep, struct errbuf *eb)
 {
-	if (!v)
-		return 0;
-	if (json_is_string(v) && !strcmp(json_string_value(v), "stop")) {
-		*keep = false;
-		return 0;
-	}
-	if (json_is_string(v) && !strcmp(json_string_value(v), "keep")) {
-		*keep = true;
-		return 0;
-	}
-	return bad_got(eb, "on_disconnect", "stop or keep", v);
+	static const char *const names[] = { "stop", "keep" };
+	unsigned i = *keep;
+	int ret = get_choice(v, "on_disconnect", names, ARRAY_SIZE(names), "stop or keep", &i, eb);
+	*keep = i == 1;
+	return ret;
 }
 
 static const char *const restart_fields[] = { "max", NULL };
