@@ -16,6 +16,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/dataset.h"
 #include "common/httpc.h"
 
 #define CHUNK_MAX (8u << 20)
@@ -153,27 +154,11 @@ static int sync_entry(const char *partial, struct errbuf *eb)
 	return ret;
 }
 
-bool stage_path_valid(const char *path)
-{
-	size_t len = strlen(path);
-	if (!len || len > 4096 || path[0] == '/')
-		return false;
-	for (const char *p = path;;) {
-		size_t n = strcspn(p, "/");
-		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return false;
-		p += n;
-		if (!*p)
-			return true;
-		p++;
-	}
-}
-
-/* A mount: what stage_path_valid allows, in 1..8 components of [A-Za-z0-9._-]. */
+/* A mount: what dataset_path_valid allows, in 1..8 components of [A-Za-z0-9._-]. */
 static bool mount_valid(const char *m)
 {
 	size_t parts = 1;
-	if (!stage_path_valid(m))
+	if (!dataset_path_valid(m))
 		return false;
 	for (const char *p = m; *p; p++) {
 		if (*p == '/')
@@ -378,7 +363,7 @@ static int yard_file(struct run *r, struct httpc *h, const char *root, json_t *f
 	size_t i;
 	int ret = 0;
 
-	if (!rel || !stage_path_valid(rel))
+	if (!rel || !dataset_path_valid(rel))
 		return error(eb, YERR(BAD_REQUEST), "the manifest names a refused path '%s'", rel ? rel : "(none)");
 	if (!json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mode) ||
 	    json_integer_value(mode) < 0 || json_integer_value(mode) > 0777 || !json_is_array(chunks))
@@ -815,7 +800,7 @@ static int stage_s3(struct run *r, const char *source, char **key_out, struct er
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t i = 0; i < l.n; i++) {
 		const char *rel = l.v[i].key + (strncmp(l.v[i].key, prefix, strlen(prefix)) ? 0 : strlen(prefix));
-		if (strncmp(l.v[i].key, prefix, strlen(prefix)) || !stage_path_valid(rel)) {
+		if (strncmp(l.v[i].key, prefix, strlen(prefix)) || !dataset_path_valid(rel)) {
 			ret = error(eb, YERR(BAD_REQUEST), "object key '%s' would escape the entry", l.v[i].key);
 			strbuf_release(&sb);
 			goto out;
@@ -992,7 +977,7 @@ static int stage_one(struct run *r, const json_t *d, const char *data_dir, struc
 	if (!strcmp(kind, "file")) {
 		const char *path = !strncmp(source, "file://", 7) ? source + 7 : "";
 		struct stat st;
-		if (path[0] != '/' || (path[1] && !stage_path_valid(path + 1)))
+		if (path[0] != '/' || (path[1] && !dataset_path_valid(path + 1)))
 			return error(eb, YERR(BAD_REQUEST), "refused path '%s'", path);
 		if (stat(path, &st) < 0)
 			return error(eb, YERR(NOT_FOUND), "'%s' does not exist on this node: %s", path, strerror(errno));

@@ -66,10 +66,6 @@ int stage_data(const struct stage_config *cfg, const json_t *data, const char *d
  * staged.json kept of it). */
 void stage_unhold(struct cache *c, const json_t *keys);
 
-/* stage_path_valid: a relative '/'-separated path with no empty, "." or ".."
- * component, no leading '/', at most 4096 bytes, no NUL: what a manifest path
- * or an object key below its prefix may be. */
-bool stage_path_valid(const char *path);
 
 /* stage_s3_credentials reads AWS_ACCESS_KEY_ID=... and
  * AWS_SECRET_ACCESS_KEY=... lines from path; caller frees both. */

@@ -19,6 +19,7 @@
 
 #include "agent/cache.h"
 #include "agent/stage.h"
+#include "common/dataset.h"
 #include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/strbuf.h"
@@ -147,16 +148,16 @@ static void test_cache_reload(void **state)
 
 static void test_paths(void **state)
 {
-	assert_true(stage_path_valid("a"));
-	assert_true(stage_path_valid("a/b.txt"));
-	assert_true(stage_path_valid("..a/b.."));
-	assert_false(stage_path_valid(""));
-	assert_false(stage_path_valid("/etc/passwd"));
-	assert_false(stage_path_valid("a/../../b"));
-	assert_false(stage_path_valid(".."));
-	assert_false(stage_path_valid("a//b"));
-	assert_false(stage_path_valid("a/"));
-	assert_false(stage_path_valid("./a"));
+	assert_true(dataset_path_valid("a"));
+	assert_true(dataset_path_valid("a/b.txt"));
+	assert_true(dataset_path_valid("..a/b.."));
+	assert_false(dataset_path_valid(""));
+	assert_false(dataset_path_valid("/etc/passwd"));
+	assert_false(dataset_path_valid("a/../../b"));
+	assert_false(dataset_path_valid(".."));
+	assert_false(dataset_path_valid("a//b"));
+	assert_false(dataset_path_valid("a/"));
+	assert_false(dataset_path_valid("./a"));
 	assert_true(cache_key_valid("yard-0000000000000000000000000000000000000000000000000000000000000000"));
 	assert_false(cache_key_valid("yard-00"));
 	assert_false(cache_key_valid("index.json"));
