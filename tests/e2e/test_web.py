@@ -197,13 +197,6 @@ def ui_flow(name, web, art):
         check(any(page in s for s in shots), f"no screenshot of the {page} page: {shots}")
 
 
-def test_browser_flow_on_stand_in():
-    """The whole flow of the browser test on a stand-in page of this test's
-    own (tests/e2e/webmock) that keeps the app's data-testid contract: so a
-    failure of test_web_ui is the app's, not the harness's."""
-    ui_flow("web-mock", os.path.join(HERE, "webmock"), artifacts_dir("web-mock"))
-
-
 def test_web_ui():
     """The built web app: sign in, cluster, queue reason, jobs, cancel, and
     the digits example submitted through the form to success."""
