@@ -1142,10 +1142,14 @@ static void watch_task(struct agent *a, struct atask *t)
 	}
 }
 
-/* A task in an image runs in a container; any other as processes. */
-static const struct runtime_ops *task_runtime(const json_t *task)
+/* What the agent keeps of a task's assignment (TASKDIR/task.json): a task
+ * in an image runs in a container, any other as processes; and whether its
+ * job's on_disconnect is keep (fence() leaves it running). */
+static void task_configure(struct atask *t, const json_t *task)
 {
-	return json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
+	const char *od = json_string_value(json_object_get(task, "on_disconnect"));
+	t->ops = json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
+	t->keep_on_disconnect = od && !strcmp(od, "keep");
 }
 
 static struct atask *task_new(struct agent *a, int64_t id)
@@ -1511,9 +1515,7 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 	}
 	if ((ret = taskdir_write_json(t->rt.dir, "task.json", assignment, 0, &eb)))
 		goto fail;
-	t->ops = task_runtime(assignment);
-	t->keep_on_disconnect = json_is_string(json_object_get(assignment, "on_disconnect")) &&
-				!strcmp(json_string_value(json_object_get(assignment, "on_disconnect")), "keep");
+	task_configure(t, assignment);
 	ship_event(&a->sh, SHIP_TRACK, id, 0, NULL);
 	if (json_is_string(json_object_get(assignment, "error"))) {
 		/* the master could not launch it (no port left, ...) */
@@ -1732,9 +1734,7 @@ static void scan_work_dir(struct agent *a)
 			tj = NULL;
 		}
 		if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0)
-			t->ops = task_runtime(tj);
-		t->keep_on_disconnect = json_is_string(json_object_get(tj, "on_disconnect")) &&
-					!strcmp(json_string_value(json_object_get(tj, "on_disconnect")), "keep");
+			task_configure(t, tj);
 		json_decref(tj);
 		if (t->ops->reattach(&a->ctx, &t->rt) == 1) {
 			json_t *pj;
