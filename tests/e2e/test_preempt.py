@@ -17,7 +17,6 @@ COUNTER = r"""
 import os, signal, sys, time
 path = os.path.join(os.environ["YARD_CHECKPOINT_DIR"], "step")
 step = int(open(path).read()) if os.path.exists(path) else 0
-print(f"attempt {os.environ['YARD_RESTART_COUNT']} starts at step {step}", flush=True)
 def save():
     with open(path + ".tmp", "w") as f:
         f.write(str(step))
@@ -28,6 +27,8 @@ def on_term(sig, frame):
     if not os.environ.get("IGNORE_TERM"):
         sys.exit(0)
 signal.signal(signal.SIGTERM, on_term)
+# said only once SIGTERM is handled: the test preempts as soon as it reads this
+print(f"attempt {os.environ['YARD_RESTART_COUNT']} starts at step {step}", flush=True)
 while step < 40:
     time.sleep(0.1)
     step += 1
