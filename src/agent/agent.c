@@ -73,6 +73,8 @@ struct session {
 	uint64_t lease_ms;      /* the master's lease on this node (registration reply); 0: unknown */
 	uint64_t last_ok_ms;    /* mono ms of the last answer from the master */
 	bool refused;           /* the last failed request found no master listening (not a partition) */
+	bool failing;           /* the last request had no answer */
+	unsigned back;          /* bumped by an answer after one that failed: the shipper retries at once */
 	unsigned gen;           /* bumped by every registration */
 	bool printed_ready;
 	volatile sig_atomic_t *stop;
@@ -114,9 +116,11 @@ static void session_contact(struct session *s, bool ok, void *curl)
 	if (ok) {
 		s->last_ok_ms = mono_ms();
 		s->refused = false;
+		s->back += s->failing;
 	} else {
 		s->refused = oserr == ECONNREFUSED;
 	}
+	s->failing = !ok;
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -126,10 +130,21 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Sleeps up to ms but wakes early on stop; returns non-zero when stopping. */
-static int sleep_unless_stop(struct session *s, unsigned ms)
+static unsigned session_back(struct session *s)
 {
-	for (unsigned done = 0; done < ms && !*s->stop; done += 50)
+	pthread_mutex_lock(&s->lock);
+	unsigned back = s->back;
+	pthread_mutex_unlock(&s->lock);
+	return back;
+}
+
+/* A back-off: sleeps up to ms, but wakes early on stop or once another
+ * thread has had an answer from the master again; returns non-zero when
+ * stopping. */
+static int sleep_backoff(struct session *s, unsigned ms)
+{
+	unsigned back = session_back(s);
+	for (unsigned done = 0; done < ms && !*s->stop && session_back(s) == back; done += 50)
 		sleep_ms(50);
 	return *s->stop != 0;
 }
@@ -306,7 +321,7 @@ static int session_register(struct session *s, unsigned seen_gen)
 			break;
 		}
 		fprintf(stderr, "yard agent: cannot register with '%s': %s\n", s->master_url, eb.msg);
-		if (sleep_unless_stop(s, backoff_next(&backoff)))
+		if (sleep_backoff(s, backoff_next(&backoff)))
 			break;
 	}
 	pthread_mutex_unlock(reg_mutex(s));
@@ -395,7 +410,7 @@ static void *poll_thread(void *arg)
 		} else if (status == 401 || status == 404) {
 			session_register(s, gen);
 		} else if (ret) {
-			sleep_unless_stop(s, backoff_next(&backoff));
+			sleep_backoff(s, backoff_next(&backoff));
 		}
 		json_decref(reply);
 	}
@@ -450,6 +465,8 @@ struct shipper {
 	uint64_t util_at;       /* mono_ms of the next utilisation report */
 	struct httpc c;
 	unsigned gen;
+	unsigned back;          /* the session's back when last seen */
+	unsigned status_backoff; /* ms: the next wait after a failed status report */
 };
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
@@ -683,7 +700,17 @@ static void ship_round(struct shipper *sh)
 	json_t *reports = json_array();
 	uint64_t now = mono_ms();
 	ship_sync_creds(sh);
+	pthread_mutex_lock(&sh->s->lock);
+	bool back = sh->back != sh->s->back;
+	sh->back = sh->s->back;
+	pthread_mutex_unlock(&sh->s->lock);
 	for (struct ship_task *t = sh->tasks; t; t = t->next) {
+		if (back) {
+			/* the master answers again (restarted, or a partition
+			 * healed): what waited out a back-off goes now */
+			t->retry_at = 0;
+			t->backoff = 0;
+		}
 		if (t->retry_at > now)
 			continue;
 		int all = ship_stream(sh, t, 0) & ship_stream(sh, t, 1);
@@ -737,6 +764,7 @@ static void ship_round(struct shipper *sh)
 	if (ret == 0) {
 		size_t i;
 		json_t *r;
+		sh->status_backoff = 0;
 		/* acknowledged: drop the exec reports sent (more may have come since) */
 		for (size_t k = 0; k < nexec; k++)
 			json_array_remove(sh->exec_reports, 0);
@@ -761,7 +789,7 @@ static void ship_round(struct shipper *sh)
 		ship_reregister(sh);
 	} else {
 		fprintf(stderr, "yard agent: cannot report status: %s\n", eb.msg);
-		sleep_unless_stop(sh->s, 500);
+		sleep_backoff(sh->s, backoff_next(&sh->status_backoff));
 	}
 out:
 	json_decref(reports);

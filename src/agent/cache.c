@@ -316,7 +316,7 @@ int cache_commit(struct cache *c, const char *key, uint64_t size, struct errbuf 
 	if (e) {
 		rm_rf(partial);
 	} else if (rename(partial, final) < 0 || fsync_parent_dir(final) < 0) {
-		ret = error(eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot rename '%s': %s",
+		ret = error(eb, yerr_of_errno(errno), "cannot rename '%s': %s",
 			    partial, strerror(errno));
 		goto out;
 	} else {

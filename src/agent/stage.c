@@ -137,7 +137,7 @@ static int pool_run(struct pool *p, struct errbuf *eb)
 static int io_error(struct errbuf *eb, const char *what, const char *path)
 {
 	int e = errno;
-	return error(eb, e == ENOSPC || e == EDQUOT ? YERR(NO_SPACE) : YERR(IO), "cannot %s '%s': %s",
+	return error(eb, yerr_of_errno(e), "cannot %s '%s': %s",
 		     what, path, e == ENOSPC ? "disk full (ENOSPC)" : strerror(e));
 }
 

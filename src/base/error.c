@@ -1,6 +1,8 @@
 #include "base/compat.h"
 #include "base/error.h"
 
+#include <errno.h>
+
 static const char *const codes[] = {
 #define X_(name, code, status, msg) code,
 	YARD_ERRORS(X_)
@@ -28,6 +30,11 @@ static int index_of(int err)
 const char *yerr_code_str(int err)
 {
 	return codes[index_of(err)];
+}
+
+int yerr_of_errno(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EROFS ? YERR(NO_SPACE) : YERR(IO);
 }
 
 int yerr_from_code_str(const char *code)

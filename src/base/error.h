@@ -43,6 +43,9 @@ enum yerr_code {
 
 /* yerr_code_str: "invalid_spec" for YERR(INVALID_SPEC); "internal" if unknown. */
 const char *yerr_code_str(int err);
+/* yerr_of_errno: YERR(NO_SPACE) for an errno that means the storage cannot
+ * take a write (ENOSPC, EDQUOT, EROFS: 507), YERR(IO) for any other. */
+int yerr_of_errno(int e);
 /* yerr_from_code_str: YERR(...) for an API code string such as
  * "invalid_spec"; YERR(INTERNAL) for NULL or an unknown one. */
 int yerr_from_code_str(const char *code);

@@ -178,7 +178,7 @@ static int store_upload(struct req *r, char hex[65])
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	if (fsync(r->upload_fd)) {
-		reply_err(r, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot sync '%s': %s",
+		reply_err(r, yerr_of_errno(errno), "cannot sync '%s': %s",
 			  r->upload_tmp, strerror(errno));
 		return -1;
 	}

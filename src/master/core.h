@@ -137,6 +137,7 @@ struct node {
 	char **cache;           /* owned: the content keys of the node's data cache
 	                         * ("yard-HEX"), as last reported; in memory only */
 	size_t ncache;
+	bool awaited;           /* stored before this master started, not heard from since */
 };
 
 /* One version of a dataset (datasets.h); its manifest is the file
@@ -184,6 +185,8 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	size_t nawaited;        /* nodes with awaited set */
+	uint64_t started_ms;    /* mono_ms when this master started serving */
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */
 	struct pool_policy *pool_policies; /* owned: pools with a policy of their own */
 	size_t npool_policies, apool_policies;

@@ -84,7 +84,7 @@ int datasets_blob_put(struct master *m, const char *digest, const void *data, si
 		return 0;
 	path = datasets_blob_path(m, digest);
 	if (write_file_atomic(path, data, len, 0600))
-		ret = error(eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot write '%s': %s", path,
+		ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s", path,
 			    strerror(errno));
 	else
 		*created = true;
@@ -300,7 +300,7 @@ int datasets_create(struct master *m, const char *caller_team, const json_t *bod
 		char *text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
 		int rc = write_file_atomic(path, text, strlen(text), 0600);
 		if (rc)
-			ret = error(eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot write '%s': %s",
+			ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s",
 				    path, strerror(errno));
 		free(text);
 		free(path);

@@ -311,7 +311,7 @@ static void req_sink(struct req *r, const char *data, size_t len)
 				continue;
 			if (w < 0) {
 				struct errbuf eb = ERRBUF_INIT;
-				error(&eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO),
+				error(&eb, yerr_of_errno(errno),
 				      "cannot write '%s': %s", r->upload_tmp, strerror(errno));
 				req_error(r, &eb);
 				r->handled = true;

@@ -468,6 +468,16 @@ void jobs_restore_leases(struct master *m)
 		m->nodes[i]->lease_until = until;
 }
 
+void nodes_await(struct master *m)
+{
+	m->started_ms = mono_ms();
+	m->nawaited = 0;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		m->nodes[i]->awaited = m->nodes[i]->state != NODE_LOST;
+		m->nawaited += m->nodes[i]->awaited;
+	}
+}
+
 /* ---- scheduling ---- */
 
 /* The node-cache keys of j's yard data ("yard-HEX", docs/datasets.md), for
@@ -1116,6 +1126,14 @@ void nodes_touch(struct master *m, struct node *n)
 {
 	n->lease_until = mono_ms() + m->lease_ms;
 	n->last_seen = wall_us();
+	if (n->awaited) {
+		/* an operator (and bench/restart.py) can see when the agents
+		 * of a restarted master are all back */
+		n->awaited = false;
+		m->nawaited--;
+		fprintf(stderr, "yard master: node %s is back after %" PRIu64 " ms; %zu to come\n", n->name,
+			mono_ms() - m->started_ms, m->nawaited);
+	}
 }
 
 static bool id_listed(const json_t *arr, uint64_t id)

@@ -27,6 +27,9 @@ void jobs_refresh_positions(struct master *m);
 void jobs_tick(struct master *m);
 /* jobs_restore_leases gives every node a fresh lease (after a master start). */
 void jobs_restore_leases(struct master *m);
+/* nodes_await marks every stored node not lost as awaited: nodes_touch logs
+ * each one's first contact with this master (after a master start). */
+void nodes_await(struct master *m);
 
 /* nodes_register handles POST /v1/agents; *token_out gets the new agent
  * token (caller frees). */

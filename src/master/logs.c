@@ -41,7 +41,7 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		ret = error(eb, errno == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot open '%s': %s",
+		ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s",
 			    path, strerror(errno));
 		goto out;
 	}
@@ -63,7 +63,7 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 			if (ftruncate(fd, st.st_size)) {
 				/* the size stays the truth; nothing more to do */
 			}
-			ret = error(eb, e == ENOSPC ? YERR(NO_SPACE) : YERR(IO), "cannot write '%s': %s",
+			ret = error(eb, yerr_of_errno(e), "cannot write '%s': %s",
 				    path, strerror(e));
 			goto out_close;
 		}

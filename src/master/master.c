@@ -224,6 +224,12 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 			goto out;
 		}
 	}
+	if (access(m->data_dir, W_OK)) {
+		/* a read-only data dir would fail later, and less clearly */
+		ret = error(eb, yerr_of_errno(errno), "--data-dir '%s': %s: the master writes its store there",
+			    m->data_dir, strerror(errno));
+		goto out;
+	}
 	ret = datasets_open(m, eb);
 	if (ret)
 		goto out;
@@ -250,6 +256,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	if (ret)
 		goto out;
 	jobs_restore_leases(m);
+	nodes_await(m);
 	m->sched_needed = true;
 	ret = http_start(m, cfg->listen, eb);
 	if (ret)

@@ -57,9 +57,14 @@ static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 static int db_error(struct store *st, struct errbuf *eb, int rc, const char *what)
 {
-	int code = (rc == SQLITE_FULL) ? YERR(NO_SPACE) : YERR(IO);
+	int e = sqlite3_system_errno(st->db);
 
-	return error(eb, code, "store: cannot %s: %s", what, sqlite3_errmsg(st->db));
+	if (rc == SQLITE_FULL)
+		return error(eb, YERR(NO_SPACE), "store: cannot %s: %s", what, sqlite3_errmsg(st->db));
+	if (e && ((rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY))
+		return error(eb, yerr_of_errno(e), "store: cannot %s: %s: %s", what, sqlite3_errmsg(st->db),
+			     strerror(e));
+	return error(eb, YERR(IO), "store: cannot %s: %s", what, sqlite3_errmsg(st->db));
 }
 
 static void sqlite_close(struct store *st)

@@ -2,6 +2,7 @@
 submission load. Tasks keep running, logs stay complete, nothing
 acknowledged is lost."""
 import os
+import re
 import signal
 import threading
 import time
@@ -121,6 +122,11 @@ def test_master_sigkill_under_submissions():
             check_eq(len(j["tasks"]), 1, f"tasks of load job {jid} (it ran once)")
         j = c.api.wait_job(long["id"], timeout=60)
         check_eq(j["state"], "succeeded", "state of the job running across the master restart")
+        # the restarted master names each stored node as its agent comes back
+        with open(c.master.logpath, errors="replace") as f:
+            log = f.read()
+        for n in ("n1", "n2"):
+            check(re.search(rf"node {n} is back after \d+ ms", log), f"the master's log says {n} is back")
         check_eq(c.api.log(long["id"]).decode(), f"pid={pid}\n" + expected_counter(100),
                  "log of the job running across the master restart")
 

@@ -61,3 +61,34 @@ def test_disk_full_then_recovered():
             for p in c.procs:
                 p.stop()
             subprocess.run(["umount", "-l", c.data_dir])
+
+
+
+def test_readonly_data_dir():
+    """A master started on a read-only data dir (a filesystem remounted
+    read-only after an error) refuses to start, naming the flag, the dir and
+    the cause; once the dir is writable it starts with everything stored."""
+    with cluster("readonly") as c:
+        os.makedirs(c.data_dir)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "yard-e2e", c.data_dir], check=True)
+        try:
+            c.start_master()
+            c.start_agent("n1", gpus="none")
+            status, first = c.api.submit(spec(["/bin/echo", "first"], name="first"))
+            check_eq(status, 201, "a submission on a writable data dir")
+            check_eq(c.api.wait_job(first["id"])["state"], "succeeded", "the first job")
+            c.master.stop()
+            subprocess.run(["mount", "-o", "remount,ro", c.data_dir], check=True)
+            r = subprocess.run([c.master.argv[0], "master", "--listen", "127.0.0.1:0", "--data-dir", c.data_dir],
+                               capture_output=True, text=True, timeout=30, env=c.env())
+            check(r.returncode != 0, f"a master on a read-only data dir exits non-zero ({r.returncode})")
+            check(f"--data-dir '{c.data_dir}': Read-only file system" in r.stderr,
+                  f"the master says which dir is read-only: {r.stderr!r}")
+            subprocess.run(["mount", "-o", "remount,rw", c.data_dir], check=True)
+            c.start_master()
+            check_eq(c.api.job(first["id"])["state"], "succeeded", "the job stored before, after the remount")
+            check_eq(c.api.log(first["id"]).decode(), "first\n", "its log")
+        finally:
+            for p in c.procs:
+                p.stop()
+            subprocess.run(["umount", "-l", c.data_dir])
