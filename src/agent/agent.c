@@ -2081,7 +2081,8 @@ int cmd_agent(int argc, char **argv)
 		}
 		/* tasks get the CA file's path in YARD_CA: it must not depend on their cwd */
 		if (cfg.master_ca && !(ca_path = realpath(cfg.master_ca, NULL))) {
-			fprintf(stderr, "yard agent: --ca '%s': %s\n", cfg.master_ca, strerror(errno));
+			fprintf(stderr, "yard agent: --ca '%s': %s\n", cfg.master_ca,
+				strerror(errno));
 			return 2;
 		}
 		cfg.master_ca = ca_path;

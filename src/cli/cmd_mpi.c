@@ -14,7 +14,8 @@
  *                            job ends (the way mpi-operator's workers run sshd)
  *
  * They read YARD_MASTER, YARD_JOB_ID and YARD_JOB_TOKEN from the task's
- * environment, and YARD_CA or YARD_PIN when the master serves https. docs/design-notes.md tells the whole path.
+ * environment, and YARD_CA or YARD_PIN when the master serves https.
+ * docs/design-notes.md tells the whole path.
  */
 #include "base/compat.h"
 

@@ -55,7 +55,8 @@ void httpc_set_token(struct httpc *c, const char *token);
  * returns YERR(UNAVAILABLE) with the curl message in eb; a master whose
  * certificate or key is not trusted (struct httpc_tls) returns
  * YERR(FORBIDDEN) with what failed and how to trust it, which retrying does
- * not mend; any HTTP status returns 0 with res->status set. Caller releases res, also after an error. */
+ * not mend; any HTTP status returns 0 with res->status set. Caller releases
+ * res, also after an error. */
 int httpc_request(struct httpc *c, const char *method, const char *path,
 		  const void *body, size_t body_len, const char *content_type,
 		  struct httpc_response *res, struct errbuf *eb);

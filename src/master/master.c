@@ -228,13 +228,15 @@ static char **self_signed_names(const struct master_config *cfg, size_t *n)
 	if (!hlen || (hlen == 7 && !strncmp(cfg->listen, "0.0.0.0", 7))) {
 		struct ifaddrs *ifs = NULL;
 		char ip[INET_ADDRSTRLEN];
-		if (!getifaddrs(&ifs))
-			for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
-				if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-				    inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-					      ip, sizeof(ip)))
+		if (getifaddrs(&ifs) == 0) {
+			for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+				const struct sockaddr_in *sin = (const void *)i->ifa_addr;
+				if (sin && sin->sin_family == AF_INET &&
+				    inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)))
 					add_name(&names, n, &alloc, ip, strlen(ip));
-		freeifaddrs(ifs);
+			}
+			freeifaddrs(ifs);
+		}
 	} else {
 		add_name(&names, n, &alloc, cfg->listen, hlen);
 	}

@@ -130,8 +130,8 @@ int tls_load(const char *cert_path, const char *key_path, const char *cert_opt,
 	if (X509_check_private_key(x, pk) != 1) {
 		ERR_clear_error();
 		ret = error(eb, YERR(BAD_REQUEST),
-			    "%s '%s' and %s '%s': the key does not belong to the certificate", key_opt,
-			    key_path, cert_opt, cert_path);
+			    "%s '%s' and %s '%s': the key does not belong to the certificate",
+			    key_opt, key_path, cert_opt, cert_path);
 		goto out;
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(x)) <= 0) {
@@ -140,8 +140,8 @@ int tls_load(const char *cert_path, const char *key_path, const char *cert_opt,
 		ASN1_TIME_print(tb, X509_get0_notAfter(x));
 		BIO_read(tb, when, sizeof(when) - 1);
 		BIO_free(tb);
-		ret = error(eb, YERR(BAD_REQUEST), "%s '%s': the certificate expired on %s", cert_opt,
-			    cert_path, when);
+		ret = error(eb, YERR(BAD_REQUEST), "%s '%s': the certificate expired on %s",
+			    cert_opt, cert_path, when);
 		goto out;
 	}
 	if (pin_of_pubkey(X509_get0_pubkey(x), &out->pin)) {
@@ -223,13 +223,16 @@ static int make_self_signed(const char *const *sans, size_t nsans, struct strbuf
 	if (nsans && !is_ip(sans[0]))
 		snprintf(host, sizeof(host), "%s", sans[0]);
 	name = X509_get_subject_name(x);
-	if (!X509_set_version(x, X509_VERSION_3) || !BN_rand(serial, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) ||
+	if (!X509_set_version(x, X509_VERSION_3) ||
+	    !BN_rand(serial, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) ||
 	    !BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x)) ||
 	    !X509_gmtime_adj(X509_getm_notBefore(x), -3600) ||
 	    !X509_gmtime_adj(X509_getm_notAfter(x), SELF_SIGNED_DAYS * 86400) ||
 	    !X509_set_pubkey(x, pk) ||
-	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"Trainyard", -1, -1, 0) ||
-	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)host, -1, -1, 0) ||
+	    !X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+					(const unsigned char *)"Trainyard", -1, -1, 0) ||
+	    !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)host,
+					-1, -1, 0) ||
 	    !X509_set_issuer_name(x, name))
 		goto fail;
 	X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
@@ -278,8 +281,9 @@ static void warn_missing_sans(const char *cert_path, const char *const *sans, si
 		int ok = is_ip(sans[i]) ? X509_check_ip_asc(x, sans[i], 0)
 					: X509_check_host(x, sans[i], 0, 0, NULL);
 		if (ok != 1)
-			fprintf(stderr, "yard master: warning: '%s' does not name '%s' (remove the "
-					"certificate and its key to make a new pair)\n", cert_path, sans[i]);
+			fprintf(stderr, "yard master: warning: '%s' does not name '%s' (remove "
+					"the certificate and its key to make a new pair)\n",
+				cert_path, sans[i]);
 	}
 out:
 	ERR_clear_error();
@@ -300,8 +304,8 @@ int tls_self_signed(const char *dir, const char *const *sans, size_t nsans, bool
 		*created = false;
 	if (path_exists(cert_path)) {
 		if (!path_exists(key_path))
-			ret = error(eb, YERR(IO), "--tls-self-signed: '%s' is there but not its key "
-					  "'%s' (remove the certificate to make a new pair)", cert_path,
+			ret = error(eb, YERR(IO), "--tls-self-signed: '%s' is there but not its "
+				    "key '%s' (remove the certificate to make a new pair)", cert_path,
 				    key_path);
 		else
 			warn_missing_sans(cert_path, sans, nsans);

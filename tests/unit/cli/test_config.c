@@ -71,11 +71,13 @@ static void test_resolve_precedence(void **state)
 
 	/* options beat both */
 	setenv("YARD_TOKEN", "env-token", 1);
-	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .master = "http://opt:3" }, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .master = "http://opt:3" },
+					    &cfg, &eb), 0);
 	assert_string_equal(cfg.master, "http://opt:3");
 	assert_string_equal(cfg.token, "env-token");
 	cli_config_release(&cfg);
-	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .token = "opt-token" }, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .token = "opt-token" },
+					    &cfg, &eb), 0);
 	assert_string_equal(cfg.token, "opt-token");
 	cli_config_release(&cfg);
 
@@ -142,7 +144,8 @@ static void test_resolve_trust(void **state)
 	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
 	assert_string_equal(cfg.pin, PIN_B);
 	cli_config_release(&cfg);
-	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = PIN_A }, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = PIN_A }, &cfg, &eb),
+			 0);
 	assert_string_equal(cfg.pin, PIN_A);
 	cli_config_release(&cfg);
 
@@ -157,8 +160,9 @@ static void test_resolve_trust(void **state)
 	unsetenv("YARD_CA");
 
 	/* pins that are not sha256// and 32 bytes of base64 */
-	const char *bad[] = { "AAAA", "sha256//short=", "sha1//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-			      PIN_A ";nope", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA!=" };
+	const char *bad[] = { "AAAA", "sha256//short=",
+			      "sha1//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", PIN_A ";nope",
+			      "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA!=" };
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		errbuf_reset(&eb);
 		assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = bad[i] }, &cfg,
