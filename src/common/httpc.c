@@ -133,6 +133,12 @@ static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const c
 				     "cannot reach '%s': %s (does the master serve https?)", url,
 				     why);
 		break;
+	case CURLE_SSL_CONNECT_ERROR:
+		if (!strncmp(c->base_url, "https://", 8))
+			return error(eb, YERR(UNAVAILABLE),
+				     "cannot reach '%s': %s (does the master serve plain http?)",
+				     url, why);
+		break;
 	default:
 		break;
 	}

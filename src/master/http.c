@@ -451,9 +451,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_ARRAY,
 				  m->tls.cert_pem ? tls_opts : tls_opts + 2, MHD_OPTION_END);
 	if (!m->mhd && m->tls.cert_pem)
-		return error(eb, YERR(IO), "cannot serve https on '%s' with this certificate "
-				 "and key (libmicrohttpd's reason is above): %s", listen,
-			     strerror(errno));
+		return error(eb, YERR(IO), "cannot listen on '%s' over https: %s (libmicrohttpd "
+				 "logs its reason above)", listen, strerror(errno));
 	if (!m->mhd)
 		return error(eb, YERR(IO), "cannot listen on '%s': %s", listen, strerror(errno));
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);

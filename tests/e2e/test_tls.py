@@ -2,13 +2,14 @@
 files; agents (by pin or by CA file), the CLI (YARD_CA, --pin) and tasks that
 call back (yard mpi-rsh with the YARD_PIN/YARD_CA their agent gave them) work
 through it; a wrong pin, no trust at all and plain http are refused."""
+import base64
 import json
 import os
 import re
 import socket
 import stat
 import subprocess
-import time
+import urllib.request
 
 from harness import YARD, Proc, check, check_eq, cluster, wait_until
 
@@ -17,19 +18,20 @@ WRONG_PIN = "sha256//" + "A" * 43 + "="
 
 # Two tasks, one per agent (each agent has two GPUs, each task wants two).
 # Task 0 asks the master to run a command in task 1 (yard mpi-rsh, with the
-# job's token and the trust its agent put in its environment); task 1 waits
-# for the file that command makes.
+# job's token and the trust its agent put in its environment) and, once that
+# command has exited, says so with a second file; task 1 waits for both
+# (ending it earlier would end the command before its exit is reported).
 TASK = """\
 echo "node=$YARD_NODE index=$YARD_TASK_INDEX pin=$YARD_PIN ca=$YARD_CA"
 if [ "$YARD_TASK_INDEX" = 0 ]; then
   if [ "$YARD_NODE" = n1 ]; then other=n2; else other=n1; fi
   for i in $(seq 150); do
-    {yard} mpi-rsh "$other" "echo exec-over-tls on \\$YARD_NODE; touch {marker}" && exit 0
+    {yard} mpi-rsh "$other" "echo exec-over-tls on \\$YARD_NODE; touch {marker}" && touch {marker}.done && exit 0
     sleep 0.2
   done
   exit 1
 fi
-while [ ! -e {marker} ]; do sleep 0.05; done
+while [ ! -e {marker} ] || [ ! -e {marker}.done ]; do sleep 0.05; done
 echo "task 1 saw the marker"
 """
 
@@ -48,7 +50,6 @@ def pin_of(cert):
                          capture_output=True, check=True).stdout
     digest = subprocess.run(["openssl", "dgst", "-sha256", "-binary"], input=der,
                             capture_output=True, check=True).stdout
-    import base64
     return "sha256//" + base64.b64encode(digest).decode()
 
 
@@ -70,6 +71,7 @@ def submit_tls_job(c, env):
     check_eq(r.returncode, 0, f"yard wait of job {jid} over https (logs: {logs!r}, "
                               f"stderr: {r.stderr!r})")
     os.unlink(marker)
+    os.unlink(marker + ".done")
     return logs
 
 
@@ -138,7 +140,6 @@ def test_self_signed_agents_cli_and_refusals():
         # plain http to the https port
         plain = "http://" + c.url[len("https://"):]
         try:
-            import urllib.request
             urllib.request.urlopen(plain + "/healthz", timeout=10).read()
             raise AssertionError("a plain http request to the TLS port was answered")
         except AssertionError:
@@ -197,6 +198,22 @@ def test_certificate_files():
         refused(["--tls-self-signed", "--tls-cert", cert, "--tls-key", key], "not both")
         refused(["--tls-san", "x"], "--tls-san 'x' needs --tls-self-signed")
         refused(["--tls-self-signed", "--tls-san", "a b"], "--tls-san 'a b': expected a host name or an IP address")
+
+        # https to a master that serves plain http
+        plain = Proc("plain-master", [YARD, "master", "--listen", "127.0.0.1:0", "--data-dir",
+                                      os.path.join(c.dir, "plain")],
+                     os.path.join(c.dir, "plain-master.log"), env=c.env(),
+                     ready=r"yard master ready url=(http://\S+)$")
+        c.procs.append(plain)
+        url = "https://" + plain.ready_match.group(1)[len("http://"):]
+        r = subprocess.run([YARD, "ls"], capture_output=True, timeout=60,
+                           env=c.env({"YARD_MASTER": url, "YARD_TOKEN": "t", "YARD_CA": cert,
+                                      "HOME": c.dir}))
+        err = r.stderr.decode()
+        c.scan_text(err, "yard ls")
+        check(r.returncode != 0 and f"cannot reach '{url}/v1/jobs" in err and
+              "does the master serve plain http?" in err, f"the CLI's https to a plain master: {err!r}")
+        plain.stop()
 
         c.master_args = ["--tls-cert", cert, "--tls-key", key]
         c.ca_file = cert
