@@ -1,7 +1,9 @@
 """TLS: the master serves https with a certificate it made itself or one from
-files; agents (by pin or by CA file), the CLI (YARD_CA, --pin) and tasks that
-call back (yard mpi-rsh with the YARD_PIN/YARD_CA their agent gave them) work
-through it; a wrong pin, no trust at all and plain http are refused."""
+files; agents (by pin or by CA file; staging datasets from the master too),
+the CLI (YARD_CA, --pin; `yard data push` too) and tasks that call back (yard
+mpi-rsh with the YARD_PIN/YARD_CA their agent gave them) work through it; a
+wrong pin, no trust at all, plain http and a name the certificate lacks are
+refused."""
 import base64
 import json
 import os
@@ -23,6 +25,7 @@ WRONG_PIN = "sha256//" + "A" * 43 + "="
 # (ending it earlier would end the command before its exit is reported).
 TASK = """\
 echo "node=$YARD_NODE index=$YARD_TASK_INDEX pin=$YARD_PIN ca=$YARD_CA"
+echo "data: $(cat "$YARD_DATA_DIR/raw/hello.txt")"
 if [ "$YARD_TASK_INDEX" = 0 ]; then
   if [ "$YARD_NODE" = n1 ]; then other=n2; else other=n1; fi
   for i in $(seq 150); do
@@ -54,11 +57,18 @@ def pin_of(cert):
 
 
 def submit_tls_job(c, env):
-    """Submits the two-task job with the CLI (env: how it trusts the master),
-    waits for it and returns its two logs."""
+    """Pushes a dataset and submits the two-task job that stages it with the
+    CLI (env: how it trusts the master), waits for it and returns its two
+    logs."""
+    src = os.path.join(c.dir, "ds")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "hello.txt"), "w") as f:
+        f.write("staged over tls\n")
+    c.cli("data", "push", src, "greeting", env=env, check_rc=0)
     marker = os.path.join(c.dir, "marker")
     spec = {"name": "tls", "command": ["/bin/sh", "-c", TASK.format(yard=YARD_ABS, marker=marker)],
-            "tasks": {"worker": {"replicas": 2, "gpus": 2, "cpus": 0.1}}}
+            "tasks": {"worker": {"replicas": 2, "gpus": 2, "cpus": 0.1}},
+            "data": [{"source": "yard://greeting@1", "mount": "raw"}]}
     path = os.path.join(c.dir, "job.yaml")
     with open(path, "w") as f:
         json.dump(spec, f)  # JSON is YAML
@@ -77,9 +87,11 @@ def submit_tls_job(c, env):
 
 def check_task_trust(logs, pin, ca):
     """Each task got the trust of its own agent: n1 the pin, n2 the CA file;
-    task 0's command ran in task 1 through the master."""
+    task 0's command ran in task 1 through the master; both staged the
+    dataset from the master."""
     seen = {}
     for out in logs:
+        check("data: staged over tls\n" in out, f"a task staged the dataset from the master: {out!r}")
         m = re.search(r"node=(\S+) index=(\d) pin=(\S*) ca=(\S*)", out)
         check(m, f"a task printed its environment: {out!r}")
         seen[m.group(1)] = (m.group(3), m.group(4))
