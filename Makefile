@@ -16,7 +16,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
-	python3 procps iproute2 curl coreutils util-linux \
+	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
 	chromium

@@ -5,7 +5,8 @@ asserts on time.
 
   latency     submit->running on an idle local agent, p50/p99 over 200 jobs,
               from the master's own timestamps (submitted_at, running_at)
-  throughput  durable submissions/s through the HTTP API, 8 concurrent clients
+  throughput  durable submissions/s through the HTTP API, 8 concurrent clients,
+              over plain http and over TLS (--tls-self-signed, clients by pin)
   rss         agent RSS when idle; master RSS with 10,000 finished jobs
               (while running, and after a restart that loads them from the store)
   sched       one scheduling pass, 10,000 nodes x 8 GPUs and 100,000 queued jobs
@@ -58,6 +59,13 @@ def bench_throughput(h, yard):
         if r.returncode:
             print(r.stderr, file=sys.stderr)
         print(f"master RSS with 20,000 queued jobs: {rss_mib(c.master.p.pid):.1f} MiB")
+    with h.cluster("bench-throughput-tls", master_args=["--tls-self-signed"]) as c:
+        c.start_master()
+        r = subprocess.run([tool, c.url, c.admin_token, "8", "20000", c.pin], capture_output=True,
+                           text=True)
+        print(r.stdout.strip() + "   over TLS (keep-alive: one handshake per client)")
+        if r.returncode:
+            print(r.stderr, file=sys.stderr)
 
 
 def bench_sched(yard):

@@ -3,8 +3,9 @@
  * handle with keep-alive per thread) each POST /v1/jobs in a loop. A 201
  * means the master committed the job to its store, so every counted job is
  * durable. Prints jobs/s, errors and the client-side latency percentiles.
+ * An https master is trusted by its pin (PIN, "sha256//...").
  *
- * usage: submit_throughput URL TOKEN [CLIENTS] [JOBS]
+ * usage: submit_throughput URL TOKEN [CLIENTS] [JOBS] [PIN]
  */
 #include "base/compat.h"
 
@@ -18,6 +19,7 @@ struct client {
 	pthread_t tid;
 	const char *url;
 	const char *token;
+	const char *pin;  /* NULL or the https master's pin */
 	unsigned jobs;
 	unsigned ok;
 	unsigned errors;
@@ -47,6 +49,11 @@ static void *run_client(void *arg)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if (c->pin) {
+		curl_easy_setopt(h, CURLOPT_PINNEDPUBLICKEY, c->pin);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
 	for (unsigned i = 0; i < c->jobs; i++) {
 		long status = 0;
 		snprintf(body, sizeof(body),
@@ -82,7 +89,7 @@ int main(int argc, char **argv)
 	uint64_t *all;
 	size_t nall = 0;
 	if (argc < 3) {
-		fprintf(stderr, "usage: submit_throughput URL TOKEN [CLIENTS] [JOBS]\n");
+		fprintf(stderr, "usage: submit_throughput URL TOKEN [CLIENTS] [JOBS] [PIN]\n");
 		return 2;
 	}
 	if (argc > 3)
@@ -98,6 +105,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nclients; i++) {
 		clients[i].url = argv[1];
 		clients[i].token = argv[2];
+		clients[i].pin = argc > 5 ? argv[5] : NULL;
 		clients[i].jobs = njobs / nclients + (i < njobs % nclients);
 		clients[i].lat_us = xcalloc(clients[i].jobs + 1, sizeof(uint64_t));
 		pthread_create(&clients[i].tid, NULL, run_client, &clients[i]);

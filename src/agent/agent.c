@@ -62,6 +62,7 @@ struct session {
 	json_t *work;           /* latest unhandled work reply (owned) */
 	/* registration */
 	char *master_url, *name, *addr, *join_token, *work_dir;
+	struct httpc_tls tls;   /* strings owned: how an https master is verified */
 	json_t *gpus;           /* owned */
 	char *pool;             /* owned */
 	json_t *labels;         /* owned object KEY -> VALUE */
@@ -95,6 +96,8 @@ static void session_unref(struct session *s)
 	free(s->engine);
 	free(s->pool);
 	free(s->master_url);
+	free((char *)s->tls.ca_file);
+	free((char *)s->tls.pin);
 	free(s->name);
 	free(s->addr);
 	free(s->join_token);
@@ -242,7 +245,7 @@ static int register_once(struct session *s, struct errbuf *eb)
 	long status = 0;
 	int ret;
 
-	httpc_init(&c, s->master_url, s->join_token);
+	httpc_init(&c, s->master_url, &s->tls, s->join_token);
 	c.timeout_ms = 15000;
 	if (!s->addr) {
 		struct httpc_response res;
@@ -361,7 +364,7 @@ static void *poll_thread(void *arg)
 	unsigned backoff = 0, gen = 0;
 	char *id = NULL, *token = NULL;
 
-	httpc_init(&c, s->master_url, NULL);
+	httpc_init(&c, s->master_url, &s->tls, NULL);
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		bool closed = s->closed;
@@ -798,7 +801,7 @@ out:
 static void *shipper_thread(void *arg)
 {
 	struct shipper *sh = arg;
-	httpc_init(&sh->c, sh->s->master_url, NULL);
+	httpc_init(&sh->c, sh->s->master_url, &sh->s->tls, NULL);
 	sh->c.timeout_ms = 30000;
 	for (;;) {
 		pthread_mutex_lock(&sh->lock);
@@ -1507,6 +1510,7 @@ static int task_stage(struct agent *a, struct atask *t, json_t *data, struct err
 	st->cfg.cache = &a->cache;
 	st->cfg.master_url = a->cfg->master_url;
 	st->cfg.token = st->token;
+	st->cfg.tls = (struct httpc_tls){ a->cfg->master_ca, a->cfg->master_pin };
 	st->cfg.s3_endpoint = a->cfg->s3_endpoint;
 	st->cfg.s3_region = a->cfg->s3_region;
 	st->cfg.s3_key = a->cfg->s3_key;
@@ -1794,6 +1798,8 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 	pthread_mutex_init(&f->reg, NULL);
 	s->refs = 1;
 	s->master_url = xstrdup(cfg->master_url);
+	s->tls.ca_file = cfg->master_ca ? xstrdup(cfg->master_ca) : NULL;
+	s->tls.pin = cfg->master_pin ? xstrdup(cfg->master_pin) : NULL;
 	s->name = xstrdup(cfg->name);
 	s->addr = cfg->advertise_addr ? xstrdup(cfg->advertise_addr) : NULL;
 	s->join_token = xstrdup(cfg->join_token ? cfg->join_token : "");
@@ -1850,6 +1856,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	yard_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : realpath("/proc/self/exe", NULL);
 	a.ctx.yard_exe = yard_exe;
 	a.ctx.master_url = cfg->master_url;
+	a.ctx.master_ca = cfg->master_ca;
+	a.ctx.master_pin = cfg->master_pin;
 	a.ctx.cgroup_root = getenv("YARD_CGROUP_ROOT");
 	a.ctx.cgroups = cgroup_detect(a.ctx.cgroup_root) != NULL && geteuid() == 0;
 	if (!a.ctx.cgroups)
@@ -1886,7 +1894,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	uv_timer_init(&a.loop, &a.tick);
 	a.tick.data = &a;
 	uv_timer_start(&a.tick, on_tick, 100, 100);
-	httpc_init(&a.code_http, cfg->master_url, NULL);
+	httpc_init(&a.code_http, cfg->master_url,
+		   &(struct httpc_tls){ cfg->master_ca, cfg->master_pin }, NULL);
 	a.code_http.timeout_ms = 300000;
 
 	a.sh.s = a.s;
@@ -1976,7 +1985,9 @@ static int agent_usage(void)
 			"                  [--runtime process[,docker]] [--docker-socket PATH]\n"
 			"                  (docker: containers through the Docker Engine API; Podman's too)\n"
 			"                  [--cache-size SIZE]   (the data cache's cap, default 50GiB)\n"
-			"                  [--s3-endpoint URL [--s3-region R] --s3-credentials FILE]\n");
+			"                  [--s3-endpoint URL [--s3-region R] --s3-credentials FILE]\n"
+			"                  [--ca FILE] [--pin sha256//BASE64]   (trust an https master:\n"
+			"                   its CA's certificates, or the pin it prints)\n");
 	return 2;
 }
 
@@ -1987,7 +1998,7 @@ int cmd_agent(int argc, char **argv)
 	struct strbuf tok = STRBUF_INIT;
 	const char *token_file = NULL, *ports = NULL, *runtimes = NULL;
 	const char *cache_size = NULL, *s3_creds = NULL;
-	char *s3_key = NULL, *s3_secret = NULL;
+	char *s3_key = NULL, *s3_secret = NULL, *ca_path = NULL;
 	const char *labels[SPEC_MAX_LABELS];
 	int ret;
 
@@ -2025,6 +2036,8 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--s3-endpoint")    ? &cfg.s3_endpoint
 				  : !strcmp(argv[i], "--s3-region")      ? &cfg.s3_region
 				  : !strcmp(argv[i], "--s3-credentials") ? &s3_creds
+				  : !strcmp(argv[i], "--ca")             ? &cfg.master_ca
+				  : !strcmp(argv[i], "--pin")            ? &cfg.master_pin
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -2088,6 +2101,20 @@ int cmd_agent(int argc, char **argv)
 		cfg.s3_key = s3_key;
 		cfg.s3_secret = s3_secret;
 	}
+	if (cfg.master_ca || cfg.master_pin) {
+		struct httpc_tls tls = { cfg.master_ca, cfg.master_pin };
+		if (httpc_tls_check(&tls, "--ca", "--pin", &eb)) {
+			fprintf(stderr, "yard agent: %s\n", eb.msg);
+			return 2;
+		}
+		/* tasks get the CA file's path in YARD_CA: it must not depend on their cwd */
+		if (cfg.master_ca && !(ca_path = realpath(cfg.master_ca, NULL))) {
+			fprintf(stderr, "yard agent: --ca '%s': %s\n", cfg.master_ca,
+				strerror(errno));
+			return 2;
+		}
+		cfg.master_ca = ca_path;
+	}
 	if (token_file) {
 		if (strbuf_read_file(&tok, token_file, 4096) < 0) {
 			fprintf(stderr, "yard agent: cannot read '%s': %s\n", token_file, strerror(errno));
@@ -2106,6 +2133,7 @@ int cmd_agent(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	ret = agent_run(&cfg, &agent_stop, &eb);
 	strbuf_release(&tok);
+	free(ca_path);
 	free(s3_key);
 	free(s3_secret);
 	if (ret) {

@@ -13,6 +13,8 @@
 
 struct agent_config {
 	const char *master_url;
+	const char *master_ca;       /* --ca FILE: how an https master is verified, or NULL */
+	const char *master_pin;      /* --pin sha256//...: its public key's pin, or NULL */
 	const char *name;
 	const char *work_dir;
 	const char *gpus;            /* "auto", "none", "sim:N" or "sim:N:MODEL" */

@@ -33,6 +33,8 @@ struct runtime_ctx {
 	const char *shim_exe;      /* yard-shim, or the yard binary (both take "shim --dir D") */
 	const char *yard_exe;      /* the yard binary: "yard" as a task's argv[0] */
 	const char *master_url;    /* the master as this agent reaches it (YARD_MASTER) */
+	const char *master_ca;     /* NULL or how tasks verify an https master: YARD_CA */
+	const char *master_pin;    /* NULL or YARD_PIN (common/httpc.h) */
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
 	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
 	const struct gpu_list *gpus;

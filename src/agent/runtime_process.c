@@ -24,11 +24,12 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
 	char *rel = xasprintf("%s/task-%" PRId64, ctx->cgroup_base, t->id);
-	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s?}", "cwd", cwd,
-				 "checkpoint_dir", ckpt, "data_dir", data,
+	json_t *conf = json_pack("{s:s, s:s, s:s, s:s?, s:s?, s:O, s:s, s:s?, s:s?, s:s?, s:s?}",
+				 "cwd", cwd, "checkpoint_dir", ckpt, "data_dir", data,
 				 "cgroup_root", ctx->cgroup_root, "cgroup_rel", ctx->cgroups ? rel : NULL,
 				 "gpu_devices", devs, "dev_dir", ctx->dev_dir, "yard_exe", ctx->yard_exe,
-				 "master_url", ctx->master_url);
+				 "master_url", ctx->master_url, "master_ca", ctx->master_ca,
+				 "master_pin", ctx->master_pin);
 	/* staged data a container sees through binds of the cache's entries
 	 * (agent/stage.h): [[host_path, container_path], ...] */
 	json_t *staged = NULL;

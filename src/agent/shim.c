@@ -121,7 +121,7 @@ static int setup_cgroup(struct shim *s, struct errbuf *eb)
 static char **build_env(struct shim *s)
 {
 	json_t *env = json_object_get(s->task, "env");
-	size_t n = json_object_size(env) + 6, k = 0;
+	size_t n = json_object_size(env) + 8, k = 0;
 	char **out = xcalloc(n, sizeof(*out));
 	const char *key;
 	json_t *v;
@@ -136,6 +136,11 @@ static char **build_env(struct shim *s)
 		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
 	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url"))
 		out[k++] = xasprintf("YARD_MASTER=%s", conf_str(s, "master_url"));
+	/* what a `yard` inside the task needs to trust an https master */
+	if (!json_object_get(env, "YARD_CA") && conf_str(s, "master_ca"))
+		out[k++] = xasprintf("YARD_CA=%s", conf_str(s, "master_ca"));
+	if (!json_object_get(env, "YARD_PIN") && conf_str(s, "master_pin"))
+		out[k++] = xasprintf("YARD_PIN=%s", conf_str(s, "master_pin"));
 	if (!json_object_get(env, "HOME"))
 		out[k++] = xasprintf("HOME=%s", conf_str(s, "cwd"));
 	out[k] = NULL;

@@ -95,6 +95,13 @@ static json_t *container_env(const struct cshim *s)
 		json_array_append_new(out, json_string(kv));
 		free(kv);
 	}
+	/* the pin works inside a container; a CA file on the host does not
+	 * exist there, so YARD_CA is not passed */
+	if (!json_object_get(env, "YARD_PIN") && conf_str(s, "master_pin")) {
+		kv = xasprintf("YARD_PIN=%s", conf_str(s, "master_pin"));
+		json_array_append_new(out, json_string(kv));
+		free(kv);
+	}
 	return out;
 }
 

@@ -414,7 +414,7 @@ static void *yard_conn_new(void *arg)
 	struct yard_files *yf = arg;
 	struct yard_conn *c = xcalloc(1, sizeof(*c));
 	c->yf = yf;
-	httpc_init(&c->h, yf->r->cfg->master_url, yf->r->cfg->token);
+	httpc_init(&c->h, yf->r->cfg->master_url, &yf->r->cfg->tls, yf->r->cfg->token);
 	c->h.timeout_ms = 120000;
 	return c;
 }
@@ -459,7 +459,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 		free(key);
 		return ret;
 	}
-	httpc_init(&h, cfg->master_url, cfg->token);
+	httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
 	h.timeout_ms = 120000;
 	char *url = xasprintf("/v1/manifests/%s", digest);
 	ret = yard_get(&h, url, &res, eb);

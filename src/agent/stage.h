@@ -21,11 +21,13 @@
 
 #include "agent/cache.h"
 #include "base/error.h"
+#include "common/httpc.h"
 
 struct stage_config {
 	struct cache *cache;        /* borrowed */
 	const char *master_url;     /* yard sources */
 	const char *token;          /* the agent's bearer token for the master */
+	struct httpc_tls tls;       /* how an https master is verified; strings borrowed */
 	/* s3 sources: NULL endpoint: this agent has no S3 store */
 	const char *s3_endpoint;    /* "http://127.0.0.1:4569", no trailing slash needed */
 	const char *s3_region;      /* "us-east-1" when NULL */

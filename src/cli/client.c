@@ -9,9 +9,10 @@
 /* A 256 MiB code upload over a slow link may take a while. */
 #define UPLOAD_TIMEOUT_MS 1800000L
 
-void client_open(struct client *c, const char *base_url, const char *token)
+void client_open(struct client *c, const char *base_url, const struct httpc_tls *tls,
+		 const char *token)
 {
-	httpc_init(&c->http, base_url, token);
+	httpc_init(&c->http, base_url, tls, token);
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
 }
 

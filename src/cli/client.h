@@ -22,9 +22,11 @@ struct client {
 	struct httpc http;
 };
 
-/* client_open prepares a client for the master at base_url ("http://h:p")
- * with a bearer token (may be NULL). No connection is made yet. */
-void client_open(struct client *c, const char *base_url, const char *token);
+/* client_open prepares a client for the master at base_url ("http://h:p"
+ * or https://), verified as tls says (may be NULL), with a bearer token (may
+ * be NULL). No connection is made yet. */
+void client_open(struct client *c, const char *base_url, const struct httpc_tls *tls,
+		 const char *token);
 void client_close(struct client *c);
 
 /* GET /v1/whoami -> {"user", "admin"}. */

@@ -31,6 +31,8 @@ struct cli_ctx {
 	unsigned flags;           /* enum cli_cmd_flags of the command */
 	const char *opt_master;   /* --master, points into argv */
 	const char *opt_token;    /* --token */
+	const char *opt_ca;       /* --ca */
+	const char *opt_pin;      /* --pin */
 	const char *opt_output;   /* --output */
 	bool json;                /* --output json */
 	struct cli_config cfg;    /* owned: the resolved master and token */

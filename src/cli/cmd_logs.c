@@ -104,7 +104,8 @@ int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned
 		return 0;
 	}
 	/* following both: one thread per stream, each with its own connection */
-	client_open(&second, ctx->cfg.master, ctx->cfg.token);
+	client_open(&second, ctx->cfg.master, &(struct httpc_tls){ ctx->cfg.ca, ctx->cfg.pin },
+		    ctx->cfg.token);
 	err.client = &second;
 	out.lock = err.lock = &lock;
 	if (pthread_create(&th, NULL, copy_thread, &err) != 0) {

@@ -14,7 +14,8 @@
  *                            job ends (the way mpi-operator's workers run sshd)
  *
  * They read YARD_MASTER, YARD_JOB_ID and YARD_JOB_TOKEN from the task's
- * environment. docs/design-notes.md tells the whole path.
+ * environment, and YARD_CA or YARD_PIN when the master serves https.
+ * docs/design-notes.md tells the whole path.
  */
 #include "base/compat.h"
 
@@ -148,7 +149,12 @@ int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv)
 	for (; i < argc; i++)
 		strbuf_addf(&cmd, "%s%s", cmd.len ? " " : "", argv[i]);
 	char *remote[] = { "/bin/sh", "-c", cmd.buf, NULL };
-	client_open(&c, master, token);
+	struct httpc_tls tls = { getenv("YARD_CA"), getenv("YARD_PIN") };
+	if (tls.ca_file && !*tls.ca_file)
+		tls.ca_file = NULL;
+	if (tls.pin && !*tls.pin)
+		tls.pin = NULL;
+	client_open(&c, master, &tls, token);
 	if (client_exec_start(&c, id, host, remote, &reply, &eb)) {
 		fprintf(stderr, "yard mpi-rsh: cannot start the command on '%s': %s\n", host, eb.msg);
 		goto out;

@@ -5,12 +5,15 @@
 
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/httpc.h"
 
 void cli_config_release(struct cli_config *cfg)
 {
 	free(cfg->master);
 	free(cfg->token);
-	cfg->master = cfg->token = NULL;
+	free(cfg->ca);
+	free(cfg->pin);
+	cfg->master = cfg->token = cfg->ca = cfg->pin = NULL;
 }
 
 static void set(char **slot, const char *s, size_t n)
@@ -51,6 +54,10 @@ int cli_config_parse(const char *text, size_t len, const char *origin, struct cl
 			set(&cfg->master, v, (size_t)(e - v));
 		else if (ke - s == 5 && !strncmp(s, "token", 5))
 			set(&cfg->token, v, (size_t)(e - v));
+		else if (ke - s == 2 && !strncmp(s, "ca", 2))
+			set(&cfg->ca, v, (size_t)(e - v));
+		else if (ke - s == 3 && !strncmp(s, "pin", 3))
+			set(&cfg->pin, v, (size_t)(e - v));
 	}
 	return 0;
 }
@@ -72,18 +79,32 @@ static const char *nonempty(const char *s)
 	return s && *s ? s : NULL;
 }
 
-int cli_config_resolve(const char *opt_master, const char *opt_token, struct cli_config *cfg,
+/* The first given of an option and a variable; *from (may be NULL) gets
+ * the name of the one that was. */
+static const char *pick(const char *opt, const char *opt_name, const char *var, const char **from)
+{
+	const char *v = nonempty(opt) ? opt : nonempty(getenv(var));
+
+	if (v && from)
+		*from = v == opt ? opt_name : var;
+	return v;
+}
+
+int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cfg,
 		       struct errbuf *eb)
 {
-	const char *env_master = nonempty(getenv("YARD_MASTER"));
-	const char *env_token = nonempty(getenv("YARD_TOKEN"));
+	static const struct cli_config_opts none;
+	const char *from_ca = "the config file's ca", *from_pin = "the config file's pin";
+	const char *master, *token, *ca, *pin;
 	char *path = NULL;
 	struct strbuf text = STRBUF_INIT;
 	int ret = 0;
 
-	opt_master = nonempty(opt_master);
-	opt_token = nonempty(opt_token);
-	if ((!opt_master && !env_master) || (!opt_token && !env_token)) {
+	if (!opts)
+		opts = &none;
+	master = pick(opts->master, "--master", "YARD_MASTER", NULL);
+	token = pick(opts->token, "--token", "YARD_TOKEN", NULL);
+	if (!master || !token) {
 		path = cli_config_path();
 		if (path && strbuf_read_file(&text, path, 1 << 20) == 0)
 			ret = cli_config_parse(text.buf, text.len, path, cfg, eb);
@@ -92,16 +113,32 @@ int cli_config_resolve(const char *opt_master, const char *opt_token, struct cli
 		if (ret)
 			goto out;
 	}
-	if (opt_master || env_master)
-		set(&cfg->master, opt_master ? opt_master : env_master,
-		    strlen(opt_master ? opt_master : env_master));
-	if (opt_token || env_token)
-		set(&cfg->token, opt_token ? opt_token : env_token,
-		    strlen(opt_token ? opt_token : env_token));
+	if (master) {
+		/* the file's trust is for the file's master, not this one */
+		free(cfg->ca);
+		free(cfg->pin);
+		cfg->ca = cfg->pin = NULL;
+		set(&cfg->master, master, strlen(master));
+	}
+	if (token)
+		set(&cfg->token, token, strlen(token));
+	if ((ca = pick(opts->ca, "--ca", "YARD_CA", &from_ca)))
+		set(&cfg->ca, ca, strlen(ca));
+	if ((pin = pick(opts->pin, "--pin", "YARD_PIN", &from_pin)))
+		set(&cfg->pin, pin, strlen(pin));
 	if (cfg->master && !*cfg->master) {
 		free(cfg->master);
 		cfg->master = NULL;
 	}
+	if (cfg->ca && !*cfg->ca) {
+		free(cfg->ca);
+		cfg->ca = NULL;
+	}
+	if (cfg->pin && !*cfg->pin) {
+		free(cfg->pin);
+		cfg->pin = NULL;
+	}
+	ret = httpc_tls_check(&(struct httpc_tls){ cfg->ca, cfg->pin }, from_ca, from_pin, eb);
 out:
 	free(path);
 	strbuf_release(&text);

@@ -1,11 +1,16 @@
 /*
- * Where the master is and who we are: --master/--token, else the
- * environment (YARD_MASTER, YARD_TOKEN), else the config file
- * $XDG_CONFIG_HOME/yard/config (default ~/.config/yard/config):
+ * Where the master is, how to trust it and who we are: --master/--token/
+ * --ca/--pin, else the environment (YARD_MASTER, YARD_TOKEN, YARD_CA,
+ * YARD_PIN), else the config file $XDG_CONFIG_HOME/yard/config (default
+ * ~/.config/yard/config):
  *
  *   # comments and blank lines are skipped
- *   master = http://10.0.0.1:7420
+ *   master = https://10.0.0.1:7420
  *   token = yard_u_...
+ *   pin = sha256//...        (or: ca = /path/to/ca.pem)
+ *
+ * The file's ca and pin belong to the file's master: they are used only
+ * when the master comes from the file too.
  */
 #ifndef YARD_CLI_CONFIG_H
 #define YARD_CLI_CONFIG_H
@@ -17,9 +22,16 @@
 struct cli_config {
 	char *master; /* owned or NULL */
 	char *token;  /* owned or NULL */
+	char *ca;     /* owned or NULL: CA file that an https master's certificate chains to */
+	char *pin;    /* owned or NULL: "sha256//..." of an https master's public key */
 };
 
-#define CLI_CONFIG_INIT { NULL, NULL }
+#define CLI_CONFIG_INIT { NULL, NULL, NULL, NULL }
+
+/* What the user gave on the command line; NULL fields were not given. */
+struct cli_config_opts {
+	const char *master, *token, *ca, *pin;
+};
 
 void cli_config_release(struct cli_config *cfg);
 
@@ -33,10 +45,12 @@ int cli_config_parse(const char *text, size_t len, const char *origin, struct cl
  * neither XDG_CONFIG_HOME nor HOME is set. */
 char *cli_config_path(void);
 
-/* cli_config_resolve fills cfg by precedence: the options (may be NULL), the
- * environment, the config file (a missing file is not an error). A master
- * that is still unknown is left NULL: the caller decides whether it matters. */
-int cli_config_resolve(const char *opt_master, const char *opt_token, struct cli_config *cfg,
+/* cli_config_resolve fills cfg by precedence: the options (opts may be
+ * NULL), the environment, the config file (a missing file is not an error).
+ * A master that is still unknown is left NULL: the caller decides whether it
+ * matters. A ca or pin that is not usable (httpc_tls_check) is an error
+ * naming where it came from. */
+int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cfg,
 		       struct errbuf *eb);
 
 #endif

@@ -15,6 +15,10 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 		  "the master's URL (default: $YARD_MASTER, then the config file)" },
 		{ "token", 0, CLI_OPT_STRING, &ctx->opt_token, "TOKEN",
 		  "the API token (default: $YARD_TOKEN, then the config file)" },
+		{ "ca", 0, CLI_OPT_STRING, &ctx->opt_ca, "FILE",
+		  "trust an https master whose certificate chains to FILE (default: $YARD_CA)" },
+		{ "pin", 0, CLI_OPT_STRING, &ctx->opt_pin, "PIN",
+		  "trust an https master by its key's pin, sha256//... (default: $YARD_PIN)" },
 		{ "output", 'o', CLI_OPT_STRING, &ctx->opt_output, "FORMAT",
 		  "'json' prints the server's JSON instead of text" },
 	};
@@ -38,7 +42,9 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 	}
 	if (!(ctx->flags & NEED_MASTER))
 		return -1;
-	if (cli_config_resolve(ctx->opt_master, ctx->opt_token, &ctx->cfg, &eb) < 0) {
+	struct cli_config_opts given = { ctx->opt_master, ctx->opt_token, ctx->opt_ca,
+					  ctx->opt_pin };
+	if (cli_config_resolve(&given, &ctx->cfg, &eb) < 0) {
 		fprintf(stderr, "yard: %s\n", eb.msg);
 		return EXIT_USAGE;
 	}
@@ -48,7 +54,8 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 				"~/.config/yard/config\n", ctx->cmd);
 		return EXIT_USAGE;
 	}
-	client_open(&ctx->client, ctx->cfg.master, ctx->cfg.token);
+	client_open(&ctx->client, ctx->cfg.master, &(struct httpc_tls){ ctx->cfg.ca, ctx->cfg.pin },
+		    ctx->cfg.token);
 	ctx->has_client = true;
 	return -1;
 }

@@ -5,7 +5,8 @@
 #include <ctype.h>
 #include <curl/curl.h>
 
-void httpc_init(struct httpc *c, const char *base_url, const char *token)
+void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
+		const char *token)
 {
 	size_t n = strlen(base_url);
 	while (n && base_url[n - 1] == '/')
@@ -15,6 +16,8 @@ void httpc_init(struct httpc *c, const char *base_url, const char *token)
 		die("cannot initialise libcurl");
 	c->base_url = xstrndup(base_url, n);
 	c->token = token ? xstrdup(token) : NULL;
+	c->ca_file = tls && tls->ca_file ? xstrdup(tls->ca_file) : NULL;
+	c->pin = tls && tls->pin ? xstrdup(tls->pin) : NULL;
 	c->timeout_ms = 0;
 }
 
@@ -24,8 +27,10 @@ void httpc_release(struct httpc *c)
 		curl_easy_cleanup(c->curl);
 	free(c->base_url);
 	free(c->token);
+	free(c->ca_file);
+	free(c->pin);
 	c->curl = NULL;
-	c->base_url = c->token = NULL;
+	c->base_url = c->token = c->ca_file = c->pin = NULL;
 }
 
 void httpc_set_token(struct httpc *c, const char *token)
@@ -84,6 +89,62 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+/* Sets how the master is verified (struct httpc_tls). */
+static void set_tls(struct httpc *c)
+{
+	CURL *h = c->curl;
+
+	if (c->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+	if (c->pin) {
+		curl_easy_setopt(h, CURLOPT_PINNEDPUBLICKEY, c->pin);
+		if (!c->ca_file) {
+			/* the pin is the whole check: a self-signed certificate
+			 * names no CA, and the master may be reached by any name */
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+		}
+	}
+}
+
+/* A failed transfer as the user should read it: trust failures say what to
+ * give, the rest is the transport's message. */
+static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const char *detail,
+			  struct errbuf *eb)
+{
+	const char *why = detail && *detail ? detail : curl_easy_strerror(rc);
+
+	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		return error(eb, YERR(FORBIDDEN),
+			     "master %s: certificate not trusted: %s (give --ca FILE or --pin "
+			     "sha256//...)", c->base_url, why);
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+		return error(eb, YERR(FORBIDDEN),
+			     "master %s: the certificate's public key does not match the pin '%s'",
+			     c->base_url, c->pin ? c->pin : "");
+	case CURLE_SSL_CACERT_BADFILE:
+		return error(eb, YERR(FORBIDDEN), "master %s: cannot use the CA file '%s': %s",
+			     c->base_url, c->ca_file ? c->ca_file : "(system)", why);
+	case CURLE_GOT_NOTHING:
+	case CURLE_RECV_ERROR:
+		if (!strncmp(c->base_url, "http://", 7))
+			return error(eb, YERR(UNAVAILABLE),
+				     "cannot reach '%s': %s (does the master serve https?)", url,
+				     why);
+		break;
+	case CURLE_SSL_CONNECT_ERROR:
+		if (!strncmp(c->base_url, "https://", 8))
+			return error(eb, YERR(UNAVAILABLE),
+				     "cannot reach '%s': %s (does the master serve plain http?)",
+				     url, why);
+		break;
+	default:
+		break;
+	}
+	return error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url, why);
+}
+
 int httpc_request(struct httpc *c, const char *method, const char *path,
 		  const void *body, size_t body_len, const char *content_type,
 		  struct httpc_response *res, struct errbuf *eb)
@@ -91,6 +152,7 @@ int httpc_request(struct httpc *c, const char *method, const char *path,
 	CURL *h = c->curl;
 	struct curl_slist *hdrs = NULL;
 	struct strbuf url = STRBUF_INIT, line = STRBUF_INIT;
+	char detail[CURL_ERROR_SIZE] = "";
 	CURLcode rc;
 	int ret = 0;
 
@@ -106,6 +168,8 @@ int httpc_request(struct httpc *c, const char *method, const char *path,
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, res);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
+	set_tls(c);
 	if (c->timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	if (c->token) {
@@ -127,8 +191,7 @@ int httpc_request(struct httpc *c, const char *method, const char *path,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
 	if (rc != CURLE_OK) {
-		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url.buf,
-			    curl_easy_strerror(rc));
+		ret = transfer_error(c, url.buf, rc, detail, eb);
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
@@ -193,6 +256,43 @@ int httpc_json(struct httpc *c, const char *method, const char *path, json_t *bo
 out:
 	httpc_response_release(&res);
 	return ret;
+}
+
+/* One pin: "sha256//" and the base64 of 32 bytes (43 characters and '='). */
+static bool pin_valid(const char *p, size_t n)
+{
+	static const char prefix[] = "sha256//";
+	size_t plen = sizeof(prefix) - 1;
+
+	if (n != plen + 44 || strncmp(p, prefix, plen) || p[n - 1] != '=')
+		return false;
+	for (size_t i = plen; i < n - 1; i++)
+		if (!isalnum((unsigned char)p[i]) && p[i] != '+' && p[i] != '/')
+			return false;
+	return true;
+}
+
+int httpc_tls_check(const struct httpc_tls *tls, const char *opt_ca, const char *opt_pin,
+		    struct errbuf *eb)
+{
+	if (tls->ca_file && access(tls->ca_file, R_OK))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': %s", opt_ca, tls->ca_file,
+			     strerror(errno));
+	if (tls->pin) {
+		const char *p = tls->pin;
+		for (;;) {
+			size_t n = strcspn(p, ";");
+			if (!pin_valid(p, n))
+				return error(eb, YERR(BAD_REQUEST),
+					     "%s '%s': expected sha256// and the base64 SHA-256 of "
+					     "the master's public key (the master prints it)",
+					     opt_pin, tls->pin);
+			if (!p[n])
+				break;
+			p += n + 1;
+		}
+	}
+	return 0;
 }
 
 char *url_escape(const char *s)

@@ -20,6 +20,7 @@
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/store.h"
+#include "master/tls.h"
 #include "sched/policy.h"
 
 struct MHD_Daemon;
@@ -182,6 +183,8 @@ struct shared_body;
 
 struct master {
 	char *data_dir, *url, *web_dir;
+	/* what MHD serves over TLS; all NULL: plain http (master/tls.h) */
+	struct tls_identity tls;
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;

@@ -432,14 +432,27 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	rc = parse_listen(listen, &sa, eb);
 	if (rc)
 		return rc;
-	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
+	if (m->tls.cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return error(eb, YERR(INTERNAL), "this libmicrohttpd is built without TLS: "
+				 "--tls-cert and --tls-self-signed cannot work");
+	struct MHD_OptionItem tls_opts[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, m->tls.cert_pem },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, m->tls.key_pem },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+					  (m->tls.cert_pem ? MHD_USE_TLS : 0), 0,
 				  NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, m,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_ARRAY,
+				  m->tls.cert_pem ? tls_opts : tls_opts + 2, MHD_OPTION_END);
+	if (!m->mhd && m->tls.cert_pem)
+		return error(eb, YERR(IO), "cannot listen on '%s' over https: %s (libmicrohttpd "
+				 "logs its reason above)", listen, strerror(errno));
 	if (!m->mhd)
 		return error(eb, YERR(IO), "cannot listen on '%s': %s", listen, strerror(errno));
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -447,7 +460,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
 	if (!strcmp(host, "0.0.0.0"))
 		snprintf(host, sizeof(host), "127.0.0.1");
-	m->url = xasprintf("http://%s:%u", host, (unsigned)m->port);
+	m->url = xasprintf("%s://%s:%u", m->tls.cert_pem ? "https" : "http", host,
+			   (unsigned)m->port);
 	return 0;
 }
 

@@ -56,7 +56,8 @@ struct req {
 	struct req *next_held;
 };
 
-/* http_start binds listen ("HOST:PORT") and starts MHD (external polling). */
+/* http_start binds listen ("HOST:PORT") and starts MHD (external polling),
+ * serving https with m->tls when it holds a certificate. */
 int http_start(struct master *m, const char *listen, struct errbuf *eb);
 void http_stop(struct master *m);
 /* http_run lets MHD do its work and re-arms its timer. */

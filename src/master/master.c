@@ -6,6 +6,8 @@
 #include "base/compat.h"
 #include "master/master.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -198,6 +200,99 @@ static int master_policies(struct master *m, const struct master_config *cfg, st
 	return 0;
 }
 
+static void add_name(char ***names, size_t *n, size_t *alloc, const char *name, size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen((*names)[i]) == len && !strncmp((*names)[i], name, len))
+			return;
+	ALLOC_GROW(*names, *n + 1, *alloc);
+	(*names)[(*n)++] = xstrndup(name, len);
+}
+
+/* The names a self-signed certificate holds: this host's name, loopback,
+ * the listen address (every interface's IPv4 address when it is all of
+ * them) and --tls-san. Caller frees the array and its strings. */
+static char **self_signed_names(const struct master_config *cfg, size_t *n)
+{
+	char **names = NULL, host[256] = "";
+	size_t alloc = 0;
+	const char *colon = strrchr(cfg->listen, ':');
+	size_t hlen = colon ? (size_t)(colon - cfg->listen) : 0;
+
+	*n = 0;
+	if (gethostname(host, sizeof(host) - 1) == 0 && tls_san_valid(host))
+		add_name(&names, n, &alloc, host, strlen(host));
+	add_name(&names, n, &alloc, "localhost", 9);
+	add_name(&names, n, &alloc, "127.0.0.1", 9);
+	add_name(&names, n, &alloc, "::1", 3);
+	if (!hlen || (hlen == 7 && !strncmp(cfg->listen, "0.0.0.0", 7))) {
+		struct ifaddrs *ifs = NULL;
+		char ip[INET_ADDRSTRLEN];
+		if (getifaddrs(&ifs) == 0) {
+			for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+				const struct sockaddr_in *sin = (const void *)i->ifa_addr;
+				if (sin && sin->sin_family == AF_INET &&
+				    inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip)))
+					add_name(&names, n, &alloc, ip, strlen(ip));
+			}
+			freeifaddrs(ifs);
+		}
+	} else {
+		add_name(&names, n, &alloc, cfg->listen, hlen);
+	}
+	for (size_t i = 0; i < cfg->ntls_sans; i++)
+		add_name(&names, n, &alloc, cfg->tls_sans[i], strlen(cfg->tls_sans[i]));
+	return names;
+}
+
+/* Reads (or first makes) the certificate and key the master serves. */
+static int master_tls(struct master *m, const struct master_config *cfg, struct errbuf *eb)
+{
+	char *dir, *cert, *key, **names;
+	size_t nnames;
+	bool created = false;
+	int ret;
+
+	if (cfg->tls_cert || cfg->tls_key) {
+		if (!cfg->tls_cert || !cfg->tls_key)
+			return error(eb, YERR(BAD_REQUEST), "%s needs %s too",
+				     cfg->tls_cert ? "--tls-cert" : "--tls-key",
+				     cfg->tls_cert ? "--tls-key" : "--tls-cert");
+		if (cfg->tls_self_signed)
+			return error(eb, YERR(BAD_REQUEST),
+				     "--tls-self-signed makes its own certificate: give it or "
+				     "--tls-cert/--tls-key, not both");
+		return tls_load(cfg->tls_cert, cfg->tls_key, "--tls-cert", "--tls-key", &m->tls, eb);
+	}
+	if (!cfg->tls_self_signed) {
+		if (cfg->ntls_sans)
+			return error(eb, YERR(BAD_REQUEST), "--tls-san '%s' needs --tls-self-signed",
+				     cfg->tls_sans[0]);
+		return 0;
+	}
+	for (size_t i = 0; i < cfg->ntls_sans; i++)
+		if (!tls_san_valid(cfg->tls_sans[i]))
+			return error(eb, YERR(BAD_REQUEST),
+				     "--tls-san '%s': expected a host name or an IP address",
+				     cfg->tls_sans[i]);
+	names = self_signed_names(cfg, &nnames);
+	dir = xasprintf("%s/tls", m->data_dir);
+	cert = xasprintf("%s/cert.pem", dir);
+	key = xasprintf("%s/key.pem", dir);
+	ret = tls_self_signed(dir, (const char *const *)names, nnames, &created, eb);
+	if (!ret)
+		ret = tls_load(cert, key, "--tls-self-signed", "--tls-self-signed", &m->tls, eb);
+	if (!ret && created)
+		fprintf(stderr, "yard master: made a self-signed certificate '%s'\n", cert);
+	for (size_t i = 0; i < nnames; i++)
+		free(names[i]);
+	free(names);
+	free(dir);
+	free(cert);
+	free(key);
+	return ret;
+}
+
 int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb)
 {
 	struct master *m = xcalloc(1, sizeof(*m));
@@ -258,7 +353,9 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	jobs_restore_leases(m);
 	nodes_await(m);
 	m->sched_needed = true;
-	ret = http_start(m, cfg->listen, eb);
+	ret = master_tls(m, cfg, eb);
+	if (!ret)
+		ret = http_start(m, cfg->listen, eb);
 	if (ret)
 		goto out;
 out:
@@ -274,6 +371,11 @@ out:
 const char *master_url(const struct master *m)
 {
 	return m->url;
+}
+
+const char *master_tls_pin(const struct master *m)
+{
+	return m->tls.pin;
 }
 
 int master_run(struct master *m)
@@ -348,6 +450,7 @@ void master_free(struct master *m)
 	execs_clear(m);
 	free(m->web_dir);
 	free(m->url);
+	tls_identity_release(&m->tls);
 	free(m);
 }
 
@@ -375,13 +478,16 @@ static void master_usage(FILE *out)
 		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
 		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
-		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n");
+		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
+		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
+		     "                   [--tls-self-signed [--tls-san NAME|IP]...]   (https with a\n"
+		     "                    certificate made once in DIR/tls; clients give its pin)\n");
 }
 
 int cmd_master(int argc, char **argv)
 {
 	struct master_config cfg = { .listen = "127.0.0.1:7420", .data_dir = NULL };
-	const char *policies[64], *teams[256], *quotas[256];
+	const char *policies[64], *teams[256], *quotas[256], *sans[64];
 	struct errbuf eb = ERRBUF_INIT;
 	struct sig_waiter w;
 	struct master *m;
@@ -412,6 +518,17 @@ int cmd_master(int argc, char **argv)
 		} else if (!strcmp(a, "--data-quota") && v && cfg.ndata_quotas < ARRAY_SIZE(quotas)) {
 			quotas[cfg.ndata_quotas++] = v;
 			i++;
+		} else if (!strcmp(a, "--tls-cert") && v) {
+			cfg.tls_cert = v;
+			i++;
+		} else if (!strcmp(a, "--tls-key") && v) {
+			cfg.tls_key = v;
+			i++;
+		} else if (!strcmp(a, "--tls-self-signed")) {
+			cfg.tls_self_signed = true;
+		} else if (!strcmp(a, "--tls-san") && v && cfg.ntls_sans < ARRAY_SIZE(sans)) {
+			sans[cfg.ntls_sans++] = v;
+			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;
 			i++;
@@ -436,6 +553,7 @@ int cmd_master(int argc, char **argv)
 	cfg.policies = policies;
 	cfg.teams = teams;
 	cfg.data_quotas = quotas;
+	cfg.tls_sans = sans;
 	/* signals go to one waiting thread that asks the loop to stop */
 	sigemptyset(&w.set);
 	sigaddset(&w.set, SIGTERM);
@@ -448,7 +566,13 @@ int cmd_master(int argc, char **argv)
 	}
 	w.m = m;
 	pthread_create(&th, NULL, sig_thread, &w);
-	printf("yard master ready url=%s\n", master_url(m));
+	if (master_tls_pin(m)) {
+		fprintf(stderr, "yard master: serving https; clients trust it with --pin %s\n",
+			master_tls_pin(m));
+		printf("yard master ready url=%s pin=%s\n", master_url(m), master_tls_pin(m));
+	} else {
+		printf("yard master ready url=%s\n", master_url(m));
+	}
 	fflush(stdout);
 	rc = master_run(m);
 	pthread_cancel(th);

@@ -6,6 +6,9 @@
 #ifndef YARD_MASTER_H
 #define YARD_MASTER_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "base/error.h"
 
 struct master_config {
@@ -24,6 +27,14 @@ struct master_config {
 	/* datasets: "TEAM=SIZE", the unique chunk bytes a team's datasets may hold */
 	const char *const *data_quotas;
 	size_t ndata_quotas;
+	/* TLS (master/tls.h): serve https with the certificate and key of
+	 * these files, or with a pair made once in DATA/tls (tls_self_signed,
+	 * naming loopback, this host, the listen address and tls_sans).
+	 * Neither: plain http. */
+	const char *tls_cert, *tls_key;
+	bool tls_self_signed;
+	const char *const *tls_sans;
+	size_t ntls_sans;
 };
 
 struct master;
@@ -31,8 +42,12 @@ struct master;
 /* master_open creates the data dir, opens the store, makes the first tokens
  * (printing the admin token once) and binds the listening socket. */
 int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb);
-/* master_url: "http://HOST:PORT" of the bound socket (owned by the master). */
+/* master_url: "http://HOST:PORT" (or https://) of the bound socket (owned
+ * by the master). */
 const char *master_url(const struct master *m);
+/* master_tls_pin: the pin clients give to trust this master
+ * ("sha256//BASE64", owned by the master), or NULL without TLS. */
+const char *master_tls_pin(const struct master *m);
 /* master_run runs the event loop until master_stop(); returns 0 or an error. */
 int master_run(struct master *m);
 /* master_stop may be called from any thread or a signal-handling thread. */
@@ -40,7 +55,8 @@ void master_stop(struct master *m);
 void master_free(struct master *m);
 
 /* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy [POOL=]P]...
- * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...` */
+ * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...
+ * [--tls-cert FILE --tls-key FILE | --tls-self-signed [--tls-san NAME]...]` */
 int cmd_master(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import ssl
 import urllib.error
 import urllib.request
 
@@ -116,11 +117,14 @@ class Proc:
 
 
 class Api:
-    """A tiny JSON client of the master's REST API (urllib, no dependencies)."""
+    """A tiny JSON client of the master's REST API (urllib, no dependencies).
+    An https master is verified with ca_file (a PEM file of its certificate
+    or its CA)."""
 
-    def __init__(self, url, token):
+    def __init__(self, url, token, ca_file=None):
         self.url = url.rstrip("/")
         self.token = token
+        self.ssl = ssl.create_default_context(cafile=ca_file) if ca_file else None
 
     def request(self, method, path, body=None, token=None, raw=None, ctype=None, timeout=60):
         data = None
@@ -136,7 +140,7 @@ class Api:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as r:
+            with urllib.request.urlopen(req, timeout=timeout, context=self.ssl) as r:
                 return r.status, r.read(), dict(r.headers)
         except urllib.error.HTTPError as e:
             return e.code, e.read(), dict(e.headers)
@@ -190,6 +194,10 @@ class Cluster:
         self.data_dir = os.path.join(self.dir, "master")
         self.host = "127.0.0.1"  # the master's listen address
         self.port = 0
+        # An https master: the pin it printed, and the CA file that tests'
+        # own requests trust (default: the certificate --tls-self-signed made)
+        self.pin = None
+        self.ca_file = None
 
     def env(self, extra=None):
         e = dict(os.environ)
@@ -206,30 +214,41 @@ class Cluster:
             argv += ["--lease", str(self.lease)]
         argv += self.master_args
         m = Proc("master", argv, os.path.join(self.dir, "master.log"), env=self.env(),
-                 ready=r"yard master ready url=(http://\S+)")
+                 ready=r"yard master ready url=(https?://\S+)(?: pin=(\S+))?")
         self.procs.append(m)
         self.master = m
         self.url = m.ready_match.group(1)
+        self.pin = m.ready_match.group(2)
         self.port = int(self.url.rsplit(":", 1)[1])
         with open(os.path.join(self.data_dir, "admin-token")) as f:
             self.admin_token = f.read().strip()
-        self.api = Api(self.url, self.admin_token)
+        ca = None
+        if self.url.startswith("https://"):
+            ca = self.ca_file or os.path.join(self.data_dir, "tls", "cert.pem")
+        self.api = Api(self.url, self.admin_token, ca)
         return m
 
-    def start_agent(self, name, gpus="sim:2", dev_dir=None, extra=None, wrap=None):
-        """Starts agent `name` and waits for its readiness line; extra: more
-        arguments; wrap: a function of the argv that returns the command to
-        run instead (to start it inside a namespace, say)."""
+    def trust_args(self):
+        """How agents trust an https master by default: its pin."""
+        return ["--pin", self.pin] if self.pin else []
+
+    def start_agent(self, name, gpus="sim:2", dev_dir=None, extra=None, wrap=None, trust=None,
+                    ready=True):
+        """Starts agent `name` and waits for its readiness line (unless not
+        ready); extra: more arguments; wrap: a function of the argv that
+        returns the command to run instead (to start it inside a namespace,
+        say); trust: how it verifies an https master (default: the pin)."""
         work = os.path.join(self.dir, "agent-" + name)
         argv = [YARD, "agent", "--master", self.url, "--name", name, "--work-dir", work,
                 "--gpus", gpus, "--join-token-file", os.path.join(self.data_dir, "join-token")]
         if dev_dir:
             argv += ["--dev-dir", dev_dir]
+        argv += self.trust_args() if trust is None else trust
         argv += extra or []
         if wrap:
             argv = wrap(argv)
         a = Proc("agent-" + name, argv, os.path.join(self.dir, f"agent-{name}.log"),
-                 env=self.env(), ready=r"yard agent ready name=" + re.escape(name))
+                 env=self.env(), ready=r"yard agent ready name=" + re.escape(name) if ready else None)
         self.procs.append(a)
         self.agents[name] = a
         self.cgroup_bases.add(agent_cgroup_base(name, work))
@@ -238,6 +257,8 @@ class Cluster:
     def cli(self, *args, token=None, check_rc=None, input=None, timeout=120, env=None):
         e = self.env({"YARD_MASTER": self.url, "YARD_TOKEN": token or self.admin_token,
                       "HOME": self.dir})
+        if self.pin:
+            e["YARD_PIN"] = self.pin
         if env:
             e.update(env)
         r = subprocess.run([YARD, *args], capture_output=True, env=e, input=input,

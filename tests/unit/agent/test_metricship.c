@@ -158,7 +158,7 @@ static int setup(void **state)
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/yard-metricship-XXXXXX");
 	if (!mkdtemp(fx->dir))
 		return -1;
-	httpc_init(&fx->c, fake.url, "yard_a_test");
+	httpc_init(&fx->c, fake.url, NULL, "yard_a_test");
 	fx->c.timeout_ms = 10000;
 	*state = fx;
 	return 0;

@@ -119,7 +119,7 @@ static void test_submit(void **state)
 	json_t *job = NULL, *sent;
 
 	reply(201, "{\"id\": 17, \"state\": \"queued\"}");
-	client_open(&c, fake.url, "yard_u_tok");
+	client_open(&c, fake.url, NULL, "yard_u_tok");
 	assert_int_equal(client_submit(&c, spec, "sha256:abc", &job, &eb), 0);
 	assert_string_equal(fake.method, "POST");
 	assert_string_equal(fake.path, "/v1/jobs");
@@ -153,7 +153,7 @@ static void test_error_reply(void **state)
 	reply(400, "{\"error\": {\"code\": \"invalid_spec\", \"message\": "
 		   "\"tasks.worker.gpus: expected an integer >= 0, got \\\"two\\\"\", "
 		   "\"field\": \"tasks.worker.gpus\"}}");
-	client_open(&c, fake.url, "t");
+	client_open(&c, fake.url, NULL, "t");
 	assert_int_equal(client_submit(&c, spec, NULL, &job, &eb), YERR(INVALID_SPEC));
 	assert_null(job);
 	assert_string_equal(eb.field, "tasks.worker.gpus");
@@ -176,7 +176,7 @@ static void test_jobs_list_and_get(void **state)
 	json_t *out = NULL;
 
 	reply(200, "{\"jobs\": []}");
-	client_open(&c, fake.url, NULL);
+	client_open(&c, fake.url, NULL, NULL);
 	assert_int_equal(client_jobs_list(&c, &f, &out, &eb), 0);
 	assert_string_equal(fake.method, "GET");
 	assert_string_equal(fake.path, "/v1/jobs");
@@ -226,7 +226,7 @@ static void test_logs(void **state)
 	fake.hdr_offset = "105";
 	fake.hdr_size = "105";
 	fake.hdr_eof = "1";
-	client_open(&c, fake.url, "t");
+	client_open(&c, fake.url, NULL, "t");
 	assert_int_equal(client_logs_read(&c, 7, &req, &ch, &eb), 0);
 	assert_string_equal(fake.path, "/v1/jobs/7/logs");
 	assert_string_equal(fake.q_task, "worker/1");
@@ -259,7 +259,7 @@ static void test_code_upload(void **state)
 	char *digest = NULL;
 
 	reply(201, "{\"digest\": \"sha256:0123\", \"size\": 4}");
-	client_open(&c, fake.url, "t");
+	client_open(&c, fake.url, NULL, "t");
 	assert_int_equal(client_code_upload(&c, "\x1f\x8b\0x", 4, &digest, NULL, &eb), 0);
 	assert_string_equal(fake.method, "POST");
 	assert_string_equal(fake.path, "/v1/code");
@@ -282,7 +282,7 @@ static void test_token_create(void **state)
 	json_t *out = NULL, *sent;
 
 	reply(201, "{\"user\": \"bob\", \"admin\": false, \"token\": \"yard_u_x\"}");
-	client_open(&c, fake.url, "admin");
+	client_open(&c, fake.url, NULL, "admin");
 	assert_int_equal(client_token_create(&c, "bob", false, "vision", &out, &eb), 0);
 	assert_string_equal(fake.path, "/v1/tokens");
 	sent = json_loadb(fake.body.buf, fake.body.len, 0, NULL);
@@ -302,7 +302,7 @@ static void test_unreachable(void **state)
 	json_t *out = NULL;
 
 	/* port 1 on loopback: nothing listens there */
-	client_open(&c, "http://127.0.0.1:1", "t");
+	client_open(&c, "http://127.0.0.1:1", NULL, "t");
 	assert_int_equal(client_job_get(&c, 1, &out, &eb), YERR(UNAVAILABLE));
 	assert_null(out);
 	assert_non_null(strstr(eb.msg, "cannot reach"));

@@ -57,25 +57,27 @@ static void test_resolve_precedence(void **state)
 	free(p);
 
 	/* the file alone */
-	assert_int_equal(cli_config_resolve(NULL, NULL, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
 	assert_string_equal(cfg.master, "http://file:1");
 	assert_string_equal(cfg.token, "file-token");
 	cli_config_release(&cfg);
 
 	/* the environment beats the file */
 	setenv("YARD_MASTER", "http://env:2", 1);
-	assert_int_equal(cli_config_resolve(NULL, NULL, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
 	assert_string_equal(cfg.master, "http://env:2");
 	assert_string_equal(cfg.token, "file-token");
 	cli_config_release(&cfg);
 
 	/* options beat both */
 	setenv("YARD_TOKEN", "env-token", 1);
-	assert_int_equal(cli_config_resolve("http://opt:3", NULL, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .master = "http://opt:3" },
+					    &cfg, &eb), 0);
 	assert_string_equal(cfg.master, "http://opt:3");
 	assert_string_equal(cfg.token, "env-token");
 	cli_config_release(&cfg);
-	assert_int_equal(cli_config_resolve(NULL, "opt-token", &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .token = "opt-token" },
+					    &cfg, &eb), 0);
 	assert_string_equal(cfg.token, "opt-token");
 	cli_config_release(&cfg);
 
@@ -83,7 +85,7 @@ static void test_resolve_precedence(void **state)
 	unsetenv("YARD_MASTER");
 	unsetenv("YARD_TOKEN");
 	rm_rf(dir);
-	assert_int_equal(cli_config_resolve(NULL, NULL, &cfg, &eb), 0);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
 	assert_null(cfg.master);
 	assert_null(cfg.token);
 	cli_config_release(&cfg);
@@ -99,12 +101,95 @@ static void test_resolve_precedence(void **state)
 	free(path);
 }
 
+#define PIN_A "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+#define PIN_B "sha256//BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB="
+
+/* The file's ca and pin go with the file's master; the environment and
+ * options beat them; a bad pin or a missing CA file is named. */
+static void test_resolve_trust(void **state)
+{
+	char tmpl[] = "/tmp/yard-cfg-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	char *ydir, *path;
+	const char *text = "master = https://file:1\ntoken = t\npin = " PIN_A "\n";
+	struct cli_config cfg = CLI_CONFIG_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_non_null(dir);
+	ydir = xasprintf("%s/yard", dir);
+	path = xasprintf("%s/config", ydir);
+	assert_int_equal(mkdir_p(ydir, 0700), 0);
+	assert_int_equal(write_file_atomic(path, text, strlen(text), 0600), 0);
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	unsetenv("YARD_MASTER");
+	unsetenv("YARD_TOKEN");
+	unsetenv("YARD_CA");
+	unsetenv("YARD_PIN");
+
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
+	assert_string_equal(cfg.master, "https://file:1");
+	assert_string_equal(cfg.pin, PIN_A);
+	assert_null(cfg.ca);
+	cli_config_release(&cfg);
+
+	/* another master: the file's pin is not for it */
+	setenv("YARD_MASTER", "https://env:2", 1);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
+	assert_string_equal(cfg.master, "https://env:2");
+	assert_null(cfg.pin);
+	cli_config_release(&cfg);
+
+	/* the environment's pin, then the option's */
+	setenv("YARD_PIN", PIN_B, 1);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
+	assert_string_equal(cfg.pin, PIN_B);
+	cli_config_release(&cfg);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = PIN_A }, &cfg, &eb),
+			 0);
+	assert_string_equal(cfg.pin, PIN_A);
+	cli_config_release(&cfg);
+
+	/* CA files: a readable one is kept, a missing one is named */
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .ca = path }, &cfg, &eb), 0);
+	assert_string_equal(cfg.ca, path);
+	cli_config_release(&cfg);
+	setenv("YARD_CA", "/nonexistent/ca.pem", 1);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "YARD_CA '/nonexistent/ca.pem': No such file or directory");
+	cli_config_release(&cfg);
+	unsetenv("YARD_CA");
+
+	/* pins that are not sha256// and 32 bytes of base64 */
+	const char *bad[] = { "AAAA", "sha256//short=",
+			      "sha1//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", PIN_A ";nope",
+			      "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA!=" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		errbuf_reset(&eb);
+		assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = bad[i] }, &cfg,
+						    &eb), YERR(BAD_REQUEST));
+		assert_non_null(strstr(eb.msg, "--pin '"));
+		assert_non_null(strstr(eb.msg, bad[i]));
+		cli_config_release(&cfg);
+	}
+	/* several pins, for a key being replaced */
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .pin = PIN_A ";" PIN_B },
+					    &cfg, &eb), 0);
+	cli_config_release(&cfg);
+
+	unsetenv("YARD_MASTER");
+	unsetenv("YARD_PIN");
+	rm_rf(dir);
+	free(ydir);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_bad_line),
 		cmocka_unit_test(test_resolve_precedence),
+		cmocka_unit_test(test_resolve_trust),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,50 @@
+/*
+ * The master's TLS identity: a certificate and its key, read from files
+ * (--tls-cert, --tls-key) or made once and kept in the data dir
+ * (--tls-self-signed), and the pin that clients give to trust it.
+ *
+ * The pin is libcurl's CURLOPT_PINNEDPUBLICKEY form, "sha256//BASE64" of
+ * the SHA-256 of the certificate's SubjectPublicKeyInfo: it stays the same
+ * when the certificate is renewed with the same key.
+ */
+#ifndef YARD_MASTER_TLS_H
+#define YARD_MASTER_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+/* What MHD serves. */
+struct tls_identity {
+	char *cert_pem; /* owned: the certificate (and any chain after it), NUL-terminated */
+	char *key_pem;  /* owned: the private key, unencrypted, NUL-terminated; wiped on release */
+	char *pin;      /* owned: "sha256//BASE64" of the certificate's public key */
+};
+
+void tls_identity_release(struct tls_identity *id);
+
+/* tls_load reads a PEM certificate and its unencrypted PEM key and checks
+ * that they parse, belong together and that the certificate has not
+ * expired. The errors name the option (cert_opt, key_opt: "--tls-cert"),
+ * the file and the reason. */
+int tls_load(const char *cert_path, const char *key_path, const char *cert_opt,
+	     const char *key_opt, struct tls_identity *out, struct errbuf *eb);
+
+/* tls_self_signed makes DIR/key.pem (mode 0600, an EC P-256 key) and
+ * DIR/cert.pem (self-signed, valid ten years, naming every entry of sans:
+ * host names or IPv4/IPv6 addresses) unless DIR/cert.pem exists already, in
+ * which case they are kept as they are; *created (may be NULL) says which.
+ * A kept certificate that lacks one of sans is reported on stderr. */
+int tls_self_signed(const char *dir, const char *const *sans, size_t nsans, bool *created,
+		    struct errbuf *eb);
+
+/* tls_san_valid: name is a host name ("node-1.example", "*.example") or an
+ * IPv4 or IPv6 address. */
+bool tls_san_valid(const char *name);
+
+/* tls_pin_of_cert computes the pin of the first certificate in pem into
+ * *pin (caller frees). */
+int tls_pin_of_cert(const char *pem, size_t len, char **pin, struct errbuf *eb);
+
+#endif
