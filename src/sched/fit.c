@@ -23,6 +23,8 @@ struct sched_fitter {
 	const struct sched_fit_job *jobs;
 	size_t njobs;
 	struct copy now;          /* free now, less what the plan took */
+	struct sched_input now_in;
+	struct place_state *ps;   /* placement's state of now, while it is current */
 	struct copy tmp;          /* scratch for fits_after */
 	struct took *took;        /* per job */
 };
@@ -83,12 +85,10 @@ static void copy_apply(struct copy *c, size_t nnodes, const struct sched_hold *h
 	}
 }
 
-/* Places job on c; with took, keeps what it was given there as holds. */
-static bool place_on(const struct copy *c, size_t nnodes, const struct sched_job *job,
-		     struct took *took)
+/* Places job on s; with took, keeps what it was given there as holds (s
+ * keeps it taken either way). */
+static bool place_in(struct place_state *s, const struct sched_job *job, struct took *took)
 {
-	struct sched_input in = { .nodes = c->nodes, .nnodes = nnodes, .jobs = job, .njobs = 1 };
-	struct place_state *s = place_state_new(&in);
 	struct sched_start *st = xcalloc(job->ntasks + 1, sizeof(*st));
 	struct sched_wait why;
 	bool ok = place_job(s, job, st, &why);
@@ -108,6 +108,16 @@ static bool place_on(const struct copy *c, size_t nnodes, const struct sched_job
 	for (size_t t = 0; ok && t < job->ntasks; t++)
 		free(st[t].gpus);
 	free(st);
+	return ok;
+}
+
+/* Places job on a fresh state of c (which is left as it was). */
+static bool place_on(const struct copy *c, size_t nnodes, const struct sched_job *job)
+{
+	struct sched_input in = { .nodes = c->nodes, .nnodes = nnodes, .jobs = job, .njobs = 1 };
+	struct place_state *s = place_state_new(&in);
+	bool ok = place_in(s, job, NULL);
+
 	place_state_free(s);
 	return ok;
 }
@@ -129,9 +139,13 @@ static bool op_fits(void *ctx, size_t i, bool take)
 	if (!job)
 		return false;
 	if (!take)
-		return place_on(&f->now, f->nnodes, job, NULL);
-	took_release(&f->took[i]);
-	if (!place_on(&f->now, f->nnodes, job, &f->took[i]))
+		return place_on(&f->now, f->nnodes, job);
+	/* one state for every take: a job that does not fit costs little */
+	if (!f->ps)
+		f->ps = place_state_new(&f->now_in);
+	if (f->took[i].nholds)
+		return false; /* taken already: not twice */
+	if (!place_in(f->ps, job, &f->took[i]))
 		return false;
 	copy_apply(&f->now, f->nnodes, f->took[i].holds, f->took[i].nholds, false);
 	return true;
@@ -145,6 +159,9 @@ static void op_give_back(void *ctx, size_t i)
 		return;
 	copy_apply(&f->now, f->nnodes, f->took[i].holds, f->took[i].nholds, true);
 	took_release(&f->took[i]);
+	/* placement's state cannot give back: it is built again when needed */
+	place_state_free(f->ps);
+	f->ps = NULL;
 }
 
 static bool op_fits_after(void *ctx, size_t i, const size_t *ended, size_t nended)
@@ -164,7 +181,7 @@ static bool op_fits_after(void *ctx, size_t i, const size_t *ended, size_t nende
 		else
 			copy_apply(&f->tmp, f->nnodes, f->jobs[e].holds, f->jobs[e].nholds, true);
 	}
-	return place_on(&f->tmp, f->nnodes, job, NULL);
+	return place_on(&f->tmp, f->nnodes, job);
 }
 
 struct sched_fitter *sched_fitter_new(const struct sched_node *nodes, size_t nnodes,
@@ -177,6 +194,7 @@ struct sched_fitter *sched_fitter_new(const struct sched_node *nodes, size_t nno
 	f->jobs = jobs;
 	f->njobs = njobs;
 	copy_init(&f->now, nodes, nnodes);
+	f->now_in = (struct sched_input){ .nodes = f->now.nodes, .nnodes = nnodes };
 	copy_init(&f->tmp, nodes, nnodes);
 	f->took = xcalloc(njobs + 1, sizeof(*f->took));
 	return f;
@@ -189,6 +207,7 @@ void sched_fitter_free(struct sched_fitter *f)
 	for (size_t i = 0; i < f->njobs; i++)
 		took_release(&f->took[i]);
 	free(f->took);
+	place_state_free(f->ps);
 	copy_release(&f->now, f->nnodes);
 	copy_release(&f->tmp, f->nnodes);
 	free(f);

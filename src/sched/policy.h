@@ -181,7 +181,8 @@ struct sched_policy_plan {
  */
 struct sched_fit {
 	/* Whether waiting job i fits now, on what is free less what taken jobs
-	 * hold; with take, it keeps what it is given for the rest of the plan. */
+	 * hold; with take, it keeps what it is given for the rest of the plan
+	 * (a job is taken at most once: false for one taken already). */
 	bool (*fits)(void *ctx, size_t i, bool take);
 	/* Gives back what taken job i holds. */
 	void (*give_back)(void *ctx, size_t i);

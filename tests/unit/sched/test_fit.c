@@ -261,6 +261,10 @@ static void test_fitter(void **state)
 	assert_true(o.fits_after(o.ctx, b, both, 2));
 	o.give_back(o.ctx, a);
 	assert_true(o.fits(o.ctx, a, false));
+	assert_true(o.fits(o.ctx, a, true)); /* taken again after the give-back */
+	assert_false(o.fits(o.ctx, a, true)); /* not twice */
+	assert_false(o.fits_after(o.ctx, b, &r, 1));
+	assert_true(o.fits_after(o.ctx, b, both, 2));
 	assert_false(o.fits(o.ctx, r, false)); /* a running job is not placed */
 	sched_fitter_free(f);
 	(void)state;
