@@ -650,9 +650,8 @@ static int cmp_mcand(const void *a, const void *b)
 
 /* The nodes that could hold tasks of the uniform gang j, into s->mc: the
  * first eligible nodes of each free-GPU bucket, from the fullest down, as
- * many of each as the gang could need of nodes that size (looking at most
- * PLACE_SCAN_CAP nodes more), until no smaller bucket could be part of a set
- * of the fewest nodes. */
+ * many of each as the gang could need of nodes that size, until no smaller
+ * bucket could be part of a set of the fewest nodes. */
 static size_t multi_candidates(struct place_state *s, const struct sched_job *j, unsigned T,
 			       unsigned limit, struct attempt *a)
 {
@@ -662,7 +661,7 @@ static size_t multi_candidates(struct place_state *s, const struct sched_job *j,
 
 	memset(s->hist, 0, (s->maxg + 1) * sizeof(*s->hist));
 	for (unsigned b = s->maxg; b >= sg; b--) {
-		unsigned k, ck, w, bx = b / sg, need = (T + bx - 1) / bx, got = 0, scanned = 0;
+		unsigned k, ck, w, bx = b / sg, need = (T + bx - 1) / bx, got = 0;
 
 		/* a node of b free GPUs holds at most bx tasks: useless once the
 		 * fewest nodes are known and bx cannot stand in for the smallest */
@@ -674,8 +673,6 @@ static size_t multi_candidates(struct place_state *s, const struct sched_job *j,
 			const struct pnode *p = &s->n[i];
 			unsigned u, x;
 
-			if (++scanned > need + PLACE_SCAN_CAP)
-				break;
 			if (!node_eligible(&s->in->nodes[i], j))
 				continue;
 			u = usable_free(s, j, i);

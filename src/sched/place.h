@@ -34,9 +34,9 @@
  * Free nodes are kept in buckets by free-GPU count, so a placement looks at
  * a handful of nodes, not all of them; the search for the best island
  * layout looks at most PLACE_SCAN_CAP nodes past the first that fits, and a
- * gang over several nodes looks, in each free-GPU bucket from the fullest
- * down, at as many nodes as it could need of that size (plus at most
- * PLACE_SCAN_CAP that it cannot use), until smaller buckets cannot help.
+ * gang over several nodes takes, in each free-GPU bucket from the fullest
+ * down, the first nodes it can use, as many as it could need of that size,
+ * until smaller buckets cannot help.
  *
  * Ownership: the state borrows the input (which must outlive it and is never
  * modified) and owns its own working copy of what is free.

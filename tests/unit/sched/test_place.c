@@ -382,6 +382,47 @@ static void test_multi_constraints(void **state)
 	(void)state;
 }
 
+/* Nodes that can take a gang may be far down a long bucket: all are looked
+ * at, not the first few. */
+static void test_multi_rare_label(void **state)
+{
+	enum { N = 200 };
+	static struct sched_node nodes[N];
+	static struct sched_gpu gpus[N][8];
+	static char names[N][16];
+	struct sched_label ib[] = { { "net", "ib" } };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+	struct sched_input in = { nodes, N, NULL, 0, 0 };
+	struct place_state *s;
+	struct sched_job *j;
+
+	for (size_t i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "gpu-%zu", i + 1);
+		for (unsigned g = 0; g < 8; g++)
+			gpus[i][g] = (struct sched_gpu){ .index = g, .model = "A100", .free = true,
+							 .memory = 80 * GIB };
+		nodes[i] = (struct sched_node){ .name = names[i], .schedulable = true,
+						.gpus = gpus[i], .ngpus = 8, .cpus_milli = 64000,
+						.free_cpus_milli = 64000 };
+		if (i >= N - 2) {
+			nodes[i].labels = ib;
+			nodes[i].nlabels = 1;
+		}
+	}
+	j = mkjob(&o, 16, 1);
+	j->labels = ib;
+	j->nlabels = 1;
+	s = place_state_new(&in);
+	assert_true(place_job(s, j, st, &why));
+	for (size_t i = 0; i < 16; i++)
+		assert_true(st[i].node >= N - 2);
+	free_starts(st, 16);
+	place_state_free(s);
+	(void)state;
+}
+
 static void test_no_gpu_twice(void **state)
 {
 	struct cluster c = { 0 };
@@ -838,6 +879,7 @@ int main(void)
 		cmocka_unit_test(test_multi_best_fit_set),
 		cmocka_unit_test(test_multi_islands),
 		cmocka_unit_test(test_multi_constraints),
+		cmocka_unit_test(test_multi_rare_label),
 		cmocka_unit_test(test_no_gpu_twice),
 		cmocka_unit_test(test_islands_within_node),
 		cmocka_unit_test(test_islands_across_nodes),
