@@ -15,6 +15,7 @@
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/logs.h"
+#include "sched/fit.h"
 #include "sched/policy.h"
 #include "sched/preempt.h"
 #include "sched/sched.h"
@@ -830,7 +831,32 @@ static void pool_policy_order(struct master *m, const char *pool, const struct s
 	conf.teams = teams;
 	conf.nteams = nteams;
 	memset(&plan, 0, sizeof(plan));
-	sched_policy_plan(&conf, pj, n, total, now_s, &plan);
+	if (conf.policy == SCHED_POLICY_FIFO || conf.policy == SCHED_POLICY_FAIR) {
+		/* fifo's head of line and backfill, and fair's quotas, by
+		 * placement: what the running jobs hold, what the queued ones ask */
+		struct sched_fit_job *fj = xcalloc(n + 1, sizeof(*fj));
+		struct sched_victim *rv = xcalloc(nrun + 1, sizeof(*rv));
+		struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
+		struct sched_fitter *fitter;
+		struct sched_fit fit;
+		size_t nh = 0;
+		for (size_t i = 0; i < nqueued; i++)
+			fj[i].job = &sj[qidx[i]];
+		for (size_t k = 0; k < nrun; k++) {
+			victim_fill(m, run[k], &rv[k], holds, &nh);
+			fj[nqueued + k].holds = rv[k].holds;
+			fj[nqueued + k].nholds = rv[k].nholds;
+		}
+		fitter = sched_fitter_new(sn, m->nnodes, fj, n);
+		sched_fitter_oracle(fitter, &fit);
+		sched_policy_plan_fit(&conf, pj, n, total, now_s, &fit, &plan);
+		sched_fitter_free(fitter);
+		free(fj);
+		free(rv);
+		free(holds);
+	} else {
+		sched_policy_plan(&conf, pj, n, total, now_s, &plan);
+	}
 	{
 		uint64_t rank = 1;
 		for (size_t s = 0; s < plan.nstarts; s++)

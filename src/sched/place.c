@@ -70,6 +70,24 @@ struct place_state {
 	size_t isl_alloc;
 	uint32_t *pick;       /* GPU positions chosen on one node */
 	size_t pick_alloc;
+	/* scratch for a uniform gang over several nodes (place_multi) */
+	struct mcand *mc;
+	size_t mc_alloc;
+	size_t *hist;         /* candidates per capacity, 0..maxg */
+	unsigned *misl;       /* per candidate: islands for x, x-1, ..., x-w tasks */
+	size_t misl_alloc;
+	uint64_t *dp;
+	size_t dp_alloc;
+	uint16_t *choice;     /* per candidate, nodes, deficit: the tasks it took (0: none) */
+	size_t choice_alloc;
+};
+
+/* A node that can hold some tasks of a uniform gang. */
+struct mcand {
+	uint32_t node;
+	unsigned x;           /* tasks it can hold (by GPUs, CPUs and memory), <= the gang's */
+	unsigned u;           /* its usable free GPUs */
+	size_t seq;           /* the order it was found in: ties go to the first */
 };
 
 static const char *pool_name(const char *p)
@@ -265,6 +283,7 @@ struct place_state *place_state_new(const struct sched_input *in)
 	s->isl_b = xcalloc(s->isl_alloc, sizeof(unsigned));
 	s->isl_take = xcalloc(s->isl_alloc, sizeof(unsigned));
 	s->isl_used = xcalloc(s->isl_alloc, sizeof(bool));
+	s->hist = xcalloc(s->maxg + 1, sizeof(*s->hist));
 	return s;
 }
 
@@ -290,6 +309,11 @@ void place_state_free(struct place_state *s)
 	free(s->isl_take);
 	free(s->isl_used);
 	free(s->pick);
+	free(s->mc);
+	free(s->hist);
+	free(s->misl);
+	free(s->dp);
+	free(s->choice);
 	free(s);
 }
 
@@ -560,6 +584,224 @@ static uint64_t pool_free(const struct pool *pl, const struct sched_job *j)
 	return j->image ? pl->ctr_free : pl->free;
 }
 
+/* ---- a uniform gang on several nodes ---- */
+
+/* Whether every task of j asks the same GPUs (at least one), CPUs and
+ * memory: the gangs place_multi() places exactly. */
+static bool uniform_gang(const struct sched_job *j)
+{
+	const struct sched_task *t0 = &j->tasks[0];
+
+	if (j->ntasks < 2 || !t0->gpus)
+		return false;
+	for (size_t t = 1; t < j->ntasks; t++)
+		if (j->tasks[t].gpus != t0->gpus || j->tasks[t].cpus_milli != t0->cpus_milli ||
+		    j->tasks[t].memory != t0->memory)
+			return false;
+	return true;
+}
+
+/* How many tasks like t node i can hold with u usable free GPUs, at most T. */
+static unsigned node_cap(const struct pnode *p, const struct sched_task *t, unsigned u, unsigned T)
+{
+	uint64_t x = u / t->gpus;
+
+	if (t->cpus_milli && p->cpus / t->cpus_milli < x)
+		x = p->cpus / t->cpus_milli;
+	if (p->limit_memory && t->memory && p->memory / t->memory < x)
+		x = p->memory / t->memory;
+	return x < T ? (unsigned)x : T;
+}
+
+/* From hist (candidates per capacity, 1..xmax): the fewest nodes k whose
+ * capacities reach T, the capacity ck of the k-th largest and the excess
+ * w = (the k largest capacities) - T. False when all of them fall short. */
+static bool fewest_nodes(const size_t *hist, unsigned xmax, unsigned T, unsigned *k,
+			 unsigned *ck, unsigned *w)
+{
+	uint64_t sum = 0;
+	unsigned n = 0;
+
+	for (unsigned x = xmax; x >= 1; x--) {
+		if (!hist[x])
+			continue;
+		if (sum + (uint64_t)hist[x] * x < T) {
+			sum += (uint64_t)hist[x] * x;
+			n += (unsigned)hist[x];
+			continue;
+		}
+		unsigned more = (unsigned)((T - sum + x - 1) / x);
+		*k = n + more;
+		*ck = x;
+		*w = (unsigned)(sum + (uint64_t)more * x - T);
+		return true;
+	}
+	return false;
+}
+
+static int cmp_mcand(const void *a, const void *b)
+{
+	const struct mcand *x = a, *y = b;
+
+	if (x->x != y->x)
+		return x->x > y->x ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The nodes that could hold tasks of the uniform gang j, into s->mc: the
+ * first eligible nodes of each free-GPU bucket, from the fullest down, as
+ * many of each as the gang could need of nodes that size, until no smaller
+ * bucket could be part of a set of the fewest nodes. */
+static size_t multi_candidates(struct place_state *s, const struct sched_job *j, unsigned T,
+			       unsigned limit, struct attempt *a)
+{
+	const struct sched_task *t = &j->tasks[0];
+	unsigned sg = t->gpus, xmax = s->maxg / sg;
+	size_t n = 0;
+
+	memset(s->hist, 0, (s->maxg + 1) * sizeof(*s->hist));
+	for (unsigned b = s->maxg; b >= sg; b--) {
+		unsigned k, ck, w, bx = b / sg, need = (T + bx - 1) / bx, got = 0;
+
+		/* a node of b free GPUs holds at most bx tasks: useless once the
+		 * fewest nodes are known and bx cannot stand in for the smallest */
+		if (fewest_nodes(s->hist, xmax, T, &k, &ck, &w) && bx + w < ck)
+			break;
+		if (need > limit)
+			need = limit;
+		for (uint32_t i = s->cur->head[b]; i != NONE && got < need; i = s->n[i].next) {
+			const struct pnode *p = &s->n[i];
+			unsigned u, x;
+
+			if (!node_eligible(&s->in->nodes[i], j))
+				continue;
+			u = usable_free(s, j, i);
+			if (u < sg || !room_for(p, t->cpus_milli, t->memory, a))
+				continue;
+			x = node_cap(p, t, u, T);
+			ALLOC_GROW(s->mc, n + 1, s->mc_alloc);
+			s->mc[n] = (struct mcand){ i, x, u, n };
+			n++;
+			s->hist[x]++;
+			got++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Places the uniform gang j (uniform_gang) on the fewest nodes, then the
+ * fewest islands, then the best fit over the whole set of nodes: the
+ * smallest free GPUs of the set in all (the least left over on the nodes it
+ * touches), then the set of the smallest nodes, with what is left over kept
+ * together. Every node of the set takes at least one task and at most what
+ * it can hold; any split of the tasks is considered.
+ *
+ * A dynamic program over the candidates, largest capacity first: with c the
+ * capacities sorted, P(n) the sum of the n largest and k the fewest nodes
+ * (P(k-1) < T <= P(k)), a set of n nodes holding t tasks has a deficit
+ * P(n) - t that only grows as nodes are added, and must end at exactly
+ * w = P(k) - T (< c[k-1] <= the most tasks a node holds). So the states are
+ * (nodes, deficit): at most k x (w + 1).
+ *
+ * On success the tasks are taken and true returned; else s is unchanged and
+ * *max_hit says whether the node limit was what failed.
+ */
+static bool place_multi(struct place_state *s, const struct sched_job *j, unsigned limit,
+			struct sched_start *out, struct attempt *a, bool *max_hit)
+{
+	const unsigned T = (unsigned)j->ntasks, sg = j->tasks[0].gpus, xmax = s->maxg / sg;
+	const uint64_t INF = UINT64_MAX;
+	unsigned k, ck, w, W;
+	size_t n = multi_candidates(s, j, T, limit, a), N;
+	uint64_t w1, w2, mg2 = (uint64_t)s->maxg * s->maxg;
+	size_t at = 0;
+
+	*max_hit = false;
+	if (!fewest_nodes(s->hist, xmax, T, &k, &ck, &w))
+		return false;
+	if (k > limit) {
+		*max_hit = j->max_nodes && limit == j->max_nodes;
+		return false;
+	}
+	qsort(s->mc, n, sizeof(*s->mc), cmp_mcand);
+	/* a candidate that holds fewer than ck - w tasks fits in no set */
+	for (N = 0; N < n && s->mc[N].x + w >= ck; N++)
+		;
+	W = w + 1;
+	w2 = 2 * k * mg2 + 1;
+	w1 = ((uint64_t)k * s->maxg + 1) * w2;
+
+	/* islands of each candidate for x - d tasks, d = 0..w */
+	ALLOC_GROW(s->misl, N * W + 1, s->misl_alloc);
+	for (size_t i = 0; i < N; i++) {
+		const struct mcand *m = &s->mc[i];
+		unsigned nisl = s->n[m->node].nisl;
+		island_counts(s, j, m->node, s->isl_a, NULL);
+		for (unsigned d = 0; d < W; d++)
+			s->misl[i * W + d] = m->x > d ? island_plan(s->isl_a, nisl, (m->x - d) * sg,
+								     s->isl_used, NULL)
+						      : UINT_MAX;
+	}
+
+	ALLOC_GROW(s->dp, (size_t)(k + 1) * W + 1, s->dp_alloc);
+	ALLOC_GROW(s->choice, N * (k + 1) * W + 1, s->choice_alloc);
+	for (size_t x = 0; x < (size_t)(k + 1) * W; x++)
+		s->dp[x] = INF;
+	memset(s->choice, 0, N * (k + 1) * W * sizeof(*s->choice));
+	s->dp[0] = 0;
+#define DP(nn, dd) s->dp[(size_t)(nn) * W + (dd)]
+#define CH(ii, nn, dd) s->choice[((ii) * (k + 1) + (nn)) * W + (dd)]
+	for (size_t i = 0; i < N; i++) {
+		const struct mcand *m = &s->mc[i];
+		unsigned top = (unsigned)(i < k - 1 ? i : k - 1);
+
+		for (unsigned nn = top + 1; nn-- > 0;) {
+			unsigned cn = s->mc[nn].x; /* the (nn+1)-th largest capacity */
+			for (unsigned d = 0; d < W; d++) {
+				if (DP(nn, d) == INF)
+					continue;
+				unsigned ymin = cn > w - d ? cn - (w - d) : 1;
+				for (unsigned y = ymin; y <= m->x; y++) {
+					unsigned nd = d + cn - y, isl = s->misl[i * W + (m->x - y)];
+					uint64_t left = m->u - y * sg;
+					uint64_t cost = DP(nn, d) + isl * w1 + m->u * w2 +
+							((uint64_t)m->u * m->u - left * left + mg2);
+					if (cost < DP(nn + 1, nd)) {
+						DP(nn + 1, nd) = cost;
+						CH(i, nn + 1, nd) = (uint16_t)y;
+					}
+				}
+			}
+		}
+	}
+	if (DP(k, w) == INF)
+		return false;
+	/* back from the last candidate: which ones the best set took, and how
+	 * many (into x, which is no longer needed); then the tasks go to them in
+	 * candidate order, the fullest first */
+	for (size_t i = N, nn = k, d = w; i-- > 0;) {
+		unsigned y = nn ? CH(i, nn, d) : 0;
+		if (y) {
+			nn--;
+			d -= s->mc[nn].x - y;
+		}
+		s->mc[i].x = y;
+	}
+#undef DP
+#undef CH
+	for (size_t i = 0; i < N; i++) {
+		unsigned y = s->mc[i].x;
+		if (!y)
+			continue;
+		take_on_node(s, j, s->mc[i].node, &s->order[at], y, out);
+		s->n[s->mc[i].node].mark = s->stamp;
+		at += y;
+	}
+	assert(at == T);
+	return true;
+}
+
 /* ---- reasons ---- */
 
 /* Which node-level constraint no ready node meets ("" when some node meets
@@ -790,6 +1032,11 @@ bool place_job(struct place_state *s, const struct sched_job *j, struct sched_st
 			take_on_node(s, j, i, s->order, n, out);
 			nleft = 0;
 			break;
+		}
+		if (!nused && limit > 1 && uniform_gang(j)) {
+			if (place_multi(s, j, limit, out, &a, &max_hit))
+				break;
+			goto fail;
 		}
 		if (nused + 1 >= limit) {
 			max_hit = j->max_nodes && limit == j->max_nodes;

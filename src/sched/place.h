@@ -13,21 +13,30 @@
  *      least gpu_memory bytes. Each task needs its GPUs, CPUs and memory on
  *      one node (memory is not checked on nodes whose memory is unknown);
  *      max_nodes (0 = no limit) caps the nodes of the job.
- *   3. Fewest nodes: when the whole job fits on one node it goes on one;
- *      otherwise tasks are packed, largest first, onto the nodes with the
- *      largest free blocks until the rest fits on one node, which is then
- *      chosen as in 4-5 (a greedy that is exact for jobs whose tasks are all
- *      the same size).
- *   4. Fewest islands: among the nodes that could hold what is left, one
- *      where it spans the fewest NVLink/PCIe islands (as few as that node
- *      could ever give).
- *   5. Best fit: among those, the node with the fewest free GPUs that still
+ *   3. Fewest nodes: when the whole job fits on one node it goes on one.
+ *      A gang whose tasks all ask the same (GPUs, CPUs, memory) goes on
+ *      the fewest nodes that can hold it, chosen with 4-5 over the whole
+ *      set of nodes (any split of the tasks among them, each node taking at
+ *      least one). Other gangs are packed, largest task first, onto the
+ *      nodes with the largest free blocks until the rest fits on one node,
+ *      which is then chosen as in 4-5.
+ *   4. Fewest islands: on one node, where the job spans the fewest
+ *      NVLink/PCIe islands (as few as that node could ever give); over
+ *      several nodes, the fewest islands in all.
+ *   5. Best fit: on one node, the node with the fewest free GPUs that still
  *      fits, and within a node the smallest island block that fits, so that
- *      large free blocks stay whole for large jobs. A job with no GPUs goes
+ *      large free blocks stay whole for large jobs. Over several nodes, the
+ *      set with the fewest free GPUs in all (the least left over on the
+ *      nodes it touches), then the set of the smallest nodes with what is
+ *      left over on them kept together (e.g. 12 GPUs on nodes with 8, 7, 7
+ *      and 5 free take 7 + 5 and leave the 8 whole). A job with no GPUs goes
  *      where the fewest GPUs are free.
  * Free nodes are kept in buckets by free-GPU count, so a placement looks at
  * a handful of nodes, not all of them; the search for the best island
- * layout looks at most PLACE_SCAN_CAP nodes past the first that fits.
+ * layout looks at most PLACE_SCAN_CAP nodes past the first that fits, and a
+ * gang over several nodes takes, in each free-GPU bucket from the fullest
+ * down, the first nodes it can use, as many as it could need of that size,
+ * until smaller buckets cannot help.
  *
  * Ownership: the state borrows the input (which must outlive it and is never
  * modified) and owns its own working copy of what is free.

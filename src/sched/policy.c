@@ -338,6 +338,104 @@ static void plan_fifo(const struct sched_policy_conf *conf, const struct sched_p
 	(void)conf;
 }
 
+/* fifo's reservation by placement: with every running job ending at its
+ * bound, the first end by which the head would be placed. ended (OUT)
+ * lists the running jobs that end by then (*nended of them). False when a
+ * running job has no bound or the head is not placed even with all gone. */
+static bool fit_reserve(const struct sched_pjob *jobs, size_t njobs, size_t head, uint64_t now,
+			const struct sched_fit *fit, size_t *ended, size_t *nended,
+			uint64_t *shadow)
+{
+	size_t n = 0;
+
+	*nended = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		if (!jobs[i].running)
+			continue;
+		if (!jobs[i].bound)
+			return false;
+		ended[n++] = i;
+	}
+	/* insertion sort by bound end: running sets are small */
+	for (size_t a = 1; a < n; a++) {
+		size_t v = ended[a], b = a;
+		uint64_t ev = jobs[v].started_at + jobs[v].bound;
+		while (b > 0 && jobs[ended[b - 1]].started_at + jobs[ended[b - 1]].bound > ev) {
+			ended[b] = ended[b - 1];
+			b--;
+		}
+		ended[b] = v;
+	}
+	for (size_t a = 0; a < n; a++) {
+		const struct sched_pjob *r = &jobs[ended[a]];
+		uint64_t end = r->started_at + r->bound;
+		/* jobs ending at the same second go together */
+		if (a + 1 < n && jobs[ended[a + 1]].started_at + jobs[ended[a + 1]].bound == end)
+			continue;
+		if (fit->fits_after(fit->ctx, head, ended, a + 1)) {
+			*nended = a + 1;
+			*shadow = end > now ? end : now;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* fifo judged by placement (sched_policy_plan_fit). */
+static void plan_fifo_fit(const struct sched_pjob *jobs, size_t njobs, const struct key *keys,
+			  uint64_t now, const struct sched_fit *fit, struct sched_policy_plan *out)
+{
+	size_t *ended = xcalloc(njobs + 1, sizeof(*ended)), nended = 0, head = SIZE_MAX;
+	size_t *all = xcalloc(njobs + 1, sizeof(*all));
+	bool known = false;
+	uint64_t shadow = UINT64_MAX;
+
+	for (size_t k = 0; k < njobs; k++) {
+		size_t i = keys[k].idx, nall = 0;
+		const struct sched_pjob *j = &jobs[i];
+
+		if (j->running)
+			continue;
+		if (head == SIZE_MAX) {
+			if (fit->fits(fit->ctx, i, true)) {
+				add_start(out, i);
+				continue;
+			}
+			/* a job that would not fit with every job gone blocks nobody */
+			for (size_t x = 0; x < njobs; x++)
+				if (jobs[x].running)
+					all[nall++] = x;
+			for (size_t x = 0; x < out->nstarts; x++)
+				all[nall++] = out->starts[x];
+			if (!fit->fits_after(fit->ctx, i, all, nall)) {
+				add_wait(out, i, SCHED_WAIT_TOO_BIG);
+				continue;
+			}
+			head = i;
+			known = fit_reserve(jobs, njobs, head, now, fit, ended, &nended, &shadow);
+			add_wait(out, i, SCHED_WAIT_GPUS);
+			continue;
+		}
+		/* behind the head: backfill only where the head is still placed
+		 * at its reservation */
+		if (known && fit->fits(fit->ctx, i, true)) {
+			if (j->bound && now + j->bound <= shadow) {
+				ended[nended++] = i; /* gone again before the head starts */
+				add_start(out, i);
+				continue;
+			}
+			if (fit->fits_after(fit->ctx, head, ended, nended)) {
+				add_start(out, i);
+				continue;
+			}
+			fit->give_back(fit->ctx, i);
+		}
+		add_wait(out, i, SCHED_WAIT_HEAD);
+	}
+	free(ended);
+	free(all);
+}
+
 /* Greedy scan in key order: every job that fits runs; running jobs that no
  * longer fit are preempted. Non-preemptible running jobs hold their GPUs
  * before the scan (all running jobs for the greedy policy). */
@@ -376,7 +474,7 @@ static void plan_scan(const struct sched_policy_conf *conf, const struct sched_p
  * las order within a team, quotas as hard caps. */
 static void plan_fair(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
 		      size_t njobs, const struct key *keys, unsigned total,
-		      struct sched_policy_plan *out, bool *selected)
+		      const struct sched_fit *fit, struct sched_policy_plan *out, bool *selected)
 {
 	size_t nteams = conf->nteams ? conf->nteams : 1;
 	unsigned *held = xcalloc(nteams, sizeof(*held));
@@ -417,7 +515,13 @@ static void plan_fair(const struct sched_policy_conf *conf, const struct sched_p
 		const struct sched_pjob *j = &jobs[i];
 		unsigned quota = best < conf->nteams ? conf->teams[best].quota : 0;
 		next[best]++;
-		if (j->gpus <= free_gpus && (!quota || held[best] + j->gpus <= quota)) {
+		if (j->gpus <= free_gpus && (!quota || held[best] + j->gpus <= quota) && !j->running &&
+		    fit && !fit->fits(fit->ctx, i, true)) {
+			/* room by count (maybe once victims stop) but not placed now:
+			 * the count keeps it for the preemptions; the quota does not */
+			free_gpus -= j->gpus;
+			add_wait(out, i, SCHED_WAIT_GPUS);
+		} else if (j->gpus <= free_gpus && (!quota || held[best] + j->gpus <= quota)) {
 			free_gpus -= j->gpus;
 			held[best] += j->gpus;
 			selected[i] = true;
@@ -451,6 +555,13 @@ void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_
 		       size_t njobs, unsigned total_gpus, uint64_t now,
 		       struct sched_policy_plan *out)
 {
+	sched_policy_plan_fit(conf, jobs, njobs, total_gpus, now, NULL, out);
+}
+
+void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+			   size_t njobs, unsigned total_gpus, uint64_t now,
+			   const struct sched_fit *fit, struct sched_policy_plan *out)
+{
 	uint64_t demand = 0;
 	struct key *keys;
 	bool *selected;
@@ -461,8 +572,12 @@ void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_
 	for (size_t i = 0; i < njobs; i++)
 		demand += jobs[i].gpus;
 
-	/* Everything fits: every policy runs every job, in arrival order. */
-	if (demand <= total_gpus && !has_quota(conf)) {
+	/* only fifo and fair ask the oracle */
+	if (conf->policy != SCHED_POLICY_FIFO && conf->policy != SCHED_POLICY_FAIR)
+		fit = NULL;
+	/* Everything fits by count: every policy runs every job, in arrival
+	 * order (an oracle may still say no). */
+	if (demand <= total_gpus && !has_quota(conf) && !fit) {
 		for (size_t i = 0; i < njobs; i++)
 			if (!jobs[i].running)
 				add_start(out, i);
@@ -475,10 +590,12 @@ void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_
 		make_key(conf, &jobs[i], i, &keys[i]);
 	qsort(keys, njobs, sizeof(*keys), cmp_key);
 
-	if (conf->policy == SCHED_POLICY_FIFO)
+	if (conf->policy == SCHED_POLICY_FIFO && fit)
+		plan_fifo_fit(jobs, njobs, keys, now, fit, out);
+	else if (conf->policy == SCHED_POLICY_FIFO)
 		plan_fifo(conf, jobs, njobs, keys, total_gpus, now, out);
 	else if (conf->policy == SCHED_POLICY_FAIR)
-		plan_fair(conf, jobs, njobs, keys, total_gpus, out, selected);
+		plan_fair(conf, jobs, njobs, keys, total_gpus, fit, out, selected);
 	else
 		plan_scan(conf, jobs, njobs, keys, total_gpus, out, selected);
 

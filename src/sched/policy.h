@@ -5,10 +5,13 @@
  * state in a struct sched_pjob, advances it with sched_policy_account() and
  * asks for a decision with sched_policy_plan().
  *
- * This module decides by GPU count only (the cluster is a pool of GPUs, the
- * "count" placement of the Tiresias simulator); placement onto nodes and GPUs
- * is sched.c's (and place.c's) business. The master can use the order and
- * the preemption choices and then place with sched_plan().
+ * sched_policy_plan() decides by GPU count only (the cluster is a pool of
+ * GPUs, the "count" placement of the Tiresias simulator); placement onto
+ * nodes and GPUs is sched.c's (and place.c's) business.
+ * sched_policy_plan_fit() asks a fit oracle (placement) instead where a
+ * count would admit a job placement cannot start (fifo, fair). The master
+ * uses the order, the jobs held back and the preemption choices and then
+ * places with sched_plan().
  *
  * Policies:
  *   fifo  priority, then age; strict head-of-line, with EASY backfill: a later
@@ -142,7 +145,8 @@ enum sched_wait_code {
 	SCHED_WAIT_GPUS = 0,     /* not enough free GPUs for it */
 	SCHED_WAIT_HEAD,         /* fifo: behind the head and cannot backfill */
 	SCHED_WAIT_QUOTA,        /* fair: its team is at its quota */
-	SCHED_WAIT_TOO_BIG,      /* more GPUs than the cluster has */
+	SCHED_WAIT_TOO_BIG,      /* more GPUs than the cluster has (with a fit
+	                          * oracle: would not fit with every job gone) */
 	SCHED_WAIT__COUNT
 };
 const char *sched_wait_code_name(enum sched_wait_code c);
@@ -169,12 +173,52 @@ struct sched_policy_plan {
 	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_;
 };
 
+/*
+ * A fit oracle: placement's answer to "does this job fit", for a caller that
+ * places jobs on nodes (the master; sched/fit.h builds one). Job indexes are
+ * into the jobs array of sched_policy_plan_fit(). "Taken" jobs are the ones
+ * fits() was asked to take during this plan.
+ */
+struct sched_fit {
+	/* Whether waiting job i fits now, on what is free less what taken jobs
+	 * hold; with take, it keeps what it is given for the rest of the plan
+	 * (a job is taken at most once: false for one taken already). */
+	bool (*fits)(void *ctx, size_t i, bool take);
+	/* Gives back what taken job i holds. */
+	void (*give_back)(void *ctx, size_t i);
+	/* Whether waiting job i would fit once jobs ended[0..nended) (running or
+	 * taken) had given back what they hold. */
+	bool (*fits_after)(void *ctx, size_t i, const size_t *ended, size_t nended);
+	void *ctx;
+};
+
 /* sched_policy_plan decides for jobs[0..njobs) (queued and running, each
- * already accounted to now) on a pool of total_gpus GPUs. out may hold a
- * previous plan: its arrays are reused. Cannot fail. */
+ * already accounted to now) on a pool of total_gpus GPUs, by GPU count (the
+ * simulator's count scheme). out may hold a previous plan: its arrays are
+ * reused. Cannot fail. */
 void sched_policy_plan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
 		       size_t njobs, unsigned total_gpus, uint64_t now,
 		       struct sched_policy_plan *out);
+
+/* sched_policy_plan_fit is sched_policy_plan where fit (NULL: by count)
+ * judges what fits. With it:
+ *   fifo  a waiting job starts only if it is placed (taken) in turn; the
+ *         head is the first that cannot be, its reservation the earliest
+ *         bound by which it would be placed with the running jobs that end
+ *         by then gone, and a later job backfills only if it is placed now
+ *         and ends before the reservation or leaves the head placeable then;
+ *         a job that would not fit even with every job gone waits as too_big
+ *         and is no head.
+ *   fair  a waiting job starts only if it is placed now; one that has the
+ *         GPUs by count but is not placed waits (insufficient_gpus) and
+ *         does not count against its team's quota (it still counts for the
+ *         count's preemptions).
+ *   las, glas, srtf, greedy: unchanged (they only order the master's queue;
+ *         placement starts what fits in that order).
+ */
+void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+			   size_t njobs, unsigned total_gpus, uint64_t now,
+			   const struct sched_fit *fit, struct sched_policy_plan *out);
 void sched_policy_plan_release(struct sched_policy_plan *plan);
 
 /* sched_policy_cmp orders two jobs as the policy would (before team fairness

@@ -186,6 +186,243 @@ static void test_fewest_nodes(void **state)
 	(void)state;
 }
 
+/* Tasks per node of a placed job of n tasks, into per[MAXN]. */
+static void per_node(const struct sched_start *st, size_t n, unsigned *per)
+{
+	memset(per, 0, MAXN * sizeof(*per));
+	for (size_t i = 0; i < n; i++)
+		per[st[i].node]++;
+}
+
+/* A job over several nodes: the fewest nodes, then the fewest islands,
+ * then the set whose free GPUs it fills most tightly, not the fullest
+ * node plus a best fit for the rest. */
+static void test_multi_best_fit_set(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+	unsigned per[MAXN];
+
+	/* one island per node (islands decide nothing): free 8, 7, 7, 5. 12
+	 * tasks fit on two nodes; 7 + 5 fills them exactly and leaves the 8
+	 * whole (the fullest node first would take 8 + 4 of the 5) */
+	add(&c, 8, 0, 8);
+	add(&c, 8, 1, 8);
+	add(&c, 8, 1, 8);
+	add(&c, 8, 3, 8);
+	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
+	per_node(st, 12, per);
+	assert_int_equal(per[0], 0);
+	assert_int_equal(per[1], 7);
+	assert_int_equal(per[2], 0);
+	assert_int_equal(per[3], 5);
+	free_starts(st, 12);
+
+	/* free 8, 8, 6, 6: 6 + 6 leaves both 8s whole */
+	c.n = 0;
+	add(&c, 8, 0, 8);
+	add(&c, 8, 0, 8);
+	add(&c, 8, 2, 8);
+	add(&c, 8, 2, 8);
+	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
+	per_node(st, 12, per);
+	assert_int_equal(per[0] + per[1], 0);
+	assert_int_equal(per[2], 6);
+	assert_int_equal(per[3], 6);
+	free_starts(st, 12);
+
+	/* 12 on free 8, 8, 4, 6 (islands of 4): 8 + 4, not 8 + 6 nor 8 + 8 */
+	c.n = 0;
+	add(&c, 8, 0, 4);
+	add(&c, 8, 0, 4);
+	add(&c, 8, 4, 4);
+	add(&c, 8, 2, 4);
+	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
+	per_node(st, 12, per);
+	assert_int_equal(per[0], 8);
+	assert_int_equal(per[1], 0);
+	assert_int_equal(per[2], 4);
+	assert_int_equal(per[3], 0);
+	free_starts(st, 12);
+
+	/* the same in tasks of 2 GPUs: 6 tasks, 4 + 2 */
+	assert_true(place1(&c, mkjob(&o, 6, 2), st, &why));
+	per_node(st, 6, per);
+	assert_int_equal(per[0], 4);
+	assert_int_equal(per[2], 2);
+	free_starts(st, 6);
+	(void)state;
+}
+
+/* Islands come before best fit, and the tasks may be split unevenly or
+ * evenly, whichever spans fewer islands. */
+static void test_multi_islands(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+	unsigned per[MAXN];
+
+	/* free 8, 8, 6, 6 in islands of 4 (a 6 is 2 + 4): 6 + 6 spans four
+	 * islands, 8 + 4-of-a-6 three, and is the tighter of the three-island sets */
+	add(&c, 8, 0, 4);
+	add(&c, 8, 0, 4);
+	add(&c, 8, 2, 4);
+	add(&c, 8, 2, 4);
+	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
+	per_node(st, 12, per);
+	assert_int_equal(per[0], 8);
+	assert_int_equal(per[1], 0);
+	assert_int_equal(per[2], 4);
+	assert_int_equal(per[3], 0);
+	for (size_t i = 0; i < 12; i++)
+		if (st[i].node == 2)
+			assert_true(st[i].gpus[0] >= 4); /* the whole island {4-7} */
+	free_starts(st, 12);
+
+	/* 8 tasks on two nodes with 2 + 4 free each: 4 + 4 (two islands), not
+	 * 6 + 2 (three) */
+	c.n = 0;
+	add(&c, 8, 2, 4);
+	add(&c, 8, 2, 4);
+	assert_true(place1(&c, mkjob(&o, 8, 1), st, &why));
+	per_node(st, 8, per);
+	assert_int_equal(per[0], 4);
+	assert_int_equal(per[1], 4);
+	for (size_t i = 0; i < 8; i++)
+		assert_true(st[i].gpus[0] >= 4);
+	free_starts(st, 8);
+	(void)state;
+}
+
+/* Over several nodes, labels, pools, GPU models, CPUs and the node limit
+ * still hold, and a gang that does not fit takes nothing. */
+static void test_multi_constraints(void **state)
+{
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+	struct sched_label ib[] = { { "net", "ib" } };
+	unsigned per[MAXN];
+	struct sched_node *n;
+	struct sched_job *j;
+	struct sched_input in;
+	struct place_state *s;
+
+	add(&c, 8, 0, 8);            /* 0: 8 free, no label */
+	n = add(&c, 8, 1, 8);        /* 1: 7 free, net=ib */
+	n->labels = ib;
+	n->nlabels = 1;
+	n = add(&c, 8, 0, 8);        /* 2: 8 free, net=ib, but pool research */
+	n->labels = ib;
+	n->nlabels = 1;
+	n->pool = "research";
+	n = add(&c, 8, 3, 8);        /* 3: 5 free, net=ib */
+	n->labels = ib;
+	n->nlabels = 1;
+	n = add(&c, 8, 0, 8);        /* 4: 8 free, net=ib, but CPUs for 3 tasks */
+	n->labels = ib;
+	n->nlabels = 1;
+	n->free_cpus_milli = 3000;
+	n = add(&c, 8, 0, 8);        /* 5: 8 free, net=ib, H100 */
+	n->labels = ib;
+	n->nlabels = 1;
+	for (unsigned g = 0; g < 8; g++)
+		c.gpus[5][g].model = "H100";
+
+	j = mkjob(&o, 12, 1);
+	j->labels = ib;
+	j->nlabels = 1;
+	j->gpu_model = "A100";
+	/* 7 + 5; node 4 holds only 3 tasks, node 5 has other GPUs */
+	assert_true(place1(&c, j, st, &why));
+	per_node(st, 12, per);
+	assert_int_equal(per[1], 7);
+	assert_int_equal(per[3], 5);
+	assert_int_equal(per[0] + per[2] + per[4] + per[5], 0);
+	free_starts(st, 12);
+
+	/* 14 tasks need all three A100 nodes: 7 + 5 + 2 of node 4's 3 */
+	j = mkjob(&o, 14, 1);
+	j->labels = ib;
+	j->nlabels = 1;
+	j->gpu_model = "A100";
+	assert_true(place1(&c, j, st, &why));
+	per_node(st, 14, per);
+	assert_int_equal(per[1], 7);
+	assert_int_equal(per[3], 5);
+	assert_int_equal(per[4], 2);
+	free_starts(st, 14);
+
+	/* ... or, at most two nodes, none: too_many_nodes, and nothing kept */
+	in = (struct sched_input){ c.nodes, c.n, NULL, 0, 0 };
+	s = place_state_new(&in);
+	j->max_nodes = 2;
+	assert_false(place_job(s, j, st, &why));
+	assert_string_equal(why.code, "too_many_nodes");
+	j->max_nodes = 0;
+	assert_true(place_job(s, j, st, &why));
+	per_node(st, 14, per);
+	assert_int_equal(per[1], 7);
+	assert_int_equal(per[3], 5);
+	assert_int_equal(per[4], 2);
+	free_starts(st, 14);
+	/* two more do not fit: node 4 has 6 GPUs left but CPUs for one task */
+	j = mkjob(&o, 2, 1);
+	j->labels = ib;
+	j->nlabels = 1;
+	j->gpu_model = "A100";
+	assert_false(place_job(s, j, st, &why));
+	assert_string_equal(why.code, "insufficient_cpus");
+	place_state_free(s);
+	(void)state;
+}
+
+/* Nodes that can take a gang may be far down a long bucket: all are looked
+ * at, not the first few. */
+static void test_multi_rare_label(void **state)
+{
+	enum { N = 200 };
+	static struct sched_node nodes[N];
+	static struct sched_gpu gpus[N][8];
+	static char names[N][16];
+	struct sched_label ib[] = { { "net", "ib" } };
+	struct onejob o;
+	struct sched_start st[16];
+	struct sched_wait why;
+	struct sched_input in = { nodes, N, NULL, 0, 0 };
+	struct place_state *s;
+	struct sched_job *j;
+
+	for (size_t i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "gpu-%zu", i + 1);
+		for (unsigned g = 0; g < 8; g++)
+			gpus[i][g] = (struct sched_gpu){ .index = g, .model = "A100", .free = true,
+							 .memory = 80 * GIB };
+		nodes[i] = (struct sched_node){ .name = names[i], .schedulable = true,
+						.gpus = gpus[i], .ngpus = 8, .cpus_milli = 64000,
+						.free_cpus_milli = 64000 };
+		if (i >= N - 2) {
+			nodes[i].labels = ib;
+			nodes[i].nlabels = 1;
+		}
+	}
+	j = mkjob(&o, 16, 1);
+	j->labels = ib;
+	j->nlabels = 1;
+	s = place_state_new(&in);
+	assert_true(place_job(s, j, st, &why));
+	for (size_t i = 0; i < 16; i++)
+		assert_true(st[i].node >= N - 2);
+	free_starts(st, 16);
+	place_state_free(s);
+	(void)state;
+}
+
 static void test_no_gpu_twice(void **state)
 {
 	struct cluster c = { 0 };
@@ -639,6 +876,10 @@ int main(void)
 		cmocka_unit_test(test_best_fit_smallest_block),
 		cmocka_unit_test(test_data_locality_breaks_ties_only),
 		cmocka_unit_test(test_fewest_nodes),
+		cmocka_unit_test(test_multi_best_fit_set),
+		cmocka_unit_test(test_multi_islands),
+		cmocka_unit_test(test_multi_constraints),
+		cmocka_unit_test(test_multi_rare_label),
 		cmocka_unit_test(test_no_gpu_twice),
 		cmocka_unit_test(test_islands_within_node),
 		cmocka_unit_test(test_islands_across_nodes),
