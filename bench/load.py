@@ -14,6 +14,10 @@ p99 < 100 ms) from wrk's own histogram; the submitters' rate and errors; and
 the master's RSS before and after (from /proc). Run by hand as root;
 asserts nothing.
 
+The master runs with --rate-limit 0: every request here carries one token,
+and the point is the master's capacity, not its per-token limit (with the
+default limit, wrk would measure how fast 429s are sent).
+
 usage: bench/load.py [--yard build/yard] [--connections 1000] [--duration 10] [--jobs 2000]
 """
 import argparse
@@ -72,7 +76,7 @@ def main():
     os.environ["YARD"] = os.path.abspath(args.yard)
     import harness
 
-    with harness.cluster("bench-load") as c:
+    with harness.cluster("bench-load", master_args=["--rate-limit", "0"]) as c:
         c.start_master()
         pid = c.master.p.pid
         for i in range(args.jobs):
@@ -83,7 +87,8 @@ def main():
                 raise SystemExit(f"pre-submit {i}: HTTP {st}")
         rss0 = rss_mib(pid)
         print(f"master: {args.jobs} jobs queued (no nodes), RSS {rss0:.1f} MiB; "
-              f"wrk {args.connections} connections x {args.duration} s per endpoint, 10 submitters",
+              f"wrk {args.connections} connections x {args.duration} s per endpoint, 10 submitters; "
+              f"rate limit off (--rate-limit 0: one token, capacity measured)",
               flush=True)
         lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
         lua.write(WRK_LUA)

@@ -22,6 +22,7 @@
 #include "sched/policy.h"
 #include "master/http.h"
 #include "master/jobs.h"
+#include "master/ratelimit.h"
 #include "master/static.h"
 
 #define TICK_MS 200
@@ -208,13 +209,22 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
+	/* first: master_free closes the loop, whatever failed after this */
+	uv_loop_init(&m->loop);
 	ret = master_policies(m, cfg, eb);
 	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
 		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
 	if (ret)
 		goto out;
+	if (cfg->rate_limit) {
+		uint64_t rate, burst;
+		if ((ret = ratelimit_parse(cfg->rate_limit, &rate, &burst, eb)))
+			goto out;
+		ratelimit_init(&m->ratelimit, rate, burst);
+	} else {
+		ratelimit_init(&m->ratelimit, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
+	}
 	m->sops = &store_sqlite_ops;
-	uv_loop_init(&m->loop);
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
 		free(dir);
@@ -339,6 +349,7 @@ void master_free(struct master *m)
 		free(m->data_quotas[i].team);
 	free(m->data_quotas);
 	execs_clear(m);
+	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
 	free(m->url);
 	free(m);
@@ -368,7 +379,10 @@ static void master_usage(FILE *out)
 		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
 		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
-		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n");
+		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
+		     "                   [--rate-limit RATE[:BURST]]   (requests per second per token;\n"
+		     "                    default %d:%d, 0: no limit; agents are not limited)\n",
+		RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 }
 
 int cmd_master(int argc, char **argv)
@@ -404,6 +418,9 @@ int cmd_master(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--data-quota") && v && cfg.ndata_quotas < ARRAY_SIZE(quotas)) {
 			quotas[cfg.ndata_quotas++] = v;
+			i++;
+		} else if (!strcmp(a, "--rate-limit") && v) {
+			cfg.rate_limit = v;
 			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;

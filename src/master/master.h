@@ -24,6 +24,9 @@ struct master_config {
 	/* datasets: "TEAM=SIZE", the unique chunk bytes a team's datasets may hold */
 	const char *const *data_quotas;
 	size_t ndata_quotas;
+	/* "RATE[:BURST]" requests per second per token (ratelimit.h); "0": off;
+	 * NULL: RATELIMIT_DEFAULT_RATE:RATELIMIT_DEFAULT_BURST */
+	const char *rate_limit;
 };
 
 struct master;
