@@ -156,6 +156,29 @@ def test_run_as_uid_held_across_agent_restart():
         check_eq(os.stat(adir).st_gid, 0, "A's task dir's group is root's again")
 
 
+def test_run_as_restart_reads_its_checkpoint():
+    """A job restarted on the same node: its checkpoint dir, taken back by
+    root when the first attempt's uid was given back, is the new attempt's
+    again, and it reads and rewrites what the first one wrote."""
+    script = ('echo "attempt $YARD_RESTART_COUNT uid=$(id -u) found=$(cat $YARD_CHECKPOINT_DIR/state 2>&1)"; '
+              'mkdir -p $YARD_CHECKPOINT_DIR/sub && echo "from-$YARD_RESTART_COUNT" > $YARD_CHECKPOINT_DIR/state && '
+              'echo x > $YARD_CHECKPOINT_DIR/sub/f || exit 9; [ "$YARD_RESTART_COUNT" != 0 ] || exit 3')
+    with cluster("runas-ckpt") as c:
+        c.start_master()
+        os.chmod(c.dir, 0o711)
+        c.start_agent("n1", gpus="sim:1", extra=["--run-as", f"{FIRST}-{LAST}"])
+        _, j = c.api.submit(spec([SH, "-c", script], name="ck", restart={"max": 1}))
+        done = c.api.wait_job(j["id"], timeout=60)
+        out = c.api.log(j["id"]).decode()
+        check_eq((done["state"], done["attempt"]), ("succeeded", 1), f"the restarted job: {out!r} "
+                                                                     f"{c.api.log(j['id'], stream='stderr')!r}")
+        # (the log is the last attempt's)
+        check("attempt 1 uid=" in out and "found=from-0" in out,
+              f"attempt 1 read attempt 0's checkpoint: {out!r}")
+        for uid in re.findall(r"uid=(\d+)", out):
+            check(FIRST <= int(uid) <= LAST, f"each attempt runs as a uid of the range: {out!r}")
+
+
 def test_run_as_one_user_and_refusals():
     nobody = pwd.getpwnam("nobody")
     with cluster("runas-one") as c:
