@@ -215,6 +215,18 @@ static enum MHD_Result queue(struct req *r)
  * every task), and a refused agent would lose its lease and its tasks; an
  * agent token is made by the admin for one node. Returns the milliseconds
  * to wait, 0 when the request may go on. */
+/* The client's IPv4 address (host order), 0 when unknown. */
+static uint32_t client_ipv4(struct req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (sa && sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+	return 0;
+}
+
 static uint64_t rate_limited(struct req *r, const struct token *tok)
 {
 	uint64_t key;
@@ -230,13 +242,7 @@ static uint64_t rate_limited(struct req *r, const struct token *tok)
 			v = v << 4 | (uint64_t)(p[i] <= '9' ? p[i] - '0' : p[i] - 'a' + 10);
 		key = ratelimit_key(RATELIMIT_TOKEN, v);
 	} else {
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-		uint64_t v = 0;
-		if (sa && sa->sa_family == AF_INET)
-			v = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
-		key = ratelimit_key(RATELIMIT_ADDRESS, v);
+		key = ratelimit_key(RATELIMIT_ADDRESS, client_ipv4(r));
 	}
 	return ratelimit_take(&r->m->ratelimit, key, mono_ms());
 }
@@ -253,8 +259,12 @@ static void refuse_rate(struct req *r, const struct token *tok, uint64_t wait_ms
 		snprintf(who, sizeof(who), "the token of job %" PRIu64 " (user '%s')", tok->job_id, tok->user);
 	else if (tok)
 		snprintf(who, sizeof(who), "the token of user '%s'", tok->user);
-	else
-		snprintf(who, sizeof(who), "requests without a known token from this address");
+	else {
+		struct in_addr in = { htonl(client_ipv4(r)) };
+		char addr[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &in, addr, sizeof(addr));
+		snprintf(who, sizeof(who), "requests without a known token from %s", addr);
+	}
 	error(&eb, YERR(TOO_MANY),
 	      "%s went over the rate limit of %" PRIu64 " requests per second (bursts of %" PRIu64
 	      "): retry in %" PRIu64 " ms",

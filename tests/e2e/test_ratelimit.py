@@ -73,7 +73,7 @@ def test_rate_limit_per_token():
         check(statuses.count(401) >= BURST and refused,
               f"unknown tokens: 401s then 429s: {statuses}")
         msg = json.loads(refused[0][1])["error"]["message"]
-        check("without a known token" in msg, f"the 429 says why: {msg}")
+        check("without a known token from 127.0.0.1" in msg, f"the 429 says why and whose: {msg}")
 
         # agents are not limited (heartbeats, logs, metrics of all its tasks)
         with open(os.path.join(c.data_dir, "join-token")) as f:
