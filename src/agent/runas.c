@@ -15,6 +15,12 @@ static int bad(struct errbuf *eb, const char *text, const char *why)
 	return error(eb, YERR(BAD_REQUEST), "--run-as '%s': %s", text, why);
 }
 
+/* getpwnam(3): "not found" may come with errno 0, ENOENT, ESRCH, EBADF or EPERM. */
+static bool pw_not_found(int e)
+{
+	return !e || e == ENOENT || e == ESRCH || e == EBADF || e == EPERM;
+}
+
 int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
 {
 	const char *p = text;
@@ -28,7 +34,8 @@ int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
 		if (parse_u64(&p, &b) < 0 || *p)
 			return bad(eb, text, "expected FIRST-LAST, two uids");
 		if (!a)
-			return bad(eb, text, "the range holds uid 0 (root): tasks must not run as root");
+			return bad(eb, text,
+			           "the range holds uid 0 (root): tasks must not run as root");
 		if (b < a)
 			return bad(eb, text, "the range ends before it starts");
 		if (b > UID_LIMIT)
@@ -57,12 +64,12 @@ int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
 		struct passwd *pw;
 		errno = 0;
 		pw = getpwnam(text);
-		/* "not found" may come with any of these (getpwnam(3)) */
 		if (!pw)
-			return bad(eb, text, errno && errno != ENOENT && errno != ESRCH && errno != EBADF &&
-						     errno != EPERM ? strerror(errno) : "no such user");
+			return bad(eb, text,
+			           pw_not_found(errno) ? "no such user" : strerror(errno));
 		if (!pw->pw_uid)
-			return bad(eb, text, "the user is root (uid 0): tasks must not run as root");
+			return bad(eb, text,
+			           "the user is root (uid 0): tasks must not run as root");
 		ra->uid = pw->pw_uid;
 		ra->gid = pw->pw_gid;
 	}
@@ -100,8 +107,8 @@ int runas_acquire(struct runas *ra, int64_t job, uid_t *uid, gid_t *gid, struct 
 		i = free_slot;
 	if (i == n)
 		return error(eb, YERR(UNAVAILABLE),
-			     "every uid of --run-as %u-%u is held by a running job", (unsigned)ra->first,
-			     (unsigned)ra->last);
+		             "every uid of --run-as %u-%u is held by a running job",
+		             (unsigned)ra->first, (unsigned)ra->last);
 	ra->job[i] = job;
 	ra->refs[i]++;
 	*uid = ra->first + (uid_t)i;

@@ -36,10 +36,10 @@
 #define RUNAS_RANGE_MAX 65536 /* uids in one FIRST-LAST range */
 
 struct runas {
-	bool on;        /* --run-as was given */
-	bool range;     /* FIRST-LAST: a uid per job; else uid and gid for every task */
-	uid_t uid;      /* one user: its uid */
-	gid_t gid;      /* one user: its primary gid */
+	bool on;    /* --run-as was given */
+	bool range; /* FIRST-LAST: a uid per job; else uid and gid for every task */
+	uid_t uid;  /* one user: its uid */
+	gid_t gid;  /* one user: its primary gid */
 	uid_t first, last;
 	int64_t *job;   /* owned, range only: job[i] holds uid first+i, 0: free */
 	unsigned *refs; /* owned, range only: running tasks of job[i] on this node */

@@ -11,10 +11,11 @@ int ratelimit_parse(const char *text, uint64_t *rate, uint64_t *burst, struct er
 
 	if (parse_u64(&p, &r) < 0 || (*p && (*p != ':' || (p++, parse_u64(&p, &b) < 0) || *p)) ||
 	    r > 1000000 || b > 100000000 || (r && *text && strchr(text, ':') && !b))
-		return error(eb, YERR(BAD_REQUEST),
-			     "--rate-limit '%s': expected RATE[:BURST], requests per second per token "
-			     "(at most 1000000) and the burst (at least 1); 0 turns limits off",
-			     text);
+		return error(
+		        eb, YERR(BAD_REQUEST),
+		        "--rate-limit '%s': expected RATE[:BURST], requests per second per token "
+		        "(at most 1000000) and the burst (at least 1); 0 turns limits off",
+		        text);
 	*rate = r;
 	*burst = r ? (b ? b : r * 10) : 0;
 	return 0;
@@ -24,7 +25,8 @@ void ratelimit_init(struct ratelimit *rl, uint64_t rate, uint64_t burst)
 {
 	rl->rate = rate;
 	rl->burst = burst ? burst : 1;
-	rl->slots = rate ? xcalloc((size_t)RATELIMIT_SETS * RATELIMIT_WAYS, sizeof(*rl->slots)) : NULL;
+	rl->slots =
+	        rate ? xcalloc((size_t)RATELIMIT_SETS * RATELIMIT_WAYS, sizeof(*rl->slots)) : NULL;
 }
 
 void ratelimit_release(struct ratelimit *rl)

@@ -27,19 +27,19 @@
 
 /* The default of --rate-limit: far above what the CLI, the web UI's
  * polling or a job's launch helpers send, well below a runaway loop. */
-#define RATELIMIT_DEFAULT_RATE 200
+#define RATELIMIT_DEFAULT_RATE  200
 #define RATELIMIT_DEFAULT_BURST 2000
 
 struct ratelimit_slot {
-	uint64_t key;      /* 0: empty */
-	uint64_t milli;    /* thousandths of a request left in the bucket */
-	uint64_t last_ms;  /* when milli was last brought up to date */
+	uint64_t key;     /* 0: empty */
+	uint64_t milli;   /* thousandths of a request left in the bucket */
+	uint64_t last_ms; /* when milli was last brought up to date */
 };
 
 struct ratelimit {
-	uint64_t rate;                 /* requests per second; 0: no limit */
-	uint64_t burst;                /* the bucket's size, in requests */
-	struct ratelimit_slot *slots;  /* owned: RATELIMIT_SETS * RATELIMIT_WAYS, or NULL when off */
+	uint64_t rate;                /* requests per second; 0: no limit */
+	uint64_t burst;               /* the bucket's size, in requests */
+	struct ratelimit_slot *slots; /* owned: RATELIMIT_SETS * RATELIMIT_WAYS, or NULL when off */
 };
 
 /* ratelimit_parse reads "RATE" or "RATE:BURST" (whole requests; BURST
