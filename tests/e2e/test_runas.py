@@ -179,6 +179,32 @@ def test_run_as_restart_reads_its_checkpoint():
             check(FIRST <= int(uid) <= LAST, f"each attempt runs as a uid of the range: {out!r}")
 
 
+def test_run_as_reads_staged_data():
+    """A dataset staged into the node's cache is readable by a task of a
+    --run-as range, and read-only to it."""
+    with cluster("runas-data") as c:
+        c.start_master()
+        os.chmod(c.dir, 0o711)
+        src = os.path.join(c.dir, "ds")
+        os.makedirs(os.path.join(src, "sub"))
+        with open(os.path.join(src, "sub", "x.txt"), "w") as f:
+            f.write("staged bytes\n")
+        c.cli("data", "push", src, "small", check_rc=0)
+        c.start_agent("n1", gpus="sim:1", extra=["--run-as", f"{FIRST}-{LAST}"])
+        script = ('echo uid=$(id -u); cat "$YARD_DATA_DIR/d/sub/x.txt" || exit 4; '
+                  'if echo no > "$YARD_DATA_DIR/d/sub/x.txt"; then echo "WROTE THE DATASET"; exit 5; fi; '
+                  'if touch "$YARD_DATA_DIR/d/new"; then echo "ADDED TO THE DATASET"; exit 6; fi')
+        _, j = c.api.submit(spec([SH, "-c", script], name="data",
+                                 data=[{"source": "yard://small", "mount": "d"}]))
+        doc = c.api.wait_job(j["id"], timeout=60)
+        out = c.api.log(j["id"]).decode()
+        err = c.api.log(j["id"], stream="stderr").decode()
+        check_eq(doc["state"], "succeeded", f"the task read the data and could not change it: {out!r} {err!r}")
+        check("staged bytes" in out, f"the dataset's bytes: {out!r}")
+        check(FIRST <= int(field(out, "uid")) <= LAST, f"as a uid of the range: {out!r}")
+        check(err.count("Permission denied") + err.count("Read-only") >= 2, f"both writes refused: {err!r}")
+
+
 def test_run_as_one_user_and_refusals():
     nobody = pwd.getpwnam("nobody")
     with cluster("runas-one") as c:
