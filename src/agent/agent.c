@@ -21,6 +21,7 @@
 #include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <uv.h>
 
@@ -1073,7 +1074,7 @@ static void task_stop_execs(struct agent *a, int64_t task)
 			kill(x->pid, SIGTERM);
 }
 
-static void ckpt_upload(struct agent *a, int64_t task, int64_t job);
+static void ckpt_upload(struct agent *a, const struct atask *t);
 static void task_put_user(struct agent *a, struct atask *t);
 
 /* The task has finished: hand its checkpoint to the master if it is its
@@ -1084,7 +1085,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 	task_stop_execs(a, t->rt.id);
 	if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
 	    json_is_true(json_object_get(tj, "checkpoint_owner")))
-		ckpt_upload(a, t->rt.id, json_integer_value(json_object_get(tj, "job")));
+		ckpt_upload(a, t);
 	json_decref(tj);
 	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
 		stage_unhold(&a->cache, json_object_get(tj, "keys"));
@@ -1259,10 +1260,16 @@ out:
 	return ret;
 }
 
-/* Packs the job's checkpoint dir and hands it to the master for task id. */
-static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
+/* Packs the job's checkpoint dir and hands it to the master for task t.
+ * A task with a user of its own (--run-as) is packed as that user (this
+ * thread's file-system ids, setfsuid): the dir is the task's to change
+ * while it is read, and nothing the task could not read itself (a file of
+ * root's behind a link swapped in meanwhile) may end up in its checkpoint. */
+static void ckpt_upload(struct agent *a, const struct atask *t)
 {
+	int64_t task = t->rt.id, job = t->job;
 	char *dir = ckpt_path(a, job, "");
+	int rc;
 	struct strbuf tgz = STRBUF_INIT;
 	struct errbuf eb = ERRBUF_INIT;
 	struct httpc_response res;
@@ -1277,7 +1284,16 @@ static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
 		closedir(d);
 	if (empty)
 		goto out;
-	if (codepack_create(dir, &tgz, 0, &eb)) {
+	if (t->rt.run_as) {
+		setfsgid(t->rt.gid);
+		setfsuid(t->rt.uid);
+	}
+	rc = codepack_create(dir, &tgz, 0, &eb);
+	if (t->rt.run_as) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+	if (rc) {
 		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
 		goto out;
 	}

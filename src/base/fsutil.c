@@ -125,7 +125,10 @@ int path_exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-/* chown_tree's walk below the directory open as dirfd (closed here). */
+/* chown_tree's walk below the directory open as dirfd (closed here). Each
+ * entry is opened without following links and changed through its fd, so
+ * that what was checked (its type, its links) is what is changed, whatever
+ * the names point to meanwhile. */
 static int chown_below(int dirfd, dev_t dev, uid_t uid, gid_t gid)
 {
 	DIR *d = fdopendir(dirfd);
@@ -138,26 +141,38 @@ static int chown_below(int dirfd, dev_t dev, uid_t uid, gid_t gid)
 	}
 	while ((de = readdir(d))) {
 		struct stat st;
+		bool is_dir_fd = true;
+		int fd;
+
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			is_dir_fd = false;
+			fd = openat(dirfd, de->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0 || fstat(fd, &st) < 0) {
 			ret = -1;
 			err = err ? err : errno;
+			if (fd >= 0)
+				close(fd);
 			continue;
 		}
-		if (st.st_dev != dev || (!S_ISDIR(st.st_mode) && st.st_nlink > 1))
+		if (st.st_dev != dev || (!S_ISDIR(st.st_mode) && st.st_nlink > 1)) {
+			close(fd);
 			continue;
-		if ((st.st_uid != uid || st.st_gid != gid) &&
-		    fchownat(dirfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		}
+		if ((st.st_uid != uid || st.st_gid != gid) && fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0) {
 			ret = -1;
 			err = err ? err : errno;
 		}
-		if (S_ISDIR(st.st_mode)) {
-			int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd < 0 || chown_below(fd, dev, uid, gid) < 0) {
+		if (S_ISDIR(st.st_mode) && is_dir_fd) {
+			if (chown_below(fd, dev, uid, gid) < 0) {
 				ret = -1;
 				err = err ? err : errno;
 			}
+		} else {
+			close(fd);
 		}
 	}
 	closedir(d);

@@ -25,9 +25,12 @@ int fsync_parent_dir(const char *path);
 int write_all(int fd, const void *data, size_t len);
 int path_exists(const char *path);
 /* chown_tree gives path and everything below it to uid:gid, never following
- * a symbolic link (the link itself changes owner) and never descending into
- * another filesystem. A file with more than one hard link is left as it is:
- * it could be a link to a file outside the tree (someone else's). */
+ * a symbolic link (the link itself changes owner; a path that is a link
+ * fails with ELOOP) and never descending into another filesystem. A file
+ * with more than one hard link is left as it is: it could be a link to a
+ * file outside the tree (someone else's). Each entry is changed through an
+ * fd opened without following links, so a tree its owner changes meanwhile
+ * cannot redirect it. */
 int chown_tree(const char *path, uid_t uid, gid_t gid);
 
 #endif

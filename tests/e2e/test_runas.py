@@ -205,6 +205,28 @@ def test_run_as_reads_staged_data():
         check(err.count("Permission denied") + err.count("Read-only") >= 2, f"both writes refused: {err!r}")
 
 
+def test_run_as_checkpoint_packed_as_the_task():
+    """The agent packs a --run-as task's checkpoint as the task's user, so
+    it packs nothing the task could not read itself: a file the task made
+    unreadable (mode 000) stops the pack, where root would have read it."""
+    with cluster("runas-pack") as c:
+        c.start_master()
+        os.chmod(c.dir, 0o711)
+        c.start_agent("n1", gpus="sim:1", extra=["--run-as", f"{FIRST}-{LAST}"])
+        _, ok = c.api.submit(spec([SH, "-c", "echo fine > $YARD_CHECKPOINT_DIR/state"], name="ok"))
+        doc = c.api.wait_job(ok["id"], timeout=60)
+        check(doc["state"] == "succeeded" and doc["checkpoint"], f"a readable checkpoint is handed over: {doc}")
+        _, bad = c.api.submit(spec([SH, "-c", "echo x > $YARD_CHECKPOINT_DIR/hidden; "
+                                              "chmod 000 $YARD_CHECKPOINT_DIR/hidden"], name="hidden"))
+        doc = c.api.wait_job(bad["id"], timeout=60)
+        check_eq((doc["state"], doc["checkpoint"]), ("succeeded", None),
+                 "a checkpoint holding a file its task cannot read is not packed")
+        with open(os.path.join(c.dir, "agent-n1.log")) as f:
+            log = f.read()
+        check(re.search(rf"cannot pack the checkpoint of job {bad['id']}: .*Permission denied", log),
+              f"the agent says why: {log[-2000:]!r}")
+
+
 def test_run_as_one_user_and_refusals():
     nobody = pwd.getpwnam("nobody")
     with cluster("runas-one") as c:

@@ -10,6 +10,8 @@
 #include <pwd.h>
 
 #include "agent/runas.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 
 static void expect_refused(const char *text, const char *why)
 {
@@ -110,12 +112,80 @@ static void test_range(void **state)
 	runas_release(&ra);
 }
 
+static void expect_owner(const char *path, uid_t uid, const char *what)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	if (st.st_uid != uid) {
+		fprintf(stderr, "%s ('%s'): owner %u, expected %u\n", what, path, (unsigned)st.st_uid,
+			(unsigned)uid);
+		fail();
+	}
+}
+
+/* chown_tree (base/fsutil.h), what --run-as gives a task its dirs with:
+ * the whole tree, a link itself and never what it points to, and never a
+ * file with a second hard link (it could be someone else's). */
+static void test_chown_tree(void **state)
+{
+	char root[] = "/tmp/yard-chown-XXXXXX";
+	char *tree, *outside, *linked, *p;
+
+	assert_non_null(mkdtemp(root));
+	tree = xasprintf("%s/tree", root);
+	outside = xasprintf("%s/outside", root);
+	linked = xasprintf("%s/linked", root);
+	assert_int_equal(mkdir_p(tree, 0755), 0);
+	p = xasprintf("%s/sub/deeper", tree);
+	assert_int_equal(mkdir_p(p, 0755), 0);
+	free(p);
+	assert_int_equal(write_file_replace(outside, "x", 1, 0600), 0);
+	assert_int_equal(write_file_replace(linked, "y", 1, 0600), 0);
+	p = xasprintf("%s/sub/deeper/f", tree);
+	assert_int_equal(write_file_replace(p, "f", 1, 0644), 0);
+	free(p);
+	p = xasprintf("%s/sub/link", tree);
+	assert_int_equal(symlink(outside, p), 0);
+	free(p);
+	p = xasprintf("%s/hard", tree);
+	assert_int_equal(link(linked, p), 0);
+	free(p);
+
+	if (geteuid() != 0) {
+		assert_int_equal(chown_tree(tree, 61234, 61234), -1);
+		assert_int_equal(errno, EPERM);
+		goto out;
+	}
+	assert_int_equal(chown_tree(tree, 61234, 61235), 0);
+	expect_owner(tree, 61234, "the top");
+	p = xasprintf("%s/sub/deeper/f", tree);
+	expect_owner(p, 61234, "a file two dirs down");
+	free(p);
+	p = xasprintf("%s/sub/link", tree);
+	expect_owner(p, 61234, "a symbolic link itself");
+	free(p);
+	expect_owner(outside, 0, "what the link points to");
+	expect_owner(linked, 0, "a file hard-linked into the tree");
+	/* a link as the top is refused, not followed */
+	p = xasprintf("%s/sub/link", tree);
+	assert_int_equal(chown_tree(p, 61234, 61234), -1);
+	free(p);
+	expect_owner(outside, 0, "what a top that is a link points to");
+out:
+	rm_rf(root);
+	free(tree);
+	free(outside);
+	free(linked);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_parse_users),
 		cmocka_unit_test(test_range),
+		cmocka_unit_test(test_chown_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
