@@ -8,17 +8,26 @@ int ratelimit_parse(const char *text, uint64_t *rate, uint64_t *burst, struct er
 {
 	const char *p = text;
 	uint64_t r, b = 0;
+	bool has_burst = false;
 
-	if (parse_u64(&p, &r) < 0 || (*p && (*p != ':' || (p++, parse_u64(&p, &b) < 0) || *p)) ||
-	    r > 1000000 || b > 100000000 || (r && *text && strchr(text, ':') && !b))
-		return error(
-		        eb, YERR(BAD_REQUEST),
-		        "--rate-limit '%s': expected RATE[:BURST], requests per second per token "
-		        "(at most 1000000) and the burst (at least 1); 0 turns limits off",
-		        text);
+	if (parse_u64(&p, &r) < 0)
+		goto bad;
+	if (*p == ':') {
+		p++;
+		has_burst = true;
+		if (parse_u64(&p, &b) < 0)
+			goto bad;
+	}
+	if (*p || r > 1000000 || b > 100000000 || (has_burst && !b))
+		goto bad;
 	*rate = r;
 	*burst = r ? (b ? b : r * 10) : 0;
 	return 0;
+bad:
+	return error(eb, YERR(BAD_REQUEST),
+		     "--rate-limit '%s': expected RATE[:BURST], requests per second per token "
+		     "(at most 1000000) and the burst (1 to 100000000); 0 turns limits off",
+		     text);
 }
 
 void ratelimit_init(struct ratelimit *rl, uint64_t rate, uint64_t burst)
