@@ -14,7 +14,13 @@ p99 < 100 ms) from wrk's own histogram; the submitters' rate and errors; and
 the master's RSS before and after (from /proc). Run by hand as root;
 asserts nothing.
 
+The master runs with --rate-limit 0: every request here carries one token,
+and the point is the master's capacity, not its per-token limit (with the
+default limit, wrk would measure how fast 429s are sent; --rate-limit
+RATE[:BURST] runs it with a limit, the 429s counted as errors).
+
 usage: bench/load.py [--yard build/yard] [--connections 1000] [--duration 10] [--jobs 2000]
+                     [--rate-limit 0]
 """
 import argparse
 import json
@@ -68,22 +74,29 @@ def main():
     ap.add_argument("--connections", type=int, default=1000)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=2000)
+    ap.add_argument("--rate-limit", default="0", help="the master's --rate-limit (default 0: off)")
     args = ap.parse_args()
     os.environ["YARD"] = os.path.abspath(args.yard)
     import harness
 
-    with harness.cluster("bench-load") as c:
+    with harness.cluster("bench-load", master_args=["--rate-limit", args.rate_limit]) as c:
         c.start_master()
         pid = c.master.p.pid
         for i in range(args.jobs):
-            st, _ = c.api.submit({"name": f"pre-{i}", "command": ["/bin/true"],
-                                  "tasks": {"worker": {"gpus": 0, "cpus": 0.1}},
-                                  "placement": {"wait_for_nodes": True}})
+            st = 429
+            while st == 429:  # only with --rate-limit: wait for the bucket
+                st, _ = c.api.submit({"name": f"pre-{i}", "command": ["/bin/true"],
+                                      "tasks": {"worker": {"gpus": 0, "cpus": 0.1}},
+                                      "placement": {"wait_for_nodes": True}})
+                if st == 429:
+                    time.sleep(0.05)
             if st != 201:
                 raise SystemExit(f"pre-submit {i}: HTTP {st}")
         rss0 = rss_mib(pid)
         print(f"master: {args.jobs} jobs queued (no nodes), RSS {rss0:.1f} MiB; "
-              f"wrk {args.connections} connections x {args.duration} s per endpoint, 10 submitters",
+              f"wrk {args.connections} connections x {args.duration} s per endpoint, 10 submitters; "
+              + ("rate limit off (--rate-limit 0: one token, capacity measured)" if args.rate_limit == "0"
+                 else f"--rate-limit {args.rate_limit}: the token's 429s count as errors"),
               flush=True)
         lua = tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False)
         lua.write(WRK_LUA)

@@ -21,6 +21,7 @@
 #include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <uv.h>
 
@@ -29,6 +30,7 @@
 #include "agent/docker.h"
 #include "agent/gpu.h"
 #include "agent/metricship.h"
+#include "agent/runas.h"
 #include "agent/runtime.h"
 #include "agent/stage.h"
 #include "agent/taskdir.h"
@@ -854,6 +856,7 @@ struct atask {
 	bool stop_sent, done;
 	bool running;            /* the shim reported the task running */
 	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
+	int64_t job;             /* the task's job (task.json) */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
@@ -1102,7 +1105,8 @@ static void task_stop_execs(struct agent *a, int64_t task)
 			kill(x->pid, SIGTERM);
 }
 
-static void ckpt_upload(struct agent *a, int64_t task, int64_t job);
+static void ckpt_upload(struct agent *a, const struct atask *t);
+static void task_put_user(struct agent *a, struct atask *t);
 
 /* The task has finished: hand its checkpoint to the master if it is its
  * attempt's first task, then its verdict to the shipper. */
@@ -1112,12 +1116,13 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 	task_stop_execs(a, t->rt.id);
 	if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
 	    json_is_true(json_object_get(tj, "checkpoint_owner")))
-		ckpt_upload(a, t->rt.id, json_integer_value(json_object_get(tj, "job")));
+		ckpt_upload(a, t);
 	json_decref(tj);
 	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
 		stage_unhold(&a->cache, json_object_get(tj, "keys"));
 		json_decref(tj);
 	}
+	task_put_user(a, t);
 	add_finished(a, t->rt.id);
 	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
 	task_forget(a, t);
@@ -1181,6 +1186,7 @@ static void task_configure(struct atask *t, const json_t *task)
 	const char *od = json_string_value(json_object_get(task, "on_disconnect"));
 	t->ops = json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
 	t->keep_on_disconnect = od && !strcmp(od, "keep");
+	t->job = json_integer_value(json_object_get(task, "job"));
 }
 
 static struct atask *task_new(struct agent *a, int64_t id)
@@ -1285,10 +1291,16 @@ out:
 	return ret;
 }
 
-/* Packs the job's checkpoint dir and hands it to the master for task id. */
-static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
+/* Packs the job's checkpoint dir and hands it to the master for task t.
+ * A task with a user of its own (--run-as) is packed as that user (this
+ * thread's file-system ids, setfsuid): the dir is the task's to change
+ * while it is read, and nothing the task could not read itself (a file of
+ * root's behind a link swapped in meanwhile) may end up in its checkpoint. */
+static void ckpt_upload(struct agent *a, const struct atask *t)
 {
+	int64_t task = t->rt.id, job = t->job;
 	char *dir = ckpt_path(a, job, "");
+	int rc;
 	struct strbuf tgz = STRBUF_INIT;
 	struct errbuf eb = ERRBUF_INIT;
 	struct httpc_response res;
@@ -1303,7 +1315,16 @@ static void ckpt_upload(struct agent *a, int64_t task, int64_t job)
 		closedir(d);
 	if (empty)
 		goto out;
-	if (codepack_create(dir, &tgz, 0, &eb)) {
+	if (t->rt.run_as) {
+		setfsgid(t->rt.gid);
+		setfsuid(t->rt.uid);
+	}
+	rc = codepack_create(dir, &tgz, 0, &eb);
+	if (t->rt.run_as) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+	if (rc) {
 		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
 		goto out;
 	}
@@ -1392,10 +1413,133 @@ static void task_fail(struct agent *a, struct atask *t, const char *why)
 	task_finish(a, t, &e);
 }
 
+/* ---- unprivileged tasks (--run-as, agent/runas.h) ---- */
+
+static bool run_as_on(const struct agent *a)
+{
+	return a->cfg->run_as && a->cfg->run_as->on;
+}
+
+/* Makes t's dirs its user's: the code dir (its working dir and HOME) and
+ * the job's checkpoint dir belong to it, mode 0700; the task dir is
+ * root:GID 0710, so the task reaches its own files (stdout, data) and no
+ * other uid enters. Staged data stays root's, read-only to the task. */
+static int task_own_dirs(struct agent *a, struct atask *t, struct errbuf *eb)
+{
+	char *code = xasprintf("%s/code", t->rt.dir), *ckpt = ckpt_path(a, t->job, "");
+	const char *failed = NULL;
+	int ret = 0;
+
+	if (mkdir_p(code, 0700) < 0 || mkdir_p(ckpt, 0700) < 0)
+		failed = "create";
+	else if (chown_tree(code, t->rt.uid, t->rt.gid) < 0 || chown_tree(ckpt, t->rt.uid, t->rt.gid) < 0)
+		failed = "give to the task's user";
+	else if (chmod(code, 0700) < 0 || chmod(ckpt, 0700) < 0 ||
+		 chown(t->rt.dir, 0, t->rt.gid) < 0 || chmod(t->rt.dir, 0710) < 0)
+		failed = "set the mode of";
+	if (failed)
+		ret = error(eb, YERR(IO), "cannot %s the dirs of task %" PRId64 " (uid %u): %s", failed,
+			    t->rt.id, (unsigned)t->rt.uid, strerror(errno));
+	free(code);
+	free(ckpt);
+	return ret;
+}
+
+/* Takes the user t runs as (a uid of the range for its job) and gives it
+ * its dirs. */
+static int task_take_user(struct agent *a, struct atask *t, struct errbuf *eb)
+{
+	int ret = runas_acquire(a->cfg->run_as, t->job, &t->rt.uid, &t->rt.gid, eb);
+
+	if (ret)
+		return ret;
+	t->rt.run_as = true;
+	return task_own_dirs(a, t, eb);
+}
+
+/* t has ended: its task dir is root's again, so that the next job to hold
+ * its uid cannot enter it; when that was the job's last task here, the
+ * job's checkpoint dir too (task_own_dirs gives it back on the next start). */
+static void task_put_user(struct agent *a, struct atask *t)
+{
+	if (!t->rt.run_as || !run_as_on(a))
+		return;
+	t->rt.run_as = false;
+	if (chown(t->rt.dir, 0, 0) < 0 && errno != ENOENT)
+		fprintf(stderr, "yard agent: task %" PRId64 ": cannot take back '%s': %s\n", t->rt.id,
+			t->rt.dir, strerror(errno));
+	if (runas_put(a->cfg->run_as, t->rt.uid)) {
+		char *ckpt = ckpt_path(a, t->job, "");
+		if (chown(ckpt, 0, 0) < 0 && errno != ENOENT)
+			fprintf(stderr, "yard agent: job %" PRId64 ": cannot take back '%s': %s\n", t->job, ckpt,
+				strerror(errno));
+		free(ckpt);
+	}
+}
+
+/* After a restart: the user a task found in the work dir runs as (its
+ * shim.json), held again until it ends. */
+static void task_hold_user(struct agent *a, struct atask *t)
+{
+	json_t *conf = NULL, *ra;
+
+	if (taskdir_read_json(t->rt.dir, "shim.json", &conf, NULL) == 0 &&
+	    (ra = json_object_get(conf, "run_as"))) {
+		uid_t uid = (uid_t)json_integer_value(json_object_get(ra, "uid"));
+		if (run_as_on(a) && runas_hold(a->cfg->run_as, t->job, uid)) {
+			t->rt.run_as = true;
+			t->rt.uid = uid;
+			t->rt.gid = (gid_t)json_integer_value(json_object_get(ra, "gid"));
+		} else {
+			fprintf(stderr, "yard agent: task %" PRId64 " runs as uid %u, which --run-as does not "
+				"give to job %" PRId64 " now: not tracked\n", t->rt.id, (unsigned)uid, t->job);
+		}
+	}
+	json_decref(conf);
+}
+
+/* --run-as: the work dir must be reachable by the tasks' users (every dir
+ * above it searchable by others), or each task would fail to enter its own
+ * dir; the dir of task dirs and of checkpoints let a task reach its own
+ * entry but list none (0711). */
+static int run_as_prepare(const struct agent_config *cfg, struct errbuf *eb)
+{
+	char *abs = realpath(cfg->work_dir, NULL), *p;
+	const char *subs[] = { "tasks", "checkpoints" };
+	int ret = 0;
+
+	if (!abs)
+		return error(eb, YERR(IO), "cannot resolve '%s': %s", cfg->work_dir, strerror(errno));
+	for (p = abs + strlen(abs); !ret && p > abs; p--) {
+		struct stat st;
+		if (*p != '/' && p != abs + strlen(abs))
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (stat(abs, &st) == 0 && !(st.st_mode & S_IXOTH))
+			ret = error(eb, YERR(BAD_REQUEST), "--run-as: the tasks' users cannot reach the work dir "
+				    "'%s': '%s' has mode %04o (others need x)", cfg->work_dir, abs,
+				    (unsigned)(st.st_mode & 07777));
+		*p = c;
+	}
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(subs); i++) {
+		char *d = xasprintf("%s/%s", abs, subs[i]);
+		if (mkdir_p(d, 0711) < 0 || chmod(d, 0711) < 0)
+			ret = error(eb, YERR(IO), "cannot set up '%s': %s", d, strerror(errno));
+		free(d);
+	}
+	free(abs);
+	return ret;
+}
+
 /* Hands the task, its code extracted and its data staged, to its runtime. */
 static void task_launch(struct agent *a, struct atask *t)
 {
 	struct errbuf eb = ERRBUF_INIT;
+	if (run_as_on(a) && task_take_user(a, t, &eb)) {
+		task_fail(a, t, eb.msg);
+		return;
+	}
 	if (t->ops->start(&a->ctx, &t->rt, &eb)) {
 		task_fail(a, t, eb.msg);
 		return;
@@ -1768,6 +1912,7 @@ static void scan_work_dir(struct agent *a)
 		if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0)
 			task_configure(t, tj);
 		json_decref(tj);
+		task_hold_user(a, t);
 		if (t->ops->reattach(&a->ctx, &t->rt) == 1) {
 			json_t *pj;
 			pid_t pid = 0;
@@ -1846,6 +1991,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		goto out_gpus;
 	}
 	free(tasks_dir);
+	if (cfg->run_as && cfg->run_as->on && (ret = run_as_prepare(cfg, eb)))
+		goto out_gpus;
 	a.ctx.work_dir = cfg->work_dir;
 	a.ctx.agent_name = cfg->name;
 	cgroup_base = agent_cgroup_base(cfg->name, cfg->work_dir);
@@ -1987,7 +2134,10 @@ static int agent_usage(void)
 			"                  [--cache-size SIZE]   (the data cache's cap, default 50GiB)\n"
 			"                  [--s3-endpoint URL [--s3-region R] --s3-credentials FILE]\n"
 			"                  [--ca FILE] [--pin sha256//BASE64]   (trust an https master:\n"
-			"                   its CA's certificates, or the pin it prints)\n");
+			"                   its CA's certificates, or the pin it prints)\n"
+
+			"                  [--run-as USER|UID|FIRST-LAST]   (tasks run as that user, or a uid\n"
+			"                   of the range per job; never root; the agent must run as root)\n");
 	return 2;
 }
 
@@ -1997,7 +2147,8 @@ int cmd_agent(int argc, char **argv)
 	struct errbuf eb = ERRBUF_INIT;
 	struct strbuf tok = STRBUF_INIT;
 	const char *token_file = NULL, *ports = NULL, *runtimes = NULL;
-	const char *cache_size = NULL, *s3_creds = NULL;
+	const char *cache_size = NULL, *s3_creds = NULL, *run_as = NULL;
+	struct runas ra;
 	char *s3_key = NULL, *s3_secret = NULL, *ca_path = NULL;
 	const char *labels[SPEC_MAX_LABELS];
 	int ret;
@@ -2038,6 +2189,7 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--s3-credentials") ? &s3_creds
 				  : !strcmp(argv[i], "--ca")             ? &cfg.master_ca
 				  : !strcmp(argv[i], "--pin")            ? &cfg.master_pin
+				  : !strcmp(argv[i], "--run-as")         ? &run_as
 									 : NULL;
 		if (!slot || i + 1 >= argc)
 			return agent_usage();
@@ -2115,9 +2267,24 @@ int cmd_agent(int argc, char **argv)
 		}
 		cfg.master_ca = ca_path;
 	}
+	memset(&ra, 0, sizeof(ra));
+	if (run_as) {
+		if (runas_parse(run_as, &ra, &eb)) {
+			fprintf(stderr, "yard agent: %s\n", eb.msg);
+			return 2;
+		}
+		if (geteuid() != 0) {
+			fprintf(stderr, "yard agent: --run-as '%s': the agent must run as root to start tasks "
+					"as another user\n", run_as);
+			runas_release(&ra);
+			return 2;
+		}
+		cfg.run_as = &ra;
+	}
 	if (token_file) {
 		if (strbuf_read_file(&tok, token_file, 4096) < 0) {
 			fprintf(stderr, "yard agent: cannot read '%s': %s\n", token_file, strerror(errno));
+			runas_release(&ra);
 			return 1;
 		}
 		strbuf_trim(&tok);
@@ -2132,6 +2299,7 @@ int cmd_agent(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	ret = agent_run(&cfg, &agent_stop, &eb);
+	runas_release(&ra);
 	strbuf_release(&tok);
 	free(ca_path);
 	free(s3_key);

@@ -11,6 +11,8 @@
 
 #include "base/error.h"
 
+struct runas;
+
 struct agent_config {
 	const char *master_url;
 	const char *master_ca;       /* --ca FILE: how an https master is verified, or NULL */
@@ -32,6 +34,9 @@ struct agent_config {
 	const char *s3_endpoint;     /* --s3-endpoint URL; NULL: no S3 store */
 	const char *s3_region;       /* --s3-region; NULL: us-east-1 */
 	const char *s3_key, *s3_secret; /* from --s3-credentials FILE */
+	/* --run-as (runas.h): the user tasks run as; the agent takes and gives
+	 * back uids of a range in it. Borrowed; NULL: tasks run as root. */
+	struct runas *run_as;
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */

@@ -57,6 +57,9 @@ struct runtime_task {
 	int start_fd;     /* readable once the start succeeded or failed; -1 if none */
 	bool start_known; /* the start result was read */
 	int exit_fd;      /* a pidfd, readable once the supervisor exited; -1 if none */
+	bool run_as;      /* the task runs as uid:gid (agent --run-as, runas.h) */
+	uid_t uid;
+	gid_t gid;
 };
 
 struct runtime_ops {

@@ -32,6 +32,9 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 				 "master_pin", ctx->master_pin);
 	/* staged data a container sees through binds of the cache's entries
 	 * (agent/stage.h): [[host_path, container_path], ...] */
+	if (t->run_as)
+		json_object_set_new(conf, "run_as", json_pack("{s:I, s:I}", "uid", (json_int_t)t->uid,
+							      "gid", (json_int_t)t->gid));
 	json_t *staged = NULL;
 	if (taskdir_read_json(t->dir, "staged.json", &staged, NULL) == 0 &&
 	    json_array_size(json_object_get(staged, "binds")))

@@ -164,9 +164,28 @@ static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 	return fd;
 }
 
+/* The user the task runs as (shim.json's run_as) into o; 0 when none is set. */
+static int task_user(const struct shim *s, struct spawn_opts *o, struct errbuf *eb)
+{
+	json_t *ra = json_object_get(s->conf, "run_as");
+	json_int_t uid = json_integer_value(json_object_get(ra, "uid"));
+	json_int_t gid = json_integer_value(json_object_get(ra, "gid"));
+
+	if (!ra)
+		return 0;
+	if (uid <= 0 || gid <= 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
+		return error(eb, YERR(BAD_REQUEST), "shim.json: run_as uid %" JSON_INTEGER_FORMAT
+			     " gid %" JSON_INTEGER_FORMAT " refused (not root, below 2^32-1)", uid, gid);
+	o->flags |= SPAWN_SETUID;
+	o->uid = (uid_t)uid;
+	o->gid = (gid_t)gid;
+	return 0;
+}
+
 /* Starts argv_j (a JSON array of strings) as s->pid in the task's
  * environment, working dir, cgroup (when set up) and log files, in a new
- * session. An argv[0] of "yard" is the agent's own binary. */
+ * session, as its user (run_as) when the agent set one. An argv[0] of
+ * "yard" is the agent's own binary. */
 static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int err_fd,
 			 struct errbuf *eb)
 {
@@ -196,7 +215,9 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 	o.stderr_fd = err_fd;
 	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
 	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
-	ret = spawn_process(&o, &s->pid, NULL, eb);
+	ret = task_user(s, &o, eb);
+	if (!ret)
+		ret = spawn_process(&o, &s->pid, NULL, eb);
 	free_strv(argv);
 	free_strv(env);
 	return ret;

@@ -15,7 +15,10 @@
  *   "stop_grace_ms": N (default 10000), "yard_exe": PATH (the yard binary that
  *   an argv[0] of "yard" names), "master_url": URL (the task's YARD_MASTER),
  *   "master_ca": FILE, "master_pin": PIN (how it verifies an https master:
- *   YARD_CA, YARD_PIN; absent: none)}
+ *   YARD_CA, YARD_PIN; absent: none),
+ *   "run_as": {"uid": N, "gid": N} (agent --run-as, runas.h: the task's
+ *   processes drop to that user, no supplementary groups, before exec; the
+ *   shim stays root. Absent: they run as the shim's user)}
  *
  * The agent unpacks the job's code into cwd before it starts the shim. The
  * shim is built as its own small executable, yard-shim (src/agent/shim_exe.c):

@@ -164,11 +164,22 @@ static json_t *create_body(const struct cshim *s)
 		json_object_set_new(host, "NanoCpus", json_integer(cpus_milli * 1000000));
 	if (pids > 0)
 		json_object_set_new(host, "PidsLimit", json_integer(pids));
-	return json_pack("{s:s, s:[O], s:o, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:o}",
+	json_t *body = json_pack("{s:s, s:[O], s:o, s:o, s:s, s:O, s:b, s:b, s:b, s:b, s:o}",
 			 "Image", conf_str(s, "image"), "Entrypoint", json_array_get(argv, 0), "Cmd", cmd,
 			 "Env", container_env(s), "WorkingDir", cwd,
 			 "Labels", json_object_get(s->conf, "labels"), "AttachStdout", 1,
 			 "AttachStderr", 1, "Tty", 0, "OpenStdin", 0, "HostConfig", host);
+	/* agent --run-as: the container's processes run as the task's user,
+	 * which owns its code and checkpoint dirs (runas.h) */
+	json_t *ra = json_object_get(s->conf, "run_as");
+	if (ra) {
+		char *user = xasprintf("%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT,
+				       json_integer_value(json_object_get(ra, "uid")),
+				       json_integer_value(json_object_get(ra, "gid")));
+		json_object_set_new(body, "User", json_string(user));
+		free(user);
+	}
+	return body;
 }
 
 /* The engine's verdict on a failed create, in the words a user needs. */

@@ -124,3 +124,74 @@ int path_exists(const char *path)
 	struct stat st;
 	return lstat(path, &st) == 0;
 }
+
+/* chown_tree's walk below the directory open as dirfd (closed here). Each
+ * entry is opened without following links and changed through its fd, so
+ * that what was checked (its type, its links) is what is changed, whatever
+ * the names point to meanwhile. */
+static int chown_below(int dirfd, dev_t dev, uid_t uid, gid_t gid)
+{
+	DIR *d = fdopendir(dirfd);
+	struct dirent *de;
+	int ret = 0, err = 0;
+
+	if (!d) {
+		close(dirfd);
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		bool is_dir_fd = true;
+		int fd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			is_dir_fd = false;
+			fd = openat(dirfd, de->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			ret = -1;
+			err = err ? err : errno;
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		if (st.st_dev != dev || (!S_ISDIR(st.st_mode) && st.st_nlink > 1)) {
+			close(fd);
+			continue;
+		}
+		if ((st.st_uid != uid || st.st_gid != gid) && fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0) {
+			ret = -1;
+			err = err ? err : errno;
+		}
+		if (S_ISDIR(st.st_mode) && is_dir_fd) {
+			if (chown_below(fd, dev, uid, gid) < 0) {
+				ret = -1;
+				err = err ? err : errno;
+			}
+		} else {
+			close(fd);
+		}
+	}
+	closedir(d);
+	if (ret)
+		errno = err;
+	return ret;
+}
+
+int chown_tree(const char *path, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0 || fchown(fd, uid, gid) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	return chown_below(fd, st.st_dev, uid, gid);
+}

@@ -5,6 +5,7 @@
 #define YARD_FSUTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* mkdir_p creates path and its missing parents with mode. */
 int mkdir_p(const char *path, unsigned mode);
@@ -23,5 +24,13 @@ int fsync_parent_dir(const char *path);
 /* write_all writes every byte, retrying on EINTR and short writes. */
 int write_all(int fd, const void *data, size_t len);
 int path_exists(const char *path);
+/* chown_tree gives path and everything below it to uid:gid, never following
+ * a symbolic link (the link itself changes owner; a path that is a link
+ * fails with ELOOP) and never descending into another filesystem. A file
+ * with more than one hard link is left as it is: it could be a link to a
+ * file outside the tree (someone else's). Each entry is changed through an
+ * fd opened without following links, so a tree its owner changes meanwhile
+ * cannot redirect it. */
+int chown_tree(const char *path, uid_t uid, gid_t gid);
 
 #endif

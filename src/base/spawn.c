@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "base/spawn.h"
 
+#include <grp.h>
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -14,6 +15,9 @@ enum spawn_stage {
 	STAGE_SETSID,
 	STAGE_CGROUP,
 	STAGE_STDIO,
+	STAGE_SETGROUPS,
+	STAGE_SETGID,
+	STAGE_SETUID,
 	STAGE_CHDIR,
 	STAGE_EXEC,
 };
@@ -111,6 +115,14 @@ static void child_run(const struct spawn_opts *o, int report_fd)
 	for (int i = 0; i < 3; i++)
 		if (dup2(src[i], i) < 0)
 			child_fail(report_fd, STAGE_STDIO, i);
+	if (o->flags & SPAWN_SETUID) {
+		if (setgroups(0, NULL) < 0)
+			child_fail(report_fd, STAGE_SETGROUPS, 0);
+		if (setresgid(o->gid, o->gid, o->gid) < 0)
+			child_fail(report_fd, STAGE_SETGID, 0);
+		if (setresuid(o->uid, o->uid, o->uid) < 0)
+			child_fail(report_fd, STAGE_SETUID, 0);
+	}
 	if (o->cwd && chdir(o->cwd) < 0)
 		child_fail(report_fd, STAGE_CHDIR, 0);
 	char *const *env = o->env ? o->env : environ;
@@ -134,8 +146,15 @@ static int report_error(const struct spawn_opts *o, const struct spawn_report *r
 			     o->cgroup_procs[r->value], what);
 	case STAGE_STDIO:
 		return error(eb, YERR(INTERNAL), "cannot set up fd %d: %s", r->value, what);
+	case STAGE_SETGROUPS:
+		return error(eb, YERR(INTERNAL), "cannot drop the supplementary groups: %s", what);
+	case STAGE_SETGID:
+		return error(eb, YERR(INTERNAL), "cannot switch to gid %u: %s", (unsigned)o->gid, what);
+	case STAGE_SETUID:
+		return error(eb, YERR(INTERNAL), "cannot switch to uid %u: %s", (unsigned)o->uid, what);
 	case STAGE_CHDIR:
-		return error(eb, YERR(INTERNAL), "cannot change to directory '%s': %s", o->cwd, what);
+		return error(eb, YERR(INTERNAL), "cannot change to directory '%s'%s: %s", o->cwd,
+			     (o->flags & SPAWN_SETUID) ? " as the task's user" : "", what);
 	default:
 		return error(eb, YERR(INTERNAL), "cannot exec '%s': %s", o->argv[0], what);
 	}
@@ -200,7 +219,7 @@ int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, 
 		return error(eb, YERR(BAD_REQUEST), "cannot spawn: empty argv");
 	/* (stdio sources above 2 only, so that no dup2 can clobber another source) */
 	if (o->flags & SPAWN_FAST) {
-		if ((o->flags & SPAWN_DETACH) || o->cgroup_procs || o->cwd ||
+		if ((o->flags & (SPAWN_DETACH | SPAWN_SETUID)) || o->cgroup_procs || o->cwd ||
 		    (o->stdin_fd >= 0 && o->stdin_fd <= 2) || (o->stdout_fd >= 0 && o->stdout_fd <= 2) ||
 		    (o->stderr_fd >= 0 && o->stderr_fd <= 2))
 			return error(eb, YERR(BAD_REQUEST), "cannot spawn '%s' fast: it needs fork",

@@ -11,7 +11,9 @@
  * mask is cleared, optionally a new session is made (setsid), the process
  * moves itself into each listed cgroup (writes "0" to each listed file:
  * cgroup.procs, or a v1 "tasks" file, which for the single-threaded child
- * is the same and cheaper), stdio is set up, the working directory changed, and then argv is
+ * is the same and cheaper), stdio is set up, with SPAWN_SETUID the
+ * privileges are dropped (setgroups to none, setresgid, setresuid, in that
+ * order), the working directory changed (as the new user), and then argv is
  * exec'd with env.
  */
 #ifndef YARD_SPAWN_H
@@ -33,6 +35,9 @@ enum spawn_flags {
 	 * leaves its two internal real-time signals (32, 33) ignored in the
 	 * child, so use it for yard's own programs, not for tasks. */
 	SPAWN_FAST = 1 << 3,
+	/* Run as uid and gid (struct spawn_opts) with no supplementary groups;
+	 * the parent must be root. A failure is reported like a failed exec. */
+	SPAWN_SETUID = 1 << 4,
 };
 
 struct spawn_opts {
@@ -44,6 +49,8 @@ struct spawn_opts {
 	int stderr_fd;              /* -1: /dev/null */
 	const char *const *cgroup_procs; /* NULL-terminated files to write "0" to (cgroup.procs or v1 tasks), or NULL */
 	unsigned flags;             /* enum spawn_flags */
+	uid_t uid;                  /* SPAWN_SETUID: the user the program runs as */
+	gid_t gid;                  /* SPAWN_SETUID: its group */
 };
 
 /* spawn_opts_init: no argv, inherit env and cwd, stdio to /dev/null, no flags. */

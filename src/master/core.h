@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "common/spec.h"
 #include "common/state.h"
+#include "master/ratelimit.h"
 #include "master/store.h"
 #include "master/tls.h"
 #include "sched/policy.h"
@@ -228,6 +229,7 @@ struct master {
 	size_t *node_hash;      /* owned: open addressing by name, slot + 1 (0 empty) */
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	struct token *tokens;   /* owned */
+	struct ratelimit ratelimit; /* requests per token (--rate-limit) */
 	size_t ntokens, atokens;
 	struct dataset **datasets; /* owned (datasets.h), unordered */
 	json_t *gc_digests;     /* owned or NULL: manifests of versions deleted in the open

@@ -208,6 +208,72 @@ static enum MHD_Result queue(struct req *r)
 	return ret;
 }
 
+/* The rate limit (ratelimit.h) of the caller: its token, its job (a job
+ * token), or its address when it has no known token, so that a flood of
+ * bad tokens is limited too. Agents are not limited: their requests grow
+ * with the tasks they run (heartbeats, long polls, the logs and metrics of
+ * every task), and a refused agent would lose its lease and its tasks; an
+ * agent token is made by the admin for one node. Returns the milliseconds
+ * to wait, 0 when the request may go on. */
+/* The client's IPv4 address (host order), 0 when unknown. */
+static uint32_t client_ipv4(struct req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (sa && sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+	return 0;
+}
+
+static uint64_t rate_limited(struct req *r, const struct token *tok)
+{
+	uint64_t key;
+
+	if (!r->m->ratelimit.rate || (tok && tok->role == ROLE_AGENT))
+		return 0;
+	if (tok && tok->role == ROLE_JOB) {
+		key = ratelimit_key(RATELIMIT_JOB, tok->job_id);
+	} else if (tok) {
+		const char *p = tok->hash;
+		uint64_t v = 0;
+		for (int i = 0; i < 16 && p[i]; i++)
+			v = v << 4 | (uint64_t)(p[i] <= '9' ? p[i] - '0' : p[i] - 'a' + 10);
+		key = ratelimit_key(RATELIMIT_TOKEN, v);
+	} else {
+		key = ratelimit_key(RATELIMIT_ADDRESS, client_ipv4(r));
+	}
+	return ratelimit_take(&r->m->ratelimit, key, mono_ms());
+}
+
+/* Refuses a request over its caller's rate limit: 429, Retry-After, and an
+ * error that names the caller, the limit and the wait. */
+static void refuse_rate(struct req *r, const struct token *tok, uint64_t wait_ms)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char who[300], secs[24];
+	const struct ratelimit *rl = &r->m->ratelimit;
+
+	if (tok && tok->role == ROLE_JOB)
+		snprintf(who, sizeof(who), "the token of job %" PRIu64 " (user '%s')", tok->job_id, tok->user);
+	else if (tok)
+		snprintf(who, sizeof(who), "the token of user '%s'", tok->user);
+	else {
+		struct in_addr in = { htonl(client_ipv4(r)) };
+		char addr[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &in, addr, sizeof(addr));
+		snprintf(who, sizeof(who), "requests without a known token from %s", addr);
+	}
+	error(&eb, YERR(TOO_MANY),
+	      "%s went over the rate limit of %" PRIu64 " requests per second (bursts of %" PRIu64
+	      "): retry in %" PRIu64 " ms",
+	      who, rl->rate, rl->burst, wait_ms);
+	req_error(r, &eb);
+	snprintf(secs, sizeof(secs), "%" PRIu64, (wait_ms + 999) / 1000);
+	MHD_add_response_header(r->resp, "Retry-After", secs);
+}
+
 /* First call of a request: route, auth, body set-up. Returns false when a
  * reply (an error) is already set. */
 static bool req_begin(struct req *r)
@@ -216,7 +282,7 @@ static bool req_begin(struct req *r)
 	const struct token *tok;
 	const char *cl;
 	bool path_known = false;
-	uint64_t clen = 0;
+	uint64_t clen = 0, wait_ms;
 
 	r->route = api_match(r->method, r->url, r->cap, &path_known);
 	if (!r->route && !path_known && static_takes(r->method, r->url)) {
@@ -233,6 +299,11 @@ static bool req_begin(struct req *r)
 		goto fail;
 	}
 	tok = auth_lookup(r->m, req_header(r, "Authorization"));
+	if ((wait_ms = rate_limited(r, tok))) {
+		refuse_rate(r, tok, wait_ms);
+		r->handled = true;
+		return false;
+	}
 	if (tok) {
 		r->has_token = true;
 		r->role = tok->role;

@@ -24,6 +24,7 @@
 #include "sched/policy.h"
 #include "master/http.h"
 #include "master/jobs.h"
+#include "master/ratelimit.h"
 #include "master/static.h"
 
 #define TICK_MS 200
@@ -303,13 +304,22 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
+	/* first: master_free closes the loop, whatever failed after this */
+	uv_loop_init(&m->loop);
 	ret = master_policies(m, cfg, eb);
 	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
 		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
 	if (ret)
 		goto out;
+	if (cfg->rate_limit) {
+		uint64_t rate, burst;
+		if ((ret = ratelimit_parse(cfg->rate_limit, &rate, &burst, eb)))
+			goto out;
+		ratelimit_init(&m->ratelimit, rate, burst);
+	} else {
+		ratelimit_init(&m->ratelimit, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
+	}
 	m->sops = &store_sqlite_ops;
-	uv_loop_init(&m->loop);
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
 		free(dir);
@@ -448,6 +458,7 @@ void master_free(struct master *m)
 		free(m->data_quotas[i].team);
 	free(m->data_quotas);
 	execs_clear(m);
+	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
 	free(m->url);
 	tls_identity_release(&m->tls);
@@ -481,7 +492,11 @@ static void master_usage(FILE *out)
 		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
 		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
 		     "                   [--tls-self-signed [--tls-san NAME|IP]...]   (https with a\n"
-		     "                    certificate made once in DIR/tls; clients give its pin)\n");
+		     "                    certificate made once in DIR/tls; clients give its pin)\n"
+
+		     "                   [--rate-limit RATE[:BURST]]   (requests per second per token;\n"
+		     "                    default %d:%d, 0: no limit; agents are not limited)\n",
+		RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 }
 
 int cmd_master(int argc, char **argv)
@@ -528,6 +543,9 @@ int cmd_master(int argc, char **argv)
 			cfg.tls_self_signed = true;
 		} else if (!strcmp(a, "--tls-san") && v && cfg.ntls_sans < ARRAY_SIZE(sans)) {
 			sans[cfg.ntls_sans++] = v;
+			i++;
+		} else if (!strcmp(a, "--rate-limit") && v) {
+			cfg.rate_limit = v;
 			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;

@@ -35,6 +35,9 @@ struct master_config {
 	bool tls_self_signed;
 	const char *const *tls_sans;
 	size_t ntls_sans;
+	/* "RATE[:BURST]" requests per second per token (ratelimit.h); "0": off;
+	 * NULL: RATELIMIT_DEFAULT_RATE:RATELIMIT_DEFAULT_BURST */
+	const char *rate_limit;
 };
 
 struct master;

@@ -80,6 +80,52 @@ static void test_setsid_env_cwd(void **state)
 	strbuf_release(&out);
 }
 
+/* SPAWN_SETUID: the program runs as the uid and gid given, with no
+ * supplementary groups, and changes to its working dir as that user (a
+ * root-only dir is refused). Not root, the drop itself is refused. */
+static void test_setuid(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "id -u; id -g; id -G", NULL };
+	char dir[] = "/tmp/yard-spawn-setuid-XXXXXX";
+	struct spawn_opts o;
+	struct strbuf out = STRBUF_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+	pid_t pid;
+	int status, err;
+
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.flags = SPAWN_SETUID;
+	o.uid = 61234;
+	o.gid = 61235;
+	if (geteuid() != 0) {
+		assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+		assert_string_equal(eb.msg, "cannot drop the supplementary groups: Operation not permitted");
+		return;
+	}
+	pid = run_capture(&o, &out);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_string_equal(out.buf, "61234\n61235\n61235\n");
+	strbuf_release(&out);
+
+	/* a dir only root may enter: refused to the task's user */
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0700), 0);
+	o.cwd = dir;
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(INTERNAL));
+	assert_int_equal(err, EACCES);
+	char want[200];
+	snprintf(want, sizeof(want), "cannot change to directory '%s' as the task's user: Permission denied", dir);
+	assert_string_equal(eb.msg, want);
+	/* SPAWN_FAST cannot drop privileges: refused, not ignored */
+	o.cwd = NULL;
+	o.flags = SPAWN_SETUID | SPAWN_FAST;
+	assert_int_equal(spawn_process(&o, &pid, &err, &eb), YERR(BAD_REQUEST));
+	rmdir(dir);
+}
+
 static void test_signals_reset(void **state)
 {
 	(void)state;
@@ -182,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_exec_failure),
 		cmocka_unit_test(test_bad_cwd),
 		cmocka_unit_test(test_setsid_env_cwd),
+		cmocka_unit_test(test_setuid),
 		cmocka_unit_test(test_signals_reset),
 		cmocka_unit_test(test_fast),
 		cmocka_unit_test(test_detach),
