@@ -56,7 +56,9 @@ struct req {
 	struct req *next_held;
 };
 
-/* http_start binds listen ("HOST:PORT") and starts MHD (external polling). */
+/* http_start binds listen ("HOST:PORT") and starts MHD (external polling).
+ * listen NULL: no socket is bound; connections are handed to m->mhd with
+ * MHD_add_connection (tests/fuzz/fuzz_api.c, over a socketpair). */
 int http_start(struct master *m, const char *listen, struct errbuf *eb);
 void http_stop(struct master *m);
 /* http_run lets MHD do its work and re-arms its timer. */
