@@ -37,7 +37,11 @@
  * no reply, or a batch whose writes do not load back. FUZZ_API_TRACE=1 in
  * the environment prints each reply (to see what a seed reaches).
  *
- *   CC=clang meson setup build-fuzz -Db_sanitize=address,undefined -Db_lundef=false
+ *   tests/fuzz/run.sh api        (FUZZ_SECONDS, default 60)
+ * or by hand, with the libraries instrumented too (-fsanitize=fuzzer-no-link:
+ * without it libFuzzer sees only this file's branches):
+ *   CC=clang meson setup build-fuzz -Db_sanitize=address,undefined -Db_lundef=false \
+ *     -Dc_args=-fsanitize=fuzzer-no-link
  *   ninja -C build-fuzz tests/fuzz/fuzz_api
  *   build-fuzz/tests/fuzz/fuzz_api tests/fuzz/corpus/api -max_total_time=60
  */
