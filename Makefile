@@ -12,8 +12,9 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # the init of containers that ask for one, as the agent's do, netavark its
 # network stack, host networking only), on images made from a debootstrap'd
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
-# chromium is the browser the web app's test drives (tests/browser).
-DEB_PACKAGES := gcc pkg-config meson ninja-build \
+# chromium is the browser the web app's test drives (tests/browser). clang and
+# its runtime (libFuzzer, the sanitizers) build the fuzz targets (tests/fuzz).
+DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
@@ -28,7 +29,7 @@ all: build
 help:
 	@echo "make deps   install the missing Debian packages (apt-get; idempotent)"
 	@echo "make        build ./$(BUILD)/yard"
-	@echo "make test   deps, an ASan+UBSan build, unit tests, end-to-end tests"
+	@echo "make test   deps, an ASan+UBSan build, unit tests, fuzz targets (FUZZ_SECONDS each), end-to-end tests"
 	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
 	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
 	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
@@ -122,9 +123,9 @@ bench: deps build
 	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
-# on its corpus in tests/fuzz/corpus.
-fuzz:
-	@command -v clang >/dev/null 2>&1 || { $(SUDO) apt-get install -y -qq clang libclang-rt-14-dev; }
+# on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test
+# runs them too (tests/run_all.py).
+fuzz: deps
 	tests/fuzz/run.sh
 
 clean:

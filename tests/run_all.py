@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """make test: the unit tests (meson test on the sanitizer build, then the web
-UI's Vitest tests when web/ has its packages) and then the end-to-end suite,
-with one closing line that counts both."""
+UI's Vitest tests when web/ has its packages), the libFuzzer targets
+(tests/fuzz/run.sh: FUZZ_SECONDS each, 60 by default, two at a time, each
+target one test that fails on a finding) and then the end-to-end suite, with
+one closing line that counts them all."""
 import argparse
 import os
 import re
@@ -9,6 +11,25 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fuzz():
+    """Runs every fuzz target (tests/fuzz/run.sh); returns (passed, failed),
+    one per target, or (0, 1) when they could not be built."""
+    f = subprocess.Popen([os.path.join(ROOT, "tests", "fuzz", "run.sh")], stdout=subprocess.PIPE,
+                         text=True)
+    fok = fbad = 0
+    for line in f.stdout:
+        print(line, end="", flush=True)
+        if re.match(r"^fuzz: \S+: .*, no finding$", line):
+            fok += 1
+        elif re.match(r"^fuzz: \S+: a finding", line):
+            fbad += 1
+    f.wait()
+    if f.returncode != 0 and fbad == 0:
+        fbad = 1
+    print(f"fuzz: {fok} passed, {fbad} failed", flush=True)
+    return fok, fbad
 
 
 def main():
@@ -40,6 +61,9 @@ def main():
         print("web unit (vitest): web/node_modules is missing (make asan installs it)", flush=True)
         bad += 1
     print(f"unit: {ok} passed, {bad} failed", flush=True)
+    fok, fbad = fuzz()
+    ok += fok
+    bad += fbad
     e = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "e2e", "run.py"),
                           "--yard", os.path.join(build, "yard")], stdout=subprocess.PIPE, text=True)
     out = []

@@ -500,6 +500,20 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	char host[64];
 	int rc;
 
+	if (!listen) {
+		/* no socket of its own: connections come from MHD_add_connection
+		 * (Unix sockets, on which MHD's log would say at every reply that
+		 * TCP_NODELAY is not supported: no error log) */
+		m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+					  MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, m,
+					  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
+					  MHD_OPTION_URI_LOG_CALLBACK, on_uri, m,
+					  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
+		if (!m->mhd)
+			return error(eb, YERR(IO), "cannot start the HTTP server: %s", strerror(errno));
+		m->url = xstrdup("http://unlisted");
+		return 0;
+	}
 	rc = parse_listen(listen, &sa, eb);
 	if (rc)
 		return rc;

@@ -57,7 +57,9 @@ struct req {
 };
 
 /* http_start binds listen ("HOST:PORT") and starts MHD (external polling),
- * serving https with m->tls when it holds a certificate. */
+ * serving https with m->tls when it holds a certificate. listen NULL: no
+ * socket is bound; connections are handed to m->mhd with MHD_add_connection
+ * (tests/fuzz/fuzz_api.c, over a socketpair). */
 int http_start(struct master *m, const char *listen, struct errbuf *eb);
 void http_stop(struct master *m);
 /* http_run lets MHD do its work and re-arms its timer. */

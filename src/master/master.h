@@ -12,7 +12,7 @@
 #include "base/error.h"
 
 struct master_config {
-	const char *listen;     /* "HOST:PORT"; port 0 picks a free one */
+	const char *listen;     /* "HOST:PORT"; port 0 picks a free one; NULL: none (http_start) */
 	const char *data_dir;   /* created if missing */
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
