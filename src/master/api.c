@@ -443,31 +443,84 @@ static void h_jobs_post(struct req *r)
 	json_decref(body);
 }
 
+static bool jobs_list_cached(const struct master *m, int st, const char *user, uint64_t limit)
+{
+	return m->jobs_list && m->jobs_list_gen == m->jobs_gen && m->jobs_list_state == st &&
+	       m->jobs_list_limit == limit &&
+	       (user ? m->jobs_list_user && !strcmp(user, m->jobs_list_user) : !m->jobs_list_user);
+}
+
+/* Appends the listing of the jobs in state st (-1: any) of user (NULL: any),
+ * newest first, at most limit, as req_json would send it. Returns whether
+ * it may be sent again until a job changes (jobs_job_append). */
+static bool jobs_list_make(struct master *m, int st, const char *user, uint64_t limit,
+			   struct strbuf *sb)
+{
+	uint64_t n = 0;
+	bool keep = true;
+
+	strbuf_addstr(sb, "{\"jobs\":[");
+	for (size_t i = m->njobs; i-- > 0 && n < limit;) {
+		struct job *j = m->jobs[i];
+		if (!j || (st >= 0 && (int)j->state != st) || (user && strcmp(user, j->user)))
+			continue;
+		if (n++)
+			strbuf_addch(sb, ',');
+		keep &= jobs_job_append(m, j, sb);
+	}
+	strbuf_addstr(sb, "]}\n");
+	return keep;
+}
+
+/* GET /v1/jobs. Each job's document is kept as text until the job changes,
+ * so making a listing is a run of copies; and the last listing is kept
+ * whole until any job changes, so a flood of readers asking the same costs
+ * one listing per change, not one each. */
 static void h_jobs_list(struct req *r)
 {
+	struct master *m = r->m;
 	const char *state = req_query(r, "state"), *user = req_query(r, "user");
 	const char *lim = req_query(r, "limit");
 	uint64_t limit = 100;
 	int st = -1;
-	json_t *arr = json_array();
+	struct strbuf sb = STRBUF_INIT;
 
 	if (state && (st = job_state_parse(state)) < 0) {
-		json_decref(arr);
 		reply_err(r, YERR(BAD_REQUEST), "state: '%s' is not a job state", state);
 		return;
 	}
 	if (lim && (parse_u64_str(lim, &limit) || !limit)) {
-		json_decref(arr);
 		reply_err(r, YERR(BAD_REQUEST), "limit: expected an integer >= 1, got '%s'", lim);
 		return;
 	}
-	for (size_t i = r->m->njobs; i-- > 0 && json_array_size(arr) < limit;) {
-		struct job *j = r->m->jobs[i];
-		if (!j || (st >= 0 && (int)j->state != st) || (user && strcmp(user, j->user)))
-			continue;
-		json_array_append_new(arr, jobs_job_json(r->m, j));
+	if (jobs_list_cached(m, st, user, limit)) {
+#ifdef __SANITIZE_ADDRESS__
+		/* sanitizer builds (the e2e suite's) check the kept listing */
+		jobs_list_make(m, st, user, limit, &sb);
+		if (sb.len != m->jobs_list->len || memcmp(sb.buf, m->jobs_list->text, sb.len)) {
+			fprintf(stderr, "yard master: the kept job listing is stale:\nkept %s\nnew  %s\n",
+				m->jobs_list->text, sb.buf);
+			abort();
+		}
+		strbuf_release(&sb);
+#endif
+		req_shared(r, 200, "application/json", m->jobs_list);
+		return;
 	}
-	req_json(r, 200, json_pack("{s:o}", "jobs", arr));
+	if (!jobs_list_make(m, st, user, limit, &sb)) {
+		/* true of this instant only: not for the next reader */
+		req_strbuf(r, 200, "application/json", &sb);
+		return;
+	}
+	shared_body_unref(m->jobs_list);
+	m->jobs_list = shared_body_new(sb.buf, sb.len);
+	m->jobs_list_state = st;
+	free(m->jobs_list_user);
+	m->jobs_list_user = user ? xstrdup(user) : NULL;
+	m->jobs_list_limit = limit;
+	m->jobs_list_gen = m->jobs_gen;
+	strbuf_release(&sb);
+	req_shared(r, 200, "application/json", m->jobs_list);
 }
 
 static void h_job_get(struct req *r)

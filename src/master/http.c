@@ -29,6 +29,17 @@ void req_text(struct req *r, int status, const char *ctype, const char *data, si
 	req_set_response(r, status, resp);
 }
 
+void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb)
+{
+	size_t len;
+	char *text = strbuf_detach(sb, &len);
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	req_set_response(r, status, resp);
+}
+
 struct shared_body *shared_body_new(const char *text, size_t len)
 {
 	struct shared_body *b = xmalloc(sizeof(*b) + len + 1);
