@@ -4,9 +4,11 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/mman.h>
 #include <openssl/evp.h>
 
 #include "base/clock.h"
+#include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "master/api.h"
@@ -43,17 +45,26 @@ void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb)
 struct shared_body *shared_body_new(const char *text, size_t len)
 {
 	struct shared_body *b = xmalloc(sizeof(*b) + len + 1);
+
 	b->refs = 1;
 	b->len = len;
 	memcpy(b->text, text, len);
 	b->text[len] = '\0';
+	b->fd = len >= SHARED_BODY_FD_MIN ? memfd_create("yard-body", MFD_CLOEXEC) : -1;
+	if (b->fd >= 0 && write_all(b->fd, text, len)) {
+		close(b->fd);
+		b->fd = -1;
+	}
 	return b;
 }
 
 void shared_body_unref(struct shared_body *b)
 {
-	if (b && --b->refs == 0)
+	if (b && --b->refs == 0) {
+		if (b->fd >= 0)
+			close(b->fd);
 		free(b);
+	}
 }
 
 static void shared_body_release(void *cls)
@@ -61,12 +72,31 @@ static void shared_body_release(void *cls)
 	shared_body_unref(cls);
 }
 
-void req_shared(struct req *r, int status, const char *ctype, struct shared_body *b)
+/* An answer that sends b's memfd from offset 0 (sendfile keeps its own
+ * offset per answer); NULL when the descriptor cannot be had. MHD closes
+ * the duplicate with the answer. */
+static struct MHD_Response *shared_body_fd_response(struct shared_body *b)
 {
 	struct MHD_Response *resp;
+	int fd;
 
-	b->refs++;
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text, shared_body_release, b);
+	if (b->fd < 0 || (fd = fcntl(b->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return NULL;
+	resp = MHD_create_response_from_fd_at_offset64(b->len, fd, 0);
+	if (!resp)
+		close(fd);
+	return resp;
+}
+
+void req_shared(struct req *r, int status, const char *ctype, struct shared_body *b)
+{
+	struct MHD_Response *resp = shared_body_fd_response(b);
+
+	if (!resp) {
+		b->refs++;
+		resp = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->text,
+									     shared_body_release, b);
+	}
 	MHD_add_response_header(resp, "Content-Type", ctype);
 	req_set_response(r, status, resp);
 }
@@ -448,7 +478,12 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	 * connection: 32 KiB (MHD's default) rather than 128 KiB cut that
 	 * memset from a quarter of the master's CPU under 1,000 readers to a
 	 * tenth, and their memory from 125 MiB to 31 MiB. Bodies do not live in
-	 * it: JSON bodies are collected in r->body, code uploads go to a file. */
+	 * it: JSON bodies are collected in r->body, code uploads go to a file.
+	 *
+	 * SIGPIPE is ignored (a reader that hangs up gets EPIPE, not a dead
+	 * master), and MHD is told so: only then does it send file and memfd
+	 * bodies with sendfile() instead of reading them into that pool. */
+	signal(SIGPIPE, SIG_IGN);
 	m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0,
 				  NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &sa,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
@@ -456,7 +491,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+				  MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1, MHD_OPTION_END);
 	if (!m->mhd)
 		return error(eb, YERR(IO), "cannot listen on '%s': %s", listen, strerror(errno));
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
