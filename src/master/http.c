@@ -31,6 +31,16 @@ void req_text(struct req *r, int status, const char *ctype, const char *data, si
 	req_set_response(r, status, resp);
 }
 
+void http_json_string(struct strbuf *out, const char *s)
+{
+	json_t *js = json_string(s);
+	char *text = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+
+	strbuf_addstr(out, text ? text : "\"\"");
+	free(text);
+	json_decref(js);
+}
+
 void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb)
 {
 	size_t len;

@@ -66,6 +66,10 @@ void http_run(struct master *m);
 void req_json(struct req *r, int status, json_t *doc);
 void req_error(struct req *r, const struct errbuf *eb);
 void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len);
+/* http_json_string appends s as a JSON string, escaped as jansson escapes
+ * it in req_json's answers (for documents written straight into a strbuf);
+ * "" when s is not UTF-8. */
+void http_json_string(struct strbuf *out, const char *s);
 /* req_strbuf answers with sb's bytes, taking them (sb is left empty). */
 void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb);
 void req_set_response(struct req *r, int status, struct MHD_Response *resp);
