@@ -13,13 +13,14 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # network stack, host networking only), on images made from a debootstrap'd
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 # chromium is the browser the web app's test drives (tests/browser).
+# wrk is the HTTP load generator of bench/load.py.
 DEB_PACKAGES := gcc pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium
+	chromium wrk
 
 .PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser
 
@@ -120,6 +121,7 @@ demo: deps build
 bench: deps build
 	$(PYTHON) bench/run.py --yard $(BUILD)/yard
 	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
+	$(PYTHON) bench/load.py --yard $(BUILD)/yard
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus.
