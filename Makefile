@@ -14,13 +14,14 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 # chromium is the browser the web app's test drives (tests/browser). clang and
 # its runtime (libFuzzer, the sanitizers) build the fuzz targets (tests/fuzz).
+# wrk is the HTTP load generator of bench/load.py.
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium
+	chromium wrk
 
 .PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser
 
@@ -121,6 +122,7 @@ demo: deps build
 bench: deps build
 	$(PYTHON) bench/run.py --yard $(BUILD)/yard
 	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
+	$(PYTHON) bench/load.py --yard $(BUILD)/yard
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test

@@ -443,31 +443,84 @@ static void h_jobs_post(struct req *r)
 	json_decref(body);
 }
 
+static bool jobs_list_cached(const struct master *m, int st, const char *user, uint64_t limit)
+{
+	return m->jobs_list && m->jobs_list_gen == m->jobs_gen && m->jobs_list_state == st &&
+	       m->jobs_list_limit == limit &&
+	       (user ? m->jobs_list_user && !strcmp(user, m->jobs_list_user) : !m->jobs_list_user);
+}
+
+/* Appends the listing of the jobs in state st (-1: any) of user (NULL: any),
+ * newest first, at most limit, as req_json would send it. Returns whether
+ * it may be sent again until a job changes (jobs_job_append). */
+static bool jobs_list_make(struct master *m, int st, const char *user, uint64_t limit,
+			   struct strbuf *sb)
+{
+	uint64_t n = 0;
+	bool keep = true;
+
+	strbuf_addstr(sb, "{\"jobs\":[");
+	for (size_t i = m->njobs; i-- > 0 && n < limit;) {
+		struct job *j = m->jobs[i];
+		if (!j || (st >= 0 && (int)j->state != st) || (user && strcmp(user, j->user)))
+			continue;
+		if (n++)
+			strbuf_addch(sb, ',');
+		keep &= jobs_job_append(m, j, sb);
+	}
+	strbuf_addstr(sb, "]}\n");
+	return keep;
+}
+
+/* GET /v1/jobs. Each job's document is kept as text until the job changes,
+ * so making a listing is a run of copies; and the last listing is kept
+ * whole until any job changes, so a flood of readers asking the same costs
+ * one listing per change, not one each. */
 static void h_jobs_list(struct req *r)
 {
+	struct master *m = r->m;
 	const char *state = req_query(r, "state"), *user = req_query(r, "user");
 	const char *lim = req_query(r, "limit");
 	uint64_t limit = 100;
 	int st = -1;
-	json_t *arr = json_array();
+	struct strbuf sb = STRBUF_INIT;
 
 	if (state && (st = job_state_parse(state)) < 0) {
-		json_decref(arr);
 		reply_err(r, YERR(BAD_REQUEST), "state: '%s' is not a job state", state);
 		return;
 	}
 	if (lim && (parse_u64_str(lim, &limit) || !limit)) {
-		json_decref(arr);
 		reply_err(r, YERR(BAD_REQUEST), "limit: expected an integer >= 1, got '%s'", lim);
 		return;
 	}
-	for (size_t i = r->m->njobs; i-- > 0 && json_array_size(arr) < limit;) {
-		struct job *j = r->m->jobs[i];
-		if (!j || (st >= 0 && (int)j->state != st) || (user && strcmp(user, j->user)))
-			continue;
-		json_array_append_new(arr, jobs_job_json(r->m, j));
+	if (jobs_list_cached(m, st, user, limit)) {
+#ifdef __SANITIZE_ADDRESS__
+		/* sanitizer builds (the e2e suite's) check the kept listing */
+		jobs_list_make(m, st, user, limit, &sb);
+		if (sb.len != m->jobs_list->len || memcmp(sb.buf, m->jobs_list->text, sb.len)) {
+			fprintf(stderr, "yard master: the kept job listing is stale:\nkept %s\nnew  %s\n",
+				m->jobs_list->text, sb.buf);
+			abort();
+		}
+		strbuf_release(&sb);
+#endif
+		req_shared(r, 200, "application/json", m->jobs_list);
+		return;
 	}
-	req_json(r, 200, json_pack("{s:o}", "jobs", arr));
+	if (!jobs_list_make(m, st, user, limit, &sb)) {
+		/* true of this instant only: not for the next reader */
+		req_strbuf(r, 200, "application/json", &sb);
+		return;
+	}
+	shared_body_unref(m->jobs_list);
+	m->jobs_list = shared_body_new(sb.buf, sb.len);
+	m->jobs_list_state = st;
+	free(m->jobs_list_user);
+	m->jobs_list_user = user ? xstrdup(user) : NULL;
+	m->jobs_list_limit = limit;
+	m->jobs_list_gen = m->jobs_gen;
+	strbuf_release(&sb);
+	req_shared(r, 200, "application/json", m->jobs_list);
 }
 
 static void h_job_get(struct req *r)
@@ -591,12 +644,15 @@ static int by_position(const void *a, const void *b)
 /* GET /v1/queue: the answer is kept until the next scheduling pass, so a
  * flood of readers costs one ordering of the queue per pass, not one each
  * (a reader always sees its own submissions: one is answered after the
- * pass that took it in). */
+ * pass that took it in). It is written straight as text, the bytes
+ * req_json would send: with submissions coming in, it is made again after
+ * each pass, and a tree of JSON objects for every queued job was most of
+ * that. */
 static void h_queue(struct req *r)
 {
 	struct master *m = r->m;
+	struct strbuf sb = STRBUF_INIT;
 	struct job **q;
-	json_t *arr;
 	size_t n;
 
 	if (m->queue_cache && m->queue_cache_pass == m->sched_passes && !m->positions_stale) {
@@ -605,37 +661,56 @@ static void h_queue(struct req *r)
 	}
 	jobs_refresh_positions(m);
 	n = m->nqueue;
-	arr = json_array();
 	q = xcalloc(n + 1, sizeof(*q));
 	memcpy(q, r->m->queue, n * sizeof(*q));
 	qsort(q, n, sizeof(*q), by_position);
+	strbuf_grow(&sb, n * 200);
+	strbuf_addstr(&sb, "{\"queue\":[");
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = q[i];
-		json_t *ahead = json_array();
-		/* the jobs just ahead (q is in position order) */
-		for (size_t k = i; k-- > 0 && i - k <= JOBS_AHEAD_SHOWN;)
-			if (q[k]->queue_position)
-				json_array_insert_new(ahead, 0, json_integer((json_int_t)q[k]->id));
-		json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:o}", "id",
-						     (json_int_t)j->id, "name", j->name, "user", j->user,
-						     "position",
-						     j->queue_position ? json_integer(j->queue_position) : json_null(),
-						     "ahead_count",
-						     j->queue_position ? json_integer(j->queue_position - 1) : json_null(),
-						     "ahead", ahead,
-						     "reason",
-						     j->queue_position ? json_pack("{s:s, s:s}", "code", j->wait_code,
-										   "message", j->wait_msg ? j->wait_msg : "")
-								       : json_null()));
+		bool first = true;
+		strbuf_addf(&sb, "%s{\"id\":%" PRIu64 ",\"name\":", i ? "," : "", j->id);
+		http_json_string(&sb, j->name);
+		strbuf_addstr(&sb, ",\"user\":");
+		http_json_string(&sb, j->user);
+		if (j->queue_position)
+			strbuf_addf(&sb, ",\"position\":%u,\"ahead_count\":%u,\"ahead\":[",
+				    j->queue_position, j->queue_position - 1);
+		else
+			strbuf_addstr(&sb, ",\"position\":null,\"ahead_count\":null,\"ahead\":[");
+		/* the jobs just ahead (q is in position order), nearest last */
+		for (size_t k = i > JOBS_AHEAD_SHOWN ? i - JOBS_AHEAD_SHOWN : 0; k < i; k++)
+			if (q[k]->queue_position) {
+				strbuf_addf(&sb, "%s%" PRIu64, first ? "" : ",", q[k]->id);
+				first = false;
+			}
+		if (j->queue_position) {
+			strbuf_addstr(&sb, "],\"reason\":{\"code\":");
+			http_json_string(&sb, j->wait_code);
+			strbuf_addstr(&sb, ",\"message\":");
+			http_json_string(&sb, j->wait_msg ? j->wait_msg : "");
+			strbuf_addstr(&sb, "}}");
+		} else {
+			strbuf_addstr(&sb, "],\"reason\":null}");
+		}
 	}
+	strbuf_addstr(&sb, "]}\n"); /* newline-terminated, as req_json's */
 	free(q);
-	json_t *doc = json_pack("{s:o}", "queue", arr);
-	struct strbuf sb = STRBUF_INIT;
-	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
-	json_decref(doc);
-	strbuf_addstr(&sb, text);
-	strbuf_addch(&sb, '\n'); /* newline-terminated, as req_json's */
-	free(text);
+#ifdef __SANITIZE_ADDRESS__
+	{
+		/* sanitizer builds (the e2e suite's) check that the text is what
+		 * jansson writes: it reads back and dumps to the same bytes */
+		json_t *doc = json_loads(sb.buf, 0, NULL);
+		char *again = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+		if (!again || strlen(again) != sb.len - 1 || memcmp(again, sb.buf, sb.len - 1)) {
+			fprintf(stderr, "yard master: GET /v1/queue is not jansson's text:\n%s\n%s\n",
+				sb.buf, again ? again : "(unreadable)");
+			abort();
+		}
+		free(again);
+		json_decref(doc);
+	}
+#endif
 	shared_body_unref(m->queue_cache);
 	m->queue_cache = shared_body_new(sb.buf, sb.len);
 	m->queue_cache_pass = m->sched_passes;

@@ -103,6 +103,8 @@ static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_nul
 void core_save_job(struct master *m, struct job *j)
 {
 	char key[24];
+
+	core_job_changed(m, j);
 	json_t *d = json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:i, s:i, s:o, s:o, s:b, s:i, s:I, s:I, s:I, s:I}",
 			      "id", (json_int_t)j->id, "name", j->name, "user", j->user,
 			      "team", str_or_null(j->team), "code", str_or_null(j->code),
@@ -128,6 +130,7 @@ void core_save_task(struct master *m, struct task *t)
 	json_t *gpus = json_array();
 	json_t *d;
 
+	core_job_changed(m, t->job);
 	for (unsigned i = 0; i < t->ngpus; i++)
 		json_array_append_new(gpus, json_integer(t->gpus[i]));
 	d = json_pack("{s:I, s:I, s:s, s:i, s:i, s:i, s:b, s:o, s:o, s:I, s:I, s:I, s:b, s:b, s:i, s:i}",
@@ -573,8 +576,19 @@ static int load_token(void *ctx, const char *key, const char *text)
 		}                                               \
 	} while (0)
 
+void core_job_changed(struct master *m, struct job *j)
+{
+	m->jobs_gen++;
+	if (!j)
+		return;
+	free(j->doc);
+	j->doc = NULL;
+	j->doc_len = 0;
+}
+
 void core_index_job(struct master *m, struct job *j)
 {
+	core_job_changed(m, j);
 	if (j->state == JOB_QUEUED)
 		SET_PUT(m->queue, m->nqueue, m->aqueue, j, queue_slot);
 	else
@@ -583,6 +597,7 @@ void core_index_job(struct master *m, struct job *j)
 
 void core_index_task(struct master *m, struct task *t)
 {
+	core_job_changed(m, t->job);
 	if (t->node && task_state_holds_resources(t->state))
 		SET_PUT(m->live, m->nlive, m->alive, t, live_slot);
 	else
@@ -640,6 +655,7 @@ static void job_free(struct job *j)
 	free(j->wait_msg);
 	json_decref(j->data);
 	json_decref(j->events);
+	free(j->doc);
 	free(j);
 }
 
@@ -706,5 +722,6 @@ void core_clear(struct master *m)
 	m->node_hash_cap = 0;
 	m->tokens = NULL;
 	m->njobs = m->ajobs = m->ntasks = m->atasks = 0;
+	m->jobs_gen++; /* no listing of the old model is sent again */
 	m->nnodes = m->anodes = m->ntokens = m->atokens = 0;
 }

@@ -93,6 +93,11 @@ struct job {
 	json_t *events;
 	json_t *data;           /* owned or NULL: the resolved data entries (docs/datasets.md),
 	                         * yard versions pinned at submit; persisted with the job */
+	/* owned or NULL: the job's API document (jobs_job_json) as compact JSON
+	 * text, kept for listings until something it shows changes
+	 * (core_job_changed drops it); in memory only */
+	char *doc;
+	size_t doc_len;
 };
 
 struct gpu_info {
@@ -208,6 +213,14 @@ struct master {
 	 * was queue_cache_pass */
 	struct shared_body *queue_cache;
 	uint64_t queue_cache_pass;
+	/* GET /v1/jobs's last answer (owned or NULL) and its query; sent again
+	 * while jobs_gen is still jobs_list_gen */
+	struct shared_body *jobs_list;
+	int jobs_list_state;    /* the state asked for, -1: any */
+	char *jobs_list_user;   /* owned or NULL: the user asked for */
+	uint64_t jobs_list_limit;
+	uint64_t jobs_list_gen;
+	uint64_t jobs_gen;      /* bumped on every change a job listing shows (core_job_changed) */
 	uint64_t last_full_plan_ms; /* mono_ms of the last full plan */
 	unsigned ticks;         /* of the 200 ms housekeeping timer */
 
@@ -292,6 +305,14 @@ void core_add_node(struct master *m, struct node *n);
  * change (and on creation). */
 void core_index_job(struct master *m, struct job *j);
 void core_index_task(struct master *m, struct task *t);
+
+/* core_job_changed drops j's cached document (struct job's doc) and bumps
+ * m->jobs_gen, so that no listing made before is sent again: call it
+ * whenever something that jobs_job_json shows of j or of its tasks changes.
+ * Saving a job or a task (core_save_*) and indexing one (core_index_*) call
+ * it, so only changes that are neither saved nor indexed need to call it
+ * themselves (the queue position and waiting reason, log sizes). */
+void core_job_changed(struct master *m, struct job *j);
 
 /* core_load fills an empty model from the store (and its indexes). */
 int core_load(struct master *m, struct errbuf *eb);

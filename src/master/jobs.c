@@ -960,12 +960,31 @@ static int cmp_held(const void *a, const void *b)
 	return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/* Sets a waiting job's queue position and waiting reason. A full plan sets
+ * them for every queued job; the job's cached document goes only when one
+ * of them changes, so a listing after a plan that moved nothing costs no
+ * rebuilds. */
+static void job_set_wait(struct master *m, struct job *j, unsigned position, const char *code,
+			 const char *msg)
+{
+	char c[sizeof(j->wait_code)];
+
+	snprintf(c, sizeof(c), "%s", code);
+	if (j->queue_position == position && !strcmp(j->wait_code, c) && j->wait_msg &&
+	    !strcmp(j->wait_msg, msg))
+		return;
+	j->queue_position = position;
+	memcpy(j->wait_code, c, sizeof(c));
+	if (!j->wait_msg || strcmp(j->wait_msg, msg))
+		set_str(&j->wait_msg, msg);
+	core_job_changed(m, j);
+}
+
 /* The waiting reason of a job its policy holds back. */
-static void job_held(struct job *j, unsigned char code, unsigned position, const struct master *m)
+static void job_held(struct job *j, unsigned char code, unsigned position, struct master *m)
 {
 	char msg[256];
 	const char *team = j->team ? j->team : "";
-	snprintf(j->wait_code, sizeof(j->wait_code), "%s", sched_wait_code_name((enum sched_wait_code)(code - 1)));
 	if (code == SCHED_WAIT_HEAD + 1) {
 		snprintf(msg, sizeof(msg), "fifo: waits behind the head of the queue (it may only "
 			 "backfill within its timeout, and cannot without delaying the head)");
@@ -976,8 +995,7 @@ static void job_held(struct job *j, unsigned char code, unsigned position, const
 				quota = m->teams[x].quota;
 		snprintf(msg, sizeof(msg), "team '%s' holds its quota of %u GPUs", team, quota);
 	}
-	set_str(&j->wait_msg, msg);
-	j->queue_position = position;
+	job_set_wait(m, j, position, sched_wait_code_name((enum sched_wait_code)(code - 1)), msg);
 }
 
 void jobs_schedule(struct master *m)
@@ -1064,10 +1082,8 @@ void jobs_schedule(struct master *m)
 	}
 	for (size_t w = 0; w < plan.nwaits; w++) {
 		struct job *j = pqj[plan.waits[w].job];
-		j->queue_position = full ? plan.waits[w].position : 0;
-		snprintf(j->wait_code, sizeof(j->wait_code), "%s", plan.waits[w].code);
-		if (!j->wait_msg || strcmp(j->wait_msg, plan.waits[w].message))
-			set_str(&j->wait_msg, plan.waits[w].message);
+		job_set_wait(m, j, full ? plan.waits[w].position : 0, plan.waits[w].code,
+			     plan.waits[w].message);
 	}
 	/* held jobs wait after the others, in the policy's order (its rank) */
 	{
@@ -1597,6 +1613,59 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 	}
 	json_object_set_new(d, "tasks", tasks);
 	return d;
+}
+
+/* Whether j's document reads the clock: a task that holds GPUs and has not
+ * finished adds to attained_gpu_seconds as time goes by. */
+static bool job_doc_reads_clock(const struct job *j)
+{
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *t = j->tasks[i];
+		if (t->started_at && t->ngpus && !t->finished_at)
+			return true;
+	}
+	return false;
+}
+
+static char *job_doc_dump(struct master *m, const struct job *j, size_t *len)
+{
+	json_t *d = jobs_job_json(m, j);
+	char *text = json_dumps(d, JSON_COMPACT | JSON_REAL_PRECISION(15));
+
+	json_decref(d);
+	*len = strlen(text);
+	return text;
+}
+
+bool jobs_job_append(struct master *m, struct job *j, struct strbuf *out)
+{
+	size_t len;
+	char *text;
+
+	if (j->doc) {
+#ifdef __SANITIZE_ADDRESS__
+		/* sanitizer builds (the e2e suite's) check that every change
+		 * that shows dropped the cached text */
+		text = job_doc_dump(m, j, &len);
+		if (len != j->doc_len || memcmp(text, j->doc, len)) {
+			fprintf(stderr, "yard master: job %" PRIu64 ": cached document is stale:\n"
+				"cached %s\nfresh  %s\n", j->id, j->doc, text);
+			abort();
+		}
+		free(text);
+#endif
+		strbuf_add(out, j->doc, j->doc_len);
+		return true;
+	}
+	text = job_doc_dump(m, j, &len);
+	strbuf_add(out, text, len);
+	if (job_doc_reads_clock(j)) {
+		free(text);
+		return false;
+	}
+	j->doc = text;
+	j->doc_len = len;
+	return true;
 }
 
 json_t *jobs_node_json(struct master *m, const struct node *n)

@@ -11,6 +11,8 @@
 
 #include "master/core.h"
 
+struct strbuf;
+
 /* jobs_submit validates body ({"spec": {...}, "code": "sha256:..."}), checks
  * the cluster can ever hold it, and creates the job (queued) and its tasks.
  * On error nothing is created and eb says why (field set for spec errors). */
@@ -43,6 +45,12 @@ int nodes_drain(struct master *m, struct node *n);
 
 /* The API documents (new references). */
 json_t *jobs_job_json(struct master *m, const struct job *j);
+/* jobs_job_append appends jobs_job_json's document of j to out as compact
+ * JSON text: a listing's cost per job is a copy. The text is kept in j
+ * until j changes (core_job_changed), unless it reads the clock (a running
+ * task that holds GPUs): then it is made anew each time and the function
+ * returns false (what it appended is true only of this instant). */
+bool jobs_job_append(struct master *m, struct job *j, struct strbuf *out);
 json_t *jobs_node_json(struct master *m, const struct node *n);
 /* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
 json_t *jobs_work_json(struct master *m, const struct node *n);

@@ -76,6 +76,8 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 	}
 	t->log_size[s] = *have;
 out_close:
+	/* the job's document shows the file's size */
+	core_job_changed(m, t->job);
 	close(fd);
 out:
 	free(path);

@@ -446,6 +446,8 @@ void master_free(struct master *m)
 	core_clear(m);
 	uv_loop_close(&m->loop);
 	shared_body_unref(m->queue_cache);
+	shared_body_unref(m->jobs_list);
+	free(m->jobs_list_user);
 	free(m->data_dir);
 	free(m->job_key);
 	for (size_t i = 0; i < m->npool_policies; i++)

@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "common/metricparse.h"
+#include "master/http.h"
 
 /* ---- POST /v1/tasks/{id}/metrics ---- */
 
@@ -175,16 +176,6 @@ static void add_double(struct strbuf *out, double v)
 	strbuf_addstr(out, buf);
 }
 
-static void add_json_string(struct strbuf *out, const char *s)
-{
-	json_t *js = json_string(s);
-	char *text = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
-
-	strbuf_addstr(out, text ? text : "\"\"");
-	free(text);
-	json_decref(js);
-}
-
 /* Writing the series of one task as its points stream out of the store. */
 struct series_writer {
 	struct strbuf *out;
@@ -207,12 +198,12 @@ static int write_point(void *ctx, const struct store_metric *pt)
 		w->any = true;
 		{
 			char *task = xasprintf("%s/%u", w->t->role, w->t->index);
-			add_json_string(out, task);
+			http_json_string(out, task);
 			free(task);
 		}
 		strbuf_addf(out, ",\"task_id\":%" PRIu64 ",\"attempt\":%u,\"name\":", w->t->id,
 			    w->t->attempt);
-		add_json_string(out, pt->name);
+		http_json_string(out, pt->name);
 		strbuf_addstr(out, ",\"points\":[");
 	} else {
 		strbuf_addch(out, ',');

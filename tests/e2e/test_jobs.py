@@ -1,5 +1,6 @@
 """Jobs end to end on a real master and two real agents: success, failure,
-multi-GPU, a 200 MB log, cancel of a whole process tree, OOM."""
+multi-GPU, a 200 MB log, cancel of a whole process tree, OOM; job listings
+that follow every change."""
 import hashlib
 import os
 import time
@@ -110,3 +111,69 @@ def test_timeout_and_drain():
         check_eq(c.api.job(job["id"])["state"], "queued", "state of a job with only a drained node")
         r = c.cli("queue", check_rc=0)
         check(str(job["id"]) in r.stdout.decode(), f"yard queue lists the job: {r.stdout!r}")
+
+
+def listing(api, query=""):
+    return api.json("GET", "/v1/jobs" + query, expect=200)[1]["jobs"]
+
+
+def listed(api, jid, query=""):
+    return next((j for j in listing(api, query) if j["id"] == jid), None)
+
+
+def alone(api, jid):
+    """GET /v1/jobs/{id} less what only the one-job document has."""
+    d = api.job(jid)
+    del d["ahead"], d["events"]
+    return d
+
+
+def test_listing_follows_every_change():
+    """The master keeps each job's listed document, and the last listing, as
+    text until a job changes: a listing right after a change shows it (log
+    bytes, state, queue position), and attained GPU time, which only the
+    clock changes, goes on growing."""
+    with cluster("listing") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        api = c.api
+        trigger = os.path.join(c.dir, "trigger")
+        script = f"echo one; while [ ! -e {trigger} ]; do sleep 0.05; done; echo two; sleep 1000"
+        _, logger = api.submit(spec([SH, "-c", script], name="logger"))
+        _, holder = api.submit(spec([SH, "-c", "sleep 1000"], name="holder", gpus=1))
+        wait_until(lambda: alone(api, holder["id"])["state"] == "running", 30, "the GPU holder to run")
+        _, w1 = api.submit(spec([SH, "-c", "true"], name="w1", gpus=1))
+        _, w2 = api.submit(spec([SH, "-c", "true"], name="w2", gpus=1))
+        wait_until(lambda: (listed(api, logger["id"]) or {}).get("tasks", [{}])[0]
+                   .get("log_size", {}).get("stdout") == 4, 30, "the first line in the listing")
+
+        # the same listing twice (the second one kept), and as the one-job documents say
+        for jid in (logger["id"], w1["id"], w2["id"]):
+            alone(api, jid)  # fresh queue positions
+        first = listing(api)
+        check_eq(listing(api), first, "a listing asked twice")
+        for jid in (logger["id"], w1["id"], w2["id"]):
+            check_eq(listed(api, jid), alone(api, jid), f"job {jid} listed and alone")
+        check_eq([j["queue_position"] for j in listing(api, "?state=queued")], [2, 1],
+                 "queue positions of the waiting jobs, newest first")
+
+        # new log bytes
+        with open(trigger, "w"):
+            pass
+        wait_until(lambda: alone(api, logger["id"])["tasks"][0]["log_size"]["stdout"] == 8, 30,
+                   "the second line")
+        check_eq(listed(api, logger["id"])["tasks"][0]["log_size"]["stdout"], 8,
+                 "stdout bytes listed right after the one-job document showed 8")
+
+        # a state change, and the queue position it frees
+        api.json("POST", f"/v1/jobs/{w1['id']}/cancel", expect=200)
+        check_eq(listed(api, w1["id"])["state"], "cancelled", "state listed right after the cancel")
+        check_eq(alone(api, w2["id"])["queue_position"], 1, "w2's position once w1 is gone")
+        check_eq(listed(api, w2["id"]), alone(api, w2["id"]), "w2 listed and alone after the cancel")
+        check_eq([j["id"] for j in listing(api, "?state=queued")], [w2["id"]], "the queued jobs listed")
+        check_eq([j["id"] for j in listing(api, "?limit=1&user=admin")], [w2["id"]], "the newest job")
+
+        # the clock alone moves attained GPU time
+        a = listed(api, holder["id"])["attained_gpu_seconds"]
+        wait_until(lambda: listed(api, holder["id"])["attained_gpu_seconds"] > a, 10,
+                   f"the holder's attained GPU seconds to grow past {a} in the listing")
