@@ -237,6 +237,31 @@ static void add_wait(struct sched_policy_plan *p, size_t i, enum sched_wait_code
 	p->nwaits++;
 }
 
+/* The running jobs' indexes into out (*n of them), by the end of their
+ * bound (started_at + bound), earliest first; false when one has no bound. */
+static bool running_by_end(const struct sched_pjob *jobs, size_t njobs, size_t *out, size_t *n)
+{
+	*n = 0;
+	for (size_t i = 0; i < njobs; i++) {
+		if (!jobs[i].running)
+			continue;
+		if (!jobs[i].bound)
+			return false;
+		out[(*n)++] = i;
+	}
+	/* insertion sort: running sets are small */
+	for (size_t a = 1; a < *n; a++) {
+		size_t v = out[a], b = a;
+		uint64_t ev = jobs[v].started_at + jobs[v].bound;
+		while (b > 0 && jobs[out[b - 1]].started_at + jobs[out[b - 1]].bound > ev) {
+			out[b] = out[b - 1];
+			b--;
+		}
+		out[b] = v;
+	}
+	return true;
+}
+
 /*
  * EASY backfill for fifo. head is the first waiting job that did not fit;
  * free the GPUs free now. The head's reservation (shadow time) is when,
@@ -255,29 +280,14 @@ struct easy {
 static void easy_reserve(const struct sched_pjob *jobs, size_t njobs, const struct sched_pjob *head,
 			 unsigned free_now, uint64_t now, size_t *scratch, struct easy *e)
 {
-	size_t n = 0;
+	size_t n;
 	unsigned avail = free_now;
 
 	e->known = false;
 	e->shadow = UINT64_MAX;
 	e->extra = 0;
-	for (size_t i = 0; i < njobs; i++) {
-		if (!jobs[i].running)
-			continue;
-		if (!jobs[i].bound)
-			return;
-		scratch[n++] = i;
-	}
-	/* insertion sort by bound end: running sets are small */
-	for (size_t a = 1; a < n; a++) {
-		size_t v = scratch[a], b = a;
-		uint64_t ev = jobs[v].started_at + jobs[v].bound;
-		while (b > 0 && jobs[scratch[b - 1]].started_at + jobs[scratch[b - 1]].bound > ev) {
-			scratch[b] = scratch[b - 1];
-			b--;
-		}
-		scratch[b] = v;
-	}
+	if (!running_by_end(jobs, njobs, scratch, &n))
+		return;
 	for (size_t a = 0; a < n && avail < head->gpus; a++) {
 		const struct sched_pjob *r = &jobs[scratch[a]];
 		uint64_t end = r->started_at + r->bound;
@@ -346,26 +356,11 @@ static bool fit_reserve(const struct sched_pjob *jobs, size_t njobs, size_t head
 			const struct sched_fit *fit, size_t *ended, size_t *nended,
 			uint64_t *shadow)
 {
-	size_t n = 0;
+	size_t n;
 
 	*nended = 0;
-	for (size_t i = 0; i < njobs; i++) {
-		if (!jobs[i].running)
-			continue;
-		if (!jobs[i].bound)
-			return false;
-		ended[n++] = i;
-	}
-	/* insertion sort by bound end: running sets are small */
-	for (size_t a = 1; a < n; a++) {
-		size_t v = ended[a], b = a;
-		uint64_t ev = jobs[v].started_at + jobs[v].bound;
-		while (b > 0 && jobs[ended[b - 1]].started_at + jobs[ended[b - 1]].bound > ev) {
-			ended[b] = ended[b - 1];
-			b--;
-		}
-		ended[b] = v;
-	}
+	if (!running_by_end(jobs, njobs, ended, &n))
+		return false;
 	for (size_t a = 0; a < n; a++) {
 		const struct sched_pjob *r = &jobs[ended[a]];
 		uint64_t end = r->started_at + r->bound;

@@ -34,23 +34,31 @@ static void test_parse_bad_line(void **state)
 	cli_config_release(&cfg);
 }
 
-static void test_resolve_precedence(void **state)
+/* Writes text as the config file of a new XDG_CONFIG_HOME in tmpl (a
+ * mkdtemp template) and clears the environment the CLI reads; returns the
+ * file's path (the caller frees it). */
+static char *config_home(char *tmpl, const char *text)
 {
-	char tmpl[] = "/tmp/yard-config-XXXXXX";
 	char *dir = mkdtemp(tmpl);
-	char *ydir, *path;
-	const char *text = "master = http://file:1\ntoken = file-token\n";
-	struct cli_config cfg = CLI_CONFIG_INIT;
-	struct errbuf eb = ERRBUF_INIT;
-
 	assert_non_null(dir);
-	ydir = xasprintf("%s/yard", dir);
-	path = xasprintf("%s/config", ydir);
+	char *ydir = xasprintf("%s/yard", dir);
+	char *path = xasprintf("%s/config", ydir);
 	assert_int_equal(mkdir_p(ydir, 0700), 0);
 	assert_int_equal(write_file_atomic(path, text, strlen(text), 0600), 0);
+	free(ydir);
 	setenv("XDG_CONFIG_HOME", dir, 1);
-	unsetenv("YARD_MASTER");
-	unsetenv("YARD_TOKEN");
+	static const char *const vars[] = { "YARD_MASTER", "YARD_TOKEN", "YARD_CA", "YARD_PIN" };
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
+		unsetenv(vars[i]);
+	return path;
+}
+
+static void test_resolve_precedence(void **state)
+{
+	char dir[] = "/tmp/yard-config-XXXXXX";
+	char *path = config_home(dir, "master = http://file:1\ntoken = file-token\n");
+	struct cli_config cfg = CLI_CONFIG_INIT;
+	struct errbuf eb = ERRBUF_INIT;
 
 	char *p = cli_config_path();
 	assert_string_equal(p, path);
@@ -97,7 +105,6 @@ static void test_resolve_precedence(void **state)
 	assert_string_equal(p, "/home/someone/.config/yard/config");
 	free(p);
 
-	free(ydir);
 	free(path);
 }
 
@@ -108,23 +115,10 @@ static void test_resolve_precedence(void **state)
  * options beat them; a bad pin or a missing CA file is named. */
 static void test_resolve_trust(void **state)
 {
-	char tmpl[] = "/tmp/yard-cfg-XXXXXX";
-	char *dir = mkdtemp(tmpl);
-	char *ydir, *path;
-	const char *text = "master = https://file:1\ntoken = t\npin = " PIN_A "\n";
+	char dir[] = "/tmp/yard-cfg-XXXXXX";
+	char *path = config_home(dir, "master = https://file:1\ntoken = t\npin = " PIN_A "\n");
 	struct cli_config cfg = CLI_CONFIG_INIT;
 	struct errbuf eb = ERRBUF_INIT;
-
-	assert_non_null(dir);
-	ydir = xasprintf("%s/yard", dir);
-	path = xasprintf("%s/config", ydir);
-	assert_int_equal(mkdir_p(ydir, 0700), 0);
-	assert_int_equal(write_file_atomic(path, text, strlen(text), 0600), 0);
-	setenv("XDG_CONFIG_HOME", dir, 1);
-	unsetenv("YARD_MASTER");
-	unsetenv("YARD_TOKEN");
-	unsetenv("YARD_CA");
-	unsetenv("YARD_PIN");
 
 	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
 	assert_string_equal(cfg.master, "https://file:1");
@@ -179,7 +173,6 @@ static void test_resolve_trust(void **state)
 	unsetenv("YARD_MASTER");
 	unsetenv("YARD_PIN");
 	rm_rf(dir);
-	free(ydir);
 	free(path);
 }
 

@@ -186,13 +186,20 @@ static void test_fewest_nodes(void **state)
 	(void)state;
 }
 
-/* Tasks per node of a placed job of n tasks, into per[MAXN]. */
-static void per_node(const struct sched_start *st, size_t n, unsigned *per)
+/* asserts that the n starts put want[k] tasks on node k, for each of the
+ * nwant nodes (nodes past them: none) */
+static void assert_split(const struct sched_start *st, size_t n, const unsigned *want, size_t nwant)
 {
-	memset(per, 0, MAXN * sizeof(*per));
+	unsigned per[MAXN] = { 0 };
+
 	for (size_t i = 0; i < n; i++)
 		per[st[i].node]++;
+	for (size_t k = 0; k < MAXN; k++)
+		assert_int_equal(per[k], k < nwant ? want[k] : 0);
 }
+#define ASSERT_SPLIT(st, n, ...)                                                                 \
+	assert_split(st, n, (const unsigned[]){ __VA_ARGS__ },                                   \
+		     sizeof((const unsigned[]){ __VA_ARGS__ }) / sizeof(unsigned))
 
 /* A job over several nodes: the fewest nodes, then the fewest islands,
  * then the set whose free GPUs it fills most tightly, not the fullest
@@ -203,7 +210,6 @@ static void test_multi_best_fit_set(void **state)
 	struct onejob o;
 	struct sched_start st[16];
 	struct sched_wait why;
-	unsigned per[MAXN];
 
 	/* one island per node (islands decide nothing): free 8, 7, 7, 5. 12
 	 * tasks fit on two nodes; 7 + 5 fills them exactly and leaves the 8
@@ -213,11 +219,7 @@ static void test_multi_best_fit_set(void **state)
 	add(&c, 8, 1, 8);
 	add(&c, 8, 3, 8);
 	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
-	per_node(st, 12, per);
-	assert_int_equal(per[0], 0);
-	assert_int_equal(per[1], 7);
-	assert_int_equal(per[2], 0);
-	assert_int_equal(per[3], 5);
+	ASSERT_SPLIT(st, 12, 0, 7, 0, 5);
 	free_starts(st, 12);
 
 	/* free 8, 8, 6, 6: 6 + 6 leaves both 8s whole */
@@ -227,10 +229,7 @@ static void test_multi_best_fit_set(void **state)
 	add(&c, 8, 2, 8);
 	add(&c, 8, 2, 8);
 	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
-	per_node(st, 12, per);
-	assert_int_equal(per[0] + per[1], 0);
-	assert_int_equal(per[2], 6);
-	assert_int_equal(per[3], 6);
+	ASSERT_SPLIT(st, 12, 0, 0, 6, 6);
 	free_starts(st, 12);
 
 	/* 12 on free 8, 8, 4, 6 (islands of 4): 8 + 4, not 8 + 6 nor 8 + 8 */
@@ -240,18 +239,12 @@ static void test_multi_best_fit_set(void **state)
 	add(&c, 8, 4, 4);
 	add(&c, 8, 2, 4);
 	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
-	per_node(st, 12, per);
-	assert_int_equal(per[0], 8);
-	assert_int_equal(per[1], 0);
-	assert_int_equal(per[2], 4);
-	assert_int_equal(per[3], 0);
+	ASSERT_SPLIT(st, 12, 8, 0, 4, 0);
 	free_starts(st, 12);
 
 	/* the same in tasks of 2 GPUs: 6 tasks, 4 + 2 */
 	assert_true(place1(&c, mkjob(&o, 6, 2), st, &why));
-	per_node(st, 6, per);
-	assert_int_equal(per[0], 4);
-	assert_int_equal(per[2], 2);
+	ASSERT_SPLIT(st, 6, 4, 0, 2, 0);
 	free_starts(st, 6);
 	(void)state;
 }
@@ -264,7 +257,6 @@ static void test_multi_islands(void **state)
 	struct onejob o;
 	struct sched_start st[16];
 	struct sched_wait why;
-	unsigned per[MAXN];
 
 	/* free 8, 8, 6, 6 in islands of 4 (a 6 is 2 + 4): 6 + 6 spans four
 	 * islands, 8 + 4-of-a-6 three, and is the tighter of the three-island sets */
@@ -273,11 +265,7 @@ static void test_multi_islands(void **state)
 	add(&c, 8, 2, 4);
 	add(&c, 8, 2, 4);
 	assert_true(place1(&c, mkjob(&o, 12, 1), st, &why));
-	per_node(st, 12, per);
-	assert_int_equal(per[0], 8);
-	assert_int_equal(per[1], 0);
-	assert_int_equal(per[2], 4);
-	assert_int_equal(per[3], 0);
+	ASSERT_SPLIT(st, 12, 8, 0, 4, 0);
 	for (size_t i = 0; i < 12; i++)
 		if (st[i].node == 2)
 			assert_true(st[i].gpus[0] >= 4); /* the whole island {4-7} */
@@ -289,9 +277,7 @@ static void test_multi_islands(void **state)
 	add(&c, 8, 2, 4);
 	add(&c, 8, 2, 4);
 	assert_true(place1(&c, mkjob(&o, 8, 1), st, &why));
-	per_node(st, 8, per);
-	assert_int_equal(per[0], 4);
-	assert_int_equal(per[1], 4);
+	ASSERT_SPLIT(st, 8, 4, 4);
 	for (size_t i = 0; i < 8; i++)
 		assert_true(st[i].gpus[0] >= 4);
 	free_starts(st, 8);
@@ -307,7 +293,6 @@ static void test_multi_constraints(void **state)
 	struct sched_start st[16];
 	struct sched_wait why;
 	struct sched_label ib[] = { { "net", "ib" } };
-	unsigned per[MAXN];
 	struct sched_node *n;
 	struct sched_job *j;
 	struct sched_input in;
@@ -340,10 +325,7 @@ static void test_multi_constraints(void **state)
 	j->gpu_model = "A100";
 	/* 7 + 5; node 4 holds only 3 tasks, node 5 has other GPUs */
 	assert_true(place1(&c, j, st, &why));
-	per_node(st, 12, per);
-	assert_int_equal(per[1], 7);
-	assert_int_equal(per[3], 5);
-	assert_int_equal(per[0] + per[2] + per[4] + per[5], 0);
+	ASSERT_SPLIT(st, 12, 0, 7, 0, 5, 0, 0);
 	free_starts(st, 12);
 
 	/* 14 tasks need all three A100 nodes: 7 + 5 + 2 of node 4's 3 */
@@ -352,10 +334,7 @@ static void test_multi_constraints(void **state)
 	j->nlabels = 1;
 	j->gpu_model = "A100";
 	assert_true(place1(&c, j, st, &why));
-	per_node(st, 14, per);
-	assert_int_equal(per[1], 7);
-	assert_int_equal(per[3], 5);
-	assert_int_equal(per[4], 2);
+	ASSERT_SPLIT(st, 14, 0, 7, 0, 5, 2, 0);
 	free_starts(st, 14);
 
 	/* ... or, at most two nodes, none: too_many_nodes, and nothing kept */
@@ -366,10 +345,7 @@ static void test_multi_constraints(void **state)
 	assert_string_equal(why.code, "too_many_nodes");
 	j->max_nodes = 0;
 	assert_true(place_job(s, j, st, &why));
-	per_node(st, 14, per);
-	assert_int_equal(per[1], 7);
-	assert_int_equal(per[3], 5);
-	assert_int_equal(per[4], 2);
+	ASSERT_SPLIT(st, 14, 0, 7, 0, 5, 2, 0);
 	free_starts(st, 14);
 	/* two more do not fit: node 4 has 6 GPUs left but CPUs for one task */
 	j = mkjob(&o, 2, 1);
