@@ -68,6 +68,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
+	const char *profiles = NULL;
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -82,6 +83,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		{ "age", 0, CLI_OPT_STRING, &age, "PCT",
 		  "las ageing: promote a job that waited PCT % of its run time (0 = off)" },
 		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
+		{ "profiles", 0, CLI_OPT_STRING, &profiles, "DIR",
+		  "pollux: the per-application profiles (the artifact's simulator/traces)" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	struct sim_trace trace;
@@ -93,7 +96,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 
 	rc = cli_parse(ctx,
 		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
-		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE]",
+		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE] "
+		       "[--profiles DIR]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -103,6 +107,10 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "--trace and --cluster are required");
 	if ((fmt = sim_format_parse(format)) < 0)
 		return cli_usage_error(ctx, "unknown trace format '%s'", format);
+	if (fmt == SIM_FORMAT_POLLUX && !profiles)
+		return cli_usage_error(ctx, "%s", SIM_POLLUX_NEEDS_PROFILES);
+	if (fmt != SIM_FORMAT_POLLUX && profiles)
+		return cli_usage_error(ctx, "--profiles is for --format pollux, not '%s'", format);
 	if (policy && (pol = sched_policy_parse(policy)) < 0)
 		return cli_usage_error(ctx, "unknown policy '%s'", policy);
 	memset(&so, 0, sizeof(so));
@@ -121,7 +129,9 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			return cli_usage_error(ctx, "--age expects a percentage, got '%s'", age);
 		so.conf.age_pct = (unsigned)v;
 	}
-	if (sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb) < 0)
+	if ((fmt == SIM_FORMAT_POLLUX
+		     ? sim_trace_load_pollux(trace_path, profiles, so.gpus_per_node, &trace, &eb)
+		     : sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb)) < 0)
 		return cli_fail(ctx, &eb);
 
 	res = xcalloc(trace.njobs + 1, sizeof(*res));
