@@ -3,6 +3,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "cli/cmd.h"
+#include "sim/pollux.h"
 #include "sim/sim.h"
 
 /* "4x8" into nodes and GPUs per node. */
@@ -68,7 +69,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
-	const char *profiles = NULL;
+	const char *profiles = NULL, *model = "iterations";
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -85,6 +86,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
 		{ "profiles", 0, CLI_OPT_STRING, &profiles, "DIR",
 		  "pollux: the per-application profiles (the artifact's simulator/traces)" },
+		{ "pollux-model", 0, CLI_OPT_STRING, &model, "M",
+		  "pollux: job length by iterations (default) or progress" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	struct sim_trace trace;
@@ -92,12 +95,12 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	struct sim_result *res;
 	struct sim_stats st;
 	uint64_t restart = 0;
-	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT;
+	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT, pmodel;
 
 	rc = cli_parse(ctx,
 		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
 		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE] "
-		       "[--profiles DIR]",
+		       "[--profiles DIR] [--pollux-model M]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -111,6 +114,13 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "%s", SIM_POLLUX_NEEDS_PROFILES);
 	if (fmt != SIM_FORMAT_POLLUX && profiles)
 		return cli_usage_error(ctx, "--profiles is for --format pollux, not '%s'", format);
+	if (!strcmp(model, "iterations"))
+		pmodel = POLLUX_MODEL_ITERATIONS;
+	else if (!strcmp(model, "progress"))
+		pmodel = POLLUX_MODEL_PROGRESS;
+	else
+		return cli_usage_error(ctx, "--pollux-model expects iterations or progress, got '%s'",
+				       model);
 	if (policy && (pol = sched_policy_parse(policy)) < 0)
 		return cli_usage_error(ctx, "unknown policy '%s'", policy);
 	memset(&so, 0, sizeof(so));
@@ -130,7 +140,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		so.conf.age_pct = (unsigned)v;
 	}
 	if ((fmt == SIM_FORMAT_POLLUX
-		     ? sim_trace_load_pollux(trace_path, profiles, so.gpus_per_node, &trace, &eb)
+		     ? sim_trace_load_pollux(trace_path, profiles, so.gpus_per_node, pmodel, &trace,
+					     &eb)
 		     : sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb)) < 0)
 		return cli_fail(ctx, &eb);
 

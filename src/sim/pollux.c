@@ -27,8 +27,12 @@ static void app_free(struct pollux_app *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->ncurves; i++)
+	for (size_t i = 0; i < a->ncurves; i++) {
 		free(a->curves[i].iterations);
+		free(a->curves[i].progress);
+		free(a->curves[i].grad_sqr);
+		free(a->curves[i].grad_var);
+	}
 	free(a->curves);
 	free(a->steps);
 	free(a->name);
@@ -278,30 +282,65 @@ out:
 	return rc;
 }
 
-/* validation-B.csv: the iteration column, a row an epoch, never decreasing. */
+/* Field col as a number >= 0 and not below the row before's (prev, NULL
+ * on the first row). */
+static int reader_rising(struct reader *r, char **cols, int col, const double *prev,
+			 double *out, struct errbuf *eb)
+{
+	int rc;
+
+	if ((rc = reader_real(r, cols, col, 0, out, eb)) < 0)
+		return rc;
+	if (prev && *out < *prev)
+		return error(eb, YERR(BAD_REQUEST),
+			     "'%s' line %zu: field '%s': %s is below the row before's %g", r->path,
+			     r->lineno, r->names[col], cols[col], *prev);
+	return 0;
+}
+
+/* validation-B.csv: the iteration column (and progress, grad_sqr, grad_var
+ * where the file has all three), a row an epoch; iteration and progress
+ * never decrease. */
 static int read_curve(struct pollux_curve *c, const char *path, struct errbuf *eb)
 {
 	struct reader r;
 	char *cols[CSV_MAX_COLS];
 	size_t alloc = 0;
-	int c_it, rc;
+	int c_it, c_prog, c_sqr, c_var, rc;
+	bool stats;
 
 	if ((rc = reader_open(&r, path, eb)) < 0)
 		return rc;
 	if ((rc = c_it = reader_col(&r, "iteration", eb)) < 0)
 		goto out;
+	c_prog = csv_find_col(r.names, r.nnames, "progress");
+	c_sqr = csv_find_col(r.names, r.nnames, "grad_sqr");
+	c_var = csv_find_col(r.names, r.nnames, "grad_var");
+	stats = c_prog >= 0 && c_sqr >= 0 && c_var >= 0;
 	while ((rc = reader_next(&r, cols, eb)) > 0) {
-		double v;
-		if ((rc = reader_real(&r, cols, c_it, 0, &v, eb)) < 0)
-			goto out;
-		if (c->n && v < c->iterations[c->n - 1]) {
-			rc = error(eb, YERR(BAD_REQUEST),
-				   "'%s' line %zu: field 'iteration': %s is below the row before's %g",
-				   path, r.lineno, cols[c_it], c->iterations[c->n - 1]);
-			goto out;
+		size_t n = c->n;
+		const bool first = !n;
+
+		if (n == alloc) { /* the columns grow together */
+			alloc = alloc ? 2 * alloc : 16;
+			c->iterations = xrealloc(c->iterations, alloc * sizeof(double));
+			if (stats) {
+				c->progress = xrealloc(c->progress, alloc * sizeof(double));
+				c->grad_sqr = xrealloc(c->grad_sqr, alloc * sizeof(double));
+				c->grad_var = xrealloc(c->grad_var, alloc * sizeof(double));
+			}
 		}
-		ALLOC_GROW(c->iterations, c->n + 1, alloc);
-		c->iterations[c->n++] = v;
+		if ((rc = reader_rising(&r, cols, c_it, first ? NULL : &c->iterations[n - 1],
+					&c->iterations[n], eb)) < 0)
+			goto out;
+		if (stats) {
+			if ((rc = reader_rising(&r, cols, c_prog, first ? NULL : &c->progress[n - 1],
+						&c->progress[n], eb)) < 0 ||
+			    (rc = reader_real(&r, cols, c_sqr, 0, &c->grad_sqr[n], eb)) < 0 ||
+			    (rc = reader_real(&r, cols, c_var, 0, &c->grad_var[n], eb)) < 0)
+				goto out;
+		}
+		c->n++;
 	}
 	if (rc < 0)
 		goto out;
@@ -392,9 +431,13 @@ static int app_load(const char *dir, const char *name, struct pollux_app **out,
 	a->init_batch_size = a->curves[0].batch_size;
 	a->max_batch_size = a->curves[a->ncurves - 1].batch_size;
 	a->max_epochs = a->curves[0].n;
-	for (size_t i = 1; i < a->ncurves; i++)
+	a->stats = true;
+	for (size_t i = 0; i < a->ncurves; i++) {
 		if (a->curves[i].n < a->max_epochs)
 			a->max_epochs = a->curves[i].n;
+		if (!a->curves[i].progress)
+			a->stats = false;
+	}
 	a->min_local_bsz = a->max_local_bsz = a->steps[0].local_bsz;
 	for (size_t i = 1; i < a->nplacements; i++) {
 		if (a->steps[i].local_bsz < a->min_local_bsz)
@@ -521,32 +564,72 @@ static int step_time(const struct pollux_app *a, const char *pl, unsigned nodes,
 	return rc;
 }
 
-/* Iterations to the end of epoch e with batch size bsz, linear between the
- * validated batch sizes around it. */
-static int iterations(const struct pollux_app *a, uint64_t bsz, size_t e, double *out,
-		      struct errbuf *eb)
+/* The validated batch sizes around bsz (*lo == *hi when it is one). */
+static int bracket(const struct pollux_app *a, uint64_t bsz, const struct pollux_curve **lo,
+		   const struct pollux_curve **hi, struct errbuf *eb)
 {
-	const struct pollux_curve *lo = NULL, *hi = NULL;
-
+	*lo = *hi = NULL;
 	for (size_t i = 0; i < a->ncurves; i++) {
 		if (a->curves[i].batch_size <= bsz)
-			lo = &a->curves[i];
+			*lo = &a->curves[i];
 		if (a->curves[i].batch_size >= bsz) {
-			hi = &a->curves[i];
+			*hi = &a->curves[i];
 			break;
 		}
 	}
-	if (!lo || !hi)
+	if (!*lo || !*hi)
 		return error(eb, YERR(BAD_REQUEST),
 			     "application '%s': batch size %" PRIu64 " is outside the validated ones "
 			     "(%" PRIu64 " to %" PRIu64 ")",
 			     a->name, bsz, a->init_batch_size, a->max_batch_size);
+	return 0;
+}
+
+/* The value at bsz, linear between lo's v_lo and hi's v_hi. */
+static double lerp(const struct pollux_curve *lo, const struct pollux_curve *hi, uint64_t bsz,
+		   double v_lo, double v_hi)
+{
 	if (lo == hi)
-		*out = lo->iterations[e];
-	else
-		*out = ((double)(bsz - lo->batch_size) * hi->iterations[e] +
-			(double)(hi->batch_size - bsz) * lo->iterations[e]) /
-		       (double)(hi->batch_size - lo->batch_size);
+		return v_lo;
+	return ((double)(bsz - lo->batch_size) * v_hi + (double)(hi->batch_size - bsz) * v_lo) /
+	       (double)(hi->batch_size - lo->batch_size);
+}
+
+/* The artifact's progress at the start of epoch e: the least any curve made
+ * by the end of epoch e - 1. */
+static double progress_at(const struct pollux_app *a, size_t e)
+{
+	double p = 0;
+
+	for (size_t i = 0; e && i < a->ncurves; i++)
+		if (i == 0 || a->curves[i].progress[e - 1] < p)
+			p = a->curves[i].progress[e - 1];
+	return p;
+}
+
+/* The work of the artifact's own stepping in iterations of out's length:
+ * each epoch's progress divided by the statistical efficiency ("gain") of
+ * out->batch_size in that epoch, from the gradient statistics linear
+ * between the validated batch sizes. */
+static int progress_work(const struct pollux_app *a, const struct pollux_curve *lo,
+			 const struct pollux_curve *hi, uint64_t bsz, double *out,
+			 struct errbuf *eb)
+{
+	double scale = (double)bsz / (double)a->init_batch_size, work = 0;
+
+	for (size_t e = 0; e < a->max_epochs; e++) {
+		double sqr = lerp(lo, hi, bsz, lo->grad_sqr[e], hi->grad_sqr[e]);
+		double var = lerp(lo, hi, bsz, lo->grad_var[e], hi->grad_var[e]);
+		double gain;
+
+		if (!(var / scale + sqr > 0))
+			return error(eb, YERR(BAD_REQUEST),
+				     "application '%s': grad_sqr and grad_var of epoch %zu are both 0",
+				     a->name, e);
+		gain = (var + sqr) / (var / scale + sqr);
+		work += (progress_at(a, e + 1) - progress_at(a, e)) / gain;
+	}
+	*out = work;
 	return 0;
 }
 
@@ -579,6 +662,7 @@ static unsigned packed(unsigned replicas, unsigned gpn, char *pl, size_t size)
 int pollux_duration(const struct pollux_app *app, unsigned replicas, unsigned gpus_per_node,
 		    uint64_t batch_size, struct pollux_run *out, struct errbuf *eb)
 {
+	const struct pollux_curve *lo, *hi;
 	double local, accum, atomic, cap, step = 0, sync = 0;
 	int rc;
 
@@ -612,8 +696,16 @@ int pollux_duration(const struct pollux_app *app, unsigned replicas, unsigned gp
 	if ((rc = step_time(app, out->placement, out->nodes, replicas, atomic, &step, &sync, eb)) < 0)
 		return rc;
 	out->step_time = step + accum * (step - sync);
-	if ((rc = iterations(app, out->batch_size, app->max_epochs - 1, &out->iterations, eb)) < 0)
+	if ((rc = bracket(app, out->batch_size, &lo, &hi, eb)) < 0)
 		return rc;
+	out->iterations = lerp(lo, hi, out->batch_size, lo->iterations[app->max_epochs - 1],
+			       hi->iterations[app->max_epochs - 1]);
 	out->seconds = out->iterations * out->step_time;
+	if (app->stats) {
+		if ((rc = progress_work(app, lo, hi, out->batch_size, &out->progress_iterations,
+					eb)) < 0)
+			return rc;
+		out->progress_seconds = out->progress_iterations * out->step_time;
+	}
 	return 0;
 }

@@ -12,9 +12,9 @@
  *                      ("124": one node with 1 GPU, one with 2, one with 4)
  *   scalability.csv    num_nodes,num_replicas,local_bsz,step_time,sync_time:
  *                      the same for spreads placements.csv does not list
- *   validation-B.csv   iteration column (others ignored), a row an epoch:
- *                      the iterations done by the end of that epoch when
- *                      training with batch size B
+ *   validation-B.csv   a row an epoch, training with batch size B: the
+ *                      iterations done by its end (iteration) and, read
+ *                      where present, progress, grad_sqr and grad_var
  *
  * The model is that of a fixed allocation (the artifact's Tiresias and
  * Optimus baselines with "TunedJobs": the trace's GPUs and batch size, never
@@ -24,11 +24,15 @@
  * step time of its placement and local batch size (linear between profiled
  * local batch sizes), plus one more step without synchronisation per
  * gradient accumulation step when the local batch exceeds the largest
- * profiled one. docs/scheduler.md says where this differs from the artifact.
+ * profiled one. The artifact's simulator itself advances a job by progress
+ * over statistical efficiency instead of iterations (struct pollux_run's
+ * progress_seconds, POLLUX_MODEL_PROGRESS); docs/scheduler.md compares the
+ * two and says where both differ from the artifact.
  */
 #ifndef YARD_SIM_POLLUX_H
 #define YARD_SIM_POLLUX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +42,11 @@
 struct pollux_curve {
 	uint64_t batch_size;
 	double *iterations;      /* owned, n entries */
+	/* owned, n entries each, or all NULL when the file lacks the columns:
+	 * training progress by the end of epoch e (in iterations at the
+	 * smallest validated batch size) and the gradient's squared norm and
+	 * variance during it */
+	double *progress, *grad_sqr, *grad_var;
 	size_t n;
 };
 
@@ -59,6 +68,7 @@ struct pollux_app {
 	uint64_t max_batch_size;        /* the largest validated batch size */
 	double min_local_bsz, max_local_bsz; /* over placements.csv (max may be set per app) */
 	size_t max_epochs;              /* the shortest validation curve's rows */
+	bool stats;                     /* every curve has progress, grad_sqr, grad_var */
 };
 
 /* The profile directory; applications are read on first use. */
@@ -88,7 +98,17 @@ struct pollux_run {
 	double step_time;        /* seconds per iteration, accumulation included */
 	double iterations;       /* to the end of the last epoch */
 	double seconds;          /* iterations x step_time */
+	/* The artifact's own stepping (its Job.step), where app->stats: each
+	 * epoch's progress over the statistical efficiency of batch_size then,
+	 * (var + sqr) / (var / scale + sqr) with scale = batch_size / the
+	 * smallest validated batch size; 0 otherwise. */
+	double progress_iterations;
+	double progress_seconds; /* progress_iterations x step_time */
 };
+
+/* Which length the trace loader gives a job: seconds (the default) or
+ * progress_seconds of struct pollux_run. */
+enum pollux_model { POLLUX_MODEL_ITERATIONS, POLLUX_MODEL_PROGRESS };
 
 /* pollux_duration: how long app trains with batch_size on replicas GPUs
  * placed packed onto nodes of gpus_per_node (full nodes first, the rest on

@@ -51,11 +51,11 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 /* sim_trace_load_pollux reads a Pollux workload (columns name, time,
  * application, num_replicas, batch_size) and gives each job the duration
  * pollux_duration() (sim/pollux.h) computes from the profiles in the
- * directory profiles, its GPUs packed on nodes of gpus_per_node. 0, or
- * negative with eb set ("'PATH' line N: ..." and why the profiles cannot
- * give that job a duration). */
+ * directory profiles, its GPUs packed on nodes of gpus_per_node, under model
+ * (enum pollux_model). 0, or negative with eb set ("'PATH' line N: ..." and
+ * why the profiles cannot give that job a duration). */
 int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_per_node,
-			  struct sim_trace *out, struct errbuf *eb);
+			  int model, struct sim_trace *out, struct errbuf *eb);
 void sim_trace_release(struct sim_trace *t);
 /* sim_format_parse: "tiresias", "philly", "pollux"; -1 otherwise. */
 int sim_format_parse(const char *name);

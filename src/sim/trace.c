@@ -169,7 +169,7 @@ out:
 }
 
 int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_per_node,
-			  struct sim_trace *out, struct errbuf *eb)
+			  int model, struct sim_trace *out, struct errbuf *eb)
 {
 	struct pollux_profiles prof;
 	FILE *f = fopen(path, "r");
@@ -202,6 +202,7 @@ int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_
 		struct pollux_run run;
 		struct errbuf why = ERRBUF_INIT;
 		uint64_t submit, reps, bsz;
+		double secs;
 		size_t n;
 
 		lineno++;
@@ -235,11 +236,19 @@ int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_
 			error(eb, why.code, "'%s' line %zu: %s", path, lineno, why.msg);
 			goto out;
 		}
+		if (model == POLLUX_MODEL_PROGRESS && !app->stats) {
+			error(eb, YERR(BAD_REQUEST),
+			      "'%s' line %zu: application '%s': the progress model needs the columns "
+			      "progress, grad_sqr and grad_var in every validation file of '%s/%s'",
+			      path, lineno, app->name, profiles, app->name);
+			goto out;
+		}
+		secs = model == POLLUX_MODEL_PROGRESS ? run.progress_seconds : run.seconds;
 		ALLOC_GROW(out->jobs, out->njobs + 1, out->alloc);
 		out->jobs[out->njobs].id = out->njobs;
 		out->jobs[out->njobs].submit = submit;
 		/* whole seconds, as the replay's clock; at least one */
-		out->jobs[out->njobs].duration = run.seconds < 1 ? 1 : (uint64_t)llround(run.seconds);
+		out->jobs[out->njobs].duration = secs < 1 ? 1 : (uint64_t)llround(secs);
 		out->jobs[out->njobs].gpus = (unsigned)reps;
 		out->njobs++;
 	}

@@ -43,16 +43,21 @@ static void folder(const char *rel)
  * the last epoch 60 and 18 iterations, and for B between them
  * ((B - 32) x 18 + (128 - B) x 60) / 96. Local batch sizes 16 to 64
  * profiled; placements "1", "2", "12", "22"; 3 nodes x 6 GPUs only in
- * scalability.csv.
+ * scalability.csv. For the progress model: progress by epoch the least of
+ * the curves' (10, 20, 28), so 28 in all; grad_sqr 1 and grad_var 1 at 32
+ * and 3 at 128, so at batch B var = ((B - 32) x 3 + (128 - B)) / 96 and
+ * the gain (var + 1) / (var x 32 / B + 1): 1 at 32, 16/11 at 64, 1.875 at
+ * 96, 16/7 at 128.
  */
 static int setup(void **state)
 {
 	if (!mkdtemp(root))
 		fail_msg("mkdtemp: %s", strerror(errno));
 	folder("toy");
-	put("toy/validation-32.csv", "progress,iteration,metric\n1,20,0.5\n2,40,0.6\n3,60,0.7\n");
-	put("toy/validation-128.csv",
-	    "progress,iteration,metric\n1,6,0.5\n2,12,0.6\n3,18,0.7\n4,24,0.8\n");
+	put("toy/validation-32.csv", "progress,iteration,metric,grad_sqr,grad_var\n"
+				     "10,20,0.5,1,1\n20,40,0.6,1,1\n30,60,0.7,1,1\n");
+	put("toy/validation-128.csv", "progress,iteration,metric,grad_sqr,grad_var\n"
+				      "12,6,0.5,1,3\n20,12,0.6,1,3\n28,18,0.7,1,3\n40,24,0.8,1,3\n");
 	put("toy/placements.csv", "placement,local_bsz,step_time,sync_time\n"
 				  "1,16,1.0,0.0\n1,32,2.0,0.0\n1,64,3.0,0.0\n"
 				  "2,16,0.6,0.1\n2,32,1.0,0.2\n"
@@ -99,6 +104,7 @@ static void test_profiles_read(void **state)
 	assert_int_equal(app->init_batch_size, 32);
 	assert_int_equal(app->max_batch_size, 128);
 	assert_int_equal(app->max_epochs, 3);
+	assert_true(app->stats);
 	assert_true(app->min_local_bsz == 16 && app->max_local_bsz == 64);
 	assert_int_equal(app->nplacements, 9);
 	assert_int_equal(app->nsteps, 11);
@@ -117,27 +123,28 @@ static void test_durations_by_hand(void **state)
 		unsigned accum;
 		uint64_t atomic, batch;
 		double step, iters, seconds;
+		double work; /* progress / gain; NAN: not worked out */
 	} rows[] = {
 		/* one GPU above the smallest validated batch: one accumulation step
 		 * at least: 2 x 32, (2.0 + 1 x (2.0 - 0)) x 46 */
-		{ 1, 2, 64, "1", 1, 32, 64, 4.0, 46, 184 },
+		{ 1, 2, 64, "1", 1, 32, 64, 4.0, 46, 184, 28 / (16 / 11.0) },
 		/* the smallest validated batch on one GPU: no accumulation */
-		{ 1, 2, 32, "1", 0, 32, 32, 2.0, 60, 120 },
+		{ 1, 2, 32, "1", 0, 32, 32, 2.0, 60, 120, 28 },
 		/* 128 on one GPU: 2 x 64, (3.0 + 3.0) x 18 */
-		{ 1, 2, 128, "1", 1, 64, 128, 6.0, 18, 108 },
-		{ 2, 2, 64, "2", 0, 32, 64, 1.0, 46, 46 },
+		{ 1, 2, 128, "1", 1, 64, 128, 6.0, 18, 108, 28 / (16 / 7.0) },
+		{ 2, 2, 64, "2", 0, 32, 64, 1.0, 46, 46, 28 / (16 / 11.0) },
 		/* 2 + 2 GPUs, local 24: step between 0.8 and 1.2 is 1.0; 32 iterations at 96 */
-		{ 4, 2, 96, "22", 0, 24, 96, 1.0, 32, 32 },
+		{ 4, 2, 96, "22", 0, 24, 96, 1.0, 32, 32, 28 / 1.875 },
 		/* 2 + 1 GPUs: looked up as its smallest rotation "12" */
-		{ 3, 2, 96, "12", 0, 32, 96, 1.3, 32, 41.6 },
+		{ 3, 2, 96, "12", 0, 32, 96, 1.3, 32, 41.6, 28 / 1.875 },
 		/* 2 + 2 + 2 is not in placements.csv: 3 nodes x 6 GPUs from
 		 * scalability.csv; local ceil(128 / 6) = 22 capped to floor(128 / 6) = 21,
 		 * so batch 126: step 1.5 + 5 / 16 = 1.8125, iterations
 		 * (94 x 18 + 2 x 60) / 96 = 18.875 */
-		{ 6, 2, 128, "", 0, 21, 126, 1.8125, 18.875, 1.8125 * 18.875 },
+		{ 6, 2, 128, "", 0, 21, 126, 1.8125, 18.875, 1.8125 * 18.875, NAN },
 		/* 256 on 2 GPUs: local 128 in two steps of 64, capped to 32 each (the
 		 * largest validated batch is 128): (1.0 + (1.0 - 0.2)) x 18 */
-		{ 2, 2, 256, "2", 1, 32, 128, 1.8, 18, 32.4 },
+		{ 2, 2, 256, "2", 1, 32, 128, 1.8, 18, 32.4, 28 / (16 / 7.0) },
 	};
 	struct pollux_profiles p;
 	const struct pollux_app *app = toy(&p);
@@ -160,6 +167,13 @@ static void test_durations_by_hand(void **state)
 			fail_msg("row %zu: step %g iterations %g seconds %g, expected %g %g %g", i,
 				 r.step_time, r.iterations, r.seconds, rows[i].step, rows[i].iters,
 				 rows[i].seconds);
+		if (!isnan(rows[i].work) &&
+		    (fabs(r.progress_iterations - rows[i].work) > 1e-9 ||
+		     fabs(r.progress_seconds - rows[i].work * rows[i].step) > 1e-9))
+			fail_msg("row %zu: progress work %g seconds %g, expected %g %g", i,
+				 r.progress_iterations, r.progress_seconds, rows[i].work,
+				 rows[i].work * rows[i].step);
+		assert_true(r.progress_seconds > 0);
 	}
 	pollux_profiles_release(&p);
 	(void)state;
@@ -255,14 +269,31 @@ static void test_trace_refusals(void **state)
 	assert_true(sim_trace_load(trace, SIM_FORMAT_POLLUX, &t, &eb) < 0);
 	if (!strstr(eb.msg, "give --profiles DIR"))
 		fail_msg("'%s'", eb.msg);
-	assert_true(sim_trace_load_pollux(trace, root, 2, &t, &eb) < 0);
+	assert_true(sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_ITERATIONS, &t, &eb) < 0);
 	if (!strstr(eb.msg, "bad.csv' line 3: application 'toy': batch size 16 is outside"))
+		fail_msg("'%s'", eb.msg);
+	free(trace);
+
+	/* the progress model needs gradient statistics "plain" lacks */
+	folder("plain");
+	put("plain/placements.csv", "placement,local_bsz,step_time,sync_time\n1,16,1.0,0.0\n");
+	put("plain/scalability.csv", "num_nodes,num_replicas,local_bsz,step_time,sync_time\n");
+	put("plain/validation-16.csv", "iteration\n10\n");
+	trace = xasprintf("%s/plain.csv", root);
+	put("plain.csv", "name,time,application,num_replicas,batch_size\nplain-0,0,plain,1,16\n");
+	if (sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_ITERATIONS, &t, &eb) < 0)
+		fail_msg("%s", eb.msg);
+	assert_int_equal(t.jobs[0].duration, 10);
+	sim_trace_release(&t);
+	assert_true(sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_PROGRESS, &t, &eb) < 0);
+	if (!strstr(eb.msg, "plain.csv' line 2: application 'plain': the progress model needs the "
+			    "columns progress, grad_sqr and grad_var"))
 		fail_msg("'%s'", eb.msg);
 	free(trace);
 
 	trace = xasprintf("%s/bad2.csv", root);
 	put("bad2.csv", "name,time,application,num_replicas,batch_size\ntoy-0,0,toy,two,64\n");
-	assert_true(sim_trace_load_pollux(trace, root, 2, &t, &eb) < 0);
+	assert_true(sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_ITERATIONS, &t, &eb) < 0);
 	if (!strstr(eb.msg, "bad2.csv' line 2: field 'num_replicas': 'two' is not a GPU count"))
 		fail_msg("'%s'", eb.msg);
 	free(trace);
@@ -283,7 +314,7 @@ static void test_pollux_replay(void **state)
 
 	put("w.csv", "name,time,application,num_replicas,batch_size\n"
 		     "toy-0,0,toy,2,64\ntoy-1,10,toy,1,32\ntoy-2,20,toy,1,64\n");
-	if (sim_trace_load_pollux(trace, root, 2, &t, &eb) < 0)
+	if (sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_ITERATIONS, &t, &eb) < 0)
 		fail_msg("%s", eb.msg);
 	assert_int_equal(t.njobs, 3);
 	assert_int_equal(t.jobs[0].duration, 46);
@@ -301,6 +332,14 @@ static void test_pollux_replay(void **state)
 	assert_int_equal(res[2].end, 230);
 	assert_true(fabs(st.avg_jct - (46 + 156 + 210) / 3.0) < 1e-9);
 	assert_int_equal(st.makespan, 230);
+	sim_trace_release(&t);
+
+	/* the progress model: 19.25 x 1.0, 28 x 2.0, 19.25 x 4.0 (rounded) */
+	if (sim_trace_load_pollux(trace, root, 2, POLLUX_MODEL_PROGRESS, &t, &eb) < 0)
+		fail_msg("%s", eb.msg);
+	assert_int_equal(t.jobs[0].duration, 19);
+	assert_int_equal(t.jobs[1].duration, 56);
+	assert_int_equal(t.jobs[2].duration, 77);
 	sim_trace_release(&t);
 	free(trace);
 	(void)state;
