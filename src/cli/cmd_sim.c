@@ -69,7 +69,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
-	const char *profiles = NULL, *model = "iterations";
+	const char *profiles = NULL, *model = NULL;
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -114,7 +114,9 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "%s", SIM_POLLUX_NEEDS_PROFILES);
 	if (fmt != SIM_FORMAT_POLLUX && profiles)
 		return cli_usage_error(ctx, "--profiles is for --format pollux, not '%s'", format);
-	if (!strcmp(model, "iterations"))
+	if (fmt != SIM_FORMAT_POLLUX && model)
+		return cli_usage_error(ctx, "--pollux-model is for --format pollux, not '%s'", format);
+	if (!model || !strcmp(model, "iterations"))
 		pmodel = POLLUX_MODEL_ITERATIONS;
 	else if (!strcmp(model, "progress"))
 		pmodel = POLLUX_MODEL_PROGRESS;
@@ -163,12 +165,16 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
 			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
 			(json_int_t)st.preemptions);
+		if (fmt == SIM_FORMAT_POLLUX)
+			json_object_set_new(doc, "pollux_model", json_string(model ? model : "iterations"));
 		cli_print_json(doc);
 		json_decref(doc);
 	} else {
 		printf("policy         %s\n", sched_policy_name(so.conf.policy));
 		printf("cluster        %ux%u = %u GPUs\n", so.nodes, so.gpus_per_node,
 		       so.nodes * so.gpus_per_node);
+		if (fmt == SIM_FORMAT_POLLUX)
+			printf("job lengths    pollux %s model\n", model ? model : "iterations");
 		printf("jobs           %zu", st.jobs);
 		if (st.unfinished)
 			printf(" (%zu larger than the cluster, never run)", st.unfinished);
