@@ -3,6 +3,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "cli/cmd.h"
+#include "sim/pollux.h"
 #include "sim/sim.h"
 
 /* "4x8" into nodes and GPUs per node. */
@@ -68,6 +69,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
+	const char *profiles = NULL, *model = NULL;
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -82,6 +84,10 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		{ "age", 0, CLI_OPT_STRING, &age, "PCT",
 		  "las ageing: promote a job that waited PCT % of its run time (0 = off)" },
 		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
+		{ "profiles", 0, CLI_OPT_STRING, &profiles, "DIR",
+		  "pollux: the per-application profiles (the artifact's simulator/traces)" },
+		{ "pollux-model", 0, CLI_OPT_STRING, &model, "M",
+		  "pollux: job length by iterations (default) or progress" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	struct sim_trace trace;
@@ -89,11 +95,12 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	struct sim_result *res;
 	struct sim_stats st;
 	uint64_t restart = 0;
-	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT;
+	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT, pmodel;
 
 	rc = cli_parse(ctx,
 		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
-		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE]",
+		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE] "
+		       "[--profiles DIR] [--pollux-model M]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -103,6 +110,19 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "--trace and --cluster are required");
 	if ((fmt = sim_format_parse(format)) < 0)
 		return cli_usage_error(ctx, "unknown trace format '%s'", format);
+	if (fmt == SIM_FORMAT_POLLUX && !profiles)
+		return cli_usage_error(ctx, "%s", SIM_POLLUX_NEEDS_PROFILES);
+	if (fmt != SIM_FORMAT_POLLUX && profiles)
+		return cli_usage_error(ctx, "--profiles is for --format pollux, not '%s'", format);
+	if (fmt != SIM_FORMAT_POLLUX && model)
+		return cli_usage_error(ctx, "--pollux-model is for --format pollux, not '%s'", format);
+	if (!model || !strcmp(model, "iterations"))
+		pmodel = POLLUX_MODEL_ITERATIONS;
+	else if (!strcmp(model, "progress"))
+		pmodel = POLLUX_MODEL_PROGRESS;
+	else
+		return cli_usage_error(ctx, "--pollux-model expects iterations or progress, got '%s'",
+				       model);
 	if (policy && (pol = sched_policy_parse(policy)) < 0)
 		return cli_usage_error(ctx, "unknown policy '%s'", policy);
 	memset(&so, 0, sizeof(so));
@@ -121,7 +141,10 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			return cli_usage_error(ctx, "--age expects a percentage, got '%s'", age);
 		so.conf.age_pct = (unsigned)v;
 	}
-	if (sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb) < 0)
+	if ((fmt == SIM_FORMAT_POLLUX
+		     ? sim_trace_load_pollux(trace_path, profiles, so.gpus_per_node, pmodel, &trace,
+					     &eb)
+		     : sim_trace_load(trace_path, (enum sim_format)fmt, &trace, &eb)) < 0)
 		return cli_fail(ctx, &eb);
 
 	res = xcalloc(trace.njobs + 1, sizeof(*res));
@@ -142,12 +165,16 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
 			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
 			(json_int_t)st.preemptions);
+		if (fmt == SIM_FORMAT_POLLUX)
+			json_object_set_new(doc, "pollux_model", json_string(model ? model : "iterations"));
 		cli_print_json(doc);
 		json_decref(doc);
 	} else {
 		printf("policy         %s\n", sched_policy_name(so.conf.policy));
 		printf("cluster        %ux%u = %u GPUs\n", so.nodes, so.gpus_per_node,
 		       so.nodes * so.gpus_per_node);
+		if (fmt == SIM_FORMAT_POLLUX)
+			printf("job lengths    pollux %s model\n", model ? model : "iterations");
 		printf("jobs           %zu", st.jobs);
 		if (st.unfinished)
 			printf(" (%zu larger than the cluster, never run)", st.unfinished);

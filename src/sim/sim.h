@@ -36,9 +36,26 @@ struct sim_trace {
 };
 
 /* sim_trace_load reads path in format fmt. 0, or -1 with eb set ("'PATH'
- * line N: ..."). pollux traces carry no durations: rejected with a message. */
+ * line N: ..."). pollux traces carry no durations: refused with
+ * SIM_POLLUX_NEEDS_PROFILES (sim_trace_load_pollux reads them). */
 int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 		   struct errbuf *eb);
+
+#define SIM_POLLUX_NEEDS_PROFILES                                                        \
+	"pollux workloads carry no durations: a job's length comes from the Pollux "     \
+	"artifact's per-application profiles, so give --profiles DIR, a directory laid " \
+	"out as simulator/traces in github.com/petuum/adaptdl (branch osdi21-artifact): " \
+	"a folder per application with placements.csv, scalability.csv and "              \
+	"validation-BATCHSIZE.csv"
+
+/* sim_trace_load_pollux reads a Pollux workload (columns name, time,
+ * application, num_replicas, batch_size) and gives each job the duration
+ * pollux_duration() (sim/pollux.h) computes from the profiles in the
+ * directory profiles, its GPUs packed on nodes of gpus_per_node, under model
+ * (enum pollux_model). 0, or negative with eb set ("'PATH' line N: ..." and
+ * why the profiles cannot give that job a duration). */
+int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_per_node,
+			  int model, struct sim_trace *out, struct errbuf *eb);
 void sim_trace_release(struct sim_trace *t);
 /* sim_format_parse: "tiresias", "philly", "pollux"; -1 otherwise. */
 int sim_format_parse(const char *name);

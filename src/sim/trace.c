@@ -5,10 +5,12 @@
 #include "base/compat.h"
 #include "sim/sim.h"
 
+#include <math.h>
+
 #include "base/parse.h"
 #include "base/xalloc.h"
-
-#define MAX_COLS 32
+#include "sim/csv.h"
+#include "sim/pollux.h"
 
 int sim_format_parse(const char *name)
 {
@@ -18,29 +20,6 @@ int sim_format_parse(const char *name)
 		return SIM_FORMAT_PHILLY;
 	if (!strcmp(name, "pollux"))
 		return SIM_FORMAT_POLLUX;
-	return -1;
-}
-
-/* split line (modified in place) at commas into at most MAX_COLS fields */
-static size_t split(char *line, char **cols)
-{
-	size_t n = 0;
-	char *p = line;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	cols[n++] = p;
-	while ((p = strchr(p, ',')) && n < MAX_COLS) {
-		*p++ = '\0';
-		cols[n++] = p;
-	}
-	return n;
-}
-
-static int find_col(char **names, size_t n, const char *want)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(names[i], want))
-			return (int)i;
 	return -1;
 }
 
@@ -105,7 +84,7 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 		   struct errbuf *eb)
 {
 	FILE *f = fopen(path, "r");
-	char *line = NULL, *names[MAX_COLS], *cols[MAX_COLS], *header = NULL;
+	char *line = NULL, *names[CSV_MAX_COLS], *cols[CSV_MAX_COLS], *header = NULL;
 	size_t cap = 0, nnames, lineno = 1;
 	int c_gpus, c_submit, c_dur, c_ts = -1, rc = -1;
 	uint64_t first = UINT64_MAX;
@@ -118,24 +97,21 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 		goto out;
 	}
 	header = xstrdup(line);
-	nnames = split(header, names);
+	nnames = csv_split(header, names, CSV_MAX_COLS);
 	if (fmt == SIM_FORMAT_POLLUX) {
-		error(eb, YERR(BAD_REQUEST),
-		      "'%s': pollux workloads have no durations (job length comes from the "
-		      "Pollux throughput model), which yard sim does not model yet",
-		      path);
+		error(eb, YERR(BAD_REQUEST), "'%s': " SIM_POLLUX_NEEDS_PROFILES, path);
 		goto out;
 	}
 	if (fmt == SIM_FORMAT_TIRESIAS) {
-		c_gpus = find_col(names, nnames, "num_gpu");
-		c_submit = find_col(names, nnames, "submit_time");
+		c_gpus = csv_find_col(names, nnames, "num_gpu");
+		c_submit = csv_find_col(names, nnames, "submit_time");
 	} else {
-		c_gpus = find_col(names, nnames, "num_gpus");
-		c_submit = find_col(names, nnames, "submit_time");
+		c_gpus = csv_find_col(names, nnames, "num_gpus");
+		c_submit = csv_find_col(names, nnames, "submit_time");
 		if (c_submit < 0) /* the upstream philly_jobs.csv: wall-clock timestamps */
-			c_ts = find_col(names, nnames, "timestamp");
+			c_ts = csv_find_col(names, nnames, "timestamp");
 	}
-	c_dur = find_col(names, nnames, "duration");
+	c_dur = csv_find_col(names, nnames, "duration");
 	if (c_gpus < 0 || (c_submit < 0 && c_ts < 0) || c_dur < 0) {
 		error(eb, YERR(BAD_REQUEST), "'%s': header lacks the %s columns", path,
 		      fmt == SIM_FORMAT_TIRESIAS ? "num_gpu, submit_time, duration"
@@ -150,7 +126,7 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 		lineno++;
 		if (line[0] == '\n' || line[0] == '\0')
 			continue;
-		n = split(line, cols);
+		n = csv_split(line, cols, CSV_MAX_COLS);
 		cmax = (c_submit > cmax ? c_submit : cmax) > c_ts ? (c_submit > cmax ? c_submit : cmax)
 								   : c_ts;
 		if ((int)n <= cmax) {
@@ -186,6 +162,106 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 out:
 	if (rc)
 		sim_trace_release(out);
+	free(line);
+	free(header);
+	fclose(f);
+	return rc;
+}
+
+int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_per_node,
+			  int model, struct sim_trace *out, struct errbuf *eb)
+{
+	struct pollux_profiles prof;
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *names[CSV_MAX_COLS], *cols[CSV_MAX_COLS], *header = NULL;
+	size_t cap = 0, nnames, lineno = 1;
+	int c_time, c_app, c_reps, c_bsz, rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!f)
+		return error(eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
+	pollux_profiles_init(&prof, profiles);
+	if (getline(&line, &cap, f) < 0) {
+		error(eb, YERR(BAD_REQUEST), "'%s': empty file", path);
+		goto out;
+	}
+	header = xstrdup(line);
+	nnames = csv_split(header, names, CSV_MAX_COLS);
+	c_time = csv_find_col(names, nnames, "time");
+	c_app = csv_find_col(names, nnames, "application");
+	c_reps = csv_find_col(names, nnames, "num_replicas");
+	c_bsz = csv_find_col(names, nnames, "batch_size");
+	if (c_time < 0 || c_app < 0 || c_reps < 0 || c_bsz < 0) {
+		error(eb, YERR(BAD_REQUEST),
+		      "'%s': header lacks the time, application, num_replicas, batch_size columns",
+		      path);
+		goto out;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		const struct pollux_app *app;
+		struct pollux_run run;
+		struct errbuf why = ERRBUF_INIT;
+		uint64_t submit, reps, bsz;
+		double secs;
+		size_t n;
+
+		lineno++;
+		if (line[strspn(line, "\r\n")] == '\0')
+			continue;
+		n = csv_split(line, cols, CSV_MAX_COLS);
+		if (n < nnames) {
+			error(eb, YERR(BAD_REQUEST), "'%s' line %zu: %zu fields, expected %zu", path,
+			      lineno, n, nnames);
+			goto out;
+		}
+		if (parse_seconds(cols[c_time], &submit) < 0) {
+			error(eb, YERR(BAD_REQUEST), "'%s' line %zu: field 'time': '%s' is not seconds",
+			      path, lineno, cols[c_time]);
+			goto out;
+		}
+		if (parse_u64_str(cols[c_reps], &reps) < 0 || !reps || reps > UINT_MAX) {
+			error(eb, YERR(BAD_REQUEST),
+			      "'%s' line %zu: field 'num_replicas': '%s' is not a GPU count above 0",
+			      path, lineno, cols[c_reps]);
+			goto out;
+		}
+		if (parse_u64_str(cols[c_bsz], &bsz) < 0 || !bsz) {
+			error(eb, YERR(BAD_REQUEST),
+			      "'%s' line %zu: field 'batch_size': '%s' is not a batch size above 0",
+			      path, lineno, cols[c_bsz]);
+			goto out;
+		}
+		if (pollux_profiles_app(&prof, cols[c_app], &app, &why) < 0 ||
+		    pollux_duration(app, (unsigned)reps, gpus_per_node, bsz, &run, &why) < 0) {
+			error(eb, why.code, "'%s' line %zu: %s", path, lineno, why.msg);
+			goto out;
+		}
+		if (model == POLLUX_MODEL_PROGRESS && !app->stats) {
+			error(eb, YERR(BAD_REQUEST),
+			      "'%s' line %zu: application '%s': the progress model needs the columns "
+			      "progress, grad_sqr and grad_var in every validation file of '%s/%s'",
+			      path, lineno, app->name, profiles, app->name);
+			goto out;
+		}
+		secs = model == POLLUX_MODEL_PROGRESS ? run.progress_seconds : run.seconds;
+		ALLOC_GROW(out->jobs, out->njobs + 1, out->alloc);
+		out->jobs[out->njobs].id = out->njobs;
+		out->jobs[out->njobs].submit = submit;
+		/* whole seconds, as the replay's clock; at least one */
+		out->jobs[out->njobs].duration = secs < 1 ? 1 : (uint64_t)llround(secs);
+		out->jobs[out->njobs].gpus = (unsigned)reps;
+		out->njobs++;
+	}
+	if (ferror(f)) {
+		error(eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	qsort(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
+	rc = 0;
+out:
+	if (rc)
+		sim_trace_release(out);
+	pollux_profiles_release(&prof);
 	free(line);
 	free(header);
 	fclose(f);
