@@ -6,6 +6,8 @@
 
 /* Plain requests get this long; a follow request is held up to 20 s by the master. */
 #define REQUEST_TIMEOUT_MS 60000L
+/* Answers 429 (over the token's rate limit) waited out before one is shown. */
+#define CLIENT_RETRY_429 5
 /* A 256 MiB code upload over a slow link may take a while. */
 #define UPLOAD_TIMEOUT_MS 1800000L
 
@@ -14,6 +16,7 @@ void client_open(struct client *c, const char *base_url, const struct httpc_tls 
 {
 	httpc_init(&c->http, base_url, tls, token);
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	c->http.retry_429 = CLIENT_RETRY_429;
 }
 
 void client_close(struct client *c)

@@ -1,9 +1,11 @@
 #include "base/compat.h"
 #include "common/httpc.h"
+
 #include "base/xalloc.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <time.h>
 
 void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
 		const char *token)
@@ -19,6 +21,7 @@ void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *t
 	c->ca_file = tls && tls->ca_file ? xstrdup(tls->ca_file) : NULL;
 	c->pin = tls && tls->pin ? xstrdup(tls->pin) : NULL;
 	c->timeout_ms = 0;
+	c->retry_429 = 0;
 }
 
 void httpc_release(struct httpc *c)
@@ -145,9 +148,9 @@ static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const c
 	return error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url, why);
 }
 
-int httpc_request(struct httpc *c, const char *method, const char *path,
-		  const void *body, size_t body_len, const char *content_type,
-		  struct httpc_response *res, struct errbuf *eb)
+static int request_once(struct httpc *c, const char *method, const char *path,
+			const void *body, size_t body_len, const char *content_type,
+			struct httpc_response *res, struct errbuf *eb)
 {
 	CURL *h = c->curl;
 	struct curl_slist *hdrs = NULL;
@@ -200,6 +203,27 @@ out:
 	strbuf_release(&url);
 	strbuf_release(&line);
 	return ret;
+}
+
+int httpc_request(struct httpc *c, const char *method, const char *path,
+		  const void *body, size_t body_len, const char *content_type,
+		  struct httpc_response *res, struct errbuf *eb)
+{
+	for (unsigned tries = 0;; tries++) {
+		int ret = request_once(c, method, path, body, body_len, content_type, res, eb);
+		curl_off_t after = 0;
+		if (ret || res->status != 429 || tries >= c->retry_429)
+			return ret;
+		/* a refused request changed nothing on the master: sending it
+		 * again once the caller's bucket has refilled is safe */
+		curl_easy_getinfo(c->curl, CURLINFO_RETRY_AFTER, &after);
+		if (after < 1)
+			after = 1;
+		if (after > HTTPC_RETRY_AFTER_MAX_S)
+			after = HTTPC_RETRY_AFTER_MAX_S;
+		struct timespec ts = { (time_t)after, 0 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 int httpc_error_from_reply(const struct httpc_response *res, struct errbuf *eb)

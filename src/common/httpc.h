@@ -32,7 +32,12 @@ struct httpc {
 	char *token;         /* owned or NULL: sent as a bearer token */
 	char *ca_file, *pin; /* owned or NULL: struct httpc_tls */
 	long timeout_ms;     /* whole-request limit; 0 = none */
+	unsigned retry_429;  /* answers 429 (rate limited) waited out, each for its
+				Retry-After (at most HTTPC_RETRY_AFTER_MAX_S), before
+				the 429 is returned; 0 = none */
 };
+
+#define HTTPC_RETRY_AFTER_MAX_S 10
 
 struct httpc_response {
 	long status;           /* HTTP status, 0 when no response came */
@@ -55,7 +60,8 @@ void httpc_set_token(struct httpc *c, const char *token);
  * returns YERR(UNAVAILABLE) with the curl message in eb; a master whose
  * certificate or key is not trusted (struct httpc_tls) returns
  * YERR(FORBIDDEN) with what failed and how to trust it, which retrying does
- * not mend; any HTTP status returns 0 with res->status set. Caller releases
+ * not mend; any HTTP status returns 0 with res->status set (a 429 only
+ * after c->retry_429 waits and tries more). Caller releases
  * res, also after an error. */
 int httpc_request(struct httpc *c, const char *method, const char *path,
 		  const void *body, size_t body_len, const char *content_type,

@@ -99,3 +99,17 @@ def test_rate_limit_off_and_bad_values():
                             "--rate-limit", bad], capture_output=True, text=True, timeout=30)
         check(r.returncode != 0, f"--rate-limit {bad}: refused (exit {r.returncode})")
         check(f"--rate-limit '{bad}'" in r.stderr, f"the error names the flag and value: {r.stderr!r}")
+
+
+def test_cli_waits_out_the_limit():
+    """The CLI waits out a 429 for its Retry-After (a few times) instead of
+    failing at once: with the token's bucket just emptied, `yard ls` still
+    answers."""
+    with cluster("ratelimit-cli", master_args=["--rate-limit", "1:2"]) as c:
+        c.start_master()
+        carol = c.user_token("carol")
+        statuses, refused, _ = burst(c.api, 4, token=carol)
+        check(refused, f"carol's bucket is empty: {statuses}")
+        r = c.cli("ls", token=carol)
+        check_eq(r.returncode, 0, f"yard ls right after the 429s: {r.stderr.decode()!r}")
+        check(b"NAME" in r.stdout.upper(), f"yard ls printed its table: {r.stdout!r}")
