@@ -548,37 +548,42 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME;
+	struct MHD_OptionItem opts[8];
+	size_t n = 0;
 	char host[64];
 	int rc;
 
-	if (!listen) {
+	if (listen) {
+		rc = parse_listen(listen, &sa, eb);
+		if (rc)
+			return rc;
+		if (m->tls.cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+			return error(eb, YERR(INTERNAL), "this libmicrohttpd is built without TLS: "
+					 "--tls-cert and --tls-self-signed cannot work");
+		/* SIGPIPE is ignored (a reader that hangs up gets EPIPE, not a
+		 * dead master), and MHD is told so: only then does it send file
+		 * and memfd bodies with sendfile() instead of reading them into
+		 * the connection's pool. */
+		signal(SIGPIPE, SIG_IGN);
+		flags |= MHD_USE_ERROR_LOG;
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &sa };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, 4000, NULL };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
+		if (m->tls.cert_pem) {
+			flags |= MHD_USE_TLS;
+			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, m->tls.cert_pem };
+			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, m->tls.key_pem };
+		}
+	} else {
 		/* no socket of its own: connections come from MHD_add_connection
 		 * (Unix sockets, on which MHD's log would say at every reply that
 		 * TCP_NODELAY is not supported: no error log) */
-		m->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-					  MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_request, m,
-					  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
-					  MHD_OPTION_URI_LOG_CALLBACK, on_uri, m,
-					  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_END);
-		if (!m->mhd)
-			return error(eb, YERR(IO), "cannot start the HTTP server: %s", strerror(errno));
-		m->url = xstrdup("http://unlisted");
-		return 0;
+		flags |= MHD_USE_NO_LISTEN_SOCKET;
 	}
-	rc = parse_listen(listen, &sa, eb);
-	if (rc)
-		return rc;
-	if (m->tls.cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-		return error(eb, YERR(INTERNAL), "this libmicrohttpd is built without TLS: "
-				 "--tls-cert and --tls-self-signed cannot work");
-	struct MHD_OptionItem tls_opts[] = {
-		{ MHD_OPTION_HTTPS_MEM_CERT, 0, m->tls.cert_pem },
-		{ MHD_OPTION_HTTPS_MEM_KEY, 0, m->tls.key_pem },
-		{ MHD_OPTION_END, 0, NULL },
-	};
-	if (m->tls.cert_pem)
-		flags |= MHD_USE_TLS;
+	opts[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	/* Each connection's memory (request line, headers, read buffer) is a
 	 * pool that MHD zeroes again for every request on a kept-alive
 	 * connection: 32 KiB (MHD's default) rather than 128 KiB cut that
@@ -586,28 +591,25 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	 * tenth, and their memory from 125 MiB to 31 MiB. Bodies do not live in
 	 * it: JSON bodies are collected in r->body, code uploads go to a file.
 	 *
-	 * SIGPIPE is ignored (a reader that hangs up gets EPIPE, not a dead
-	 * master), and MHD is told so: only then does it send file and memfd
-	 * bodies with sendfile() instead of reading them into that pool.
-	 *
 	 * MHD_USE_TURBO: MHD reads, writes and accepts first and asks epoll
 	 * after (the sockets are non-blocking): 45 us of the master's CPU per
 	 * GET /v1/jobs?limit=50 under 1,000 wrk connections instead of 50. */
-	signal(SIGPIPE, SIG_IGN);
-	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m, MHD_OPTION_SOCK_ADDR, &sa,
+	m->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
 				  MHD_OPTION_URI_LOG_CALLBACK, on_uri, m,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-				  MHD_OPTION_SIGPIPE_HANDLED_BY_APP, (int)1, MHD_OPTION_ARRAY,
-				  m->tls.cert_pem ? tls_opts : tls_opts + 2, MHD_OPTION_END);
+				  MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!m->mhd && !listen)
+		return error(eb, YERR(IO), "cannot start the HTTP server: %s", strerror(errno));
 	if (!m->mhd && m->tls.cert_pem)
 		return error(eb, YERR(IO), "cannot listen on '%s' over https: %s (libmicrohttpd "
 				 "logs its reason above)", listen, strerror(errno));
 	if (!m->mhd)
 		return error(eb, YERR(IO), "cannot listen on '%s': %s", listen, strerror(errno));
+	if (!listen) {
+		m->url = xstrdup("http://unlisted");
+		return 0;
+	}
 	info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	m->port = info ? info->port : ntohs(sa.sin_port);
 	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
