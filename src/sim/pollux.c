@@ -80,77 +80,9 @@ static int parse_real(const char *s, double *out)
 	return end == p && isfinite(*out) ? 0 : -1;
 }
 
-/* A CSV file being read row by row, its columns looked up by name. */
-struct reader {
-	const char *path;
-	FILE *f;
-	char *line, *header;
-	size_t cap, lineno;
-	char *names[CSV_MAX_COLS];
-	size_t nnames;
-};
-
-static int reader_open(struct reader *r, const char *path, struct errbuf *eb)
-{
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	if (!(r->f = fopen(path, "r")))
-		return error(eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
-	if (getline(&r->line, &r->cap, r->f) < 0) {
-		fclose(r->f);
-		free(r->line);
-		return error(eb, YERR(BAD_REQUEST), "'%s': empty file", path);
-	}
-	r->lineno = 1;
-	r->header = xstrdup(r->line);
-	r->nnames = csv_split(r->header, r->names, CSV_MAX_COLS);
-	return 0;
-}
-
-static void reader_close(struct reader *r)
-{
-	if (r->f)
-		fclose(r->f);
-	free(r->line);
-	free(r->header);
-	memset(r, 0, sizeof(*r));
-}
-
-/* The index of column name, or negative with eb set. */
-static int reader_col(struct reader *r, const char *name, struct errbuf *eb)
-{
-	int c = csv_find_col(r->names, r->nnames, name);
-
-	if (c < 0)
-		return error(eb, YERR(BAD_REQUEST), "'%s': the header lacks the column '%s'", r->path,
-			     name);
-	return c;
-}
-
-/* The next non-empty row into cols (which point into r's buffer): 1, 0 at
- * the end, negative with eb set. A row must have every header column. */
-static int reader_next(struct reader *r, char **cols, struct errbuf *eb)
-{
-	while (getline(&r->line, &r->cap, r->f) >= 0) {
-		size_t n;
-
-		r->lineno++;
-		if (r->line[strspn(r->line, "\r\n")] == '\0')
-			continue;
-		n = csv_split(r->line, cols, CSV_MAX_COLS);
-		if (n < r->nnames)
-			return error(eb, YERR(BAD_REQUEST), "'%s' line %zu: %zu fields, expected %zu",
-				     r->path, r->lineno, n, r->nnames);
-		return 1;
-	}
-	if (ferror(r->f))
-		return error(eb, YERR(IO), "cannot read '%s': %s", r->path, strerror(errno));
-	return 0;
-}
-
 /* Field col of the current row as a number >= min; negative with eb naming
  * the file, line and field otherwise. */
-static int reader_real(struct reader *r, char **cols, int col, double min, double *out,
+static int reader_real(struct csv_reader *r, char **cols, int col, double min, double *out,
 		       struct errbuf *eb)
 {
 	if (parse_real(cols[col], out) < 0)
@@ -163,7 +95,7 @@ static int reader_real(struct reader *r, char **cols, int col, double min, doubl
 }
 
 /* Field col as a whole number in [1, max]. */
-static int reader_count(struct reader *r, char **cols, int col, uint64_t max, unsigned *out,
+static int reader_count(struct csv_reader *r, char **cols, int col, uint64_t max, unsigned *out,
 			struct errbuf *eb)
 {
 	uint64_t v;
@@ -177,7 +109,7 @@ static int reader_count(struct reader *r, char **cols, int col, uint64_t max, un
 }
 
 /* The step time and sync time columns, checked: 0 <= sync <= step, step > 0. */
-static int reader_times(struct reader *r, char **cols, int c_step, int c_sync,
+static int reader_times(struct csv_reader *r, char **cols, int c_step, int c_sync,
 			struct pollux_step *s, struct errbuf *eb)
 {
 	int rc;
@@ -196,18 +128,18 @@ static int reader_times(struct reader *r, char **cols, int c_step, int c_sync,
 static int read_placements(struct pollux_app *a, const char *path, size_t *alloc,
 			   struct errbuf *eb)
 {
-	struct reader r;
+	struct csv_reader r;
 	char *cols[CSV_MAX_COLS];
 	int c_pl, c_bsz, c_step, c_sync, rc;
 
-	if ((rc = reader_open(&r, path, eb)) < 0)
+	if ((rc = csv_open(&r, path, eb)) < 0)
 		return rc;
-	if ((rc = c_pl = reader_col(&r, "placement", eb)) < 0 ||
-	    (rc = c_bsz = reader_col(&r, "local_bsz", eb)) < 0 ||
-	    (rc = c_step = reader_col(&r, "step_time", eb)) < 0 ||
-	    (rc = c_sync = reader_col(&r, "sync_time", eb)) < 0)
+	if ((rc = c_pl = csv_col(&r, "placement", eb)) < 0 ||
+	    (rc = c_bsz = csv_col(&r, "local_bsz", eb)) < 0 ||
+	    (rc = c_step = csv_col(&r, "step_time", eb)) < 0 ||
+	    (rc = c_sync = csv_col(&r, "sync_time", eb)) < 0)
 		goto out;
-	while ((rc = reader_next(&r, cols, eb)) > 0) {
+	while ((rc = csv_next(&r, cols, eb)) > 0) {
 		struct pollux_step s;
 		const char *pl = cols[c_pl];
 		size_t len = strlen(pl);
@@ -238,7 +170,7 @@ static int read_placements(struct pollux_app *a, const char *path, size_t *alloc
 	}
 	rc = 0;
 out:
-	reader_close(&r);
+	csv_close(&r);
 	return rc;
 }
 
@@ -246,19 +178,19 @@ out:
 static int read_scalability(struct pollux_app *a, const char *path, size_t *alloc,
 			    struct errbuf *eb)
 {
-	struct reader r;
+	struct csv_reader r;
 	char *cols[CSV_MAX_COLS];
 	int c_nodes, c_reps, c_bsz, c_step, c_sync, rc;
 
-	if ((rc = reader_open(&r, path, eb)) < 0)
+	if ((rc = csv_open(&r, path, eb)) < 0)
 		return rc;
-	if ((rc = c_nodes = reader_col(&r, "num_nodes", eb)) < 0 ||
-	    (rc = c_reps = reader_col(&r, "num_replicas", eb)) < 0 ||
-	    (rc = c_bsz = reader_col(&r, "local_bsz", eb)) < 0 ||
-	    (rc = c_step = reader_col(&r, "step_time", eb)) < 0 ||
-	    (rc = c_sync = reader_col(&r, "sync_time", eb)) < 0)
+	if ((rc = c_nodes = csv_col(&r, "num_nodes", eb)) < 0 ||
+	    (rc = c_reps = csv_col(&r, "num_replicas", eb)) < 0 ||
+	    (rc = c_bsz = csv_col(&r, "local_bsz", eb)) < 0 ||
+	    (rc = c_step = csv_col(&r, "step_time", eb)) < 0 ||
+	    (rc = c_sync = csv_col(&r, "sync_time", eb)) < 0)
 		goto out;
-	while ((rc = reader_next(&r, cols, eb)) > 0) {
+	while ((rc = csv_next(&r, cols, eb)) > 0) {
 		struct pollux_step s;
 
 		memset(&s, 0, sizeof(s));
@@ -278,13 +210,13 @@ static int read_scalability(struct pollux_app *a, const char *path, size_t *allo
 	}
 	rc = rc < 0 ? rc : 0;
 out:
-	reader_close(&r);
+	csv_close(&r);
 	return rc;
 }
 
 /* Field col as a number >= 0 and not below the row before's (prev, NULL
  * on the first row). */
-static int reader_rising(struct reader *r, char **cols, int col, const double *prev,
+static int reader_rising(struct csv_reader *r, char **cols, int col, const double *prev,
 			 double *out, struct errbuf *eb)
 {
 	int rc;
@@ -303,21 +235,21 @@ static int reader_rising(struct reader *r, char **cols, int col, const double *p
  * never decrease. */
 static int read_curve(struct pollux_curve *c, const char *path, struct errbuf *eb)
 {
-	struct reader r;
+	struct csv_reader r;
 	char *cols[CSV_MAX_COLS];
 	size_t alloc = 0;
 	int c_it, c_prog, c_sqr, c_var, rc;
 	bool stats;
 
-	if ((rc = reader_open(&r, path, eb)) < 0)
+	if ((rc = csv_open(&r, path, eb)) < 0)
 		return rc;
-	if ((rc = c_it = reader_col(&r, "iteration", eb)) < 0)
+	if ((rc = c_it = csv_col(&r, "iteration", eb)) < 0)
 		goto out;
 	c_prog = csv_find_col(r.names, r.nnames, "progress");
 	c_sqr = csv_find_col(r.names, r.nnames, "grad_sqr");
 	c_var = csv_find_col(r.names, r.nnames, "grad_var");
 	stats = c_prog >= 0 && c_sqr >= 0 && c_var >= 0;
-	while ((rc = reader_next(&r, cols, eb)) > 0) {
+	while ((rc = csv_next(&r, cols, eb)) > 0) {
 		size_t n = c->n;
 		const bool first = !n;
 
@@ -350,7 +282,7 @@ static int read_curve(struct pollux_curve *c, const char *path, struct errbuf *e
 	}
 	rc = 0;
 out:
-	reader_close(&r);
+	csv_close(&r);
 	return rc;
 }
 

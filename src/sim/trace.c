@@ -172,48 +172,29 @@ int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_
 			  int model, struct sim_trace *out, struct errbuf *eb)
 {
 	struct pollux_profiles prof;
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *names[CSV_MAX_COLS], *cols[CSV_MAX_COLS], *header = NULL;
-	size_t cap = 0, nnames, lineno = 1;
-	int c_time, c_app, c_reps, c_bsz, rc = -1;
+	struct csv_reader r;
+	char *cols[CSV_MAX_COLS];
+	int c_time, c_app, c_reps, c_bsz, rc;
 
 	memset(out, 0, sizeof(*out));
-	if (!f)
-		return error(eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
+	if (csv_open(&r, path, eb))
+		return -1;
 	pollux_profiles_init(&prof, profiles);
-	if (getline(&line, &cap, f) < 0) {
-		error(eb, YERR(BAD_REQUEST), "'%s': empty file", path);
+	if ((c_time = csv_col(&r, "time", eb)) < 0 || (c_app = csv_col(&r, "application", eb)) < 0 ||
+	    (c_reps = csv_col(&r, "num_replicas", eb)) < 0 ||
+	    (c_bsz = csv_col(&r, "batch_size", eb)) < 0) {
+		rc = -1;
 		goto out;
 	}
-	header = xstrdup(line);
-	nnames = csv_split(header, names, CSV_MAX_COLS);
-	c_time = csv_find_col(names, nnames, "time");
-	c_app = csv_find_col(names, nnames, "application");
-	c_reps = csv_find_col(names, nnames, "num_replicas");
-	c_bsz = csv_find_col(names, nnames, "batch_size");
-	if (c_time < 0 || c_app < 0 || c_reps < 0 || c_bsz < 0) {
-		error(eb, YERR(BAD_REQUEST),
-		      "'%s': header lacks the time, application, num_replicas, batch_size columns",
-		      path);
-		goto out;
-	}
-	while (getline(&line, &cap, f) >= 0) {
+	while ((rc = csv_next(&r, cols, eb)) > 0) {
 		const struct pollux_app *app;
 		struct pollux_run run;
 		struct errbuf why = ERRBUF_INIT;
 		uint64_t submit, reps, bsz;
+		size_t lineno = r.lineno;
 		double secs;
-		size_t n;
 
-		lineno++;
-		if (line[strspn(line, "\r\n")] == '\0')
-			continue;
-		n = csv_split(line, cols, CSV_MAX_COLS);
-		if (n < nnames) {
-			error(eb, YERR(BAD_REQUEST), "'%s' line %zu: %zu fields, expected %zu", path,
-			      lineno, n, nnames);
-			goto out;
-		}
+		rc = -1;
 		if (parse_seconds(cols[c_time], &submit) < 0) {
 			error(eb, YERR(BAD_REQUEST), "'%s' line %zu: field 'time': '%s' is not seconds",
 			      path, lineno, cols[c_time]);
@@ -252,19 +233,15 @@ int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_
 		out->jobs[out->njobs].gpus = (unsigned)reps;
 		out->njobs++;
 	}
-	if (ferror(f)) {
-		error(eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
+	if (rc < 0)
 		goto out;
-	}
 	qsort(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
 	rc = 0;
 out:
 	if (rc)
 		sim_trace_release(out);
 	pollux_profiles_release(&prof);
-	free(line);
-	free(header);
-	fclose(f);
+	csv_close(&r);
 	return rc;
 }
 
