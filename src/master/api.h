@@ -31,14 +31,37 @@ enum body_kind {
 #define API_MANIFEST_MAX ((size_t)64 << 20)
 #define API_JSON_DEPTH 64
 
+/* Whose is what a route shows or changes: the visibility rule of
+ * docs/security.md, applied by visibility_check() (master/visibility.h)
+ * before the handler runs, after the permission has admitted the caller. */
+enum scope {
+	SCOPE_CLUSTER,  /* the cluster's: every caller its permission admits */
+	SCOPE_JOB,      /* job {id}'s own: its owner, its team, admins, its job token */
+	SCOPE_DATASET,  /* dataset {name}'s contents: its team (its maker when it has none), admins */
+	SCOPE_CODE,     /* code or checkpoint {digest}: whoever may see a job of it, agents of its nodes */
+	SCOPE_MANIFEST, /* manifest {digest}: whoever may see a dataset of it, agents */
+	SCOPE_NODE,     /* node {id}: that node's own agent */
+	SCOPE_TASK,     /* task {id}: the agent of the node it runs on */
+	SCOPE__COUNT
+};
+
+enum route_flags {
+	ROUTE_AUDIT = 1 << 0, /* the request changes state: it goes into the audit log */
+};
+
 struct route {
 	const char *method;
 	const char *pattern;        /* "/v1/jobs/{id}": a {x} matches one path segment */
 	void (*handler)(struct req *r);
 	enum perm perm;
+	enum scope scope;
+	unsigned flags;             /* enum route_flags */
 	enum body_kind body;
 	const char *summary;        /* one line for docs/api.md */
 };
+
+/* scope_name: "cluster", "job", ... as docs/api.md names them. */
+const char *scope_name(enum scope s);
 
 /* api_routes: the route table (static storage), *n its length. */
 const struct route *api_routes(size_t *n);

@@ -17,7 +17,7 @@ def routes():
     rows = []
     with open(os.path.join(ROOT, "docs", "api.md")) as f:
         for line in f:
-            m = re.match(r"\| (GET|POST|PUT|DELETE|HEAD) \| `([^`]+)` \| (\w+) \|", line)
+            m = re.match(r"\| (GET|POST|PUT|DELETE|HEAD) \| `([^`]+)` \| (\w+) \| \w+ \| \w+ \|", line)
             if m:
                 rows.append(m.groups())
     return rows

@@ -18,10 +18,11 @@ static void test_doc_matches_table(void **state)
 
 	assert_int_equal(strbuf_read_file(&doc, doc_path, 0), 0);
 	for (size_t i = 0; i < n; i++)
-		strbuf_addf(&want, "%s %s %s\n", r[i].method, r[i].pattern, perm_name(r[i].perm));
-	/* table rows: | METHOD | `PATH` | PERM | summary | */
+		strbuf_addf(&want, "%s %s %s %s %s\n", r[i].method, r[i].pattern, perm_name(r[i].perm),
+			    scope_name(r[i].scope), r[i].flags & ROUTE_AUDIT ? "yes" : "no");
+	/* table rows: | METHOD | `PATH` | PERM | SCOPE | AUDITED | summary | */
 	for (line = strtok_r(doc.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char method[16], path[128], perm[16];
+		char method[16], path[128], col[3][16];
 		const char *p = line;
 		if (strncmp(p, "| GET ", 6) && strncmp(p, "| POST ", 7) && strncmp(p, "| PUT ", 6) &&
 		    strncmp(p, "| DELETE ", 9))
@@ -33,14 +34,17 @@ static void test_doc_matches_table(void **state)
 		assert_non_null(p);
 		k = strcspn(p + 1, "`");
 		snprintf(path, sizeof(path), "%.*s", (int)k, p + 1);
-		p = strchr(p + 1 + k, '|');
-		assert_non_null(p);
-		p++;
-		while (*p == ' ')
+		p += 1 + k;
+		for (int c = 0; c < 3; c++) {
+			p = strchr(p, '|');
+			assert_non_null(p);
 			p++;
-		k = strcspn(p, " |");
-		snprintf(perm, sizeof(perm), "%.*s", (int)k, p);
-		strbuf_addf(&got, "%s %s %s\n", method, path, perm);
+			while (*p == ' ')
+				p++;
+			k = strcspn(p, " |");
+			snprintf(col[c], sizeof(col[c]), "%.*s", (int)k, p);
+		}
+		strbuf_addf(&got, "%s %s %s %s %s\n", method, path, col[0], col[1], col[2]);
 	}
 	assert_string_equal(got.buf, want.buf);
 	strbuf_release(&doc);
