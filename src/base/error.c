@@ -3,6 +3,8 @@
 
 #include <errno.h>
 
+#include "base/utf8.h"
+
 static const char *const codes[] = {
 #define X_(name, code, status, msg) code,
 	YARD_ERRORS(X_)
@@ -66,9 +68,16 @@ int verror_field(struct errbuf *eb, int code, const char *field, const char *fmt
 {
 	if (!eb)
 		return code;
+	char raw[sizeof(eb->msg)];
+
+	/* Messages quote what came from outside (a path, a query, a spec
+	 * value, a peer's answer): every one is made valid UTF-8 without
+	 * control characters here, the one place they are all made, so that
+	 * each can go into a JSON reply, a log line or a terminal as it is. */
 	eb->code = code;
-	snprintf(eb->field, sizeof(eb->field), "%s", field ? field : "");
-	vsnprintf(eb->msg, sizeof(eb->msg), fmt, ap);
+	utf8_escape_into(eb->field, sizeof(eb->field), field ? field : "");
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	utf8_escape_into(eb->msg, sizeof(eb->msg), raw);
 	return code;
 }
 

@@ -6,6 +6,9 @@
  * struct errbuf carries the detail: which field (for spec and request
  * validation, a dotted path such as "tasks.worker.gpus") and a message that
  * says what failed and where (lowercase, no full stop, subject in quotes).
+ * Both are always valid UTF-8 without control characters: error() escapes
+ * any other byte as \xHH (base/utf8.h), so that a message quoting request
+ * bytes can be sent as JSON and logged as one line.
  */
 #ifndef YARD_ERROR_H
 #define YARD_ERROR_H

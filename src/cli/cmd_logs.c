@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "base/clock.h"
+#include "base/utf8.h"
 #include "cli/cmd.h"
 
 /* The most bytes asked for in one request. */
@@ -126,31 +127,6 @@ int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned
 	return 0;
 }
 
-/* Appends s as valid UTF-8: each byte that does not start a well-formed
- * sequence becomes U+FFFD, so that any log can be a JSON string. */
-static void add_utf8_lossy(struct strbuf *out, const unsigned char *s, size_t len)
-{
-	size_t i = 0;
-	while (i < len) {
-		unsigned char c = s[i];
-		size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-		bool ok = n && i + n <= len && !(n == 2 && c < 0xc2);
-		for (size_t k = 1; ok && k < n; k++)
-			ok = (s[i + k] & 0xc0) == 0x80;
-		if (ok && n == 3) /* no overlongs, no surrogates */
-			ok = !(c == 0xe0 && s[i + 1] < 0xa0) && !(c == 0xed && s[i + 1] >= 0xa0);
-		if (ok && n == 4)
-			ok = !(c == 0xf0 && s[i + 1] < 0x90) && !(c == 0xf4 && s[i + 1] >= 0x90) && c <= 0xf4;
-		if (ok) {
-			strbuf_add(out, s + i, n);
-			i += n;
-		} else {
-			strbuf_addstr(out, "\xef\xbf\xbd");
-			i++;
-		}
-	}
-}
-
 /* `yard logs --output json`: both streams of a task as one object. Logs are
  * bytes; bytes that are not UTF-8 are replaced, so use the plain output to
  * get them exactly. */
@@ -169,7 +145,7 @@ static int logs_json(struct cli_ctx *ctx, uint64_t id, const char *task, unsigne
 		ret = copy_stream(&lc);
 		if (ret)
 			*eb = lc.eb;
-		add_utf8_lossy(&text, (const unsigned char *)raw.buf, raw.len);
+		utf8_lossy_append(&text, raw.buf, raw.len);
 		json_object_set_new(doc, names[i], json_stringn(text.buf, text.len));
 		strbuf_release(&raw);
 		strbuf_release(&text);

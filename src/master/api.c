@@ -242,10 +242,8 @@ static void h_code_get(struct req *r)
 /* An error reply with one more member in its error object. */
 static void reply_err_with(struct req *r, const struct errbuf *eb, const char *key, json_t *v)
 {
-	json_t *e = json_pack("{s:s, s:s}", "code", yerr_code_str(eb->code), "message", eb->msg);
+	json_t *e = http_error_json(eb);
 
-	if (eb->field[0])
-		json_object_set_new(e, "field", json_string(eb->field));
 	json_object_set_new(e, key, v);
 	req_json(r, yerr_http_status(eb->code), json_pack("{s:o}", "error", e));
 }
@@ -878,8 +876,7 @@ static void reply_appended(struct req *r, int rc, const struct errbuf *eb, const
 			   uint64_t have)
 {
 	if (rc == YERR(CONFLICT)) {
-		json_t *e = json_pack("{s:s, s:s}", "code", "conflict", "message", eb->msg);
-		req_json(r, 409, json_pack("{s:o, s:I}", "error", e, key, (json_int_t)have));
+		req_json(r, 409, json_pack("{s:o, s:I}", "error", http_error_json(eb), key, (json_int_t)have));
 	} else if (rc) {
 		req_error(r, eb);
 	} else {

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "master/api.h"
 #include "master/static.h"
@@ -31,12 +32,25 @@ void req_text(struct req *r, int status, const char *ctype, const char *data, si
 	req_set_response(r, status, resp);
 }
 
-void http_json_string(struct strbuf *out, const char *s)
+json_t *http_json_text(const char *s)
 {
 	json_t *js = json_string(s);
-	char *text = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+	char *esc;
 
-	strbuf_addstr(out, text ? text : "\"\"");
+	if (js)
+		return js;
+	esc = utf8_escape_dup(s);
+	js = json_string(esc);
+	free(esc);
+	return js;
+}
+
+void http_json_string(struct strbuf *out, const char *s)
+{
+	json_t *js = http_json_text(s);
+	char *text = json_dumps(js, JSON_ENCODE_ANY);
+
+	strbuf_addstr(out, text);
 	free(text);
 	json_decref(js);
 }
@@ -111,11 +125,32 @@ void req_shared(struct req *r, int status, const char *ctype, struct shared_body
 	req_set_response(r, status, resp);
 }
 
+/* What req_json answers when it has no document to send: a handler built
+ * one from a string jansson refused (json_pack fails on bytes that are not
+ * UTF-8). Fixed text: nothing of the request is in it. */
+static const char encode_failed[] =
+	"{\"error\":{\"code\":\"internal\",\"message\":\"the reply could not be encoded as "
+	"JSON\"}}\n";
+
 void req_json(struct req *r, int status, json_t *doc)
 {
-	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 	struct MHD_Response *resp;
-	size_t len = strlen(text);
+	size_t len;
+
+	if (!text) {
+		struct strbuf where = STRBUF_INIT;
+		utf8_escape_append(&where, r->method ? r->method : "?", strlen(r->method ? r->method : "?"));
+		strbuf_addch(&where, ' ');
+		utf8_escape_append(&where, r->url ? r->url : "?", strlen(r->url ? r->url : "?"));
+		fprintf(stderr, "yard master: %s: a %d reply could not be encoded as JSON; answered 500\n",
+			where.buf, status);
+		strbuf_release(&where);
+		req_text(r, 500, "application/json", encode_failed, sizeof(encode_failed) - 1);
+		json_decref(doc);
+		return;
+	}
+	len = strlen(text);
 
 	/* newline-terminated for curl users */
 	text = xrealloc(text, len + 2);
@@ -127,15 +162,22 @@ void req_json(struct req *r, int status, json_t *doc)
 	json_decref(doc);
 }
 
-void req_error(struct req *r, const struct errbuf *eb)
+json_t *http_error_json(const struct errbuf *eb)
 {
 	int code = eb->code ? eb->code : YERR(INTERNAL);
-	json_t *e = json_pack("{s:s, s:s}", "code", yerr_code_str(code), "message",
-			      eb->msg[0] ? eb->msg : yerr_default_message(code));
+	json_t *e = json_object();
 
+	json_object_set_new(e, "code", json_string(yerr_code_str(code)));
+	json_object_set_new(e, "message", http_json_text(eb->msg[0] ? eb->msg : yerr_default_message(code)));
 	if (eb->field[0])
-		json_object_set_new(e, "field", json_string(eb->field));
-	req_json(r, yerr_http_status(code), json_pack("{s:o}", "error", e));
+		json_object_set_new(e, "field", http_json_text(eb->field));
+	return e;
+}
+
+void req_error(struct req *r, const struct errbuf *eb)
+{
+	req_json(r, yerr_http_status(eb->code ? eb->code : YERR(INTERNAL)),
+		 json_pack("{s:o}", "error", http_error_json(eb)));
 }
 
 const char *req_header(struct req *r, const char *name)

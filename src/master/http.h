@@ -65,13 +65,23 @@ void http_stop(struct master *m);
 /* http_run lets MHD do its work and re-arms its timer. */
 void http_run(struct master *m);
 
-/* Replies. req_json steals doc. */
+/* Replies. req_json steals doc; a NULL doc (a json_pack that failed) or
+ * one that cannot be dumped answers 500 with a JSON error and a line on
+ * the master's stderr, never a crash. */
 void req_json(struct req *r, int status, json_t *doc);
 void req_error(struct req *r, const struct errbuf *eb);
+/* http_error_json: the error object of eb as req_error sends it inside
+ * {"error": ...}: code, message, and field when it has one (new reference). */
+json_t *http_error_json(const struct errbuf *eb);
 void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len);
+/* http_json_text: a JSON string of s (new reference, never NULL); bytes
+ * of s that are not UTF-8 are escaped as \xHH (base/utf8.h), so a document
+ * that quotes outside input can always be sent. Use it, not json_string,
+ * for any string that did not come from a parsed JSON document. */
+json_t *http_json_text(const char *s);
 /* http_json_string appends s as a JSON string, escaped as jansson escapes
  * it in req_json's answers (for documents written straight into a strbuf);
- * "" when s is not UTF-8. */
+ * bytes that are not UTF-8 as http_json_text escapes them. */
 void http_json_string(struct strbuf *out, const char *s);
 /* req_strbuf answers with sb's bytes, taking them (sb is left empty). */
 void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb);

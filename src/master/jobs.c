@@ -9,6 +9,7 @@
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "launch/launch.h"
 #include "master/auth.h"
@@ -20,10 +21,13 @@
 #include "sched/preempt.h"
 #include "sched/sched.h"
 
+/* Reasons and waits quote what agents and peers said: stored as valid
+ * UTF-8 without control characters (base/utf8.h), so every one can be a
+ * JSON string. */
 static void set_str(char **dst, const char *s)
 {
 	free(*dst);
-	*dst = s ? xstrdup(s) : NULL;
+	*dst = s ? utf8_escape_dup(s) : NULL;
 }
 
 /* Appends a state change to the job's history (the oldest goes past
