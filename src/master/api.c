@@ -16,6 +16,7 @@
 #include "master/jobs.h"
 #include "master/logs.h"
 #include "master/metrics.h"
+#include "master/visibility.h"
 
 #define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
@@ -87,21 +88,22 @@ static struct job *path_job(struct req *r)
 	return j;
 }
 
-/* the node of an agent route, checked against the caller's token */
+/* the node of an agent route (the route's scope let only its own agent in) */
 static struct node *path_agent_node(struct req *r)
 {
 	struct node *n = core_node(r->m, r->cap[0]);
 
-	if (!n) {
+	if (!n)
 		reply_err(r, YERR(NOT_FOUND), "no node '%s'", r->cap[0]);
-		return NULL;
-	}
-	if (strcmp(r->user, n->name)) {
-		reply_err(r, YERR(FORBIDDEN), "the token of node '%s' may not act for '%s'", r->user,
-			  n->name);
-		return NULL;
-	}
 	return n;
+}
+
+static struct caller caller_of(const struct req *r)
+{
+	struct caller c;
+
+	req_caller(r, &c);
+	return c;
 }
 
 /* ---- users ---- */
@@ -303,12 +305,13 @@ static void h_blob_get(struct req *r)
 static void h_datasets_post(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
+	struct caller c = caller_of(r);
 	json_t *body = body_json(r), *reply;
 	int status, rc;
 
 	if (!body)
 		return;
-	rc = datasets_create(r->m, r->team, body, &reply, &status, &eb);
+	rc = datasets_create(r->m, &c, body, &reply, &status, &eb);
 	if (rc == YERR(MISSING_CHUNKS))
 		reply_err_with(r, &eb, "missing", json_incref(json_object_get(reply, "missing")));
 	else if (rc)
@@ -389,11 +392,6 @@ static void dataset_delete(struct req *r, struct dataset *ds, unsigned n)
 	json_t *jobs = NULL;
 	char *name;
 
-	/* a team's dataset is its team's to delete (and an admin's) */
-	if (!is_admin(r) && ds->team && (!r->team || strcmp(r->team, ds->team))) {
-		reply_err(r, YERR(FORBIDDEN), "dataset '%s' belongs to team '%s'", ds->name, ds->team);
-		return;
-	}
 	name = xstrdup(ds->name);
 	if (datasets_delete(r->m, ds, n, &jobs, &eb)) {
 		if (jobs)
@@ -429,30 +427,43 @@ static void h_dataset_version_delete(struct req *r)
 static void h_jobs_post(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
+	struct caller c = caller_of(r);
 	json_t *body = body_json(r);
 	struct job *j;
 
 	if (!body)
 		return;
-	if (jobs_submit(r->m, r->user, r->team, body, &j, &eb))
+	if (jobs_submit(r->m, &c, body, &j, &eb))
 		req_error(r, &eb);
 	else
-		req_json(r, 201, jobs_job_json(r->m, j));
+		req_json(r, 201, jobs_job_json(r->m, j, true));
 	json_decref(body);
 }
 
-static bool jobs_list_cached(const struct master *m, int st, const char *user, uint64_t limit)
+/* Whose whole documents a listing for c holds, as a key of the kept
+ * listing: "*" every job's, "" none's, else the user and team whose. */
+static void viewer_key(const struct master *m, const struct caller *c, struct strbuf *key)
+{
+	if (c->role == ROLE_ADMIN || (c->role == ROLE_USER && m->visibility_open))
+		strbuf_addstr(key, "*");
+	else if (c->role == ROLE_USER)
+		strbuf_addf(key, "%s/%s", c->user, c->team ? c->team : "");
+}
+
+static bool jobs_list_cached(const struct master *m, int st, const char *user, uint64_t limit,
+			     const char *viewer)
 {
 	return m->jobs_list && m->jobs_list_gen == m->jobs_gen && m->jobs_list_state == st &&
-	       m->jobs_list_limit == limit &&
+	       m->jobs_list_limit == limit && m->jobs_list_viewer && !strcmp(viewer, m->jobs_list_viewer) &&
 	       (user ? m->jobs_list_user && !strcmp(user, m->jobs_list_user) : !m->jobs_list_user);
 }
 
 /* Appends the listing of the jobs in state st (-1: any) of user (NULL: any),
- * newest first, at most limit, as req_json would send it. Returns whether
- * it may be sent again until a job changes (jobs_job_append). */
+ * newest first, at most limit, as req_json would send it to c (whole the
+ * jobs c may see whole). Returns whether it may be sent again until a job
+ * changes (jobs_job_append). */
 static bool jobs_list_make(struct master *m, int st, const char *user, uint64_t limit,
-			   struct strbuf *sb)
+			   const struct caller *c, struct strbuf *sb)
 {
 	uint64_t n = 0;
 	bool keep = true;
@@ -464,7 +475,7 @@ static bool jobs_list_make(struct master *m, int st, const char *user, uint64_t 
 			continue;
 		if (n++)
 			strbuf_addch(sb, ',');
-		keep &= jobs_job_append(m, j, sb);
+		keep &= jobs_job_append(m, j, visibility_job(m, c, j), sb);
 	}
 	strbuf_addstr(sb, "]}\n");
 	return keep;
@@ -472,16 +483,18 @@ static bool jobs_list_make(struct master *m, int st, const char *user, uint64_t 
 
 /* GET /v1/jobs. Each job's document is kept as text until the job changes,
  * so making a listing is a run of copies; and the last listing is kept
- * whole until any job changes, so a flood of readers asking the same costs
- * one listing per change, not one each. */
+ * whole until any job changes, so a flood of readers asking the same (with
+ * the same view of whose jobs they see whole) costs one listing per change,
+ * not one each. */
 static void h_jobs_list(struct req *r)
 {
 	struct master *m = r->m;
 	const char *state = req_query(r, "state"), *user = req_query(r, "user");
 	const char *lim = req_query(r, "limit");
+	struct caller c = caller_of(r);
 	uint64_t limit = 100;
 	int st = -1;
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, viewer = STRBUF_INIT;
 
 	if (state && (st = job_state_parse(state)) < 0) {
 		reply_err(r, YERR(BAD_REQUEST), "state: '%s' is not a job state", state);
@@ -491,10 +504,11 @@ static void h_jobs_list(struct req *r)
 		reply_err(r, YERR(BAD_REQUEST), "limit: expected an integer >= 1, got '%s'", lim);
 		return;
 	}
-	if (jobs_list_cached(m, st, user, limit)) {
+	viewer_key(m, &c, &viewer);
+	if (jobs_list_cached(m, st, user, limit, viewer.buf)) {
 #ifdef __SANITIZE_ADDRESS__
 		/* sanitizer builds (the e2e suite's) check the kept listing */
-		jobs_list_make(m, st, user, limit, &sb);
+		jobs_list_make(m, st, user, limit, &c, &sb);
 		if (sb.len != m->jobs_list->len || memcmp(sb.buf, m->jobs_list->text, sb.len)) {
 			fprintf(stderr, "yard master: the kept job listing is stale:\nkept %s\nnew  %s\n",
 				m->jobs_list->text, sb.buf);
@@ -503,22 +517,26 @@ static void h_jobs_list(struct req *r)
 		strbuf_release(&sb);
 #endif
 		req_shared(r, 200, "application/json", m->jobs_list);
-		return;
+		goto out;
 	}
-	if (!jobs_list_make(m, st, user, limit, &sb)) {
+	if (!jobs_list_make(m, st, user, limit, &c, &sb)) {
 		/* true of this instant only: not for the next reader */
 		req_strbuf(r, 200, "application/json", &sb);
-		return;
+		goto out;
 	}
 	shared_body_unref(m->jobs_list);
 	m->jobs_list = shared_body_new(sb.buf, sb.len);
 	m->jobs_list_state = st;
 	free(m->jobs_list_user);
 	m->jobs_list_user = user ? xstrdup(user) : NULL;
+	free(m->jobs_list_viewer);
+	m->jobs_list_viewer = strbuf_detach(&viewer, NULL);
 	m->jobs_list_limit = limit;
 	m->jobs_list_gen = m->jobs_gen;
 	strbuf_release(&sb);
 	req_shared(r, 200, "application/json", m->jobs_list);
+out:
+	strbuf_release(&viewer);
 }
 
 static void h_job_get(struct req *r)
@@ -527,8 +545,9 @@ static void h_job_get(struct req *r)
 	struct job *j = path_job(r);
 
 	if (j) {
+		struct caller c = caller_of(r);
 		/* the jobs ahead: in the one-job document, not in listings */
-		json_t *d = jobs_job_json(r->m, j);
+		json_t *d = jobs_job_json(r->m, j, visibility_job(r->m, &c, j));
 		json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
 		/* and its history: in the one-job document too */
 		json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
@@ -543,14 +562,10 @@ static void h_job_cancel(struct req *r)
 
 	if (!j)
 		return;
-	if (!is_admin(r) && strcmp(r->user, j->user)) {
-		reply_err(r, YERR(FORBIDDEN), "job %" PRIu64 " belongs to '%s'", j->id, j->user);
-		return;
-	}
 	if (jobs_cancel(r->m, j, &eb))
 		req_error(r, &eb);
 	else
-		req_json(r, 200, jobs_job_json(r->m, j));
+		req_json(r, 200, jobs_job_json(r->m, j, true));
 }
 
 /* Replies with log bytes of r->task_id from r->offset (headers included). */
@@ -847,14 +862,8 @@ static struct task *path_agent_task(struct req *r)
 
 	if (!parse_u64_str(r->cap[0], &id))
 		t = core_task(r->m, id);
-	if (!t) {
+	if (!t)
 		reply_err(r, YERR(NOT_FOUND), "no task '%s'", r->cap[0]);
-		return NULL;
-	}
-	if (!t->node || strcmp(t->node, r->user)) {
-		reply_err(r, YERR(FORBIDDEN), "task %" PRIu64 " does not run on node '%s'", t->id, r->user);
-		return NULL;
-	}
 	return t;
 }
 
@@ -926,17 +935,6 @@ static void h_task_log_size(struct req *r)
 					   (json_int_t)logs_size(r->m, t->id, LOG_STDERR)));
 }
 
-/* Only the job's own token, its owner or an admin may act inside it. */
-static bool may_act_in(struct req *r, const struct job *j)
-{
-	bool ok = r->role == ROLE_ADMIN || (r->role == ROLE_JOB && r->token_job == j->id) ||
-		  (r->role == ROLE_USER && !strcmp(r->user, j->user));
-	if (!ok)
-		reply_err(r, YERR(FORBIDDEN), "only job %" PRIu64 "'s owner, its tasks or an admin may do that",
-			  j->id);
-	return ok;
-}
-
 static void h_exec_post(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
@@ -944,7 +942,7 @@ static void h_exec_post(struct req *r)
 	struct exec *e;
 	json_t *body;
 
-	if (!j || !may_act_in(r, j) || !(body = body_json(r)))
+	if (!j || !(body = body_json(r)))
 		return;
 	if (execs_create(r->m, j, json_string_value(json_object_get(body, "host")),
 			 json_object_get(body, "argv"), &e, &eb)) {
@@ -966,7 +964,7 @@ static void h_exec_get(struct req *r)
 	uint64_t id = 0, w = 0;
 	struct exec *e;
 
-	if (!j || !may_act_in(r, j))
+	if (!j)
 		return;
 	if (parse_u64_str(r->cap[1], &id) || !(e = execs_find(r->m, id)) || e->job_id != j->id) {
 		reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " has no exec '%s'", j->id, r->cap[1]);
@@ -1100,15 +1098,15 @@ static const struct route routes[] = {
 	{ "GET", "/v1/datasets", h_datasets_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list datasets with their latest version" },
 	{ "GET", "/v1/datasets/{name}", h_dataset_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "a dataset with its versions" },
 	{ "GET", "/v1/datasets/{name}/{n}", h_dataset_version_get, PERM_READ, SCOPE_DATASET, 0, BODY_NONE, "one version of a dataset with its manifest" },
-	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "delete a dataset (its team or admin; 409 in_use while a live job uses it)" },
+	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete a dataset (its team or admin; 409 in_use while a live job uses it)" },
 	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete one version of a dataset (its team or admin)" },
 	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, SCOPE_MANIFEST, 0, BODY_NONE, "a dataset manifest by digest (agents stage from it)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list jobs, newest first (state, user, limit)" },
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks" },
-	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "cancel a job (owner or admin)" },
+	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "cancel a job (its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
-	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, owner or admin)" },
+	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position and reason" },

@@ -288,8 +288,9 @@ void core_save_dataset(struct master *m, const struct dataset *ds)
 						    (json_int_t)v->created_at));
 	}
 	put_doc(m, STORE_DATASET, ds->name,
-		json_pack("{s:s, s:o, s:i, s:o}", "name", ds->name, "team", str_or_null(ds->team),
-			  "last_version", (int)ds->last_version, "versions", vs));
+		json_pack("{s:s, s:o, s:o, s:i, s:o}", "name", ds->name, "team", str_or_null(ds->team),
+			  "owner", str_or_null(ds->owner), "last_version", (int)ds->last_version,
+			  "versions", vs));
 }
 
 void core_delete_dataset(struct master *m, const char *name)
@@ -309,6 +310,7 @@ void core_dataset_free(struct dataset *ds)
 		return;
 	free(ds->name);
 	free(ds->team);
+	free(ds->owner);
 	free(ds->v);
 	free(ds);
 }
@@ -405,6 +407,7 @@ static int load_dataset(void *ctx, const char *key, const char *text)
 	ds = xcalloc(1, sizeof(*ds));
 	ds->name = get_str(d, "name");
 	ds->team = get_str(d, "team");
+	ds->owner = get_str(d, "owner");
 	ds->last_version = (unsigned)get_u64(d, "last_version");
 	json_array_foreach(json_object_get(d, "versions"), i, v) {
 		struct dataset_version *dv;
@@ -581,9 +584,11 @@ void core_job_changed(struct master *m, struct job *j)
 	m->jobs_gen++;
 	if (!j)
 		return;
-	free(j->doc);
-	j->doc = NULL;
-	j->doc_len = 0;
+	for (int w = 0; w < 2; w++) {
+		free(j->doc[w]);
+		j->doc[w] = NULL;
+		j->doc_len[w] = 0;
+	}
 }
 
 void core_index_job(struct master *m, struct job *j)
@@ -655,7 +660,8 @@ static void job_free(struct job *j)
 	free(j->wait_msg);
 	json_decref(j->data);
 	json_decref(j->events);
-	free(j->doc);
+	free(j->doc[0]);
+	free(j->doc[1]);
 	free(j);
 }
 

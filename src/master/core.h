@@ -93,11 +93,12 @@ struct job {
 	json_t *events;
 	json_t *data;           /* owned or NULL: the resolved data entries (docs/datasets.md),
 	                         * yard versions pinned at submit; persisted with the job */
-	/* owned or NULL: the job's API document (jobs_job_json) as compact JSON
-	 * text, kept for listings until something it shows changes
-	 * (core_job_changed drops it); in memory only */
-	char *doc;
-	size_t doc_len;
+	/* owned or NULL: the job's API documents (jobs_job_json) as compact
+	 * JSON text, [0] as shown to those who may not see it whole
+	 * (visibility.h), [1] whole; kept for listings until something they
+	 * show changes (core_job_changed drops them); in memory only */
+	char *doc[2];
+	size_t doc_len[2];
 };
 
 struct gpu_info {
@@ -160,6 +161,8 @@ struct dataset_version {
 struct dataset {
 	char *name;             /* owned */
 	char *team;             /* owned or NULL: whose quota it counts against */
+	char *owner;            /* owned or NULL: the user who made it (NULL: made before
+	                         * makers were kept); whose it is when it has no team */
 	struct dataset_version *v; /* owned, ascending versions */
 	size_t nv, av;
 	unsigned last_version;  /* the highest version ever made (versions are never reused) */
@@ -218,6 +221,7 @@ struct master {
 	struct shared_body *jobs_list;
 	int jobs_list_state;    /* the state asked for, -1: any */
 	char *jobs_list_user;   /* owned or NULL: the user asked for */
+	char *jobs_list_viewer; /* owned or NULL: whose jobs it shows whole (api.c's viewer_key) */
 	uint64_t jobs_list_limit;
 	uint64_t jobs_list_gen;
 	uint64_t jobs_gen;      /* bumped on every change a job listing shows (core_job_changed) */
@@ -241,6 +245,7 @@ struct master {
 	size_t nnodes, anodes;
 	size_t *node_hash;      /* owned: open addressing by name, slot + 1 (0 empty) */
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
+	bool visibility_open;   /* --visibility open: every user sees every job and dataset */
 	struct token *tokens;   /* owned */
 	struct ratelimit ratelimit; /* requests per token (--rate-limit) */
 	size_t ntokens, atokens;

@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "master/visibility.h"
 
 int datasets_open(struct master *m, struct errbuf *eb)
 {
@@ -212,12 +213,12 @@ static json_t *version_reply(const struct dataset *ds, const struct dataset_vers
 			 ds->team ? json_string(ds->team) : json_null());
 }
 
-int datasets_create(struct master *m, const char *caller_team, const json_t *body, json_t **reply,
+int datasets_create(struct master *m, const struct caller *c, const json_t *body, json_t **reply,
 		    int *status, struct errbuf *eb)
 {
 	const char *name = json_string_value(json_object_get(body, "name"));
 	const json_t *jteam = json_object_get(body, "team"), *man = json_object_get(body, "manifest");
-	const char *team = caller_team;
+	const char *team = c->team;
 	json_t *missing = NULL, *f;
 	struct dataset *ds;
 	struct dataset_version *latest, *nv;
@@ -239,21 +240,31 @@ int datasets_create(struct master *m, const char *caller_team, const json_t *bod
 		if (!spec_name_valid(team))
 			return error_field(eb, YERR(BAD_REQUEST), "team",
 					   "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
+		if (!visibility_team(c, team))
+			return error_field(eb, YERR(FORBIDDEN), "team", "team: '%s' may not make datasets "
+					   "of team '%s' (its token names %s%s%s)", c->user, team,
+					   c->team ? "team '" : "no team", c->team ? c->team : "",
+					   c->team ? "'" : "");
 	}
+	ds = datasets_find(m, name);
+	if (ds && !visibility_dataset(m, c, ds))
+		return error_field(eb, YERR(FORBIDDEN), "name", "dataset '%s' belongs to %s '%s': '%s' may "
+				   "not add versions to it", ds->name, ds->team ? "team" : "user",
+				   ds->team ? ds->team : ds->owner, c->user);
 	if ((ret = manifest_validate(man, &size, &files, eb)))
 		return ret;
 	/* every chunk held, and each file's chunks hold exactly its bytes */
 	missing = json_array();
 	json_array_foreach(json_object_get(man, "files"), i, f) {
-		const json_t *c;
+		const json_t *chunk;
 		uint64_t sum = 0;
 		size_t k;
 		bool all = true;
-		json_array_foreach(json_object_get(f, "chunks"), k, c) {
-			int64_t s = blob_size(m, json_string_value(c));
+		json_array_foreach(json_object_get(f, "chunks"), k, chunk) {
+			int64_t s = blob_size(m, json_string_value(chunk));
 			if (s < 0) {
 				all = false;
-				json_array_append(missing, (json_t *)c);
+				json_array_append(missing, (json_t *)chunk);
 			} else {
 				sum += (uint64_t)s;
 			}
@@ -275,7 +286,6 @@ int datasets_create(struct master *m, const char *caller_team, const json_t *bod
 	}
 	json_decref(missing);
 	manifest_digest(man, digest);
-	ds = datasets_find(m, name);
 	if (ds && ds->team)
 		team = ds->team; /* a dataset stays with the team that made it */
 	latest = ds ? datasets_version(ds, 0) : NULL;
@@ -311,6 +321,7 @@ int datasets_create(struct master *m, const char *caller_team, const json_t *bod
 		ds = xcalloc(1, sizeof(*ds));
 		ds->name = xstrdup(name);
 		ds->team = team ? xstrdup(team) : NULL;
+		ds->owner = xstrdup(c->user);
 		ALLOC_GROW(m->datasets, m->ndatasets + 1, m->adatasets);
 		m->datasets[m->ndatasets++] = ds;
 	}
@@ -517,7 +528,8 @@ void datasets_collect_garbage(struct master *m, bool committed)
 	m->gc_digests = NULL;
 }
 
-int datasets_resolve(struct master *m, struct job_spec *spec, json_t **out, struct errbuf *eb)
+int datasets_resolve(struct master *m, const struct caller *c, struct job_spec *spec, json_t **out,
+		     struct errbuf *eb)
 {
 	json_t *arr;
 
@@ -534,6 +546,14 @@ int datasets_resolve(struct master *m, struct job_spec *spec, json_t **out, stru
 			struct dataset_version *v = ds ? datasets_version(ds, d->version) : NULL;
 			char field[48];
 			snprintf(field, sizeof(field), "data[%zu].source", i);
+			if (ds && !visibility_dataset(m, c, ds)) {
+				json_decref(e);
+				json_decref(arr);
+				return error_field(eb, YERR(FORBIDDEN), field, "%s: dataset '%s' belongs to %s "
+						   "'%s': '%s' may not use it", field, d->name,
+						   ds->team ? "team" : "user", ds->team ? ds->team : ds->owner,
+						   c->user);
+			}
 			if (!v) {
 				json_decref(e);
 				json_decref(arr);

@@ -32,11 +32,13 @@ int datasets_blob_put(struct master *m, const char *digest, const void *data, si
 json_t *datasets_missing(struct master *m, const json_t *body, struct errbuf *eb);
 
 /* datasets_create makes a version from {"name", "manifest", "team"?}
- * (team defaults to caller_team). OUT: *reply the reply document (new
+ * for caller c (team defaults to c's; another team, or a new version of a
+ * dataset c may not see, is YERR(FORBIDDEN)). OUT: *reply the reply document (new
  * reference) and *status 201 or 200 (the digest equals the latest
  * version's). On YERR(MISSING_CHUNKS) *reply holds the missing digests
  * ({"missing": [...]}); on other errors *reply is NULL. */
-int datasets_create(struct master *m, const char *caller_team, const json_t *body, json_t **reply,
+struct caller;
+int datasets_create(struct master *m, const struct caller *c, const json_t *body, json_t **reply,
 		    int *status, struct errbuf *eb);
 
 struct dataset *datasets_find(const struct master *m, const char *name);
@@ -67,7 +69,9 @@ void datasets_collect_garbage(struct master *m, bool committed);
  * docs/datasets.md (new reference, NULL when the spec has none), pinning
  * each yard source without a version to the latest (spec->data[i].source
  * becomes yard://NAME@N). A missing dataset or version is YERR(INVALID_SPEC)
- * naming data[i].source. */
-int datasets_resolve(struct master *m, struct job_spec *spec, json_t **out, struct errbuf *eb);
+ * naming data[i].source; one that c may not see (visibility.h) is
+ * YERR(FORBIDDEN). */
+int datasets_resolve(struct master *m, const struct caller *c, struct job_spec *spec, json_t **out,
+		     struct errbuf *eb);
 
 #endif

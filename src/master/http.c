@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "master/api.h"
 #include "master/static.h"
+#include "master/visibility.h"
 
 void req_set_response(struct req *r, int status, struct MHD_Response *resp)
 {
@@ -367,6 +368,14 @@ static void refuse_rate(struct req *r, const struct token *tok, uint64_t wait_ms
 	MHD_add_response_header(r->resp, "Retry-After", secs);
 }
 
+void req_caller(const struct req *r, struct caller *out)
+{
+	out->role = r->role;
+	out->user = r->user;
+	out->team = r->team;
+	out->job = r->token_job;
+}
+
 /* First call of a request: route, auth, body set-up. Returns false when a
  * reply (an error) is already set. */
 static bool req_begin(struct req *r)
@@ -412,6 +421,13 @@ static bool req_begin(struct req *r)
 		error(&eb, YERR(FORBIDDEN), "a %s token may not %s '%s'", role_name(tok->role), r->method,
 		      r->route->pattern);
 		goto fail;
+	}
+	if (tok) {
+		/* the visibility rule, for every route in this one place */
+		struct caller c;
+		req_caller(r, &c);
+		if (visibility_check(r->m, r->route, &c, r->cap, &eb))
+			goto fail;
 	}
 	switch (r->route->body) {
 	case BODY_LOG:

@@ -56,6 +56,11 @@ struct req {
 	struct req *next_held;
 };
 
+struct caller;
+/* req_caller: the caller of r as the visibility rule sees it (fields
+ * borrowed from r); only for a request with a token. */
+void req_caller(const struct req *r, struct caller *out);
+
 /* http_start binds listen ("HOST:PORT") and starts MHD (external polling),
  * serving https with m->tls when it holds a certificate. listen NULL: no
  * socket is bound; connections are handed to m->mhd with MHD_add_connection

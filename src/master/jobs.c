@@ -16,6 +16,7 @@
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/logs.h"
+#include "master/visibility.h"
 #include "sched/fit.h"
 #include "sched/policy.h"
 #include "sched/preempt.h"
@@ -154,8 +155,8 @@ static struct sched_label *spec_sched_labels(const struct job_spec *spec)
 	return l;
 }
 
-int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
-		struct job **out, struct errbuf *eb)
+int jobs_submit(struct master *m, const struct caller *c, const json_t *body, struct job **out,
+		struct errbuf *eb)
 {
 	struct job_spec *spec = xcalloc(1, sizeof(*spec));
 	const json_t *jspec, *jcode;
@@ -177,6 +178,10 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	ret = spec_from_json(jspec, spec, eb);
 	if (!ret)
 		ret = launch_validate(spec, eb);
+	if (!ret && !visibility_team(c, spec->team))
+		ret = error_field(eb, YERR(FORBIDDEN), "team", "team: '%s' may not submit to team '%s' "
+				  "(its token names %s%s%s)", c->user, spec->team,
+				  c->team ? "team '" : "no team", c->team ? c->team : "", c->team ? "'" : "");
 	if (ret)
 		goto out;
 	jcode = json_object_get(body, "code");
@@ -243,7 +248,7 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	}
 
 	/* the data: yard sources resolved and pinned (after every other check) */
-	if ((ret = datasets_resolve(m, spec, &data, eb)))
+	if ((ret = datasets_resolve(m, c, spec, &data, eb)))
 		goto out;
 
 	j = xcalloc(1, sizeof(*j));
@@ -251,8 +256,8 @@ int jobs_submit(struct master *m, const char *user, const char *team, const json
 	j->data = data;
 	data = NULL;
 	j->name = xstrdup(spec->name);
-	j->user = xstrdup(user);
-	j->team = spec->team ? xstrdup(spec->team) : team ? xstrdup(team) : NULL;
+	j->user = xstrdup(c->user);
+	j->team = spec->team ? xstrdup(spec->team) : c->team ? xstrdup(c->team) : NULL;
 	j->code = code ? xstrdup(code) : NULL;
 	canon = spec_to_json(spec);
 	j->spec_text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -1561,7 +1566,7 @@ json_t *jobs_ahead_json(const struct master *m, const struct job *j)
 	return ahead;
 }
 
-json_t *jobs_job_json(struct master *m, const struct job *j)
+json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 {
 	json_t *d = json_object(), *tasks = json_array(), *spec;
 
@@ -1616,6 +1621,8 @@ json_t *jobs_job_json(struct master *m, const struct job *j)
 		json_array_append_new(tasks, td);
 	}
 	json_object_set_new(d, "tasks", tasks);
+	if (!whole)
+		visibility_redact_job(d);
 	return d;
 }
 
@@ -1631,9 +1638,9 @@ static bool job_doc_reads_clock(const struct job *j)
 	return false;
 }
 
-static char *job_doc_dump(struct master *m, const struct job *j, size_t *len)
+static char *job_doc_dump(struct master *m, const struct job *j, bool whole, size_t *len)
 {
-	json_t *d = jobs_job_json(m, j);
+	json_t *d = jobs_job_json(m, j, whole);
 	char *text = json_dumps(d, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
 	json_decref(d);
@@ -1641,34 +1648,34 @@ static char *job_doc_dump(struct master *m, const struct job *j, size_t *len)
 	return text;
 }
 
-bool jobs_job_append(struct master *m, struct job *j, struct strbuf *out)
+bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf *out)
 {
 	size_t len;
 	char *text;
 
-	if (j->doc) {
+	if (j->doc[whole]) {
 #ifdef __SANITIZE_ADDRESS__
 		/* sanitizer builds (the e2e suite's) check that every change
 		 * that shows dropped the cached text */
-		text = job_doc_dump(m, j, &len);
-		if (len != j->doc_len || memcmp(text, j->doc, len)) {
+		text = job_doc_dump(m, j, whole, &len);
+		if (len != j->doc_len[whole] || memcmp(text, j->doc[whole], len)) {
 			fprintf(stderr, "yard master: job %" PRIu64 ": cached document is stale:\n"
-				"cached %s\nfresh  %s\n", j->id, j->doc, text);
+				"cached %s\nfresh  %s\n", j->id, j->doc[whole], text);
 			abort();
 		}
 		free(text);
 #endif
-		strbuf_add(out, j->doc, j->doc_len);
+		strbuf_add(out, j->doc[whole], j->doc_len[whole]);
 		return true;
 	}
-	text = job_doc_dump(m, j, &len);
+	text = job_doc_dump(m, j, whole, &len);
 	strbuf_add(out, text, len);
 	if (job_doc_reads_clock(j)) {
 		free(text);
 		return false;
 	}
-	j->doc = text;
-	j->doc_len = len;
+	j->doc[whole] = text;
+	j->doc_len[whole] = len;
 	return true;
 }
 

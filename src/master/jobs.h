@@ -13,10 +13,14 @@
 
 struct strbuf;
 
-/* jobs_submit validates body ({"spec": {...}, "code": "sha256:..."}), checks
- * the cluster can ever hold it, and creates the job (queued) and its tasks.
- * On error nothing is created and eb says why (field set for spec errors). */
-int jobs_submit(struct master *m, const char *user, const char *team, const json_t *body,
+struct caller;
+
+/* jobs_submit validates body ({"spec": {...}, "code": "sha256:..."}) of
+ * caller c, checks the cluster can ever hold it, and creates the job
+ * (queued) and its tasks, c's, of the spec's team (which c's token must
+ * name, else YERR(FORBIDDEN)) or c's team. On error nothing is created and
+ * eb says why (field set for spec errors). */
+int jobs_submit(struct master *m, const struct caller *c, const json_t *body,
 		struct job **out, struct errbuf *eb);
 /* jobs_cancel: YERR(CONFLICT) when the job is already final. */
 int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb);
@@ -43,14 +47,16 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 void nodes_touch(struct master *m, struct node *n);
 int nodes_drain(struct master *m, struct node *n);
 
-/* The API documents (new references). */
-json_t *jobs_job_json(struct master *m, const struct job *j);
+/* The API documents (new references). whole: j's document with its own
+ * data (its spec's command and params, code, checkpoint); else as shown to
+ * those who may not see the job whole (visibility_redact_job). */
+json_t *jobs_job_json(struct master *m, const struct job *j, bool whole);
 /* jobs_job_append appends jobs_job_json's document of j to out as compact
  * JSON text: a listing's cost per job is a copy. The text is kept in j
  * until j changes (core_job_changed), unless it reads the clock (a running
  * task that holds GPUs): then it is made anew each time and the function
  * returns false (what it appended is true only of this instant). */
-bool jobs_job_append(struct master *m, struct job *j, struct strbuf *out);
+bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf *out);
 json_t *jobs_node_json(struct master *m, const struct node *n);
 /* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
 json_t *jobs_work_json(struct master *m, const struct node *n);

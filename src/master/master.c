@@ -26,6 +26,7 @@
 #include "master/jobs.h"
 #include "master/ratelimit.h"
 #include "master/static.h"
+#include "master/visibility.h"
 
 #define TICK_MS 200
 
@@ -311,6 +312,8 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
 	if (ret)
 		goto out;
+	if (cfg->visibility && (ret = visibility_parse(cfg->visibility, &m->visibility_open, eb)))
+		goto out;
 	if (cfg->rate_limit) {
 		uint64_t rate, burst;
 		if ((ret = ratelimit_parse(cfg->rate_limit, &rate, &burst, eb)))
@@ -448,6 +451,7 @@ void master_free(struct master *m)
 	shared_body_unref(m->queue_cache);
 	shared_body_unref(m->jobs_list);
 	free(m->jobs_list_user);
+	free(m->jobs_list_viewer);
 	free(m->data_dir);
 	free(m->job_key);
 	for (size_t i = 0; i < m->npool_policies; i++)
@@ -497,7 +501,10 @@ static void master_usage(FILE *out)
 		     "                    certificate made once in DIR/tls; clients give its pin)\n"
 
 		     "                   [--rate-limit RATE[:BURST]]   (requests per second per token;\n"
-		     "                    default %d:%d, 0: no limit; agents are not limited)\n",
+		     "                    default %d:%d, 0: no limit; agents are not limited)\n"
+		     "                   [--visibility team|open]   (team, the default: a job's logs,\n"
+		     "                    metrics, code and params are its owner's, its team's and the\n"
+		     "                    admins'; open: every user sees all)\n",
 		RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 }
 
@@ -548,6 +555,9 @@ int cmd_master(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--rate-limit") && v) {
 			cfg.rate_limit = v;
+			i++;
+		} else if (!strcmp(a, "--visibility") && v) {
+			cfg.visibility = v;
 			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;

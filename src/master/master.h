@@ -38,6 +38,8 @@ struct master_config {
 	/* "RATE[:BURST]" requests per second per token (ratelimit.h); "0": off;
 	 * NULL: RATELIMIT_DEFAULT_RATE:RATELIMIT_DEFAULT_BURST */
 	const char *rate_limit;
+	/* "team" (NULL: the default) or "open" (master/visibility.h) */
+	const char *visibility;
 };
 
 struct master;

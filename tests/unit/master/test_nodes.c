@@ -13,12 +13,16 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "master/jobs.h"
+#include "master/visibility.h"
 
 struct fixture {
 	char dir[32];
 	struct master m;
 };
 
+
+/* the submitter of the tests' jobs */
+static const struct caller alice = { .role = ROLE_USER, .user = "alice" };
 static int setup(void **state)
 {
 	struct fixture *f = xcalloc(1, sizeof(*f));
@@ -204,10 +208,10 @@ static void test_image_job_waits_then_runs(void **state)
 				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
-	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &img, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), 0);
 	json_decref(body);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
-	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &plain, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &plain, &eb), 0);
 	json_decref(body);
 	commit(f);
 	jobs_schedule(&f->m);
@@ -302,7 +306,7 @@ static void test_staging_progress_and_failure(void **state)
 				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"restart\": {\"max\": 1},"
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
-	assert_int_equal(jobs_submit(&f->m, "alice", NULL, body, &j, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &eb), 0);
 	json_decref(body);
 	commit(f);
 	jobs_schedule(&f->m);
