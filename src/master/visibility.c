@@ -143,7 +143,7 @@ int visibility_check(const struct master *m, const struct route *route, const st
 		struct job *j = parse_u64_str(caps[0], &id) ? NULL : core_job(mm, id);
 		if (!j || visibility_job(m, c, j))
 			return 0;
-		return error(eb, YERR(FORBIDDEN), "job %" PRIu64 " is '%s''s%s%s%s: '%s' may not see its "
+		return error(eb, YERR(FORBIDDEN), "job %" PRIu64 " belongs to '%s'%s%s%s: '%s' may not see its "
 			     "logs, metrics, code or execs", j->id, j->user, j->team ? " (team '" : "",
 			     j->team ? j->team : "", j->team ? "')" : "", who);
 	}
