@@ -413,6 +413,9 @@ static void *poll_thread(void *arg)
 				uv_async_send(s->wake);
 			pthread_mutex_unlock(&s->lock);
 		} else if (status == 401 || status == 404) {
+			/* say why: a revoked or expired agent token is the admin's doing */
+			fprintf(stderr, "yard agent: the master refused node '%s' (HTTP %ld: %s): "
+				"registering again with the join token\n", s->name, status, eb.msg);
 			session_register(s, gen);
 		} else if (ret) {
 			sleep_backoff(s, backoff_next(&backoff));

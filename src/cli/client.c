@@ -256,15 +256,54 @@ int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 }
 
 int client_token_create(struct client *c, const char *user, bool admin, const char *team,
-			json_t **out, struct errbuf *eb)
+			const char *expires, json_t **out, struct errbuf *eb)
 {
 	json_t *body = json_pack("{s:s, s:b}", "user", user, "admin", admin);
 	int ret;
 
 	if (team)
 		json_object_set_new(body, "team", json_string(team));
+	if (expires)
+		json_object_set_new(body, "expires", json_string(expires));
 	ret = get_json(c, "POST", "/v1/tokens", body, out, eb);
 	json_decref(body);
+	return ret;
+}
+
+int client_tokens_list(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/tokens", NULL, out, eb);
+}
+
+int client_token_revoke(struct client *c, const char *id, json_t **out, struct errbuf *eb)
+{
+	char *v = url_escape(id);
+	char *path = xasprintf("/v1/tokens/%s", v);
+	int ret = get_json(c, "DELETE", path, NULL, out, eb);
+
+	free(path);
+	free(v);
+	return ret;
+}
+
+int client_audit(struct client *c, const struct client_audit_filter *f, json_t **out,
+		 struct errbuf *eb)
+{
+	struct strbuf path = STRBUF_INIT;
+	char num[24];
+	int ret;
+
+	strbuf_addstr(&path, "/v1/audit");
+	if (f && f->user)
+		add_query(&path, "user", f->user);
+	if (f && f->since)
+		add_query(&path, "since", f->since);
+	if (f && f->limit) {
+		snprintf(num, sizeof(num), "%" PRIu64, f->limit);
+		add_query(&path, "limit", num);
+	}
+	ret = get_json(c, "GET", path.buf, NULL, out, eb);
+	strbuf_release(&path);
 	return ret;
 }
 

@@ -103,10 +103,26 @@ int client_nodes(struct client *c, json_t **out, struct errbuf *eb);
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);
 
-/* POST /v1/tokens {"user", "admin", "team"} (team omitted when NULL) ->
- * {"user", "admin", "token"}. Admin only. */
+/* POST /v1/tokens {"user", "admin", "team", "expires"} (team and expires
+ * omitted when NULL; expires a duration such as "30d") -> the token's
+ * listing entry with "admin" and "token". Admin only. */
 int client_token_create(struct client *c, const char *user, bool admin, const char *team,
-			json_t **out, struct errbuf *eb);
+			const char *expires, json_t **out, struct errbuf *eb);
+/* GET /v1/tokens -> {"tokens": [...]}: the caller's own (all for admins). */
+int client_tokens_list(struct client *c, json_t **out, struct errbuf *eb);
+/* DELETE /v1/tokens/{id} -> the revoked token's listing entry. */
+int client_token_revoke(struct client *c, const char *id, json_t **out, struct errbuf *eb);
+
+/* Filters of GET /v1/audit; NULL or 0 fields are not sent. */
+struct client_audit_filter {
+	const char *user;
+	const char *since;  /* a duration back from now: "1d" */
+	uint64_t limit;
+};
+
+/* GET /v1/audit?user=&since=&limit= -> {"entries": [...]}. Admin only. */
+int client_audit(struct client *c, const struct client_audit_filter *f, json_t **out,
+		 struct errbuf *eb);
 
 /* client_logs_path builds the request path of client_logs_read (exposed for
  * tests; caller frees). */

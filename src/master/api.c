@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "master/audit.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/jobs.h"
@@ -133,10 +134,38 @@ static bool valid_user(const char *s)
 	return true;
 }
 
+#define TOKEN_EXPIRES_MAX_S ((uint64_t)3660 * 86400)
+
+/* A token's "expires": integer seconds or a duration string ("30d",
+ * "12h", "90m", parse_duration_str) from now, 1s to 10 years; absent or
+ * null: never. OUT: *at, wall clock microseconds (0: never). */
+static int token_expiry(const json_t *v, uint64_t *at, struct errbuf *eb)
+{
+	uint64_t ms = 0;
+
+	*at = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) > 0 &&
+	    json_integer_value(v) <= (json_int_t)TOKEN_EXPIRES_MAX_S)
+		ms = (uint64_t)json_integer_value(v) * 1000;
+	else if (!json_is_string(v) || parse_duration_str(json_string_value(v), &ms) ||
+		 ms > TOKEN_EXPIRES_MAX_S * 1000)
+		ms = 0;
+	if (ms < 1000)
+		return error_field(eb, YERR(BAD_REQUEST), "expires",
+				   "expires: expected seconds or a duration such as 30d, 12h or 90m, "
+				   "from 1s to 10 years");
+	*at = wall_us() + ms * 1000;
+	return 0;
+}
+
 static void h_tokens(struct req *r)
 {
-	json_t *body = body_json(r);
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *body = body_json(r), *doc;
 	const char *user, *team;
+	uint64_t expires_at;
 	bool admin;
 	char *tok;
 
@@ -146,20 +175,70 @@ static void h_tokens(struct req *r)
 	team = json_string_value(json_object_get(body, "team"));
 	admin = json_is_true(json_object_get(body, "admin"));
 	if (!valid_user(user)) {
-		struct errbuf eb = ERRBUF_INIT;
 		error_field(&eb, YERR(BAD_REQUEST), "user", "user: expected [a-z0-9][a-z0-9_.-]{0,62}");
 		req_error(r, &eb);
 	} else if (team && !valid_user(team)) {
-		struct errbuf eb = ERRBUF_INIT;
 		error_field(&eb, YERR(BAD_REQUEST), "team", "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
 		req_error(r, &eb);
+	} else if (token_expiry(json_object_get(body, "expires"), &expires_at, &eb)) {
+		req_error(r, &eb);
 	} else {
-		tok = auth_create_token(r->m, admin ? ROLE_ADMIN : ROLE_USER, user, team);
-		req_json(r, 201, json_pack("{s:s, s:b, s:o, s:s}", "user", user, "admin", admin, "team",
-					   team ? json_string(team) : json_null(), "token", tok));
+		tok = auth_create_token(r->m, admin ? ROLE_ADMIN : ROLE_USER, user, team, expires_at);
+		doc = auth_token_json(&r->m->tokens[r->m->ntokens - 1]);
+		json_object_set_new(doc, "admin", json_boolean(admin));
+		json_object_set_new(doc, "token", json_string(tok));
+		req_json(r, 201, doc);
 		free(tok);
 	}
 	json_decref(body);
+}
+
+static void h_tokens_list(struct req *r)
+{
+	struct caller c = caller_of(r);
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < r->m->ntokens; i++)
+		if (visibility_token(&c, &r->m->tokens[i]))
+			json_array_append_new(arr, auth_token_json(&r->m->tokens[i]));
+	req_json(r, 200, json_pack("{s:o}", "tokens", arr));
+}
+
+static void h_token_revoke(struct req *r)
+{
+	struct token *t = auth_find_token(r->m, r->cap[0]);
+
+	if (!t) {
+		reply_err(r, YERR(NOT_FOUND), "no token '%s'", r->cap[0]);
+		return;
+	}
+	auth_revoke(r->m, t, wall_us());
+	req_json(r, 200, auth_token_json(t));
+}
+
+/* ---- audit ---- */
+
+static void h_audit(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	const char *user = req_query(r, "user"), *since = req_query(r, "since"),
+		   *limit = req_query(r, "limit");
+	uint64_t since_ms = 0, n = AUDIT_LIMIT_DEFAULT, now = wall_us();
+	json_t *doc;
+
+	if (since && (parse_duration_str(since, &since_ms) || since_ms > now / 1000)) {
+		reply_err(r, YERR(BAD_REQUEST), "since: expected a duration back from now (1d, 12h, 90m)");
+		return;
+	}
+	if (limit && (parse_u64_str(limit, &n) || n < 1 || n > AUDIT_LIMIT_MAX)) {
+		reply_err(r, YERR(BAD_REQUEST), "limit: expected 1..%d", AUDIT_LIMIT_MAX);
+		return;
+	}
+	if (audit_list(r->m, user && *user ? user : NULL, since ? now - since_ms * 1000 : 0, n, &doc,
+		       &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, doc);
 }
 
 /* ---- code ---- */
@@ -248,6 +327,7 @@ static void reply_err_with(struct req *r, const struct errbuf *eb, const char *k
 
 	json_object_set_new(e, key, v);
 	req_json(r, yerr_http_status(eb->code), json_pack("{s:o}", "error", e));
+	r->err_code = eb->code;
 }
 
 static void h_blobs_missing(struct req *r)
@@ -1088,7 +1168,10 @@ static const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, PERM_PUBLIC, SCOPE_CLUSTER, 0, BODY_NONE, "liveness: {\"ok\": true}" },
 	{ "GET", "/metrics", h_metrics, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "Prometheus metrics: jobs and nodes by state, GPUs total/used" },
 	{ "GET", "/v1/whoami", h_whoami, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the caller's user and role" },
-	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "create a user (or admin) token" },
+	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "create a user (or admin) token (expires: seconds or a duration)" },
+	{ "GET", "/v1/tokens", h_tokens_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list tokens by id, never their text (users: their own; admins: all)" },
+	{ "DELETE", "/v1/tokens/{id}", h_token_revoke, PERM_USER, SCOPE_TOKEN, ROUTE_AUDIT, BODY_NONE, "revoke a token by id (its own user or admin); refused from its next request" },
+	{ "GET", "/v1/audit", h_audit, PERM_ADMIN, SCOPE_CLUSTER, 0, BODY_NONE, "the audit log of state-changing requests, newest first (user, since, limit)" },
 	{ "POST", "/v1/code", h_code_put, PERM_USER, SCOPE_CLUSTER, 0, BODY_CODE, "upload a job's code (tar.gz, max 256 MiB), content-addressed" },
 	{ "GET", "/v1/code/{digest}", h_code_get, PERM_READ, SCOPE_CODE, 0, BODY_NONE, "download code by sha256:HEX digest" },
 	{ "POST", "/v1/blobs/missing", h_blobs_missing, PERM_USER, SCOPE_CLUSTER, 0, BODY_JSON, "which of the given chunk digests the master does not hold" },
@@ -1124,7 +1207,7 @@ static const struct route routes[] = {
 const char *scope_name(enum scope s)
 {
 	static const char *const names[] = { "cluster", "job", "dataset", "code", "manifest", "node",
-					     "task" };
+					     "task", "token" };
 	static_assert(ARRAY_SIZE(names) == SCOPE__COUNT, "scope names must mirror enum scope");
 	return (unsigned)s < SCOPE__COUNT ? names[s] : "?";
 }

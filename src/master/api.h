@@ -42,6 +42,7 @@ enum scope {
 	SCOPE_MANIFEST, /* manifest {digest}: whoever may see a dataset of it, agents */
 	SCOPE_NODE,     /* node {id}: that node's own agent */
 	SCOPE_TASK,     /* task {id}: the agent of the node it runs on */
+	SCOPE_TOKEN,    /* token {id}: its own user's, admins' */
 	SCOPE__COUNT
 };
 

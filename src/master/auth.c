@@ -1,28 +1,110 @@
 #include "base/compat.h"
 #include "master/auth.h"
 
+#include "base/clock.h"
 #include "base/crypto.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 
-char *auth_create_token(struct master *m, enum role role, const char *user, const char *team)
+void auth_token_id(const struct token *t, char id[TOKEN_ID_LEN + 1])
+{
+	memcpy(id, t->hash, TOKEN_ID_LEN);
+	id[TOKEN_ID_LEN] = '\0';
+}
+
+struct token *auth_find_token(struct master *m, const char *id)
+{
+	if (!id || strlen(id) != TOKEN_ID_LEN)
+		return NULL;
+	for (size_t i = 0; i < m->ntokens; i++)
+		if (!strncmp(m->tokens[i].hash, id, TOKEN_ID_LEN))
+			return &m->tokens[i];
+	return NULL;
+}
+
+char *auth_create_token(struct master *m, enum role role, const char *user, const char *team,
+			uint64_t expires_at)
 {
 	const char *prefix = role == ROLE_AGENT ? "yard_a_" : role == ROLE_JOIN ? "yard_j_" : "yard_u_";
-	char rnd[65];
-	char *tok;
+	char rnd[65], hash[SHA256_HEX_LEN + 1], id[TOKEN_ID_LEN + 1];
+	char *tok = NULL;
 	struct token *t;
 
-	random_hex(rnd, 32);
-	tok = xasprintf("%s%s", prefix, rnd);
+	/* the public id must name one token: draw again on the (2^-48) clash */
+	do {
+		free(tok);
+		random_hex(rnd, 32);
+		tok = xasprintf("%s%s", prefix, rnd);
+		sha256_hex(tok, strlen(tok), hash);
+		memcpy(id, hash, TOKEN_ID_LEN);
+		id[TOKEN_ID_LEN] = '\0';
+	} while (auth_find_token(m, id));
 	ALLOC_GROW(m->tokens, m->ntokens + 1, m->atokens);
 	t = &m->tokens[m->ntokens++];
 	memset(t, 0, sizeof(*t));
-	sha256_hex(tok, strlen(tok), t->hash);
+	memcpy(t->hash, hash, sizeof(t->hash));
 	t->user = xstrdup(user);
 	t->role = role;
 	t->team = team ? xstrdup(team) : NULL;
+	t->created_at = wall_us();
+	t->expires_at = expires_at;
 	core_save_token(m, t);
 	return tok;
+}
+
+int auth_token_usable(const struct token *t, uint64_t now_us, struct errbuf *eb)
+{
+	char id[TOKEN_ID_LEN + 1], when[32];
+
+	auth_token_id(t, id);
+	if (t->revoked_at) {
+		format_time_utc(t->revoked_at, when, sizeof(when));
+		return error(eb, YERR(UNAUTHORIZED), "token '%s' (user '%s') was revoked at %s", id,
+			     t->user, when);
+	}
+	if (t->expires_at && now_us >= t->expires_at) {
+		format_time_utc(t->expires_at, when, sizeof(when));
+		return error(eb, YERR(UNAUTHORIZED), "token '%s' (user '%s') expired at %s", id, t->user,
+			     when);
+	}
+	return 0;
+}
+
+void auth_revoke(struct master *m, struct token *t, uint64_t now_us)
+{
+	if (t->revoked_at)
+		return;
+	t->revoked_at = now_us ? now_us : 1;
+	core_save_token(m, t);
+}
+
+static json_t *time_or_null(uint64_t us)
+{
+	return us ? json_integer((json_int_t)us) : json_null();
+}
+
+json_t *auth_token_json(const struct token *t)
+{
+	char id[TOKEN_ID_LEN + 1];
+
+	auth_token_id(t, id);
+	return json_pack("{s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", id, "user", t->user, "team",
+			 t->team ? json_string(t->team) : json_null(), "role", role_name(t->role),
+			 "created_at", time_or_null(t->created_at), "last_used",
+			 time_or_null(t->last_used), "expires_at", time_or_null(t->expires_at),
+			 "revoked_at", time_or_null(t->revoked_at));
+}
+
+void auth_tick(struct master *m, uint64_t now_us)
+{
+	for (size_t i = 0; i < m->ntokens; i++) {
+		struct token *t = &m->tokens[i];
+		if (t->last_used > t->last_used_saved &&
+		    now_us - t->last_used_saved >= AUTH_USED_SAVE_US) {
+			t->last_used_saved = t->last_used;
+			core_save_token(m, t);
+		}
+	}
 }
 
 #define JOB_TOKEN_PREFIX "yard_t_"
@@ -65,7 +147,8 @@ static const struct token *job_token_lookup(struct master *m, const char *p, siz
 	return &m->job_token;
 }
 
-const struct token *auth_lookup(struct master *m, const char *authorization)
+const struct token *auth_lookup(struct master *m, const char *authorization, uint64_t now_us,
+				struct errbuf *eb)
 {
 	char hash[SHA256_HEX_LEN + 1];
 	const char *p = authorization;
@@ -85,9 +168,14 @@ const struct token *auth_lookup(struct master *m, const char *authorization)
 		return job_token_lookup(m, p, len);
 	sha256_hex(p, len, hash);
 	/* compare hashes: a timing difference says nothing about the token */
-	for (size_t i = 0; i < m->ntokens; i++)
-		if (!strcmp(m->tokens[i].hash, hash))
-			return &m->tokens[i];
+	for (size_t i = 0; i < m->ntokens; i++) {
+		struct token *t = &m->tokens[i];
+		if (strcmp(t->hash, hash))
+			continue;
+		if (!auth_token_usable(t, now_us, eb) && now_us > t->last_used)
+			t->last_used = now_us;
+		return t;
+	}
 	return NULL;
 }
 

@@ -258,9 +258,13 @@ void core_save_node(struct master *m, struct node *n)
 
 void core_save_token(struct master *m, const struct token *t)
 {
+	/* last_used is what auth_tick decided to store (last_used_saved), so
+	 * that a save for another reason does not reset its minute */
 	put_doc(m, STORE_TOKEN, t->hash,
-		json_pack("{s:s, s:i, s:o}", "user", t->user, "role", (int)t->role, "team",
-			  str_or_null(t->team)));
+		json_pack("{s:s, s:i, s:o, s:I, s:I, s:I, s:I}", "user", t->user, "role", (int)t->role,
+			  "team", str_or_null(t->team), "created_at", (json_int_t)t->created_at,
+			  "expires_at", (json_int_t)t->expires_at, "revoked_at",
+			  (json_int_t)t->revoked_at, "last_used", (json_int_t)t->last_used_saved));
 }
 
 void core_save_meta(struct master *m, const char *key, const char *value)
@@ -553,6 +557,10 @@ static int load_token(void *ctx, const char *key, const char *text)
 	t->user = get_str(d, "user");
 	t->role = get_int(d, "role");
 	t->team = get_str(d, "team");
+	t->created_at = get_u64(d, "created_at");
+	t->expires_at = get_u64(d, "expires_at");
+	t->revoked_at = get_u64(d, "revoked_at");
+	t->last_used = t->last_used_saved = get_u64(d, "last_used");
 	json_decref(d);
 	if (!t->user || (int)t->role < 0 || t->role >= ROLE__COUNT)
 		return YERR(IO);

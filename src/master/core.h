@@ -31,12 +31,22 @@ enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE_JOB, ROLE__COUNT 
 enum node_state { NODE_READY, NODE_DRAINING, NODE_LOST, NODE_STATE__COUNT };
 enum log_stream { LOG_STDOUT, LOG_STDERR, LOG_STREAM__COUNT };
 
+/* A stored token (auth.h): its hash, never its text. Its public id is the
+ * first TOKEN_ID_LEN hex digits of the hash. Times are wall clock
+ * microseconds; 0 means never (or, for created_at, before tokens had dates). */
 struct token {
 	char hash[65];          /* sha256 hex of the token */
 	char *user;             /* owned; "admin" for the admin token, node name for agents */
 	enum role role;
 	char *team;             /* owned or NULL */
 	uint64_t job_id;        /* ROLE_JOB: the job the token acts for */
+	uint64_t created_at;
+	uint64_t expires_at;    /* refused from then on */
+	uint64_t revoked_at;    /* refused from then on */
+	/* its last authenticated request, set in memory by auth_lookup;
+	 * last_used_saved is what the store holds (auth_tick writes it at most
+	 * once every AUTH_USED_SAVE_US) */
+	uint64_t last_used, last_used_saved;
 };
 
 struct task {

@@ -13,6 +13,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "master/api.h"
+#include "master/audit.h"
 #include "master/static.h"
 #include "master/visibility.h"
 
@@ -177,8 +178,10 @@ json_t *http_error_json(const struct errbuf *eb)
 
 void req_error(struct req *r, const struct errbuf *eb)
 {
-	req_json(r, yerr_http_status(eb->code ? eb->code : YERR(INTERNAL)),
-		 json_pack("{s:o}", "error", http_error_json(eb)));
+	int code = eb->code ? eb->code : YERR(INTERNAL);
+
+	req_json(r, yerr_http_status(code), json_pack("{s:o}", "error", http_error_json(eb)));
+	r->err_code = code;
 }
 
 const char *req_header(struct req *r, const char *name)
@@ -380,7 +383,7 @@ void req_caller(const struct req *r, struct caller *out)
  * reply (an error) is already set. */
 static bool req_begin(struct req *r)
 {
-	struct errbuf eb = ERRBUF_INIT;
+	struct errbuf eb = ERRBUF_INIT, refused = ERRBUF_INIT;
 	const struct token *tok;
 	const char *cl;
 	bool path_known = false;
@@ -400,21 +403,30 @@ static bool req_begin(struct req *r)
 			error(&eb, YERR(NOT_FOUND), "no route '%s'", r->url);
 		goto fail;
 	}
-	tok = auth_lookup(r->m, req_header(r, "Authorization"));
+	/* a revoked or expired token names its caller (for the audit log) and
+	 * is then no token at all; refused says why */
+	tok = auth_lookup(r->m, req_header(r, "Authorization"), wall_us(), &refused);
+	if (tok) {
+		r->has_token = !refused.code;
+		r->role = tok->role;
+		r->user = xstrdup(tok->user);
+		r->team = tok->team ? xstrdup(tok->team) : NULL;
+		r->token_job = tok->job_id;
+		if (tok->role != ROLE_JOB)
+			snprintf(r->token_id, sizeof(r->token_id), "%.*s", TOKEN_ID_LEN, tok->hash);
+	}
+	if (refused.code)
+		tok = NULL;
 	if ((wait_ms = rate_limited(r, tok))) {
 		refuse_rate(r, tok, wait_ms);
 		r->handled = true;
 		return false;
 	}
-	if (tok) {
-		r->has_token = true;
-		r->role = tok->role;
-		r->user = xstrdup(tok->user);
-		r->team = tok->team ? xstrdup(tok->team) : NULL;
-		r->token_job = tok->job_id;
-	}
 	if (r->route->perm != PERM_PUBLIC && !tok) {
-		error(&eb, YERR(UNAUTHORIZED), "missing or unknown bearer token");
+		if (refused.code)
+			eb = refused;
+		else
+			error(&eb, YERR(UNAUTHORIZED), "missing or unknown bearer token");
 		goto fail;
 	}
 	if (!auth_allows(r->route->perm, tok)) {
@@ -540,9 +552,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->method) {
 		r->method = xstrdup(method);
 		r->url = xstrdup(url);
-		if (!req_begin(r))
-			return queue(r);
-		return MHD_YES;
+		if (req_begin(r))
+			return MHD_YES;
+		/* refused before the handler: the audit entry goes into this
+		 * loop turn's batch; the refusal does not wait for it */
+		if (r->route && (r->route->flags & ROUTE_AUDIT))
+			audit_record(r);
+		return queue(r);
 	}
 	if (*upload_data_size) {
 		if (!r->handled)
@@ -566,6 +582,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			error(&eb, YERR(INTERNAL), "'%s' gave no reply", r->route->pattern);
 			req_error(r, &eb);
 		}
+		/* the audit entry of the reply, in the batch of the change it
+		 * records: the reply then waits for the commit like the change's */
+		if (r->resp && (r->route->flags & ROUTE_AUDIT))
+			audit_record(r);
 		if (r->resp && m->txn_open)
 			r->wait = WAIT_COMMIT;
 		if (r->wait != WAIT_NONE) {

@@ -34,6 +34,11 @@ struct req {
 	enum role role;             /* the caller, when has_token */
 	char *user, *team;          /* owned */
 	uint64_t token_job;         /* ROLE_JOB: the job the token acts for */
+	/* the public id of the caller's stored token (auth.h), "" when none;
+	 * with a revoked or expired token, user, role and token_id name it
+	 * (for the audit log) but has_token is false */
+	char token_id[16];
+	int err_code;               /* the YERR code of the error reply (req_error), 0 */
 
 	struct strbuf body;         /* collected body (JSON, log chunk) */
 	size_t body_max;

@@ -1368,7 +1368,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		if ((t->state == TASK_RUNNING || t->state == TASK_STOPPING) && !id_listed(tasks, t->id))
 			task_lost(m, t, n->name);
 	}
-	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL);
+	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL, 0);
 	m->sched_needed = true;
 	*out = n;
 	return 0;

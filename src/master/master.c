@@ -111,8 +111,11 @@ static void on_tick(uv_timer_t *t)
 		m->sched_needed = true;
 	/* A large listing builds and frees megabytes at once; glibc keeps freed
 	 * heap that is not at its top. Give it back once a second. */
-	if (++m->ticks % 5 == 0)
+	if (++m->ticks % 5 == 0) {
 		malloc_trim(0);
+		/* tokens' last use: at most one store write a minute each */
+		auth_tick(m, wall_us());
+	}
 }
 
 static void on_stop(uv_async_t *a)
@@ -122,8 +125,8 @@ static void on_stop(uv_async_t *a)
 
 static int first_start(struct master *m, struct errbuf *eb)
 {
-	char *admin = auth_create_token(m, ROLE_ADMIN, "admin", NULL);
-	char *join = auth_create_token(m, ROLE_JOIN, "join", NULL);
+	char *admin = auth_create_token(m, ROLE_ADMIN, "admin", NULL, 0);
+	char *join = auth_create_token(m, ROLE_JOIN, "join", NULL, 0);
 	int ret;
 
 	core_save_meta(m, "created_at", "1");

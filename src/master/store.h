@@ -37,6 +37,26 @@ struct store_metric {
  * non-zero stops the query with that code. */
 typedef int (*store_metric_fn)(void *ctx, const struct store_metric *pt);
 
+/* One entry of the audit log (src/master/audit.h): a request to a route
+ * that changes state, and its outcome. Strings are borrowed; those that may
+ * be absent are NULL. */
+struct store_audit {
+	int64_t id;             /* its sequence number (set by the store; ignored by append) */
+	int64_t time;           /* wall clock microseconds, when the reply was set */
+	const char *user;       /* the caller's user (NULL: no known token) */
+	const char *role;       /* its role's name, or NULL */
+	const char *token;      /* the public id of its token (auth.h), or NULL */
+	const char *addr;       /* the client's IPv4 or IPv6 address as text, or NULL */
+	const char *method;
+	const char *path;       /* the request's path, valid UTF-8 (audit.c escapes it) */
+	int status;             /* the HTTP status of the reply */
+	const char *code;       /* the error code of a refusal ("forbidden"), NULL on success */
+};
+
+/* audit query callback, newest entry first; returning non-zero stops the
+ * query with that code. */
+typedef int (*store_audit_fn)(void *ctx, const struct store_audit *e);
+
 struct store_ops {
 	const char *name;
 	/* open creates or opens the store under dir; *created tells whether it is new */
@@ -77,6 +97,14 @@ struct store_ops {
 				  struct errbuf *eb);
 	int (*metrics_cursor_set)(struct store *st, uint64_t task_id, int stream, uint64_t off,
 				  struct errbuf *eb);
+
+	/* The audit log: rows, appended and queried, never loaded into memory. */
+	/* audit_append stores one entry (inside a transaction) */
+	int (*audit_append)(struct store *st, const struct store_audit *e, struct errbuf *eb);
+	/* audit_query calls fn for the entries of user (NULL: any) with time >=
+	 * since, newest first, at most limit of them */
+	int (*audit_query)(struct store *st, const char *user, int64_t since, size_t limit,
+			   store_audit_fn fn, void *ctx, struct errbuf *eb);
 };
 
 extern const struct store_ops store_sqlite_ops;

@@ -14,22 +14,29 @@ struct store {
 	sqlite3_stmt *begin, *commit, *rollback;
 	/* training metrics */
 	sqlite3_stmt *m_insert, *m_last, *m_query_all, *m_query_one, *m_cursor_get, *m_cursor_set;
+	/* the audit log */
+	sqlite3_stmt *a_insert, *a_query;
 	int in_txn;
 };
 
-/* The metrics tables: points as rows (rowid is their arrival order) and, per
- * task output stream, how far its points are stored. */
-static const char metrics_schema[] =
+/* The tables of rows rather than documents. The metrics tables: points as
+ * rows (rowid is their arrival order) and, per task output stream, how far
+ * its points are stored. The audit log's: one row per audited request. */
+static const char rows_schema[] =
 	"CREATE TABLE IF NOT EXISTS metrics (task_id INTEGER NOT NULL, name TEXT NOT NULL,"
 	" step INTEGER NOT NULL, value REAL NOT NULL, time INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS metrics_series ON metrics (task_id, name, step);"
 	"CREATE TABLE IF NOT EXISTS metric_cursors (task_id INTEGER NOT NULL,"
-	" stream INTEGER NOT NULL, off INTEGER NOT NULL, PRIMARY KEY (task_id, stream)) WITHOUT ROWID;";
+	" stream INTEGER NOT NULL, off INTEGER NOT NULL, PRIMARY KEY (task_id, stream)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, time INTEGER NOT NULL,"
+	" user TEXT, role TEXT, token TEXT, addr TEXT, method TEXT NOT NULL, path TEXT NOT NULL,"
+	" status INTEGER NOT NULL, code TEXT);"
+	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);";
 
 static const struct {
 	size_t offset; /* of the statement in struct store */
 	const char *sql;
-} metrics_stmts[] = {
+} row_stmts[] = {
 	{ offsetof(struct store, m_insert),
 	  "INSERT INTO metrics (task_id, name, step, value, time) VALUES (?1, ?2, ?3, ?4, ?5)" },
 	{ offsetof(struct store, m_last), "SELECT MAX(step) FROM metrics WHERE task_id = ?1 AND name = ?2" },
@@ -42,11 +49,17 @@ static const struct {
 	  "SELECT off FROM metric_cursors WHERE task_id = ?1 AND stream = ?2" },
 	{ offsetof(struct store, m_cursor_set),
 	  "INSERT OR REPLACE INTO metric_cursors (task_id, stream, off) VALUES (?1, ?2, ?3)" },
+	{ offsetof(struct store, a_insert),
+	  "INSERT INTO audit (time, user, role, token, addr, method, path, status, code)"
+	  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)" },
+	{ offsetof(struct store, a_query),
+	  "SELECT id, time, user, role, token, addr, method, path, status, code FROM audit"
+	  " WHERE (?1 IS NULL OR user = ?1) AND time >= ?2 ORDER BY id DESC LIMIT ?3" },
 };
 
-static sqlite3_stmt **metrics_stmt(struct store *st, size_t i)
+static sqlite3_stmt **row_stmt(struct store *st, size_t i)
 {
-	return (sqlite3_stmt **)((char *)st + metrics_stmts[i].offset);
+	return (sqlite3_stmt **)((char *)st + row_stmts[i].offset);
 }
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets" };
@@ -78,8 +91,8 @@ static void sqlite_close(struct store *st)
 	sqlite3_finalize(st->begin);
 	sqlite3_finalize(st->commit);
 	sqlite3_finalize(st->rollback);
-	for (size_t i = 0; i < ARRAY_SIZE(metrics_stmts); i++)
-		sqlite3_finalize(*metrics_stmt(st, i));
+	for (size_t i = 0; i < ARRAY_SIZE(row_stmts); i++)
+		sqlite3_finalize(*row_stmt(st, i));
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -109,13 +122,13 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 			  "CREATE TABLE IF NOT EXISTS datasets (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 			  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, metrics_schema, NULL, NULL, NULL);
+		rc = sqlite3_exec(st->db, rows_schema, NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		ret = db_error(st, eb, rc, "create tables");
 		goto out;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(metrics_stmts); i++) {
-		rc = sqlite3_prepare_v2(st->db, metrics_stmts[i].sql, -1, metrics_stmt(st, i), NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(row_stmts); i++) {
+		rc = sqlite3_prepare_v2(st->db, row_stmts[i].sql, -1, row_stmt(st, i), NULL);
 		if (rc != SQLITE_OK) {
 			ret = db_error(st, eb, rc, "prepare");
 			goto out;
@@ -373,6 +386,74 @@ static int sqlite_metrics_cursor_set(struct store *st, uint64_t task_id, int str
 	return 0;
 }
 
+/* ---- the audit log ---- */
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+static int sqlite_audit_append(struct store *st, const struct store_audit *e, struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->a_insert;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, e->time);
+	bind_text_or_null(s, 2, e->user);
+	bind_text_or_null(s, 3, e->role);
+	bind_text_or_null(s, 4, e->token);
+	bind_text_or_null(s, 5, e->addr);
+	sqlite3_bind_text(s, 6, e->method, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, e->path, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 8, e->status);
+	bind_text_or_null(s, 9, e->code);
+	rc = step_once(st, s);
+	sqlite3_clear_bindings(s);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "store an audit entry");
+	return 0;
+}
+
+static int sqlite_audit_query(struct store *st, const char *user, int64_t since, size_t limit,
+			      store_audit_fn fn, void *ctx, struct errbuf *eb)
+{
+	sqlite3_stmt *s = st->a_query;
+	int rc, ret = 0;
+
+	bind_text_or_null(s, 1, user);
+	sqlite3_bind_int64(s, 2, since);
+	sqlite3_bind_int64(s, 3, limit > INT64_MAX ? INT64_MAX : (sqlite3_int64)limit);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct store_audit e = {
+			.id = sqlite3_column_int64(s, 0),
+			.time = sqlite3_column_int64(s, 1),
+			.user = (const char *)sqlite3_column_text(s, 2),
+			.role = (const char *)sqlite3_column_text(s, 3),
+			.token = (const char *)sqlite3_column_text(s, 4),
+			.addr = (const char *)sqlite3_column_text(s, 5),
+			.method = (const char *)sqlite3_column_text(s, 6),
+			.path = (const char *)sqlite3_column_text(s, 7),
+			.status = sqlite3_column_int(s, 8),
+			.code = (const char *)sqlite3_column_text(s, 9),
+		};
+		if (!e.method)
+			e.method = "";
+		if (!e.path)
+			e.path = "";
+		ret = fn(ctx, &e);
+		if (ret)
+			break;
+	}
+	if (!ret && rc != SQLITE_DONE)
+		ret = db_error(st, eb, rc, "read the audit log");
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return ret;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sqlite_open,
@@ -389,4 +470,6 @@ const struct store_ops store_sqlite_ops = {
 	.metrics_query = sqlite_metrics_query,
 	.metrics_cursor_get = sqlite_metrics_cursor_get,
 	.metrics_cursor_set = sqlite_metrics_cursor_set,
+	.audit_append = sqlite_audit_append,
+	.audit_query = sqlite_audit_query,
 };

@@ -3,6 +3,7 @@
 
 #include "base/parse.h"
 #include "master/api.h"
+#include "master/auth.h"
 #include "master/datasets.h"
 
 int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
@@ -46,6 +47,13 @@ bool visibility_dataset(const struct master *m, const struct caller *c, const st
 		return same(c->team, ds->team);
 	/* no team: its maker's; one made before makers were kept is everyone's */
 	return !ds->owner || same(c->user, ds->owner);
+}
+
+bool visibility_token(const struct caller *c, const struct token *t)
+{
+	return c->role == ROLE_ADMIN ||
+	       ((t->role == ROLE_USER || t->role == ROLE_ADMIN) && same(t->user, c->user) &&
+		c->role == ROLE_USER);
 }
 
 bool visibility_team(const struct caller *c, const char *team)
@@ -178,6 +186,12 @@ int visibility_check(const struct master *m, const struct route *route, const st
 			return 0;
 		return error(eb, YERR(FORBIDDEN), "task %" PRIu64 " does not run on node '%s'", t->id,
 			     c->user);
+	}
+	case SCOPE_TOKEN: {
+		const struct token *t = auth_find_token(mm, caps[0]);
+		if (!t || visibility_token(c, t))
+			return 0;
+		return error(eb, YERR(NOT_FOUND), "no token '%s'", caps[0]);
 	}
 	case SCOPE__COUNT:
 		break;

@@ -13,6 +13,7 @@
  *     a job token sees its own job;
  *   - a dataset's contents are its team's (its maker's when it has no
  *     team) and the admins';
+ *   - a token's record (id, dates) is its user's and the admins';
  *   - an agent sees what the tasks on its node need (their code,
  *     checkpoints and manifests) and acts only for its own node and tasks.
  * --visibility open lets every user see every job and dataset whole (a
@@ -44,6 +45,10 @@ int visibility_parse(const char *s, bool *open_out, struct errbuf *eb);
 /* Whether c sees job j whole (its own data), dataset ds's contents. */
 bool visibility_job(const struct master *m, const struct caller *c, const struct job *j);
 bool visibility_dataset(const struct master *m, const struct caller *c, const struct dataset *ds);
+/* visibility_token: whether c may see (and revoke) token t: admins every
+ * token, users their own user and admin tokens (not a node's of the same
+ * name). */
+bool visibility_token(const struct caller *c, const struct token *t);
 /* visibility_team: whether c may act for team (submit to it, count
  * against its quota): an admin for any team, a user for the team its
  * token names. NULL team: everyone. */
@@ -58,7 +63,8 @@ void visibility_redact_job(json_t *doc);
 /* visibility_check applies route's scope to c and the route's path
  * captures caps. 0: the handler may run (also when the object named does
  * not exist: the handler answers 404); else YERR(FORBIDDEN) in eb, naming
- * what and whose. */
+ * what and whose, or YERR(NOT_FOUND) for a token (whose ids are not shown
+ * to others). */
 int visibility_check(const struct master *m, const struct route *route, const struct caller *c,
 		     char *const caps[2], struct errbuf *eb);
 

@@ -283,7 +283,7 @@ static void test_token_create(void **state)
 
 	reply(201, "{\"user\": \"bob\", \"admin\": false, \"token\": \"yard_u_x\"}");
 	client_open(&c, fake.url, NULL, "admin");
-	assert_int_equal(client_token_create(&c, "bob", false, "vision", &out, &eb), 0);
+	assert_int_equal(client_token_create(&c, "bob", false, "vision", NULL, &out, &eb), 0);
 	assert_string_equal(fake.path, "/v1/tokens");
 	sent = json_loadb(fake.body.buf, fake.body.len, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(sent, "user")), "bob");

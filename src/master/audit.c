@@ -1,0 +1,136 @@
+#include "base/compat.h"
+#include "master/audit.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+
+#include "base/clock.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "master/http.h"
+
+/* The length of the valid UTF-8 sequence at s (at most n bytes), 0 when
+ * there is none: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+char *audit_escape_path(const char *path)
+{
+	const unsigned char *p = (const unsigned char *)path;
+	size_t n = strlen(path);
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < n;) {
+		size_t len = utf8_seq_len(p + i, n - i);
+		if (!len || p[i] < 0x20 || p[i] == 0x7f || p[i] == '%') {
+			strbuf_addf(&sb, "%%%02X", p[i]);
+			i++;
+		} else {
+			strbuf_add(&sb, path + i, len);
+			i += len;
+		}
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+/* The client's address as text into buf, or NULL when it has none that is
+ * IPv4 or IPv6 (a socketpair). */
+static const char *client_addr(struct req *r, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (sa && sa->sa_family == AF_INET &&
+	    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len))
+		return buf;
+	if (sa && sa->sa_family == AF_INET6 &&
+	    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len))
+		return buf;
+	return NULL;
+}
+
+void audit_record(struct req *r)
+{
+	struct master *m = r->m;
+	char addr[INET6_ADDRSTRLEN];
+	char *path = audit_escape_path(r->url ? r->url : "");
+	struct store_audit e = {
+		.time = (int64_t)wall_us(),
+		.user = r->user,
+		.role = r->user ? role_name(r->role) : NULL,
+		.token = r->token_id[0] ? r->token_id : NULL,
+		.addr = client_addr(r, addr, sizeof(addr)),
+		.method = r->method ? r->method : "",
+		.path = path,
+		.status = r->status,
+		.code = r->err_code ? yerr_code_str(r->err_code) : NULL,
+	};
+	int rc;
+
+	if (!core_batch_open(m)) {
+		rc = m->sops->audit_append(m->store, &e, &m->batch_eb);
+		if (rc)
+			m->batch_err = rc;
+	}
+	free(path);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static int add_entry(void *ctx, const struct store_audit *e)
+{
+	json_array_append_new(ctx, json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:s, s:s, s:i, s:o}",
+					     "id", (json_int_t)e->id, "time", (json_int_t)e->time,
+					     "user", str_or_null(e->user), "role", str_or_null(e->role),
+					     "token", str_or_null(e->token), "addr",
+					     str_or_null(e->addr), "method", e->method, "path", e->path,
+					     "status", e->status, "code", str_or_null(e->code)));
+	return 0;
+}
+
+int audit_list(struct master *m, const char *user, uint64_t since_us, size_t limit, json_t **out,
+	       struct errbuf *eb)
+{
+	json_t *entries = json_array();
+	int rc;
+
+	*out = NULL;
+	rc = m->sops->audit_query(m->store, user, since_us > INT64_MAX ? INT64_MAX : (int64_t)since_us,
+				  limit, add_entry, entries, eb);
+	if (rc) {
+		json_decref(entries);
+		return rc;
+	}
+	*out = json_pack("{s:o}", "entries", entries);
+	return 0;
+}
