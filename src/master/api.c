@@ -755,7 +755,8 @@ static void h_queue(struct req *r)
 	jobs_refresh_positions(m);
 	n = m->nqueue;
 	q = xcalloc(n + 1, sizeof(*q));
-	memcpy(q, r->m->queue, n * sizeof(*q));
+	if (n) /* an empty queue may have no array at all */
+		memcpy(q, r->m->queue, n * sizeof(*q));
 	qsort(q, n, sizeof(*q), by_position);
 	strbuf_grow(&sb, n * 200);
 	strbuf_addstr(&sb, "{\"queue\":[");
@@ -1261,7 +1262,9 @@ const struct route *api_match(const char *method, const char *path, char *caps[2
 		char *c[2] = { NULL, NULL };
 		if (!match(routes[i].pattern, path, c))
 			continue;
-		if (!strcmp(routes[i].method, method)) {
+		/* HEAD is GET without the body (MHD leaves it out) */
+		if (!strcmp(routes[i].method, method) ||
+		    (!strcmp(method, "HEAD") && !strcmp(routes[i].method, "GET"))) {
 			caps[0] = c[0];
 			caps[1] = c[1];
 			return &routes[i];

@@ -598,7 +598,8 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 		set_str(&t->node, in->nodes[st->node].name);
 		free(t->gpus);
 		t->gpus = xcalloc(st->ngpus + 1, sizeof(unsigned));
-		memcpy(t->gpus, st->gpus, st->ngpus * sizeof(unsigned));
+		if (st->ngpus)
+			memcpy(t->gpus, st->gpus, st->ngpus * sizeof(unsigned));
 		t->ngpus = st->ngpus;
 		t->started_at = wall_us();
 		t->port = 0;

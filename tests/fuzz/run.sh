@@ -38,6 +38,8 @@ fi
 mkdir -p "$BUILD/findings" "$BUILD/tmp"
 # fuzz_api's and fuzz_http's master keeps its data dir here (left behind only by a finding)
 export TMPDIR="$PWD/$BUILD/tmp"
+# undefined behaviour is a finding too, not a line in the log
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 
 # one target: its line on stdout, status 0 or 1 (a finding)
 run_one() {
