@@ -119,7 +119,15 @@ static void print_table(FILE *out, const struct cli_option *t, size_t n)
 			snprintf(shrt, sizeof(shrt), "-%c, ", t[i].short_name);
 		snprintf(left, sizeof(left), "%s--%s%s%s", shrt, t[i].name,
 			 t[i].argname ? " " : "", t[i].argname ? t[i].argname : "");
-		fprintf(out, "  %-28s %s\n", left, t[i].help);
+		fprintf(out, "  %-28s ", left);
+		/* a help of several lines: each one under the first */
+		for (const char *h = t[i].help; *h; h++) {
+			if (*h == '\n')
+				fprintf(out, "\n%31s", "");
+			else
+				fputc(*h, out);
+		}
+		fputc('\n', out);
 	}
 }
 

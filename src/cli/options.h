@@ -32,7 +32,7 @@ struct cli_option {
 	enum cli_opt_kind kind;  /* whether it takes an argument (and how many times) */
 	void *value;             /* where the value goes: see enum cli_opt_kind */
 	const char *argname;     /* "URL" in "--master URL"; NULL for flags */
-	const char *help;        /* one line */
+	const char *help;        /* one line, or lines separated by '\n' */
 };
 
 /* What cli_options_parse returns besides 0. */
