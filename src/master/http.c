@@ -20,6 +20,7 @@ void req_set_response(struct req *r, int status, struct MHD_Response *resp)
 		MHD_destroy_response(r->resp);
 	r->status = status;
 	r->resp = resp;
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff"); /* every answer */
 }
 
 void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len)
