@@ -225,3 +225,8 @@ def test_yard_up():
                            capture_output=True, env=e, timeout=60)
         check_eq(r.returncode, 0, f"submit --follow under yard up ({r.stderr!r})")
         check(b"up and running\n" in r.stdout, f"output under yard up: {r.stdout!r}")
+        # the web UI's sign-in URL (on stderr): the token in the fragment, never the query
+        with open(up.logpath, errors="replace") as f:
+            log = f.read()
+        check(f"yard up: the web UI: {url}/#token={token}\n" in log, f"yard up prints the sign-in URL: {log[-2000:]!r}")
+        check("?token=" not in log, f"no ?token= URL: {log[-2000:]!r}")
