@@ -54,6 +54,16 @@ static int read_token(const char *path, struct strbuf *out)
 	return 0;
 }
 
+/* Says where the web UI signs in: the token goes in the URL's fragment,
+ * which the browser never sends (docs/api.md, "The web app"). */
+static void print_web_url(const char *url, const char *admin_token_path)
+{
+	struct strbuf token = STRBUF_INIT;
+	if (read_token(admin_token_path, &token) == 0)
+		fprintf(stderr, "yard up: the web UI: %s/#token=%s\n", url, token.buf);
+	strbuf_release(&token);
+}
+
 /* Points the CLI at this master unless the user has a config already. */
 static void write_cli_config(const char *url, const char *admin_token_path)
 {
@@ -137,6 +147,7 @@ int cmd_up(int argc, char **argv)
 	printf("yard master ready url=%s\n", master_url(up.master));
 	fflush(stdout);
 	write_cli_config(master_url(up.master), admin_path.buf);
+	print_web_url(master_url(up.master), admin_path.buf);
 	gethostname(host, sizeof(host) - 1);
 	up.agent.master_url = master_url(up.master);
 	up.agent.name = host;

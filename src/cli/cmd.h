@@ -48,10 +48,18 @@ struct cli_ctx {
 int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
 	      size_t nopts, int argc, char **argv, int *npos);
 
-/* cli_usage_error prints "yard CMD: MSG" and a hint; returns EXIT_USAGE. */
+/*
+ * The CLI's errors are shown by these two (and cli_parse, through the same
+ * code): as text on stderr, or with --output json as
+ *   {"error": {"code": "invalid_spec", "message": "...", "field": "tasks.x"}}
+ * on stdout, field null when the error is not about one; code is "usage" for
+ * usage errors, else the API's code (base/error.h).
+ */
+
+/* cli_usage_error reports "yard CMD: MSG" and a hint; returns EXIT_USAGE. */
 int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* cli_fail reports eb on stderr and returns its exit status: EXIT_USAGE with
+/* cli_fail reports eb and returns its exit status: EXIT_USAGE with
  * "yard: invalid spec: FIELD: MSG" for YERR(INVALID_SPEC), else
  * "yard: MSG" and EXIT_FAIL. */
 int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb);

@@ -16,15 +16,18 @@
 /* wait_until_started polls the job until it has left the queue. */
 static int wait_until_started(struct cli_ctx *ctx, uint64_t id, json_t **job, struct errbuf *eb);
 
-/* load_spec reads, overrides and validates the spec: 0, or an error in eb. */
+/* load_spec reads, overrides and validates the spec: 0, or an error in eb;
+ * *usage (OUT) tells a --set that is not PATH=VALUE (a usage error) from
+ * the rest. */
 static int load_spec(const char *file, const struct cli_list *sets, const char *name,
-		     json_t **doc, struct errbuf *eb)
+		     json_t **doc, bool *usage, struct errbuf *eb)
 {
 	struct strbuf text = STRBUF_INIT;
 	struct job_spec spec;
 	int ret;
 
 	*doc = NULL;
+	*usage = false;
 	memset(&spec, 0, sizeof(spec));
 	if (strbuf_read_file(&text, file, MAX_SPEC_BYTES) < 0) {
 		ret = error(eb, YERR(IO), "cannot read '%s': %s", file, strerror(errno));
@@ -35,8 +38,10 @@ static int load_spec(const char *file, const struct cli_list *sets, const char *
 		goto out;
 	for (size_t i = 0; i < sets->nr; i++) {
 		ret = spec_set(*doc, sets->items[i], eb);
-		if (ret)
+		if (ret) {
+			*usage = ret == YERR(BAD_REQUEST);
 			goto out;
+		}
 	}
 	if (name && json_object_set_new(*doc, "name", json_string(name)) < 0) {
 		ret = error_field(eb, YERR(INVALID_SPEC), "name", "name: expected an object document");
@@ -79,7 +84,10 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 	const char *name = NULL;
 	const struct cli_option opts[] = {
 		{ "set", 0, CLI_OPT_LIST, &sets, "PATH=VALUE",
-		  "override a field of the spec (repeatable): --set params.lr=0.1" },
+		  "override a field of the spec (repeatable): --set params.lr=0.1\n"
+		  "VALUE is typed as in the YAML file: 7 and 007 are numbers, true a bool,\n"
+		  "null null; quoted it is a string: --set 'params.tag=\"007\"'\n"
+		  "PATH must name a field of the spec, tasks.ROLE a role of FILE" },
 		{ "name", 0, CLI_OPT_STRING, &name, "NAME", "the job's name (overrides the spec's)" },
 		{ "follow", 'f', CLI_OPT_FLAG, &follow, NULL,
 		  "print the first task's output until the job ends; exit 0 if it succeeded" },
@@ -88,7 +96,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *doc = NULL, *job = NULL;
 	char *digest = NULL;
 	uint64_t id;
-	bool ok;
+	bool ok, usage;
 	int npos, status;
 
 	status = cli_parse(ctx, "submit FILE [--set PATH=VALUE ...] [--name NAME] [--follow]", opts,
@@ -99,8 +107,11 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		status = cli_usage_error(ctx, "expected one spec file");
 		goto out;
 	}
-	if (load_spec(argv[1], &sets, name, &doc, &eb) ||
-	    upload_code(ctx, argv[1], &digest, &eb) ||
+	if (load_spec(argv[1], &sets, name, &doc, &usage, &eb)) {
+		status = usage ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
+		goto out;
+	}
+	if (upload_code(ctx, argv[1], &digest, &eb) ||
 	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
 		status = cli_fail(ctx, &eb);
 		goto out;

@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "cli/options.h"
 
+#include "base/error.h"
 #include "base/xalloc.h"
 
 void cli_list_release(struct cli_list *l)
@@ -46,12 +47,12 @@ static void store(const struct cli_option *o, const char *arg)
 	}
 }
 
-int cli_options_parse(const char *cmd, const struct cli_option *opts, size_t nopts,
+int cli_options_parse(const struct cli_option *opts, size_t nopts,
 		      const struct cli_option *common, size_t ncommon,
-		      int argc, char **argv, int *npos, FILE *err)
+		      int argc, char **argv, int *npos, struct errbuf *eb)
 {
 	int pos = 1;
-	bool only_args = false;
+	bool only_args = false, failed = false;
 
 	for (int i = 1; i < argc; i++) {
 		char *a = argv[i];
@@ -82,32 +83,38 @@ int cli_options_parse(const char *cmd, const struct cli_option *opts, size_t nop
 			if (!o)
 				o = find_short(common, ncommon, a[1]);
 		}
+		/* after an error, the rest is still parsed: --output json
+		 * is then known when the error is reported */
 		if (!o) {
-			fprintf(err, "yard %s: unknown option '%s'\n", cmd, a);
-			goto usage;
+			if (!failed)
+				error(eb, YERR(BAD_REQUEST), "unknown option '%s'", a);
+			failed = true;
+			continue;
 		}
 		if (o->kind == CLI_OPT_FLAG) {
 			if (inline_arg) {
-				fprintf(err, "yard %s: option '--%s' takes no value\n", cmd, o->name);
-				goto usage;
+				if (!failed)
+					error(eb, YERR(BAD_REQUEST), "option '--%s' takes no value",
+					      o->name);
+				failed = true;
+				continue;
 			}
 			store(o, NULL);
 			continue;
 		}
 		if (!inline_arg) {
 			if (i + 1 >= argc) {
-				fprintf(err, "yard %s: option '%s' needs a value\n", cmd, a);
-				goto usage;
+				if (!failed)
+					error(eb, YERR(BAD_REQUEST), "option '%s' needs a value", a);
+				failed = true;
+				break;
 			}
 			inline_arg = argv[++i];
 		}
 		store(o, inline_arg);
 	}
 	*npos = pos - 1;
-	return 0;
-usage:
-	fprintf(err, "(see 'yard %s --help')\n", cmd);
-	return CLI_PARSE_USAGE;
+	return failed ? CLI_PARSE_USAGE : 0;
 }
 
 static void print_table(FILE *out, const struct cli_option *t, size_t n)
@@ -119,7 +126,15 @@ static void print_table(FILE *out, const struct cli_option *t, size_t n)
 			snprintf(shrt, sizeof(shrt), "-%c, ", t[i].short_name);
 		snprintf(left, sizeof(left), "%s--%s%s%s", shrt, t[i].name,
 			 t[i].argname ? " " : "", t[i].argname ? t[i].argname : "");
-		fprintf(out, "  %-28s %s\n", left, t[i].help);
+		fprintf(out, "  %-28s ", left);
+		/* a help of several lines: each one under the first */
+		for (const char *h = t[i].help; *h; h++) {
+			if (*h == '\n')
+				fprintf(out, "\n%31s", "");
+			else
+				fputc(*h, out);
+		}
+		fputc('\n', out);
 	}
 }
 

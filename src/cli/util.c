@@ -7,6 +7,37 @@
 #include "cli/cmd.h"
 #include "common/state.h"
 
+/*
+ * report is the one place the CLI shows an error. With --output json it is
+ * {"error": {"code": CODE, "message": MSG, "field": FIELD or null}} on stdout
+ * (a script reads one stream, as for answers); else "PREFIX: MSG" and the
+ * hint line, if any, on stderr. msg may be NULL: CODE's default message.
+ */
+static void report(const struct cli_ctx *ctx, const char *code, const char *field,
+		   const char *prefix, const char *msg, const char *hint)
+{
+	if (ctx->json) {
+		json_t *doc = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
+					"field", field && *field ? json_string(field) : json_null());
+		cli_print_json(doc);
+		json_decref(doc);
+		return;
+	}
+	fprintf(stderr, "%s: %s\n", prefix, msg);
+	if (hint)
+		fprintf(stderr, "%s\n", hint);
+}
+
+/* usage_report: a usage error, exit status EXIT_USAGE. */
+static int usage_report(const struct cli_ctx *ctx, const char *msg, const char *hint)
+{
+	char prefix[64], see[96];
+	snprintf(prefix, sizeof(prefix), "yard %s", ctx->cmd);
+	snprintf(see, sizeof(see), "(see 'yard %s --help')", ctx->cmd);
+	report(ctx, "usage", NULL, prefix, msg, hint ? hint : see);
+	return EXIT_USAGE;
+}
+
 int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
 	      size_t nopts, int argc, char **argv, int *npos)
 {
@@ -20,40 +51,36 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 		{ "pin", 0, CLI_OPT_STRING, &ctx->opt_pin, "PIN",
 		  "trust an https master by its key's pin, sha256//... (default: $YARD_PIN)" },
 		{ "output", 'o', CLI_OPT_STRING, &ctx->opt_output, "FORMAT",
-		  "'json' prints the server's JSON instead of text" },
+		  "'json' prints the server's JSON instead of text, and errors as\n"
+		  "{\"error\": {\"code\", \"message\", \"field\"}} on stdout" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	int rc;
 
-	rc = cli_options_parse(ctx->cmd, opts, nopts, common, ARRAY_SIZE(common), argc, argv, npos,
-			       stderr);
+	rc = cli_options_parse(opts, nopts, common, ARRAY_SIZE(common), argc, argv, npos, &eb);
 	if (rc == CLI_PARSE_HELP) {
 		cli_options_usage(stdout, synopsis, opts, nopts, common, ARRAY_SIZE(common));
 		return EXIT_OK;
 	}
+	/* --output first: the errors below are reported in it */
+	ctx->json = ctx->opt_output && !strcmp(ctx->opt_output, "json");
 	if (rc)
-		return EXIT_USAGE;
-	if (ctx->opt_output) {
-		if (!strcmp(ctx->opt_output, "json"))
-			ctx->json = true;
-		else if (strcmp(ctx->opt_output, "text"))
-			return cli_usage_error(ctx, "unknown output format '%s' (json or text)",
-					       ctx->opt_output);
-	}
+		return usage_report(ctx, eb.msg, NULL);
+	if (ctx->opt_output && !ctx->json && strcmp(ctx->opt_output, "text"))
+		return cli_usage_error(ctx, "unknown output format '%s' (json or text)",
+				       ctx->opt_output);
 	if (!(ctx->flags & NEED_MASTER))
 		return -1;
 	struct cli_config_opts given = { ctx->opt_master, ctx->opt_token, ctx->opt_ca,
 					  ctx->opt_pin };
 	if (cli_config_resolve(&given, &ctx->cfg, &eb) < 0) {
-		fprintf(stderr, "yard: %s\n", eb.msg);
+		report(ctx, "usage", eb.field, "yard", eb.msg, NULL);
 		return EXIT_USAGE;
 	}
-	if (!ctx->cfg.master) {
-		fprintf(stderr, "yard %s: no master given\n"
-				"hint: pass --master URL, set YARD_MASTER, or put 'master = URL' in "
-				"~/.config/yard/config\n", ctx->cmd);
-		return EXIT_USAGE;
-	}
+	if (!ctx->cfg.master)
+		return usage_report(ctx, "no master given",
+				    "hint: pass --master URL, set YARD_MASTER, or put 'master = URL' "
+				    "in ~/.config/yard/config");
 	client_open(&ctx->client, ctx->cfg.master, &(struct httpc_tls){ ctx->cfg.ca, ctx->cfg.pin },
 		    ctx->cfg.token);
 	ctx->has_client = true;
@@ -62,13 +89,12 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 
 int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
-	fprintf(stderr, "yard %s: ", ctx->cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n(see 'yard %s --help')\n", ctx->cmd);
-	return EXIT_USAGE;
+	return usage_report(ctx, msg, NULL);
 }
 
 int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb)
@@ -78,13 +104,16 @@ int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb)
 
 	if (eb->code == YERR(INVALID_SPEC)) {
 		/* the message starts with the field's path; add it when it does not */
+		struct strbuf full = STRBUF_INIT;
 		if (flen && strncmp(msg, eb->field, flen))
-			fprintf(stderr, "yard: invalid spec: %s: %s\n", eb->field, msg);
+			strbuf_addf(&full, "%s: %s", eb->field, msg);
 		else
-			fprintf(stderr, "yard: invalid spec: %s\n", msg);
+			strbuf_addstr(&full, msg);
+		report(ctx, yerr_code_str(eb->code), eb->field, "yard: invalid spec", full.buf, NULL);
+		strbuf_release(&full);
 		return EXIT_USAGE;
 	}
-	fprintf(stderr, "yard: %s\n", msg);
+	report(ctx, yerr_code_str(eb->code), eb->field, "yard", msg, NULL);
 	return EXIT_FAIL;
 }
 

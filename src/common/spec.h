@@ -142,11 +142,31 @@ int spec_load_text(const char *text, size_t len, json_t **out, struct errbuf *eb
 
 /* spec_set applies one "--set path=value" override (such as params.lr=0.1 or
  * tasks.worker.replicas=4) to the document, creating the objects along the
- * dotted path; the value is typed as a YAML plain scalar would be, except that
- * one wrapped in matching '' or "" quotes is the string inside (name='007').
- * Fails with YERR(BAD_REQUEST): "--set 'x': expected PATH=VALUE", or when a
- * step of the path is not an object, or the value is not a finite number.
- * The result is not validated: call spec_from_json after the last --set. */
+ * dotted path.
+ *
+ * The path must name a field the spec has, as spec_from_json would take it
+ * in the file, with the same error and suggestion ("tasks.worker.gpu: unknown
+ * field (did you mean 'gpus'?)"); keys under params, env and
+ * placement.labels are free (spec_from_json checks them), a field that takes
+ * a value has no fields below it, and tasks.ROLE must be a role the document
+ * already has: "tasks.wrker: no role 'wrker' in the spec (roles: worker); did
+ * you mean 'worker'?" (a new role comes from the file, never from --set).
+ *
+ * The value is typed as the same text would be as a plain scalar in the
+ * YAML file (the YAML 1.2 core schema: 3 and 007 are the integer, 0.1 and
+ * 1e3 reals, true/false bools, empty, ~ and null are null, anything else a
+ * string); one wrapped in matching '' or "" quotes is always the string
+ * between them, as it is (no escapes): params.tag="007" is "007". A value
+ * that opens a quote and does not close it is refused.
+ *
+ * Errors: YERR(BAD_REQUEST) "--set 'x': expected PATH=VALUE" when the
+ * assignment is not PATH=VALUE (a usage error); YERR(INVALID_SPEC) with the
+ * field's path in eb->field and a message that starts with it, for an
+ * unknown field or role, a value that cannot be typed (not a finite number,
+ * an integer beyond int64: "params.n: integer out of range, got
+ * 99999999999999999999")
+ * or a step of the path that holds something other than a mapping. The
+ * result is not validated: call spec_from_json after the last --set. */
 int spec_set(json_t *doc, const char *assignment, struct errbuf *eb);
 
 /* spec_from_json validates doc and fills spec (caller releases it with

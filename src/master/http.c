@@ -23,6 +23,7 @@ void req_set_response(struct req *r, int status, struct MHD_Response *resp)
 		MHD_destroy_response(r->resp);
 	r->status = status;
 	r->resp = resp;
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff"); /* every answer */
 }
 
 void req_text(struct req *r, int status, const char *ctype, const char *data, size_t len)
@@ -627,7 +628,7 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *info;
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME;
-	struct MHD_OptionItem opts[8];
+	struct MHD_OptionItem opts[9];
 	size_t n = 0;
 	char host[64];
 	int rc;
@@ -654,6 +655,7 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 			flags |= MHD_USE_TLS;
 			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, m->tls.cert_pem };
 			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, m->tls.key_pem };
+			opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, TLS_PRIORITIES };
 		}
 	} else {
 		/* no socket of its own: connections come from MHD_add_connection

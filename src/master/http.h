@@ -95,6 +95,7 @@ json_t *http_json_text(const char *s);
 void http_json_string(struct strbuf *out, const char *s);
 /* req_strbuf answers with sb's bytes, taking them (sb is left empty). */
 void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb);
+/* req_set_response: resp is the answer (taken); every answer gets nosniff. */
 void req_set_response(struct req *r, int status, struct MHD_Response *resp);
 
 /* A reply body shared by many answers without a copy each (a cached

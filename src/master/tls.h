@@ -15,6 +15,20 @@
 
 #include "base/error.h"
 
+/*
+ * The GnuTLS priorities the master's https server is started with
+ * (MHD_OPTION_HTTPS_PRIORITIES): TLS 1.3 and 1.2 only (RFC 8996 retires 1.0
+ * and 1.1), AEAD ciphers only (AES-GCM, ChaCha20-Poly1305; no CBC, no SHA-1
+ * MACs) and forward-secret ECDHE key exchange for 1.2, with the server's
+ * order preferred. `gnutls-cli --priority '...' -l` lists what it allows:
+ * the three TLS 1.3 suites and ECDHE-{ECDSA,RSA}-{AES-256-GCM,AES-128-GCM,
+ * CHACHA20-POLY1305} of TLS 1.2. libcurl's defaults (agents, CLI) meet it.
+ */
+#define TLS_PRIORITIES                                                                  \
+	"SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:"                     \
+	"-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:"      \
+	"-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
+
 /* What MHD serves. */
 struct tls_identity {
 	char *cert_pem; /* owned: the certificate (and any chain after it), NUL-terminated */

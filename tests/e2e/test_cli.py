@@ -114,6 +114,93 @@ def test_logs_follow_live():
                  "exit status of logs -f --output json")
 
 
+SET_JOB = """\
+name: sets
+command: [/bin/echo, "{params.tag}"]
+params: {tag: x}
+tasks:
+  worker: {gpus: 0, cpus: 0.1, memory: 64MiB}
+"""
+
+
+def test_submit_set_paths_and_values():
+    """--set paths are checked like the file's fields (a new role is the typo
+    case), and quoted values stay strings, as the job's stored spec shows."""
+    with cluster("set") as c:
+        c.start_master()
+        proj = os.path.join(c.dir, "proj")
+        os.makedirs(proj)
+        spec = os.path.join(proj, "job.yaml")
+        with open(spec, "w") as f:
+            f.write(SET_JOB)
+
+        r = c.cli("submit", spec, "--set", "tasks.wrker.gpus=1")
+        check_eq(r.returncode, 2, f"exit status of a --set of a role not in the file: {r.stderr!r}")
+        check_eq(r.stderr.decode(), "yard: invalid spec: tasks.wrker: no role 'wrker' in the spec "
+                 "(roles: worker); did you mean 'worker'?\n", "the refusal names path, roles, suggestion")
+        for assignment, want in (("tasks.worker.gpu=1", "tasks.worker.gpu: unknown field (did you mean 'gpus'?)"),
+                                 ("placment.max_nodes=2", "placment: unknown field (did you mean 'placement'?)")):
+            r = c.cli("submit", spec, "--set", assignment)
+            check_eq(r.returncode, 2, f"exit status of --set {assignment}")
+            check_eq(r.stderr.decode(), f"yard: invalid spec: {want}\n", f"error of --set {assignment}")
+        r = c.cli("submit", spec, "--set", "tasks")
+        check_eq(r.returncode, 2, "exit status of a --set that is not PATH=VALUE")
+        check(b"expected PATH=VALUE" in r.stderr, f"usage error: {r.stderr!r}")
+        check_eq(c.api.json("GET", "/v1/jobs", expect=200)[1]["jobs"], [], "nothing was submitted")
+
+        def stored_tag(*sets):
+            args = [a for s in sets for a in ("--set", s)]
+            r = c.cli("submit", spec, *args, check_rc=0)
+            jid = r.stdout.decode().strip()
+            job = c.api.json("GET", f"/v1/jobs/{jid}", expect=200)[1]
+            return job["spec"]["params"]["tag"]
+
+        check_eq(stored_tag('params.tag="007"'), "007", "a double-quoted value stays a string")
+        check_eq(stored_tag("params.tag='007'"), "007", "a single-quoted value stays a string")
+        check_eq(stored_tag("params.tag=007"), 7, "an unquoted 007 is typed as in YAML: the integer 7")
+        check_eq(stored_tag("params.tag=v2"), "v2", "an unquoted word is a string")
+        check_eq(stored_tag("params.tag=true"), True, "an unquoted true is a bool")
+
+
+def test_json_errors():
+    """With --output json, errors are {"error": {code, message, field}} on
+    stdout; the exit statuses stay 1 (the server or the operation) and 2
+    (usage, invalid spec)."""
+    with cluster("jsonerr") as c:
+        c.start_master()
+        spec = os.path.join(c.dir, "job.yaml")
+        with open(spec, "w") as f:
+            f.write(SET_JOB)
+
+        def err(*args, rc):
+            r = c.cli(*args, "--output", "json")
+            check_eq(r.returncode, rc, f"exit status of yard {' '.join(args)}: {r.stderr!r}")
+            check_eq(r.stderr, b"", f"nothing on stderr for yard {' '.join(args)}")
+            doc = json.loads(r.stdout)
+            check_eq(sorted(doc), ["error"], f"the document of yard {' '.join(args)}")
+            check_eq(sorted(doc["error"]), ["code", "field", "message"], "the error's members")
+            return doc["error"]
+
+        e = err("submit", spec, "--set", "tasks.wrker.gpus=1", rc=2)
+        check_eq((e["code"], e["field"]), ("invalid_spec", "tasks.wrker"), "invalid spec from --set")
+        check("did you mean 'worker'?" in e["message"], f"message: {e['message']!r}")
+        e = err("submit", spec, "--set", "tasks.worker.gpus=two", rc=2)
+        check_eq((e["code"], e["field"]), ("invalid_spec", "tasks.worker.gpus"), "invalid value")
+        check_eq(e["message"], 'tasks.worker.gpus: expected an integer >= 0, got "two"', "value error")
+        e = err("ls", "--bogus", rc=2)
+        check_eq((e["code"], e["field"], e["message"]), ("usage", None, "unknown option '--bogus'"),
+                 "an unknown option")
+        e = err("submit", rc=2)
+        check_eq((e["code"], e["message"]), ("usage", "expected one spec file"), "a missing argument")
+        e = err("show", "424242", rc=1)
+        check_eq((e["code"], e["field"]), ("not_found", None), "an unknown job")
+        e = err("ls", "--token", "not-a-token", rc=1)
+        check_eq(e["code"], "unauthorized", "a refused token")
+        # success is the server's JSON, exit 0
+        r = c.cli("ls", "--output", "json", check_rc=0)
+        check("jobs" in json.loads(r.stdout), f"ls --output json: {r.stdout!r}")
+
+
 def test_yard_up():
     with cluster("up") as c:
         home = os.path.join(c.dir, "home")
@@ -138,3 +225,8 @@ def test_yard_up():
                            capture_output=True, env=e, timeout=60)
         check_eq(r.returncode, 0, f"submit --follow under yard up ({r.stderr!r})")
         check(b"up and running\n" in r.stdout, f"output under yard up: {r.stdout!r}")
+        # the web UI's sign-in URL (on stderr): the token in the fragment, never the query
+        with open(up.logpath, errors="replace") as f:
+            log = f.read()
+        check(f"yard up: the web UI: {url}/#token={token}\n" in log, f"yard up prints the sign-in URL: {log[-2000:]!r}")
+        check("?token=" not in log, f"no ?token= URL: {log[-2000:]!r}")

@@ -248,3 +248,67 @@ def test_certificate_files():
         r = c.cli("ls", env={"YARD_PIN": WRONG_PIN, "YARD_CA": cert})
         check(r.returncode != 0 and "does not match the pin" in r.stderr.decode(),
               f"a wrong pin next to a good CA: {r.stderr!r}")
+
+
+def s_client(url, *args):
+    """One openssl s_client handshake with the master: (completed, protocol,
+    cipher, output). A handshake that completes prints the cipher it chose."""
+    hostport = url.split("://", 1)[1]
+    r = subprocess.run(["openssl", "s_client", "-connect", hostport, "-servername", "localhost",
+                        *args], input=b"", capture_output=True, timeout=30)
+    out = (r.stdout + r.stderr).decode(errors="replace")
+    m = re.search(r"^New, (\S+), Cipher is (\S+)$", out, re.M)
+    done = bool(m) and m.group(2) != "(NONE)"
+    return done, m.group(1).rstrip(",") if done else None, m.group(2) if done else None, out
+
+
+def check_protocols(url, kind):
+    """TLS 1.0 and 1.1 and CBC ciphers refused, 1.2 and 1.3 with AEAD taken
+    (kind: ECDSA or RSA, the certificate's key)."""
+    weak = "DEFAULT@SECLEVEL=0"
+    for args in (["-tls1", "-cipher", weak], ["-tls1_1", "-cipher", weak],
+                 ["-tls1_2", "-cipher", f"ECDHE-{kind}-AES256-SHA:ECDHE-{kind}-AES128-SHA:"
+                                        f"ECDHE-{kind}-AES128-SHA256:AES256-SHA:AES128-SHA256:@SECLEVEL=0"],
+                 ["-tls1_2", "-cipher", f"ECDHE-{kind}-AES256-SHA384:AES256-GCM-SHA384"]):
+        done, proto, cipher, out = s_client(url, *args)
+        check(not done, f"openssl s_client {' '.join(args)} to a {kind} master is refused, "
+              f"got {proto} {cipher}: {out[-400:]!r}")
+    for args, want in ((["-tls1_2", "-cipher", f"ECDHE-{kind}-AES256-GCM-SHA384"], f"ECDHE-{kind}-AES256-GCM-SHA384"),
+                       (["-tls1_2", "-cipher", f"ECDHE-{kind}-AES128-GCM-SHA256"], f"ECDHE-{kind}-AES128-GCM-SHA256"),
+                       (["-tls1_2", "-cipher", f"ECDHE-{kind}-CHACHA20-POLY1305"], f"ECDHE-{kind}-CHACHA20-POLY1305"),
+                       (["-tls1_3"], None),
+                       (["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"], "TLS_CHACHA20_POLY1305_SHA256"),
+                       (["-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256"], "TLS_AES_128_GCM_SHA256")):
+        done, proto, cipher, out = s_client(url, *args)
+        check(done, f"openssl s_client {' '.join(args)} to a {kind} master: {out[-400:]!r}")
+        check_eq(proto, "TLSv1.3" if "-tls1_3" in args else "TLSv1.2", f"protocol of {' '.join(args)}")
+        if want:
+            check_eq(cipher, want, f"cipher of {' '.join(args)}")
+    # no version given: the best both have
+    done, proto, _, out = s_client(url)
+    check(done and proto == "TLSv1.3", f"a default handshake is TLS 1.3: {out[-400:]!r}")
+
+
+def test_protocols_and_ciphers():
+    """RFC 8996: the master speaks TLS 1.2 and 1.3 only, with AEAD ciphers,
+    for its own ECDSA certificate and for an RSA one from files; the agent and
+    the CLI (libcurl) still connect."""
+    with cluster("tlsproto", master_args=["--tls-self-signed"]) as c:
+        c.start_master()
+        check_protocols(c.url, "ECDSA")
+        c.start_agent("n1")
+        r = c.cli("nodes", "--output", "json", check_rc=0)
+        check_eq([n["name"] for n in json.loads(r.stdout)["nodes"]], ["n1"], "the agent over TLS 1.2+")
+        c.master.stop()
+
+        d = os.path.join(c.dir, "pki")
+        os.makedirs(d)
+        cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost")
+        c.master_args = ["--tls-cert", cert, "--tls-key", key]
+        c.ca_file = cert
+        c.start_master()
+        check_protocols(c.url, "RSA")
+        c.cli("ls", env={"YARD_PIN": "", "YARD_CA": cert}, check_rc=0)
+        r = c.cli("ls", "--pin", c.pin, env={"YARD_PIN": ""}, check_rc=0)

@@ -50,6 +50,18 @@ def read(path):
         return f.read()
 
 
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'")
+
+
+def check_web_headers(h, what):
+    """The headers every answer of the web app carries."""
+    check_eq(h.get("content-security-policy"), CSP, f"Content-Security-Policy of {what}")
+    check_eq(h.get("referrer-policy"), "no-referrer", f"Referrer-Policy of {what}")
+    check_eq(h.get("x-content-type-options"), "nosniff", f"X-Content-Type-Options of {what}")
+
+
 def test_static_files():
     with cluster("web-static", master_args=["--web-dir", FIXTURE]) as c:
         c.start_master()
@@ -61,6 +73,7 @@ def test_static_files():
             check_eq(body, index, f"body of {target}")
             check_eq(h["content-type"], "text/html; charset=utf-8", f"type of {target}")
             check_eq(h["cache-control"], "no-cache", f"caching of {target}")
+            check_web_headers(h, target)
         # hashed assets: their types, cached for long
         for target, ctype in (("/assets/app-abc123.js", "text/javascript; charset=utf-8"),
                               ("/assets/app-abc123.css", "text/css; charset=utf-8")):
@@ -70,8 +83,10 @@ def test_static_files():
             check_eq(h["content-type"], ctype, f"type of {target}")
             check("immutable" in h["cache-control"] and "max-age=31536000" in h["cache-control"],
                   f"caching of {target}: {h['cache-control']}")
+            check_web_headers(h, target)
         status, _, h = raw_get(c.url, "/logo.svg")
         check_eq((status, h["content-type"]), (200, "image/svg+xml"), "an svg at the top")
+        check_web_headers(h, "/logo.svg")
         # HEAD: the headers and length, no body
         status, body, h = raw_get(c.url, "/assets/app-abc123.js", method="HEAD")
         check_eq((status, body), (200, b""), "HEAD of an asset")
@@ -81,6 +96,7 @@ def test_static_files():
         for target in ("/jobs/12", "/cluster", "/assets", "/no/such/thing.txt"):
             status, body, h = raw_get(c.url, target)
             check_eq((status, body), (200, index), f"fallback to index.html for {target}")
+            check_web_headers(h, target)
         # a missing asset is a 404, not HTML where a script was wanted; nor
         # is there a listing of the assets
         for target in ("/assets/missing-123.js", "/assets/"):
@@ -102,11 +118,15 @@ def test_static_files():
             status, body, h = raw_get(c.url, target)
             check_eq(status, 401, f"{target} without a token")
             check_eq(h["content-type"], "application/json", f"type of {target} without a token")
+            check_eq(h.get("x-content-type-options"), "nosniff", f"nosniff on the API's {target}")
         status, body, _ = raw_get(c.url, "/v1/no-such-route")
         check_eq((status, json.loads(body)["error"]["code"]), (404, "not_found"), "unknown /v1 path")
-        status, _, _ = raw_get(c.url, "/v1/jobs", headers={"Authorization": "Bearer " + c.admin_token})
+        status, _, h = raw_get(c.url, "/v1/jobs", headers={"Authorization": "Bearer " + c.admin_token})
         check_eq(status, 200, "/v1/jobs with a token")
-        # the sign-in URL's ?token= is for the app to read, never a credential
+        check_eq(h.get("x-content-type-options"), "nosniff", "nosniff on an API answer")
+        status, _, h = raw_get(c.url, "/healthz")
+        check_eq((status, h.get("x-content-type-options")), (200, "nosniff"), "nosniff on /healthz")
+        # a token in the query is never a credential (the app signs in with /#token=T)
         status, _, _ = raw_get(c.url, "/v1/jobs?token=" + c.admin_token)
         check_eq(status, 401, "/v1/jobs with the token in the query")
         # a bad token does not matter to static files
@@ -122,6 +142,7 @@ def test_static_without_web_dir():
             check_eq(status, 200, f"status of {target} without the UI")
             check(b"not built" in body, f"{target} says the UI is not built: {body[:200]!r}")
             check(h["content-type"].startswith("text/html"), f"type of {target}: {h['content-type']}")
+            check_web_headers(h, f"{target} without the UI")
 
 
 def run_ui(cfg, timeout):

@@ -20,15 +20,52 @@ export function setToken(t: string | null) {
   }
 }
 
-/** takeTokenFromUrl: ?token=T stored and removed from the address bar. */
-export function takeTokenFromUrl() {
-  const u = new URL(window.location.href);
-  const t = u.searchParams.get('token');
-  if (t) {
-    setToken(t);
-    u.searchParams.delete('token');
-    history.replaceState(history.state, '', u.pathname + (u.search === '?' ? '' : u.search) + u.hash);
+export interface SignInUrl {
+  /** the token of a #token=T fragment, or null */
+  token: string | null;
+  /** whether the address has a ?token= query: never used (see takeTokenFromUrl) */
+  queryToken: boolean;
+  /** the address (path, query and fragment) without either, or null when it has neither */
+  clean: string | null;
+}
+
+/**
+ * parseSignInUrl: the sign-in token of an address. It is taken from the fragment only
+ * (/#token=T): a fragment is never sent to the server, so the token stays out of proxy and
+ * access logs and Referer headers. A ?token= query is reported and dropped, never used.
+ */
+export function parseSignInUrl(href: string): SignInUrl {
+  const u = new URL(href);
+  const m = /^#token=([^&]*)/.exec(u.hash);
+  let token: string | null = null;
+  if (m) {
+    try {
+      token = decodeURIComponent(m[1]) || null;
+    } catch {
+      token = null;
+    }
+    u.hash = '';
   }
+  const queryToken = u.searchParams.has('token');
+  if (queryToken) u.searchParams.delete('token');
+  const clean = m || queryToken ? u.pathname + u.search + u.hash : null;
+  return { token, queryToken, clean };
+}
+
+export const QUERY_TOKEN_MESSAGE =
+  'The token in the address (?token=) was not used: a query string is sent to the server and ' +
+  'kept in history and logs. Open /#token=T instead, or sign in here.';
+
+/**
+ * takeTokenFromUrl: a #token=T fragment is stored (as the sign-in form does) and removed from
+ * the address bar; a ?token= query is removed too, unused. Returns the message to show for
+ * that case, else null.
+ */
+export function takeTokenFromUrl(): string | null {
+  const s = parseSignInUrl(window.location.href);
+  if (s.token) setToken(s.token);
+  if (s.clean !== null) history.replaceState(history.state, '', s.clean);
+  return s.queryToken ? QUERY_TOKEN_MESSAGE : null;
 }
 
 export class ApiError extends Error {

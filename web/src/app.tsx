@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { getJson, getToken, onConnection, onUnauthorized, setToken, ApiError, errorText } from './api';
+import { getJson, getToken, onConnection, onUnauthorized, setToken, takeTokenFromUrl, ApiError, errorText } from './api';
 import { useHash } from './hooks';
 import { ClusterPage } from './pages/cluster';
 import { QueuePage } from './pages/queue';
@@ -36,7 +36,7 @@ function SignIn({ onDone, message }: { onDone: () => void; message: string | nul
           </p>
         )}
       </form>
-      <p class="hint">Ask an admin for a token (<code>yard token create --user NAME</code>), or open the URL <code>yard up</code> prints.</p>
+      <p class="hint">Ask an admin for a token (<code>yard token create --user NAME</code>), or open the URL <code>yard up</code> prints (<code>/#token=T</code>).</p>
     </main>
   );
 }
@@ -48,14 +48,23 @@ const NAV = [
   ['submit', '#/submit', 'Submit'],
 ] as const;
 
-export function App() {
+/** App: notice, a message from the sign-in address (a refused ?token=), is shown first. */
+export function App({ notice = null }: { notice?: string | null }) {
   const hash = useHash();
   const [who, setWho] = useState<Who | null>(null);
-  const [authMsg, setAuthMsg] = useState<string | null>(null);
+  const [authMsg, setAuthMsg] = useState<string | null>(notice);
   const [hasToken, setHasToken] = useState(!!getToken());
   const [reconnecting, setReconnecting] = useState(false);
 
   useEffect(() => onConnection(setReconnecting), []);
+  // a /#token=T pasted into this tab (no new load): signs in as at start
+  useEffect(() => {
+    if (!hash.startsWith('#token=')) return;
+    takeTokenFromUrl();
+    if (!getToken()) return;
+    setAuthMsg(null);
+    setHasToken(true);
+  }, [hash]);
   useEffect(() => {
     onUnauthorized(() => {
       setToken(null);

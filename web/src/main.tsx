@@ -4,5 +4,5 @@ import './style.css';
 import { App } from './app';
 import { takeTokenFromUrl } from './api';
 
-takeTokenFromUrl();
-render(<App />, document.getElementById('app')!);
+const notice = takeTokenFromUrl();
+render(<App notice={notice} />, document.getElementById('app')!);

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "base/error.h"
 #include "base/strbuf.h"
 #include "cli/options.h"
 
@@ -23,10 +24,11 @@ static int run(struct vals *v, int argc, char **argv, int *npos, char *err, size
 	const struct cli_option common[] = {
 		{ "master", 0, CLI_OPT_STRING, &v->master, "URL", "master" },
 	};
-	FILE *f = fmemopen(err, errlen, "w");
-	int rc = cli_options_parse("submit", opts, ARRAY_SIZE(opts), common, ARRAY_SIZE(common),
-				   argc, argv, npos, f);
-	fclose(f);
+	struct errbuf eb = ERRBUF_INIT;
+	int rc = cli_options_parse(opts, ARRAY_SIZE(opts), common, ARRAY_SIZE(common),
+				   argc, argv, npos, &eb);
+	if (eb.code)
+		snprintf(err, errlen, "yard submit: %s\n", eb.msg);
 	return rc;
 }
 
@@ -61,6 +63,22 @@ static void test_unknown_option(void **state)
 
 	assert_int_equal(run(&v, 3, argv, &npos, err, sizeof(err)), CLI_PARSE_USAGE);
 	assert_non_null(strstr(err, "yard submit: unknown option '--foo'\n"));
+}
+
+/* After an error the rest is parsed: the first error is the one reported,
+ * and the options after it (--output json of the caller) are still set. */
+static void test_parse_goes_on_after_error(void **state)
+{
+	char *argv[] = { "submit", "--foo", "--bar", "--master", "http://m:1", NULL };
+	struct vals v = { 0, NULL, NULL, { NULL, 0, 0 } };
+	char err[256] = "";
+	int npos;
+
+	assert_int_equal(run(&v, 5, argv, &npos, err, sizeof(err)), CLI_PARSE_USAGE);
+	assert_string_equal(err, "yard submit: unknown option '--foo'\n");
+	assert_non_null(v.master);
+	assert_string_equal(v.master, "http://m:1");
+	(void)state;
 }
 
 static void test_missing_value(void **state)
@@ -129,6 +147,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_unknown_option),
+		cmocka_unit_test(test_parse_goes_on_after_error),
 		cmocka_unit_test(test_missing_value),
 		cmocka_unit_test(test_flag_with_value),
 		cmocka_unit_test(test_help),

@@ -1,5 +1,5 @@
 /* Unit tests for src/common/spec.h: loading, validation, the canonical form,
- * --set and placeholder expansion. */
+ * and placeholder expansion (--set: tests/unit/cli/test_set.c). */
 #include "base/compat.h"
 #include "common/spec.h"
 
@@ -883,53 +883,6 @@ static void test_data(void **state)
 	(void)state;
 }
 
-static void test_set(void **state)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	json_t *doc = load_ok("params: {lr: 0.5}\ntasks: {worker: {}}\n");
-	assert_int_equal(spec_set(doc, "params.lr=0.1", &eb), 0);
-	assert_int_equal(spec_set(doc, "params.epochs=7", &eb), 0);
-	assert_int_equal(spec_set(doc, "params.tag=v2", &eb), 0);
-	assert_int_equal(spec_set(doc, "params.id='007'", &eb), 0);
-	assert_int_equal(spec_set(doc, "params.quiet=true", &eb), 0);
-	assert_int_equal(spec_set(doc, "params.expr=a=b", &eb), 0);
-	assert_int_equal(spec_set(doc, "tasks.worker.replicas=4", &eb), 0);
-	assert_int_equal(spec_set(doc, "placement.gpu_model=H100", &eb), 0);
-	assert_int_equal(spec_set(doc, "timeout=", &eb), 0);
-	assert_json_equal(doc, "{\"params\": {\"lr\": 0.1, \"epochs\": 7, \"tag\": \"v2\","
-			       " \"id\": \"007\", \"quiet\": true, \"expr\": \"a=b\"},"
-			       " \"tasks\": {\"worker\": {\"replicas\": 4}},"
-			       " \"placement\": {\"gpu_model\": \"H100\"}, \"timeout\": null}");
-	json_decref(doc);
-}
-
-static void test_set_errors(void **state)
-{
-	static const struct {
-		const char *assignment;
-		const char *msg;
-	} cases[] = {
-		{ "x", "--set 'x': expected PATH=VALUE" },
-		{ "=3", "--set '=3': expected PATH=VALUE" },
-		{ "a..b=1", "--set 'a..b=1': expected PATH=VALUE" },
-		{ ".a=1", "--set '.a=1': expected PATH=VALUE" },
-		{ "a.=1", "--set 'a.=1': expected PATH=VALUE" },
-		{ "name.x=1", "--set 'name.x=1': 'name' is not a mapping" },
-		{ "tasks.worker.gpus.x=1",
-			"--set 'tasks.worker.gpus.x=1': 'tasks.worker.gpus' is not a mapping" },
-		{ "params.n=1e999",
-			"--set 'params.n=1e999': number out of range (only finite numbers are allowed)" },
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-		struct errbuf eb = ERRBUF_INIT;
-		json_t *doc = load_ok("name: a\ntasks: {worker: {gpus: 1}}\n");
-		assert_int_equal(spec_set(doc, cases[i].assignment, &eb), YERR(BAD_REQUEST));
-		assert_int_equal(eb.code, YERR(BAD_REQUEST));
-		assert_string_equal(eb.msg, cases[i].msg);
-		json_decref(doc);
-	}
-}
-
 /* ---- placeholders ----------------------------------------------------- */
 
 static void test_expand_argv(void **state)
@@ -1019,8 +972,6 @@ int main(void)
 		cmocka_unit_test(test_image_refs_bad),
 		cmocka_unit_test(test_image_ref_limits),
 		cmocka_unit_test(test_data),
-		cmocka_unit_test(test_set),
-		cmocka_unit_test(test_set_errors),
 		cmocka_unit_test(test_expand_argv),
 		cmocka_unit_test(test_expand_reals),
 		cmocka_unit_test(test_scalar_str),
