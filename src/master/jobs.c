@@ -1169,7 +1169,8 @@ static uint64_t json_u64(const json_t *o, const char *k)
 	const json_t *v = json_object_get(o, k);
 	if (json_is_integer(v) && json_integer_value(v) > 0)
 		return (uint64_t)json_integer_value(v);
-	if (json_is_real(v) && json_real_value(v) > 0)
+	/* a real past 2^64 has no uint64_t: 0, as for any other bad value */
+	if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 0x1p64)
 		return (uint64_t)json_real_value(v);
 	return 0;
 }
@@ -1281,6 +1282,12 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 			return error_field(eb, YERR(BAD_REQUEST), "ports",
 					   "ports: expected [LOW, HIGH] with 1024 <= LOW <= HIGH <= 65535");
 	}
+	/* a number that a cast to an unsigned count could not hold is refused
+	 * here, not turned into undefined behaviour below */
+	if (cpus && (!json_is_number(cpus) || !(json_number_value(cpus) >= 0) ||
+		     json_number_value(cpus) > 1e6))
+		return error_field(eb, YERR(BAD_REQUEST), "cpus",
+				   "cpus: expected a number of CPUs from 0 to 1000000");
 	if (iface && (!*iface || strlen(iface) > 15 || strspn(iface, "abcdefghijklmnopqrstuvwxyz"
 				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-@") != strlen(iface)))
 		return error_field(eb, YERR(BAD_REQUEST), "iface",
