@@ -999,9 +999,7 @@ static void h_task_checkpoint(struct req *r)
 	if (!t || store_upload(r, hex))
 		return;
 	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	free(t->job->checkpoint);
-	t->job->checkpoint = xstrdup(digest);
-	core_save_job(r->m, t->job);
+	core_set_checkpoint(r->m, t->job, digest);
 	req_json(r, 201, json_pack("{s:s, s:I}", "checkpoint", digest, "size",
 				   (json_int_t)r->upload_size));
 }

@@ -3,6 +3,7 @@
 #include "master/core.h"
 
 #include "base/xalloc.h"
+#include "master/codeindex.h"
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
@@ -378,6 +379,8 @@ static int load_job(void *ctx, const char *key, const char *text)
 	if (json_is_array(json_object_get(d, "events")))
 		j->events = json_incref(json_object_get(d, "events"));
 	json_decref(d);
+	codeindex_add(&m->code_index, j->code, j->id);
+	codeindex_add(&m->code_index, j->checkpoint, j->id);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
 		job_free(j);
@@ -685,8 +688,17 @@ static void task_free(struct task *t)
 	free(t);
 }
 
+void core_set_checkpoint(struct master *m, struct job *j, const char *digest)
+{
+	free(j->checkpoint);
+	j->checkpoint = xstrdup(digest);
+	codeindex_add(&m->code_index, digest, j->id);
+	core_save_job(m, j);
+}
+
 void core_clear(struct master *m)
 {
+	codeindex_free(&m->code_index);
 	for (size_t i = 0; i < m->njobs; i++)
 		job_free(m->jobs[i]);
 	for (size_t i = 0; i < m->ntasks; i++)

@@ -196,6 +196,7 @@ struct team_share {
 };
 
 struct shared_body;
+struct codeindex;
 
 /* How many state changes a job keeps in its history. */
 #define JOB_EVENTS_MAX 200
@@ -256,6 +257,7 @@ struct master {
 	size_t *node_hash;      /* owned: open addressing by name, slot + 1 (0 empty) */
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	bool visibility_open;   /* --visibility open: every user sees every job and dataset */
+	struct codeindex *code_index; /* owned or NULL: jobs by code and checkpoint digest */
 	struct token *tokens;   /* owned */
 	struct ratelimit ratelimit; /* requests per token (--rate-limit) */
 	size_t ntokens, atokens;
@@ -328,6 +330,10 @@ void core_index_task(struct master *m, struct task *t);
  * it, so only changes that are neither saved nor indexed need to call it
  * themselves (the queue position and waiting reason, log sizes). */
 void core_job_changed(struct master *m, struct job *j);
+
+/* core_set_checkpoint makes digest j's checkpoint (saving j), and lists j
+ * under it in the code index. */
+void core_set_checkpoint(struct master *m, struct job *j, const char *digest);
 
 /* core_load fills an empty model from the store (and its indexes). */
 int core_load(struct master *m, struct errbuf *eb);

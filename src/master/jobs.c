@@ -13,6 +13,7 @@
 #include "base/xalloc.h"
 #include "launch/launch.h"
 #include "master/auth.h"
+#include "master/codeindex.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/logs.h"
@@ -259,6 +260,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 	j->user = xstrdup(c->user);
 	j->team = spec->team ? xstrdup(spec->team) : c->team ? xstrdup(c->team) : NULL;
 	j->code = code ? xstrdup(code) : NULL;
+	codeindex_add(&m->code_index, j->code, j->id);
 	canon = spec_to_json(spec);
 	j->spec_text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	j->spec = spec;

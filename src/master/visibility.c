@@ -4,6 +4,7 @@
 #include "base/parse.h"
 #include "master/api.h"
 #include "master/auth.h"
+#include "master/codeindex.h"
 #include "master/datasets.h"
 
 int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
@@ -112,10 +113,15 @@ static bool job_has_manifest(const struct job *j, const char *digest)
 
 static bool sees_code(const struct master *m, const struct caller *c, const char *digest)
 {
+	const uint64_t *ids;
+	size_t n;
+
 	if (c->role == ROLE_AGENT)
 		return node_needs(m, c->user, job_has_code, digest);
-	for (size_t i = 0; i < m->njobs; i++) {
-		const struct job *j = m->jobs[i];
+	ids = codeindex_find(m->code_index, digest, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct job *j = core_job((struct master *)m, ids[i]);
+		/* a job listed under an old checkpoint has moved on: asked again */
 		if (j && job_has_code(j, digest) && visibility_job(m, c, j))
 			return true;
 	}
