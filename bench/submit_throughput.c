@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 		free(clients[i].lat_us);
 	}
 	double secs = (double)(mono_us() - t0) / 1e6;
-	qsort(all, nall, sizeof(*all), cmp_u64);
+	sort_array(all, nall, sizeof(*all), cmp_u64);
 	printf("submit_throughput clients=%u jobs=%u ok=%u errors=%u seconds=%.2f jobs_per_s=%.0f "
 	       "latency_p50_ms=%.2f latency_p99_ms=%.2f\n",
 	       nclients, njobs, ok, errors, secs, ok / secs, all[nall / 2] / 1000.0,

@@ -1,7 +1,7 @@
 /*
  * Functions that are easy to misuse are banned at compile time: a call to one
- * of them fails to build. Use strbuf, snprintf, parse_* and the *_r time
- * functions instead. Included (by meson's -include) in every file of the project.
+ * of them fails to build. Use strbuf, snprintf, parse_*, the *_r time
+ * functions and sort_array (compat.h) instead. Included (by meson's -include) in every file of the project.
  */
 #ifndef YARD_BANNED_H
 #define YARD_BANNED_H
@@ -26,5 +26,7 @@
 #define localtime(t) BANNED(localtime)
 #undef mktemp
 #define mktemp(x) BANNED(mktemp)
+#undef qsort
+#define qsort(b, n, s, c) BANNED(qsort)
 
 #endif

@@ -31,6 +31,16 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* sort_array is qsort for an array that may be empty: qsort with a NULL
+ * base is undefined behaviour even when n is 0, and an empty array here is
+ * often NULL (never allocated). qsort itself is banned (banned.h). */
+static inline void sort_array(void *base, size_t n, size_t size,
+			      int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		(qsort)(base, n, size, cmp);
+}
+
 #include "base/banned.h"
 
 #endif

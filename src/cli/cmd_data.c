@@ -150,7 +150,7 @@ static int data_push(struct cli_ctx *ctx, int argc, char **argv)
 		rc = cli_fail(ctx, &eb);
 		goto out_rc;
 	}
-	qsort(p.files, p.n, sizeof(*p.files), cmp_files);
+	sort_array(p.files, p.n, sizeof(*p.files), cmp_files);
 	/* chunk and hash; where[digest] = [file, chunk index] of one copy */
 	for (size_t i = 0; i < p.n; i++) {
 		const struct push_file *f = &p.files[i];

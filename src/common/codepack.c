@@ -207,7 +207,7 @@ static int pack_dir(struct pack *pk, const char *path, const char *rel)
 	}
 	closedir(d);
 	if (nr)
-		qsort(names, nr, sizeof(*names), cmp_names);
+		sort_array(names, nr, sizeof(*names), cmp_names);
 
 	for (size_t i = 0; i < nr && !ret; i++) {
 		char *full = xasprintf("%s/%s", path, names[i]);

@@ -757,7 +757,7 @@ static void h_queue(struct req *r)
 	q = xcalloc(n + 1, sizeof(*q));
 	if (n) /* an empty queue may have no array at all */
 		memcpy(q, r->m->queue, n * sizeof(*q));
-	qsort(q, n, sizeof(*q), by_position);
+	sort_array(q, n, sizeof(*q), by_position);
 	strbuf_grow(&sb, n * 200);
 	strbuf_addstr(&sb, "{\"queue\":[");
 	for (size_t i = 0; i < n; i++) {

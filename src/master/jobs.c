@@ -648,7 +648,7 @@ static size_t running_jobs(const struct master *m, const char *pool, struct job 
 		    (!pool || !strcmp(job_pool(j), pool)))
 			run[n++] = j;
 	}
-	qsort(run, n, sizeof(*run), cmp_job_ids);
+	sort_array(run, n, sizeof(*run), cmp_job_ids);
 	for (size_t i = 0; i < n; i++)
 		if (!k || run[k - 1] != run[i])
 			run[k++] = run[i];
@@ -1103,7 +1103,7 @@ void jobs_schedule(struct master *m)
 		for (size_t i = 0; i < nq; i++)
 			if (held[i])
 				hr[nheld++] = (struct held_rank){ sj[i].rank, i };
-		qsort(hr, nheld, sizeof(*hr), cmp_held);
+		sort_array(hr, nheld, sizeof(*hr), cmp_held);
 		for (size_t k = 0; k < nheld; k++)
 			job_held(qj[hr[k].idx], held[hr[k].idx], (unsigned)(plan.nwaits + k + 1), m);
 		free(hr);

@@ -252,7 +252,7 @@ int metrics_job_doc(struct master *m, const struct job *j, const char *role, uns
 			}
 		order[n++] = (struct task_order){ t, first };
 	}
-	qsort(order, n, sizeof(*order), by_task);
+	sort_array(order, n, sizeof(*order), by_task);
 	strbuf_addf(out, "{\"job\":%" PRIu64 ",\"series\":[", j->id);
 	for (size_t i = 0; i < n && !ret; i++) {
 		w.t = order[i].t;

@@ -724,7 +724,7 @@ static bool place_multi(struct place_state *s, const struct sched_job *j, unsign
 		*max_hit = j->max_nodes && limit == j->max_nodes;
 		return false;
 	}
-	qsort(s->mc, n, sizeof(*s->mc), cmp_mcand);
+	sort_array(s->mc, n, sizeof(*s->mc), cmp_mcand);
 	/* a candidate that holds fewer than ck - w tasks fits in no set */
 	for (N = 0; N < n && s->mc[N].x + w >= ck; N++)
 		;

@@ -583,7 +583,7 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 	selected = xcalloc(njobs + 1, sizeof(*selected));
 	for (size_t i = 0; i < njobs; i++)
 		make_key(conf, &jobs[i], i, &keys[i]);
-	qsort(keys, njobs, sizeof(*keys), cmp_key);
+	sort_array(keys, njobs, sizeof(*keys), cmp_key);
 
 	if (conf->policy == SCHED_POLICY_FIFO && fit)
 		plan_fifo_fit(jobs, njobs, keys, now, fit, out);

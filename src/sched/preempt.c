@@ -132,7 +132,7 @@ size_t sched_preempt_for(const struct sched_node *nodes, size_t nnodes,
 		free(cand);
 		return 0;
 	}
-	qsort(cand, ncand, sizeof(*cand), cmp_cands);
+	sort_array(cand, ncand, sizeof(*cand), cmp_cands);
 	trial_init(&t, nodes, nnodes);
 	if (trial_fits(&t, job))
 		goto out; /* it fits already: nothing to stop */

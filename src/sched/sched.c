@@ -44,7 +44,7 @@ void sched_plan(const struct sched_input *in, struct sched_plan *out)
 		order[i].jobs = in->jobs;
 		order[i].idx = i;
 	}
-	qsort(order, in->njobs, sizeof(*order), cmp_jobs);
+	sort_array(order, in->njobs, sizeof(*order), cmp_jobs);
 
 	/* ---- placement: every job in order, as a gang (place.h) ---- */
 	for (size_t k = 0; k < in->njobs; k++) {

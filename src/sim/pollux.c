@@ -331,7 +331,7 @@ static int read_curves(struct pollux_app *a, const char *dir, struct errbuf *eb)
 		return rc;
 	if (!a->ncurves)
 		return error(eb, YERR(BAD_REQUEST), "'%s': no validation-BATCHSIZE.csv files", dir);
-	qsort(a->curves, a->ncurves, sizeof(*a->curves), cmp_curve);
+	sort_array(a->curves, a->ncurves, sizeof(*a->curves), cmp_curve);
 	for (size_t i = 1; i < a->ncurves; i++)
 		if (a->curves[i].batch_size == a->curves[i - 1].batch_size)
 			return error(eb, YERR(BAD_REQUEST), "'%s': two validation files for batch size %" PRIu64,
@@ -429,7 +429,7 @@ static int interpolate(struct point *pts, size_t n, double x, double *step, doub
 {
 	size_t m = 0;
 
-	qsort(pts, n, sizeof(*pts), cmp_point);
+	sort_array(pts, n, sizeof(*pts), cmp_point);
 	for (size_t i = 0; i < n;) {
 		size_t j = i, k;
 		struct point sum = { pts[i].x, 0, 0 };

@@ -58,7 +58,7 @@ static void stats_fill(const struct sim_trace *trace, const struct sim_result *r
 		st->preemptions += res[i].preemptions;
 	}
 	(void)done;
-	qsort(jct, n, sizeof(*jct), cmp_u64);
+	sort_array(jct, n, sizeof(*jct), cmp_u64);
 	st->jobs = n;
 	st->unfinished = trace->njobs - n;
 	st->avg_jct = n ? sum / (double)n : 0;

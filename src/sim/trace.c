@@ -157,7 +157,7 @@ int sim_trace_load(const char *path, enum sim_format fmt, struct sim_trace *out,
 	if (c_ts >= 0)
 		for (size_t i = 0; i < out->njobs; i++)
 			out->jobs[i].submit -= first;
-	qsort(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
+	sort_array(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
 	rc = 0;
 out:
 	if (rc)
@@ -235,7 +235,7 @@ int sim_trace_load_pollux(const char *path, const char *profiles, unsigned gpus_
 	}
 	if (rc < 0)
 		goto out;
-	qsort(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
+	sort_array(out->jobs, out->njobs, sizeof(*out->jobs), cmp_submit);
 	rc = 0;
 out:
 	if (rc)

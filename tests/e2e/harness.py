@@ -21,6 +21,19 @@ YARD = os.environ.get("YARD", os.path.join(ROOT, "build-asan", "yard"))
 SANITIZER_PATTERNS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
 
 
+def api_routes():
+    """The routes of docs/api.md (which tests/unit/master/test_api_doc.c
+    checks against the master's route table): (method, path, permission,
+    scope, audited) each."""
+    rows = []
+    with open(os.path.join(ROOT, "docs", "api.md")) as f:
+        for line in f:
+            m = re.match(r"\| (GET|POST|PUT|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
+            if m:
+                rows.append(m.groups())
+    return rows
+
+
 class TestFailure(AssertionError):
     pass
 

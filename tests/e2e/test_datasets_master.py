@@ -112,7 +112,8 @@ def test_datasets_master():
 
         # quotas: 1 KiB for team tiny
         r = push(c, src, "tinyset", "--team", "tiny", rc=1)
-        check("quota" in r.stderr.decode(), f"quota refusal: {r.stderr!r}")
+        err = json.loads(r.stdout)["error"]  # --output json: the error is JSON on stdout
+        check(err["code"] == "quota_exceeded" and "quota" in err["message"], f"quota refusal: {err}")
         small = push(c, v3src, "tinyset", "--team", "tiny")
         check_eq((small["version"], small["team"]), (1, "tiny"), "a push under the quota")
         # a team's dataset is not another user's to delete

@@ -15,7 +15,7 @@ import os
 import re
 import time
 
-from harness import ROOT, check, check_eq, cluster, wait_until
+from harness import api_routes, check, check_eq, cluster, wait_until
 
 # the roles each permission admits (src/master/auth.c's auth_allows)
 PERM_ROLES = {
@@ -39,16 +39,6 @@ IDENTITIES = {
     "revoked": "user",   # dave's token, revoked
     "expired": "user",   # erin's token, expired
 }
-
-
-def routes():
-    rows = []
-    with open(os.path.join(ROOT, "docs", "api.md")) as f:
-        for line in f:
-            m = re.match(r"\| (GET|POST|PUT|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
-            if m:
-                rows.append(m.groups())
-    return rows
 
 
 def scope_admits(scope, who):
@@ -87,7 +77,7 @@ def last_in_order(row):
 
 
 def test_every_route_every_identity():
-    rows = sorted(routes(), key=last_in_order)
+    rows = sorted(api_routes(), key=last_in_order)
     check(len(rows) >= 35, f"docs/api.md lists the routes ({len(rows)} found)")
     with cluster("visibility") as c:
         c.start_master()
