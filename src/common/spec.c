@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "common/spec_fields.h"
 
 /* Limits of a spec (see spec.h). */
 #define SPEC_MAX_TEXT (1024 * 1024)
@@ -33,7 +34,7 @@
 
 enum scalar_kind { SCALAR_STRING, SCALAR_NULL, SCALAR_BOOL, SCALAR_INT, SCALAR_REAL };
 
-static bool is_one_of(const char *s, const char *const *words)
+bool spec_is_one_of(const char *s, const char *const *words)
 {
 	for (; *words; words++)
 		if (!strcmp(s, *words))
@@ -90,13 +91,13 @@ static enum scalar_kind classify_plain(const char *s)
 	static const char *const specials[] = { ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
 		"-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN", NULL };
 	const char *digits = s + (*s == '-' || *s == '+');
-	if (is_one_of(s, nulls))
+	if (spec_is_one_of(s, nulls))
 		return SCALAR_NULL;
-	if (is_one_of(s, bools))
+	if (spec_is_one_of(s, bools))
 		return SCALAR_BOOL;
 	if (all_digits(digits, digits + strlen(digits)))
 		return SCALAR_INT;
-	if (looks_real(s) || is_one_of(s, specials))
+	if (looks_real(s) || spec_is_one_of(s, specials))
 		return SCALAR_REAL;
 	return SCALAR_STRING;
 }
@@ -106,7 +107,7 @@ static enum scalar_kind classify_plain(const char *s)
  * NULL and *why says what is wrong with the text (an integer out of range, a
  * number JSON cannot hold).
  */
-static json_t *resolve_plain(const char *s, const char **why)
+json_t *spec_resolve_plain(const char *s, const char **why)
 {
 	*why = NULL;
 	switch (classify_plain(s)) {
@@ -260,7 +261,7 @@ static int on_scalar(struct loader *ld, const yaml_event_t *ev)
 	if (tag && strcmp(tag, YAML_STR_TAG))
 		return load_error(ld, &ev->start_mark, "tag '%s' is not supported", tag);
 	if (!tag && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-		node = resolve_plain(value, &why);
+		node = spec_resolve_plain(value, &why);
 	else if (!(node = json_string(value)))
 		why = "invalid UTF-8";
 	if (!node)
@@ -397,10 +398,7 @@ static void show(const json_t *v, char *buf, size_t size)
 }
 
 /* Every validation error: "PATH: MESSAGE", field PATH. */
-static int bad(struct errbuf *eb, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int bad(struct errbuf *eb, const char *path, const char *fmt, ...)
+int spec_bad(struct errbuf *eb, const char *path, const char *fmt, ...)
 {
 	char msg[900];
 	va_list ap;
@@ -411,11 +409,11 @@ static int bad(struct errbuf *eb, const char *path, const char *fmt, ...)
 }
 
 /* bad_got: "PATH: expected WHAT, got VALUE". */
-static int bad_got(struct errbuf *eb, const char *path, const char *what, const json_t *v)
+int spec_bad_got(struct errbuf *eb, const char *path, const char *what, const json_t *v)
 {
 	char got[SHOW_MAX + 8];
 	show(v, got, sizeof(got));
-	return bad(eb, path, "expected %s, got %s", what, got);
+	return spec_bad(eb, path, "expected %s, got %s", what, got);
 }
 
 static size_t edit_distance(const char *a, const char *b)
@@ -445,7 +443,7 @@ static size_t edit_distance(const char *a, const char *b)
 
 /* closest: the name in names (NULL-terminated) within an edit distance of 2
  * of key, the nearest first in the list on a tie; NULL when none is. */
-static const char *closest(const char *key, const char *const *names)
+const char *spec_closest(const char *key, const char *const *names)
 {
 	const char *best = NULL;
 	size_t best_d = 3;
@@ -461,13 +459,13 @@ static const char *closest(const char *key, const char *const *names)
 
 /* unknown_field: "PATH: unknown field (did you mean 'NAME'?)" for key, one
  * of an object's keys that is not in known. */
-static int unknown_field(struct errbuf *eb, const char *path, const char *key,
-	const char *const *known)
+int spec_unknown_field(struct errbuf *eb, const char *path, const char *key,
+		       const char *const *known)
 {
-	const char *best = closest(key, known);
+	const char *best = spec_closest(key, known);
 	if (best)
-		return bad(eb, path, "unknown field (did you mean '%s'?)", best);
-	return bad(eb, path, "unknown field");
+		return spec_bad(eb, path, "unknown field (did you mean '%s'?)", best);
+	return spec_bad(eb, path, "unknown field");
 }
 
 /*
@@ -481,10 +479,10 @@ static int check_known(const json_t *obj, const char *const *known, const char *
 	json_t *v;
 	json_object_foreach((json_t *)obj, key, v) {
 		char path[256];
-		if (is_one_of(key, known))
+		if (spec_is_one_of(key, known))
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", key);
-		return unknown_field(eb, path, key, known);
+		return spec_unknown_field(eb, path, key, known);
 	}
 	return 0;
 }
@@ -547,7 +545,7 @@ static const char name_rule[] = "a name of lowercase letters, digits, '-', '_' a
 static int get_name(const json_t *v, const char *path, char **out, struct errbuf *eb)
 {
 	if (!json_is_string(v) || !valid_name(json_string_value(v)))
-		return bad_got(eb, path, name_rule, v);
+		return spec_bad_got(eb, path, name_rule, v);
 	*out = xstrdup(json_string_value(v));
 	return 0;
 }
@@ -559,11 +557,11 @@ static int get_uint(const json_t *v, const char *path, int64_t min, int64_t max,
 	json_int_t i;
 	if (!json_is_integer(v) || (i = json_integer_value(v)) < min) {
 		snprintf(what, sizeof(what), "an integer >= %" PRId64, min);
-		return bad_got(eb, path, what, v);
+		return spec_bad_got(eb, path, what, v);
 	}
 	if (i > max) {
 		snprintf(what, sizeof(what), "an integer <= %" PRId64, max);
-		return bad_got(eb, path, what, v);
+		return spec_bad_got(eb, path, what, v);
 	}
 	*out = (unsigned)i;
 	return 0;
@@ -574,9 +572,9 @@ static int check_string(const json_t *v, const char *path, struct errbuf *eb)
 {
 	size_t n = json_string_length(v);
 	if (n > SPEC_MAX_STRING)
-		return bad(eb, path, "a string of %zu bytes, more than %d", n, SPEC_MAX_STRING);
+		return spec_bad(eb, path, "a string of %zu bytes, more than %d", n, SPEC_MAX_STRING);
 	if (strlen(json_string_value(v)) != n)
-		return bad(eb, path, "NUL characters are not allowed");
+		return spec_bad(eb, path, "NUL characters are not allowed");
 	return 0;
 }
 
@@ -668,7 +666,7 @@ static int check_placeholders(char *const *argv, const json_t *params, const cha
 			bool found = json_object_get(params, k) != NULL;
 			free(k);
 			if (!found)
-				return bad(eb, path, "\"%.*s\" names a parameter that is not in params",
+				return spec_bad(eb, path, "\"%.*s\" names a parameter that is not in params",
 					(int)(keylen + 9), p);
 			p = key + keylen + 1;
 		}
@@ -696,7 +694,7 @@ char **spec_expand_argv(char *const *argv, const json_t *params, struct errbuf *
 				const json_t *v = json_object_get(params, k);
 				free(k);
 				if (!v) {
-					bad(eb, "command", "\"%.*s\" names a parameter that is not in params",
+					spec_bad(eb, "command", "\"%.*s\" names a parameter that is not in params",
 						(int)(keylen + 9), p);
 					strbuf_release(&sb);
 					argv_free(out);
@@ -739,22 +737,22 @@ static int get_argv(const json_t *v, const char *path, char ***out, struct errbu
 	char **argv;
 	if (!json_is_array(v) || !n) {
 		if (v && !json_is_array(v))
-			return bad_got(eb, path, "a non-empty array of strings", v);
-		return bad(eb, path, "expected a non-empty array of strings");
+			return spec_bad_got(eb, path, "a non-empty array of strings", v);
+		return spec_bad(eb, path, "expected a non-empty array of strings");
 	}
 	if (n > SPEC_MAX_ARGS)
-		return bad(eb, path, "%zu arguments, more than %d", n, SPEC_MAX_ARGS);
+		return spec_bad(eb, path, "%zu arguments, more than %d", n, SPEC_MAX_ARGS);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *a = json_array_get(v, i);
 		char ipath[256];
 		int ret;
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
 		if (!json_is_string(a))
-			return bad_got(eb, ipath, "a string", a);
+			return spec_bad_got(eb, ipath, "a string", a);
 		if ((ret = check_string(a, ipath, eb)) < 0)
 			return ret;
 		if (i == 0 && !json_string_length(a))
-			return bad(eb, ipath, "expected a program to run, got \"\"");
+			return spec_bad(eb, ipath, "expected a program to run, got \"\"");
 	}
 	argv = xcalloc(n + 1, sizeof(*argv));
 	for (size_t i = 0; i < n; i++)
@@ -791,7 +789,7 @@ static int get_framework(const json_t *v, char **out, struct errbuf *eb)
 		return 0;
 	}
 	if (!json_is_string(v))
-		return bad_got(eb, "framework", "a framework name such as command", v);
+		return spec_bad_got(eb, "framework", "a framework name such as command", v);
 	s = json_string_value(v);
 	for (size_t i = 0; i < ARRAY_SIZE(frameworks); i++) {
 		if (strcmp(s, frameworks[i]))
@@ -799,7 +797,7 @@ static int get_framework(const json_t *v, char **out, struct errbuf *eb)
 		*out = xstrdup(s);
 		return 0;
 	}
-	return bad(eb, "framework", "unknown framework '%.64s' (supported: %s)", s, supported);
+	return spec_bad(eb, "framework", "unknown framework '%.64s' (supported: %s)", s, supported);
 }
 
 /* ---- image references ---- */
@@ -940,13 +938,13 @@ static int get_image(const json_t *v, char **out, struct errbuf *eb)
 	if (!v)
 		return 0;
 	if (!json_is_string(v) || !json_string_length(v))
-		return bad_got(eb, "image", "an image reference such as debian:bookworm", v);
+		return spec_bad_got(eb, "image", "an image reference such as debian:bookworm", v);
 	if ((ret = check_string(v, "image", eb)) < 0)
 		return ret;
 	if ((why = image_ref_problem(json_string_value(v)))) {
 		char got[SHOW_MAX + 8];
 		show(v, got, sizeof(got));
-		return bad(eb, "image", "%s is not a valid image reference: %s", got, why);
+		return spec_bad(eb, "image", "%s is not a valid image reference: %s", got, why);
 	}
 	*out = xstrdup(json_string_value(v));
 	return 0;
@@ -961,16 +959,16 @@ static int get_params(const json_t *v, json_t **out, struct errbuf *eb)
 		return 0;
 	}
 	if (!json_is_object(v))
-		return bad_got(eb, "params", "a mapping of parameter names to values", v);
+		return spec_bad_got(eb, "params", "a mapping of parameter names to values", v);
 	json_object_foreach((json_t *)v, key, val) {
 		char path[256];
 		int ret;
 		snprintf(path, sizeof(path), "params.%s", key);
 		if (!valid_ident(key))
-			return bad(eb, path, "expected a parameter name of letters, digits and '_' "
+			return spec_bad(eb, path, "expected a parameter name of letters, digits and '_' "
 					     "(at most 64, not starting with a digit)");
 		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
-			return bad_got(eb, path, "a string, number or bool", val);
+			return spec_bad_got(eb, path, "a string, number or bool", val);
 		if (json_is_string(val) && (ret = check_string(val, path, eb)) < 0)
 			return ret;
 	}
@@ -988,18 +986,18 @@ static int get_env(const json_t *v, json_t **out, struct errbuf *eb)
 		return 0;
 	}
 	if (!json_is_object(v))
-		return bad_got(eb, "env", "a mapping of variable names to values", v);
+		return spec_bad_got(eb, "env", "a mapping of variable names to values", v);
 	json_object_foreach((json_t *)v, key, val) {
 		char path[256];
 		int ret;
 		snprintf(path, sizeof(path), "env.%s", key);
 		if (!valid_ident(key))
-			return bad(eb, path, "expected a variable name of letters, digits and '_' "
+			return spec_bad(eb, path, "expected a variable name of letters, digits and '_' "
 					     "(at most 64, not starting with a digit)");
 		if (!strncmp(key, "YARD_", 5))
-			return bad(eb, path, "names starting with YARD_ are reserved for yard");
+			return spec_bad(eb, path, "names starting with YARD_ are reserved for yard");
 		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
-			return bad_got(eb, path, "a string, number or bool", val);
+			return spec_bad_got(eb, path, "a string, number or bool", val);
 		if (json_is_string(val) && (ret = check_string(val, path, eb)) < 0)
 			return ret;
 	}
@@ -1018,16 +1016,16 @@ static int get_cpus(const json_t *v, const char *path, uint64_t *milli, struct e
 {
 	double d;
 	if (!json_is_number(v) || (d = json_number_value(v)) <= 0)
-		return bad_got(eb, path, "a number > 0", v);
+		return spec_bad_got(eb, path, "a number > 0", v);
 	if (d > SPEC_MAX_CPUS)
-		return bad_got(eb, path, "a number <= 1024", v);
+		return spec_bad_got(eb, path, "a number <= 1024", v);
 	if (json_is_integer(v)) {
 		*milli = (uint64_t)json_integer_value(v) * 1000;
 		return 0;
 	}
 	*milli = (uint64_t)(d * 1000 + 0.5);
 	if (!*milli)
-		return bad_got(eb, path, "a number >= 0.001", v);
+		return spec_bad_got(eb, path, "a number >= 0.001", v);
 	return 0;
 }
 
@@ -1037,14 +1035,14 @@ static int get_memory(const json_t *v, const char *path, uint64_t *bytes, struct
 	if (json_is_integer(v) && json_integer_value(v) >= 0)
 		n = (uint64_t)json_integer_value(v);
 	else if (!json_is_string(v) || parse_size_str(json_string_value(v), &n) < 0)
-		return bad_got(eb, path, "a size such as 2GiB", v);
+		return spec_bad_got(eb, path, "a size such as 2GiB", v);
 	if (n < SPEC_MIN_MEMORY)
-		return bad_got(eb, path, "a size of at least 4MiB", v);
+		return spec_bad_got(eb, path, "a size of at least 4MiB", v);
 	*bytes = n;
 	return 0;
 }
 
-static const char *const role_fields[] = { "replicas", "gpus", "cpus", "memory", "pids", "command",
+const char *const spec_role_fields[] = { "replicas", "gpus", "cpus", "memory", "pids", "command",
 	NULL };
 
 static int get_role(const char *name, const json_t *v, struct spec_role *role, struct errbuf *eb)
@@ -1064,14 +1062,14 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	role->pids = SPEC_DEFAULT_PIDS;
 	role->command = NULL;
 	if (!valid_role(name))
-		return bad(eb, path, "expected a role name of lowercase letters, digits, '-' and '_' "
+		return spec_bad(eb, path, "expected a role name of lowercase letters, digits, '-' and '_' "
 				     "(at most 32, starting with a letter)");
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids and command",
+		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids and command",
 			v);
-	if ((ret = check_known(v, role_fields, path, eb)) < 0)
+	if ((ret = check_known(v, spec_role_fields, path, eb)) < 0)
 		return ret;
 	snprintf(fpath, sizeof(fpath), "%s.replicas", path);
 	if ((f = field(v, "replicas")) &&
@@ -1106,12 +1104,12 @@ static int get_tasks(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 	int ret;
 
 	if (v && !json_is_object(v))
-		return bad_got(eb, "tasks", "a mapping of roles such as {worker: {replicas: 2}}", v);
+		return spec_bad_got(eb, "tasks", "a mapping of roles such as {worker: {replicas: 2}}", v);
 	n = json_object_size(v);
 	if (!n)
-		return bad(eb, "tasks", "expected at least one role");
+		return spec_bad(eb, "tasks", "expected at least one role");
 	if (n > SPEC_MAX_ROLES)
-		return bad(eb, "tasks", "%zu roles, more than %d", n, SPEC_MAX_ROLES);
+		return spec_bad(eb, "tasks", "%zu roles, more than %d", n, SPEC_MAX_ROLES);
 	spec->roles = xcalloc(n, sizeof(*spec->roles));
 	json_object_foreach((json_t *)v, key, val) {
 		struct spec_role *role = &spec->roles[spec->nroles++];
@@ -1120,11 +1118,11 @@ static int get_tasks(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 		total += role->replicas;
 	}
 	if (total > SPEC_MAX_TASKS)
-		return bad(eb, "tasks", "%" PRIu64 " tasks in all, more than %d", total, SPEC_MAX_TASKS);
+		return spec_bad(eb, "tasks", "%" PRIu64 " tasks in all, more than %d", total, SPEC_MAX_TASKS);
 	return 0;
 }
 
-static const char *const placement_fields[] = { "gpu_model", "max_nodes", "wait_for_nodes",
+const char *const spec_placement_fields[] = { "gpu_model", "max_nodes", "wait_for_nodes",
 	"gpu_memory", "labels", NULL };
 
 static bool label_char(char c, bool first, bool key)
@@ -1161,9 +1159,9 @@ static int get_labels(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, "placement.labels", "a mapping of label names to values", v);
+		return spec_bad_got(eb, "placement.labels", "a mapping of label names to values", v);
 	if (json_object_size(v) > SPEC_MAX_LABELS)
-		return bad(eb, "placement.labels", "%zu labels, more than %d", json_object_size(v),
+		return spec_bad(eb, "placement.labels", "%zu labels, more than %d", json_object_size(v),
 			   SPEC_MAX_LABELS);
 	spec->labels = xcalloc(json_object_size(v) + 1, sizeof(*spec->labels));
 	json_object_foreach((json_t *)v, key, val) {
@@ -1176,7 +1174,7 @@ static int get_labels(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 			json_t *k = json_string(key);
 			show(k, kq, sizeof(kq));
 			json_decref(k);
-			return bad(eb, "placement.labels",
+			return spec_bad(eb, "placement.labels",
 				   "label name %s: expected letters, digits, '-', '_', '.' and '/' "
 				   "(at most 63, starting with a letter or digit)", kq);
 		}
@@ -1184,7 +1182,7 @@ static int get_labels(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 			text = spec_scalar_str(val);
 		if (!text || !spec_label_valid(key, text)) {
 			free(text);
-			return bad_got(eb, path,
+			return spec_bad_got(eb, path,
 				       "a value of letters, digits, '-', '_' and '.' (at most 63)", val);
 		}
 		spec->labels[spec->nlabels].key = xstrdup(key);
@@ -1200,13 +1198,13 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, "placement",
+		return spec_bad_got(eb, "placement",
 			"a mapping of gpu_model, gpu_memory, labels, max_nodes and wait_for_nodes", v);
-	if ((ret = check_known(v, placement_fields, "placement", eb)) < 0)
+	if ((ret = check_known(v, spec_placement_fields, "placement", eb)) < 0)
 		return ret;
 	if ((f = field(v, "gpu_model"))) {
 		if (!json_is_string(f) || !json_string_length(f))
-			return bad_got(eb, "placement.gpu_model", "a GPU model name or \"*\"", f);
+			return spec_bad_got(eb, "placement.gpu_model", "a GPU model name or \"*\"", f);
 		if ((ret = check_string(f, "placement.gpu_model", eb)) < 0)
 			return ret;
 		if (strcmp(json_string_value(f), "*"))
@@ -1217,7 +1215,7 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 		return ret;
 	if ((f = field(v, "wait_for_nodes"))) {
 		if (!json_is_boolean(f))
-			return bad_got(eb, "placement.wait_for_nodes", "true or false", f);
+			return spec_bad_got(eb, "placement.wait_for_nodes", "true or false", f);
 		spec->wait_for_nodes = json_is_true(f);
 	}
 	if ((f = field(v, "gpu_memory"))) {
@@ -1225,9 +1223,9 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 		if (json_is_integer(f) && json_integer_value(f) >= 0)
 			n = (uint64_t)json_integer_value(f);
 		else if (!json_is_string(f) || parse_size_str(json_string_value(f), &n) < 0)
-			return bad_got(eb, "placement.gpu_memory", "a size such as 40GiB", f);
+			return spec_bad_got(eb, "placement.gpu_memory", "a size such as 40GiB", f);
 		if (n < (1u << 20))
-			return bad_got(eb, "placement.gpu_memory", "a size of at least 1MiB", f);
+			return spec_bad_got(eb, "placement.gpu_memory", "a size of at least 1MiB", f);
 		spec->gpu_memory = n;
 	}
 	if ((ret = get_labels(field(v, "labels"), spec, eb)) < 0)
@@ -1249,7 +1247,7 @@ static int get_choice(const json_t *v, const char *field, const char *const *nam
 			return 0;
 		}
 	}
-	return bad_got(eb, field, expected, v);
+	return spec_bad_got(eb, field, expected, v);
 }
 
 static int get_priority(const json_t *v, enum spec_priority *out, struct errbuf *eb)
@@ -1274,7 +1272,7 @@ static int get_on_disconnect(const json_t *v, bool *keep, struct errbuf *eb)
 	return ret;
 }
 
-static const char *const restart_fields[] = { "max", NULL };
+const char *const spec_restart_fields[] = { "max", NULL };
 
 static int get_restart(const json_t *v, unsigned *max, struct errbuf *eb)
 {
@@ -1283,8 +1281,8 @@ static int get_restart(const json_t *v, unsigned *max, struct errbuf *eb)
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, "restart", "a mapping such as {max: 2}", v);
-	if ((ret = check_known(v, restart_fields, "restart", eb)) < 0)
+		return spec_bad_got(eb, "restart", "a mapping such as {max: 2}", v);
+	if ((ret = check_known(v, spec_restart_fields, "restart", eb)) < 0)
 		return ret;
 	if ((f = field(v, "max")))
 		return get_uint(f, "restart.max", 0, SPEC_MAX_RESTARTS, max, eb);
@@ -1298,18 +1296,18 @@ static int get_duration(const json_t *v, const char *path, uint64_t min_ms, uint
 	uint64_t n;
 	if (json_is_integer(v) && json_integer_value(v) >= 0) {
 		if ((uint64_t)json_integer_value(v) > UINT64_MAX / 1000)
-			return bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
+			return spec_bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
 		n = (uint64_t)json_integer_value(v) * 1000;
 	} else if (!json_is_string(v) || parse_duration_str(json_string_value(v), &n) < 0) {
-		return bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
+		return spec_bad_got(eb, path, "a duration such as 2h, 90m or 3600s", v);
 	}
 	if (n < min_ms)
-		return bad_got(eb, path, min_ms ? "a duration > 0" : "a duration >= 0", v);
+		return spec_bad_got(eb, path, min_ms ? "a duration > 0" : "a duration >= 0", v);
 	*ms = n;
 	return 0;
 }
 
-static const char *const preemption_fields[] = { "grace", "preemptible", NULL };
+const char *const spec_preemption_fields[] = { "grace", "preemptible", NULL };
 
 #define SPEC_DEFAULT_GRACE_MS 30000
 #define SPEC_MAX_GRACE_MS (3600 * 1000)
@@ -1321,18 +1319,18 @@ static int get_preemption(const json_t *v, struct job_spec *spec, struct errbuf 
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return bad_got(eb, "preemption", "a mapping such as {grace: 30s, preemptible: true}", v);
-	if ((ret = check_known(v, preemption_fields, "preemption", eb)) < 0)
+		return spec_bad_got(eb, "preemption", "a mapping such as {grace: 30s, preemptible: true}", v);
+	if ((ret = check_known(v, spec_preemption_fields, "preemption", eb)) < 0)
 		return ret;
 	if ((f = field(v, "grace"))) {
 		if ((ret = get_duration(f, "preemption.grace", 0, &spec->preempt_grace_ms, eb)) < 0)
 			return ret;
 		if (spec->preempt_grace_ms > SPEC_MAX_GRACE_MS)
-			return bad_got(eb, "preemption.grace", "a duration of at most 1h", f);
+			return spec_bad_got(eb, "preemption.grace", "a duration of at most 1h", f);
 	}
 	if ((f = field(v, "preemptible"))) {
 		if (!json_is_boolean(f))
-			return bad_got(eb, "preemption.preemptible", "true or false", f);
+			return spec_bad_got(eb, "preemption.preemptible", "true or false", f);
 		spec->preemptible = json_is_true(f);
 	}
 	return 0;
@@ -1484,9 +1482,9 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 	if (!v)
 		return 0;
 	if (!json_is_array(v))
-		return bad_got(eb, "data", "a list of {source, mount}", v);
+		return spec_bad_got(eb, "data", "a list of {source, mount}", v);
 	if (json_array_size(v) > SPEC_MAX_DATA)
-		return bad(eb, "data", "at most %d entries", SPEC_MAX_DATA);
+		return spec_bad(eb, "data", "at most %d entries", SPEC_MAX_DATA);
 	spec->data = xcalloc(json_array_size(v) + 1, sizeof(*spec->data));
 	json_array_foreach(v, i, e) {
 		struct spec_data *d = &spec->data[spec->ndata++];
@@ -1497,59 +1495,59 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 
 		snprintf(path, sizeof(path), "data[%zu]", i);
 		if (!json_is_object(e))
-			return bad_got(eb, path, "a mapping such as {source: yard://digits@1, mount: digits}", e);
+			return spec_bad_got(eb, path, "a mapping such as {source: yard://digits@1, mount: digits}", e);
 		if ((ret = check_known(e, data_fields, path, eb)) < 0)
 			return ret;
 		snprintf(path, sizeof(path), "data[%zu].source", i);
 		if (!src)
-			return bad(eb, path, "required");
+			return spec_bad(eb, path, "required");
 		if (!json_is_string(src) || json_string_length(src) > SPEC_MAX_STRING)
-			return bad_got(eb, path, "a URL", src);
+			return spec_bad_got(eb, path, "a URL", src);
 		if ((ret = check_string(src, path, eb)) < 0)
 			return ret;
 		d->source = xstrdup(json_string_value(src));
 		if ((why = parse_source(d->source, d, &def)))
-			return bad(eb, path, "%s, got \"%.80s\"", why, d->source);
+			return spec_bad(eb, path, "%s, got \"%.80s\"", why, d->source);
 		d->mount = def; /* the default, replaced by mount when given */
 		snprintf(path, sizeof(path), "data[%zu].sha256", i);
 		if (d->kind == DATA_HTTPS) {
 			if (!sha)
-				return bad(eb, path, "required for an https source (64 lowercase hex digits)");
+				return spec_bad(eb, path, "required for an https source (64 lowercase hex digits)");
 			if (!hex64(json_string_value(sha)))
-				return bad_got(eb, path, "64 lowercase hex digits", sha);
+				return spec_bad_got(eb, path, "64 lowercase hex digits", sha);
 			d->sha256 = xstrdup(json_string_value(sha));
 		} else if (sha) {
-			return bad(eb, path, "only an https source takes a checksum");
+			return spec_bad(eb, path, "only an https source takes a checksum");
 		}
 		snprintf(path, sizeof(path), "data[%zu].mount", i);
 		if (mnt) {
 			free(d->mount);
 			d->mount = NULL;
 			if (!json_is_string(mnt) || !mount_valid(json_string_value(mnt)))
-				return bad_got(eb, path,
+				return spec_bad_got(eb, path,
 					       "a relative path of 1..8 components [A-Za-z0-9._-]+, no '.' or '..'",
 					       mnt);
 			d->mount = xstrdup(json_string_value(mnt));
 		} else {
 			if (!mount_valid(def))
-				return bad(eb, path, "required: the default '%.80s' (from the source) is not a "
+				return spec_bad(eb, path, "required: the default '%.80s' (from the source) is not a "
 					   "valid mount", def);
 		}
 		for (size_t k = 0; k + 1 < spec->ndata; k++) {
 			const char *a = spec->data[k].mount, *b = d->mount;
 			size_t la = strlen(a), lb = strlen(b);
 			if (!strcmp(a, b))
-				return bad(eb, path, "'%s' is the mount of data[%zu] too", b, k);
+				return spec_bad(eb, path, "'%s' is the mount of data[%zu] too", b, k);
 			if ((la < lb && !strncmp(a, b, la) && b[la] == '/') ||
 			    (lb < la && !strncmp(a, b, lb) && a[lb] == '/'))
-				return bad(eb, path, "'%s' and data[%zu]'s mount '%s' are inside one another",
+				return spec_bad(eb, path, "'%s' and data[%zu]'s mount '%s' are inside one another",
 					   b, k, a);
 		}
 	}
 	return 0;
 }
 
-static const char *const top_fields[] = { "name", "framework", "command", "image", "params", "env",
+const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
 	"on_disconnect", NULL };
 
@@ -1573,7 +1571,7 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		return error(eb, YERR(INVALID_SPEC), "spec: expected a mapping of fields, got %s",
 			got);
 	}
-	if ((ret = check_known(doc, top_fields, "", eb)) < 0)
+	if ((ret = check_known(doc, spec_top_fields, "", eb)) < 0)
 		goto out;
 
 	if ((v = field(doc, "name")))
@@ -1757,200 +1755,4 @@ unsigned spec_total_tasks(const struct job_spec *spec)
 	for (size_t i = 0; i < spec->nroles; i++)
 		total += spec->roles[i].replicas;
 	return total;
-}
-
-/* ------------------------------------------------------------------------ */
-/* --set PATH=VALUE. The path is checked against the fields the validation
- * knows before anything is set; the value is typed as a YAML plain scalar,
- * except that one wrapped in matching single or double quotes is the string
- * inside. */
-
-/* What a step of a --set path may be followed by. */
-enum set_shape {
-	SET_VALUE,  /* nothing: the field takes a value */
-	SET_FIELDS, /* one of a list of known fields */
-	SET_MAP,    /* any key (params, env, labels: their keys are checked later) */
-	SET_ROLES,  /* a role the spec already has */
-};
-
-/* The fields that are not values, by the list they are one of; every other
- * known field is a SET_VALUE. */
-static const struct set_step {
-	const char *const *in;     /* the list the field is one of */
-	const char *name;
-	enum set_shape below;
-	const char *const *fields; /* SET_FIELDS: the known names below it */
-} set_steps[] = {
-	{ top_fields, "params", SET_MAP, NULL },
-	{ top_fields, "env", SET_MAP, NULL },
-	{ top_fields, "tasks", SET_ROLES, NULL },
-	{ top_fields, "placement", SET_FIELDS, placement_fields },
-	{ top_fields, "restart", SET_FIELDS, restart_fields },
-	{ top_fields, "preemption", SET_FIELDS, preemption_fields },
-	{ placement_fields, "labels", SET_MAP, NULL },
-};
-
-static const struct set_step *set_step_of(const char *const *in, const char *name)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(set_steps); i++)
-		if (set_steps[i].in == in && !strcmp(set_steps[i].name, name))
-			return &set_steps[i];
-	return NULL;
-}
-
-/*
- * no_role refuses a --set that would add a role: "tasks.wrker: no role 'wrker'
- * in the spec (roles: worker); did you mean 'worker'?". A role map is free in
- * a spec file, but a new role from --set is almost always a typo of one that
- * is there, and it would run with every default (no memory limit).
- */
-static int no_role(struct errbuf *eb, const char *path, const char *role, const json_t *tasks)
-{
-	size_t n = json_is_object(tasks) ? json_object_size(tasks) : 0;
-	const char **names = xcalloc(n + 1, sizeof(*names));
-	struct strbuf list = STRBUF_INIT;
-	const char *key, *best;
-	json_t *v;
-	size_t i = 0;
-	int ret;
-
-	if (n)
-		json_object_foreach((json_t *)tasks, key, v) {
-			strbuf_addf(&list, "%s%s", i ? ", " : "", key);
-			names[i++] = key;
-		}
-	best = closest(role, names);
-	if (best)
-		ret = bad(eb, path, "no role '%s' in the spec (roles: %s); did you mean '%s'?", role,
-			  n ? list.buf : "none", best);
-	else
-		ret = bad(eb, path, "no role '%s' in the spec (roles: %s); roles are added in the "
-				    "spec file, not with --set", role, n ? list.buf : "none");
-	strbuf_release(&list);
-	free(names);
-	return ret;
-}
-
-/* set_check_path refuses a dotted path (its steps separated by NULs, nseg of
- * them) that names no field of the spec, as the validation would refuse the
- * same field in the file, or a role the document does not have. */
-static int set_check_path(const json_t *doc, const char *path, size_t nseg, struct errbuf *eb)
-{
-	struct strbuf at = STRBUF_INIT;
-	enum set_shape shape = SET_FIELDS;
-	const char *const *fields = top_fields;
-	const json_t *tasks = json_object_get(doc, "tasks");
-	const char *seg = path;
-	int ret = 0;
-
-	for (size_t i = 0; i < nseg; i++, seg += strlen(seg) + 1) {
-		const struct set_step *step;
-		size_t parent_len = at.len;
-
-		strbuf_addf(&at, "%s%s", i ? "." : "", seg);
-		switch (shape) {
-		case SET_VALUE:
-			ret = bad(eb, at.buf, "unknown field ('%.*s' takes a value, not fields)",
-				  (int)parent_len, at.buf);
-			goto out;
-		case SET_MAP:
-			shape = SET_VALUE;
-			break;
-		case SET_ROLES:
-			if (!json_is_object(tasks) || !json_object_get(tasks, seg)) {
-				ret = no_role(eb, at.buf, seg, tasks);
-				goto out;
-			}
-			shape = SET_FIELDS;
-			fields = role_fields;
-			break;
-		case SET_FIELDS:
-			if (!is_one_of(seg, fields)) {
-				ret = unknown_field(eb, at.buf, seg, fields);
-				goto out;
-			}
-			step = set_step_of(fields, seg);
-			shape = step ? step->below : SET_VALUE;
-			fields = step ? step->fields : NULL;
-			break;
-		}
-	}
-out:
-	strbuf_release(&at);
-	return ret;
-}
-
-/* set_value: the JSON value of a --set's text (see spec_set), or NULL with
- * eb set about path. */
-static json_t *set_value(const char *text, const char *path, struct errbuf *eb)
-{
-	size_t len = strlen(text);
-	const char *why = NULL;
-	json_t *value;
-
-	if (text[0] == '\'' || text[0] == '"') {
-		if (len < 2 || text[len - 1] != text[0]) {
-			bad(eb, path, "a quote that is not closed, got %s", text);
-			return NULL;
-		}
-		value = json_stringn(text + 1, len - 2);
-	} else {
-		value = resolve_plain(text, &why);
-	}
-	if (!value)
-		bad(eb, path, "%s, got %s", why ? why : "invalid UTF-8", text);
-	return value;
-}
-
-int spec_set(json_t *doc, const char *assignment, struct errbuf *eb)
-{
-	const char *eq = strchr(assignment, '=');
-	char *path = NULL;
-	char *seg, *dot;
-	size_t nseg = 1;
-	json_t *node = doc;
-	json_t *value = NULL;
-	int ret = 0;
-
-	if (!eq || eq == assignment || !json_is_object(doc))
-		return error(eb, YERR(BAD_REQUEST), "--set '%s': expected PATH=VALUE", assignment);
-	path = xstrndup(assignment, (size_t)(eq - assignment));
-	if (path[0] == '.' || path[strlen(path) - 1] == '.' || strstr(path, "..")) {
-		ret = error(eb, YERR(BAD_REQUEST), "--set '%s': expected PATH=VALUE", assignment);
-		goto out;
-	}
-	/* the steps, NUL-separated, for the check; then the dots again */
-	for (dot = path; (dot = strchr(dot, '.')); nseg++)
-		*dot++ = '\0';
-	ret = set_check_path(doc, path, nseg, eb);
-	for (size_t i = 0; i < (size_t)(eq - assignment); i++)
-		if (!path[i])
-			path[i] = '.';
-	if (ret)
-		goto out;
-	value = set_value(eq + 1, path, eb);
-	if (!value) {
-		ret = YERR(INVALID_SPEC);
-		goto out;
-	}
-	for (seg = path; (dot = strchr(seg, '.')); seg = dot + 1) {
-		json_t *child;
-		*dot = '\0';
-		child = json_object_get(node, seg);
-		if (!child || json_is_null(child)) {
-			child = json_object();
-			json_object_set_new(node, seg, child);
-		} else if (!json_is_object(child)) {
-			ret = bad_got(eb, path, "a mapping to set a field in", child);
-			goto out;
-		}
-		*dot = '.';
-		node = child;
-	}
-	if (json_object_set(node, seg, value) < 0)
-		ret = error(eb, YERR(BAD_REQUEST), "--set '%s': invalid key", assignment);
-out:
-	json_decref(value);
-	free(path);
-	return ret;
 }

@@ -1,6 +1,8 @@
-/* The REST API of the master: the route table and its handlers. */
+/* The REST API of the master: the route table and its handlers (those of
+ * tokens and the audit log are in api_access.c). */
 #include "base/compat.h"
 #include "master/api.h"
+#include "master/api_handlers.h"
 
 #include <microhttpd.h>
 #include <openssl/evp.h>
@@ -11,7 +13,6 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
-#include "master/audit.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/jobs.h"
@@ -22,9 +23,7 @@
 #define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
 
-static void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void reply_err(struct req *r, int code, const char *fmt, ...)
+void reply_err(struct req *r, int code, const char *fmt, ...)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	va_list ap;
@@ -35,8 +34,7 @@ static void reply_err(struct req *r, int code, const char *fmt, ...)
 	req_error(r, &eb);
 }
 
-/* the JSON body, or NULL after replying with an error */
-static json_t *body_json(struct req *r)
+json_t *body_json(struct req *r)
 {
 	int depth = 0, maxdepth = 0;
 	bool in_str = false, esc = false;
@@ -75,8 +73,6 @@ static json_t *body_json(struct req *r)
 	return doc;
 }
 
-static bool is_admin(const struct req *r) { return r->has_token && r->role == ROLE_ADMIN; }
-
 static struct job *path_job(struct req *r)
 {
 	uint64_t id;
@@ -99,7 +95,7 @@ static struct node *path_agent_node(struct req *r)
 	return n;
 }
 
-static struct caller caller_of(const struct req *r)
+struct caller caller_of(const struct req *r)
 {
 	struct caller c;
 
@@ -112,133 +108,6 @@ static struct caller caller_of(const struct req *r)
 static void h_healthz(struct req *r)
 {
 	req_json(r, 200, json_pack("{s:b}", "ok", 1));
-}
-
-static void h_whoami(struct req *r)
-{
-	req_json(r, 200, json_pack("{s:s, s:b, s:s, s:o}", "user", r->user, "admin", is_admin(r),
-				   "role", role_name(r->role), "team",
-				   r->team ? json_string(r->team) : json_null()));
-}
-
-static bool valid_user(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n < 1 || n > 63)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-		      (i && strchr("_.-", s[i]))))
-			return false;
-	return true;
-}
-
-#define TOKEN_EXPIRES_MAX_S ((uint64_t)3660 * 86400)
-
-/* A token's "expires": integer seconds or a duration string ("30d",
- * "12h", "90m", parse_duration_str) from now, 1s to 10 years; absent or
- * null: never. OUT: *at, wall clock microseconds (0: never). */
-static int token_expiry(const json_t *v, uint64_t *at, struct errbuf *eb)
-{
-	uint64_t ms = 0;
-
-	*at = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (json_is_integer(v) && json_integer_value(v) > 0 &&
-	    json_integer_value(v) <= (json_int_t)TOKEN_EXPIRES_MAX_S)
-		ms = (uint64_t)json_integer_value(v) * 1000;
-	else if (!json_is_string(v) || parse_duration_str(json_string_value(v), &ms) ||
-		 ms > TOKEN_EXPIRES_MAX_S * 1000)
-		ms = 0;
-	if (ms < 1000)
-		return error_field(eb, YERR(BAD_REQUEST), "expires",
-				   "expires: expected seconds or a duration such as 30d, 12h or 90m, "
-				   "from 1s to 10 years");
-	*at = wall_us() + ms * 1000;
-	return 0;
-}
-
-static void h_tokens(struct req *r)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	json_t *body = body_json(r), *doc;
-	const char *user, *team;
-	uint64_t expires_at;
-	bool admin;
-	char *tok;
-
-	if (!body)
-		return;
-	user = json_string_value(json_object_get(body, "user"));
-	team = json_string_value(json_object_get(body, "team"));
-	admin = json_is_true(json_object_get(body, "admin"));
-	if (!valid_user(user)) {
-		error_field(&eb, YERR(BAD_REQUEST), "user", "user: expected [a-z0-9][a-z0-9_.-]{0,62}");
-		req_error(r, &eb);
-	} else if (team && !valid_user(team)) {
-		error_field(&eb, YERR(BAD_REQUEST), "team", "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
-		req_error(r, &eb);
-	} else if (token_expiry(json_object_get(body, "expires"), &expires_at, &eb)) {
-		req_error(r, &eb);
-	} else {
-		tok = auth_create_token(r->m, admin ? ROLE_ADMIN : ROLE_USER, user, team, expires_at);
-		doc = auth_token_json(&r->m->tokens[r->m->ntokens - 1]);
-		json_object_set_new(doc, "admin", json_boolean(admin));
-		json_object_set_new(doc, "token", json_string(tok));
-		req_json(r, 201, doc);
-		free(tok);
-	}
-	json_decref(body);
-}
-
-static void h_tokens_list(struct req *r)
-{
-	struct caller c = caller_of(r);
-	json_t *arr = json_array();
-
-	for (size_t i = 0; i < r->m->ntokens; i++)
-		if (visibility_token(&c, &r->m->tokens[i]))
-			json_array_append_new(arr, auth_token_json(&r->m->tokens[i]));
-	req_json(r, 200, json_pack("{s:o}", "tokens", arr));
-}
-
-static void h_token_revoke(struct req *r)
-{
-	struct token *t = auth_find_token(r->m, r->cap[0]);
-
-	if (!t) {
-		reply_err(r, YERR(NOT_FOUND), "no token '%s'", r->cap[0]);
-		return;
-	}
-	auth_revoke(r->m, t, wall_us());
-	req_json(r, 200, auth_token_json(t));
-}
-
-/* ---- audit ---- */
-
-static void h_audit(struct req *r)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	const char *user = req_query(r, "user"), *since = req_query(r, "since"),
-		   *limit = req_query(r, "limit");
-	uint64_t since_ms = 0, n = AUDIT_LIMIT_DEFAULT, now = wall_us();
-	json_t *doc;
-
-	if (since && (parse_duration_str(since, &since_ms) || since_ms > now / 1000)) {
-		reply_err(r, YERR(BAD_REQUEST), "since: expected a duration back from now (1d, 12h, 90m)");
-		return;
-	}
-	if (limit && (parse_u64_str(limit, &n) || n < 1 || n > AUDIT_LIMIT_MAX)) {
-		reply_err(r, YERR(BAD_REQUEST), "limit: expected 1..%d", AUDIT_LIMIT_MAX);
-		return;
-	}
-	if (audit_list(r->m, user && *user ? user : NULL, since ? now - since_ms * 1000 : 0, n, &doc,
-		       &eb))
-		req_error(r, &eb);
-	else
-		req_json(r, 200, doc);
 }
 
 /* ---- code ---- */

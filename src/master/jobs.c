@@ -1154,18 +1154,6 @@ void jobs_refresh_positions(struct master *m)
 
 /* ---- nodes ---- */
 
-static bool valid_name(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n < 1 || n > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && !strchr("_.-", s[i]))
-			return false;
-	return true;
-}
-
 static uint64_t json_u64(const json_t *o, const char *k)
 {
 	const json_t *v = json_object_get(o, k);
@@ -1267,7 +1255,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	*token_out = NULL;
 	if (!json_is_object(body))
 		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
-	if (!valid_name(name))
+	if (!spec_name_valid(name))
 		return error_field(eb, YERR(BAD_REQUEST), "name",
 				   "name: expected [a-z0-9][a-z0-9_.-]{0,62}");
 	if (gpus && !json_is_array(gpus))

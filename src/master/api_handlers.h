@@ -1,0 +1,29 @@
+/*
+ * Private to the API's files (api.c, api_access.c): the helpers every
+ * handler uses, and the handlers the route table in api.c names from the
+ * other files.
+ */
+#ifndef YARD_MASTER_API_HANDLERS_H
+#define YARD_MASTER_API_HANDLERS_H
+
+#include <jansson.h>
+
+#include "master/http.h"
+#include "master/visibility.h"
+
+/* reply_err answers r with an error of code and a message. */
+void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* body_json: r's JSON body (new reference), or NULL after replying with an
+ * error (not JSON, not an object, nested too deep). */
+json_t *body_json(struct req *r);
+/* caller_of: r's caller as the visibility rule sees it. */
+struct caller caller_of(const struct req *r);
+
+/* api_access.c */
+void h_whoami(struct req *r);
+void h_tokens(struct req *r);
+void h_tokens_list(struct req *r);
+void h_token_revoke(struct req *r);
+void h_audit(struct req *r);
+
+#endif
