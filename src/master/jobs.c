@@ -1197,12 +1197,18 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 	}
 	for (size_t i = 0; i < n; i++)
 		if (q[i]->state == JOB_QUEUED && q[i]->spec && !strcmp(job_pool(q[i]), pool)) {
+			if (nw == JOBS_ESTIMATE_WORK / SCHED_EST_PLACE_WORK) {
+				/* each job costs a placement at least: the rest would not be reached */
+				struct sched_estimate past = { .code = SCHED_EST_NOT_ESTIMATED };
+				sched_estimate_reason(&past, out[i].reason, sizeof(out[i].reason));
+				continue;
+			}
 			queued_sched_job(q[i], &sj[nw], NULL);
 			ew[nw] = (struct sched_est_waiting){ .job = &sj[nw],
 							     .bound = q[i]->spec->timeout_ms * 1000 };
 			idx[nw++] = i;
 		}
-	sched_estimate_starts(sn, m->nnodes, er, nrun, ew, nw, now, JOBS_ESTIMATE_TRIES, est);
+	sched_estimate_starts(sn, m->nnodes, er, nrun, ew, nw, now, JOBS_ESTIMATE_WORK, est);
 	for (size_t w = 0; w < nw; w++) {
 		struct job_start_estimate *o = &out[idx[w]];
 		o->at_us = est[w].code == SCHED_EST_OK ? est[w].start : 0;

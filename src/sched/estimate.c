@@ -4,6 +4,7 @@
 
 #include "base/xalloc.h"
 #include "sched/nodecopy.h"
+#include "sched/place.h"
 
 static const char *const est_names[] = {
 #define X(name, str) str,
@@ -37,18 +38,29 @@ struct timeline {
 
 static void timeline_add(struct timeline *tl, const struct holder *h)
 {
-	size_t k = tl->nh++;
+	size_t k = tl->nh++, lo = tl->next, hi = tl->nends;
 
 	tl->h[k] = *h;
 	if (!h->end)
 		return;
-	size_t at = tl->nends;
-	while (at > tl->next && tl->h[tl->ends[at - 1]].end > h->end) {
-		tl->ends[at] = tl->ends[at - 1];
-		at--;
+	while (lo < hi) { /* after every end <= this one */
+		size_t mid = lo + (hi - lo) / 2;
+		if (tl->h[tl->ends[mid]].end <= h->end)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	tl->ends[at] = k;
+	memmove(&tl->ends[lo + 1], &tl->ends[lo], (tl->nends - lo) * sizeof(*tl->ends));
+	tl->ends[lo] = k;
 	tl->nends++;
+}
+
+/* qsort_r order of holder indexes by end (ctx: the holders). */
+static int by_end(const void *a, const void *b, void *ctx)
+{
+	const struct holder *h = ctx;
+	uint64_t x = h[*(const size_t *)a].end, y = h[*(const size_t *)b].end;
+	return x < y ? -1 : x > y;
 }
 
 /* Which jobs without a timeout job waits for, on cur (where every job with
@@ -93,77 +105,153 @@ static bool find_blockers(const struct timeline *tl, const struct sched_nodecopy
 	return ok;
 }
 
+/* GPUs the job asks for in all. */
+static uint64_t job_gpus(const struct sched_job *job)
+{
+	uint64_t n = 0;
+	for (size_t t = 0; t < job->ntasks; t++)
+		n += job->tasks[t].gpus;
+	return n;
+}
+
+/* The free GPUs of c's schedulable nodes: a bound no placement can beat. */
+static uint64_t free_gpus(const struct sched_nodecopy *c)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < c->nnodes; i++)
+		for (size_t g = 0; c->nodes[i].schedulable && g < c->nodes[i].ngpus; g++)
+			n += c->gpus[i][g].free;
+	return n;
+}
+
+/* How many GPUs of schedulable nodes holds stand for. */
+static uint64_t held_gpus(const struct sched_nodecopy *c, const struct sched_hold *holds,
+			  size_t nholds)
+{
+	uint64_t n = 0;
+	for (size_t h = 0; h < nholds; h++)
+		if (holds[h].node < c->nnodes && c->nodes[holds[h].node].schedulable)
+			n += holds[h].ngpus;
+	return n;
+}
+
+/* The sweep's state: cur is what is free at time t (placement's state of
+ * it, ps, built when needed and dropped when something is given back). */
+struct sweep {
+	struct sched_nodecopy cur;
+	struct sched_input in;
+	struct place_state *ps;
+	uint64_t t;
+	uint64_t nfree;          /* free_gpus(&cur) */
+	size_t work, max_work;   /* nodes visited building placement states, plus placements */
+};
+
+/* Places job on the sweep at its time, taking what it gets (OUT: took). */
+static bool sweep_place(struct sweep *w, const struct sched_job *job, struct sched_hold *took)
+{
+	if (!w->ps) {
+		w->ps = place_state_new(&w->in);
+		w->work += w->cur.nnodes;
+	}
+	w->work += SCHED_EST_PLACE_WORK;
+	if (!sched_place_holds(w->ps, job, took))
+		return false;
+	sched_nodecopy_apply(&w->cur, took, job->ntasks, false);
+	w->nfree -= held_gpus(&w->cur, took, job->ntasks);
+	return true;
+}
+
+/* Gives back (give) or takes again what holder h holds. */
+static void sweep_apply(struct sweep *w, const struct holder *h, bool give)
+{
+	uint64_t n = held_gpus(&w->cur, h->holds, h->nholds);
+
+	sched_nodecopy_apply(&w->cur, h->holds, h->nholds, give);
+	w->nfree = give ? w->nfree + n : w->nfree - n;
+	place_state_free(w->ps);
+	w->ps = NULL;
+}
+
 void sched_estimate_starts(const struct sched_node *nodes, size_t nnodes,
 			   const struct sched_est_running *run, size_t nrun,
 			   const struct sched_est_waiting *wait, size_t nwait, uint64_t now,
-			   size_t max_tries, struct sched_estimate *out)
+			   size_t max_work, struct sched_estimate *out)
 {
 	struct timeline tl = { 0 };
-	struct sched_nodecopy cur, empty;
-	uint64_t t = now;        /* the time looked at: no later job starts before it */
-	size_t tries = 0;
+	struct sweep w = { .t = now, .max_work = max_work };
 	struct sched_estimate stop = { .code = SCHED_EST_OK }; /* what every later job gets */
 
 	tl.h = xcalloc(nrun + nwait + 1, sizeof(*tl.h));
 	tl.ends = xcalloc(nrun + nwait + 1, sizeof(*tl.ends));
 	for (size_t r = 0; r < nrun; r++) {
-		struct holder h = { .id = run[r].id, .holds = run[r].holds, .nholds = run[r].nholds,
-				    .end = run[r].end && run[r].end < now ? now : run[r].end };
-		timeline_add(&tl, &h);
+		tl.h[tl.nh] = (struct holder){ .id = run[r].id, .holds = run[r].holds,
+					       .nholds = run[r].nholds,
+					       .end = run[r].end && run[r].end < now ? now : run[r].end };
+		if (tl.h[tl.nh].end)
+			tl.ends[tl.nends++] = tl.nh;
+		tl.nh++;
 	}
-	sched_nodecopy_init(&cur, nodes, nnodes);
-	sched_nodecopy_init(&empty, nodes, nnodes);
-	sched_nodecopy_clear(&empty);
+	qsort_r(tl.ends, tl.nends, sizeof(*tl.ends), by_end, tl.h);
+	sched_nodecopy_init(&w.cur, nodes, nnodes);
+	w.in = (struct sched_input){ .nodes = w.cur.nodes, .nnodes = nnodes };
+	w.nfree = free_gpus(&w.cur);
 	for (size_t i = 0; i < nwait; i++) {
 		const struct sched_job *job = wait[i].job;
 		struct sched_estimate *e = &out[i];
+		uint64_t need = job_gpus(job), t0 = w.t;
+		size_t next0 = tl.next;
 
 		memset(e, 0, sizeof(*e));
+		if (stop.code == SCHED_EST_OK && w.work >= w.max_work)
+			stop.code = SCHED_EST_NOT_ESTIMATED;
 		if (stop.code != SCHED_EST_OK) {
 			*e = stop;
 			continue;
 		}
-		if (tries >= max_tries) {
-			e->code = stop.code = SCHED_EST_NOT_ESTIMATED;
-			continue;
-		}
-		tries++;
-		if (!sched_nodecopy_place(&empty, job, NULL)) {
-			e->code = SCHED_EST_NEVER_FITS; /* holds nobody up */
-			continue;
-		}
 		struct sched_hold *took = xcalloc(job->ntasks + 1, sizeof(*took));
 		for (;;) {
-			if (tries >= max_tries) {
+			if (w.work >= w.max_work) {
 				e->code = stop.code = SCHED_EST_NOT_ESTIMATED;
 				break;
 			}
-			tries++;
-			if (sched_nodecopy_place(&cur, job, took)) {
+			if (w.nfree >= need && sweep_place(&w, job, took)) {
 				struct holder h = { .id = job->id, .holds = took, .nholds = job->ntasks,
-						    .end = wait[i].bound ? t + wait[i].bound : 0,
+						    .end = wait[i].bound ? w.t + wait[i].bound : 0,
 						    .waiting = true, .owned = took };
-				sched_nodecopy_apply(&cur, took, job->ntasks, false);
 				timeline_add(&tl, &h);
 				e->code = SCHED_EST_OK;
-				e->start = t;
+				e->start = w.t;
 				took = NULL;
 				break;
 			}
-			if (tl.next == tl.nends) {
-				/* everything with an end has ended: it waits for
-				 * jobs that have none */
-				if (!find_blockers(&tl, &cur, job, e))
+			if (tl.next < tl.nends) {
+				/* on to the next end */
+				w.t = tl.h[tl.ends[tl.next]].end;
+				while (tl.next < tl.nends && tl.h[tl.ends[tl.next]].end <= w.t)
+					sweep_apply(&w, &tl.h[tl.ends[tl.next++]], true);
+				continue;
+			}
+			/* everything with an end has ended: it waits for jobs
+			 * that have none, or fits nowhere at all */
+			struct sched_nodecopy empty;
+			sched_nodecopy_init(&empty, nodes, nnodes);
+			sched_nodecopy_clear(&empty);
+			w.work += nnodes;
+			if (!sched_nodecopy_place(&empty, job, NULL)) {
+				/* it holds nobody up: back to where it began */
+				e->code = SCHED_EST_NEVER_FITS;
+				while (tl.next > next0)
+					sweep_apply(&w, &tl.h[tl.ends[--tl.next]], false);
+				w.t = t0;
+			} else {
+				w.work += 2 * tl.nh * nnodes;
+				if (!find_blockers(&tl, &w.cur, job, e))
 					e->code = SCHED_EST_STOPPING;
 				stop = (struct sched_estimate){ .code = SCHED_EST_BEHIND,
 								.blocker = job->id };
-				break;
 			}
-			t = tl.h[tl.ends[tl.next]].end;
-			while (tl.next < tl.nends && tl.h[tl.ends[tl.next]].end <= t) {
-				const struct holder *h = &tl.h[tl.ends[tl.next++]];
-				sched_nodecopy_apply(&cur, h->holds, h->nholds, true);
-			}
+			sched_nodecopy_release(&empty);
+			break;
 		}
 		free(took); /* NULL when it was placed */
 	}
@@ -174,8 +262,8 @@ void sched_estimate_starts(const struct sched_node *nodes, size_t nnodes,
 	}
 	free(tl.h);
 	free(tl.ends);
-	sched_nodecopy_release(&cur);
-	sched_nodecopy_release(&empty);
+	place_state_free(w.ps);
+	sched_nodecopy_release(&w.cur);
 }
 
 void sched_estimate_reason(const struct sched_estimate *e, char *buf, size_t len)

@@ -14,10 +14,17 @@
  * (running, or ahead of it and estimated) has no estimate, and nor has any
  * job behind it.
  *
- * Work is bounded: at most max_tries placements for the estimates (plus, for
- * the first job whose start is unknown, two per job that holds resources
- * with no timeout, to name the ones it waits for); the jobs past that bound
- * are SCHED_EST_NOT_ESTIMATED.
+ * One sweep serves the whole queue: the times looked at only move forward
+ * (now, then the ends of the jobs that hold resources, in order), and
+ * placement's state of what is free is built again only after something
+ * was given back. A job that does not have enough free GPUs in all is not
+ * even tried at a time.
+ *
+ * Work is bounded by max_work, counted in nodes visited: building
+ * placement's state costs the number of nodes, one placement
+ * SCHED_EST_PLACE_WORK; naming whom the first job without an estimate waits
+ * for may cost up to twice the nodes per job that holds resources. Once the
+ * work done reaches max_work the remaining jobs are SCHED_EST_NOT_ESTIMATED.
  *
  * Ownership: everything passed in is borrowed; out is the caller's.
  */
@@ -41,6 +48,10 @@ struct sched_est_waiting {
 	const struct sched_job *job; /* borrowed */
 	uint64_t bound;          /* how long it runs at the most (its timeout); 0 = none */
 };
+
+/* What one placement counts for in max_work (about the nodes it looks at,
+ * place.h's PLACE_SCAN_CAP). */
+#define SCHED_EST_PLACE_WORK 64
 
 #define SCHED_EST_CODES(X)                                                              \
 	X(OK, "ok")                                                                     \
@@ -74,7 +85,7 @@ struct sched_estimate {
 void sched_estimate_starts(const struct sched_node *nodes, size_t nnodes,
 			   const struct sched_est_running *run, size_t nrun,
 			   const struct sched_est_waiting *wait, size_t nwait, uint64_t now,
-			   size_t max_tries, struct sched_estimate *out);
+			   size_t max_work, struct sched_estimate *out);
 
 /* sched_est_code_name: "no_timeout" and so on. */
 const char *sched_est_code_name(enum sched_est_code code);

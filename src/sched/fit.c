@@ -28,26 +28,17 @@ struct sched_fitter {
  * keeps it taken either way). */
 static bool place_in(struct place_state *s, const struct sched_job *job, struct took *took)
 {
-	struct sched_start *st = xcalloc(job->ntasks + 1, sizeof(*st));
-	struct sched_wait why;
-	bool ok = place_job(s, job, st, &why);
+	struct sched_hold *holds = took ? xcalloc(job->ntasks + 1, sizeof(*holds)) : NULL;
 
-	if (ok && took) {
-		took->holds = xcalloc(job->ntasks + 1, sizeof(*took->holds));
-		took->nholds = job->ntasks;
-		for (size_t t = 0; t < job->ntasks; t++) {
-			const struct sched_task *task = &job->tasks[st[t].task];
-			took->holds[t] = (struct sched_hold){ .node = st[t].node, .gpus = st[t].gpus,
-							      .ngpus = st[t].ngpus,
-							      .cpus_milli = task->cpus_milli,
-							      .memory = task->memory };
-			st[t].gpus = NULL; /* now the hold's */
-		}
+	if (!sched_place_holds(s, job, holds)) {
+		free(holds);
+		return false;
 	}
-	for (size_t t = 0; ok && t < job->ntasks; t++)
-		free(st[t].gpus);
-	free(st);
-	return ok;
+	if (took) {
+		took->holds = holds;
+		took->nholds = job->ntasks;
+	}
+	return true;
 }
 
 static void took_release(struct took *t)

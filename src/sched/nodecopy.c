@@ -71,27 +71,34 @@ void sched_nodecopy_apply(struct sched_nodecopy *c, const struct sched_hold *hol
 	}
 }
 
-bool sched_nodecopy_place(const struct sched_nodecopy *c, const struct sched_job *job,
-			  struct sched_hold *took)
+bool sched_place_holds(struct place_state *s, const struct sched_job *job,
+		       struct sched_hold *took)
 {
-	struct sched_input in = { .nodes = c->nodes, .nnodes = c->nnodes, .jobs = job, .njobs = 1 };
-	struct place_state *s = place_state_new(&in);
 	struct sched_start *st = xcalloc(job->ntasks + 1, sizeof(*st));
 	struct sched_wait why;
 	bool ok = place_job(s, job, st, &why);
 
 	for (size_t t = 0; ok && t < job->ntasks; t++) {
 		const struct sched_task *task = &job->tasks[st[t].task];
-		if (took) {
+		if (took)
 			took[t] = (struct sched_hold){ .node = st[t].node, .gpus = st[t].gpus,
 						       .ngpus = st[t].ngpus,
 						       .cpus_milli = task->cpus_milli,
 						       .memory = task->memory };
-		} else {
+		else
 			free(st[t].gpus);
-		}
 	}
 	free(st);
+	return ok;
+}
+
+bool sched_nodecopy_place(const struct sched_nodecopy *c, const struct sched_job *job,
+			  struct sched_hold *took)
+{
+	struct sched_input in = { .nodes = c->nodes, .nnodes = c->nnodes, .jobs = job, .njobs = 1 };
+	struct place_state *s = place_state_new(&in);
+	bool ok = sched_place_holds(s, job, took);
+
 	place_state_free(s);
 	return ok;
 }

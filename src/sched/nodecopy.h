@@ -37,4 +37,11 @@ void sched_nodecopy_apply(struct sched_nodecopy *c, const struct sched_hold *hol
 bool sched_nodecopy_place(const struct sched_nodecopy *c, const struct sched_job *job,
 			  struct sched_hold *took);
 
+struct place_state;
+/* sched_place_holds places job on placement state s, which keeps it taken;
+ * with took (room for job->ntasks holds), OUT: what it was given, as holds
+ * whose gpus arrays the caller frees. On failure s and took are untouched. */
+bool sched_place_holds(struct place_state *s, const struct sched_job *job,
+		       struct sched_hold *took);
+
 #endif

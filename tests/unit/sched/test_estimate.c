@@ -127,7 +127,7 @@ static void test_queue_in_order(void **state)
 	waiting(&w, 4, 0, NULL);
 	waiting(&w, 4, 5, NULL);
 	waiting(&w, 1, 5, NULL);
-	estimate(&w, 0, 1000);
+	estimate(&w, 0, 1000000);
 	assert_start(&w, 0, 50);
 	assert_start(&w, 1, 80);
 	assert_start(&w, 2, 100);
@@ -152,7 +152,7 @@ static void test_now_and_overdue(void **state)
 	waiting(&w, 2, 60, NULL);  /* the free half of gpu-2 */
 	waiting(&w, 4, 60, NULL);  /* gpu-1, at once */
 	waiting(&w, 2, 60, NULL);  /* gpu-2 once job 2 and job 3 are done: 1060 */
-	estimate(&w, 1000, 1000);
+	estimate(&w, 1000, 1000000);
 	assert_start(&w, 0, 1000);
 	assert_start(&w, 1, 1000);
 	assert_start(&w, 2, 1060);
@@ -170,7 +170,7 @@ static void test_no_timeout_running(void **state)
 	running(&w, 0, 4, 0);
 	waiting(&w, 1, 60, NULL);
 	waiting(&w, 1, 60, NULL);
-	estimate(&w, 0, 1000);
+	estimate(&w, 0, 1000000);
 	assert_int_equal(w.est[0].code, SCHED_EST_NO_TIMEOUT);
 	assert_reason(&w, 0, "no_timeout: job 1 holds the GPUs it needs and has no timeout");
 	assert_int_equal(w.est[1].code, SCHED_EST_BEHIND);
@@ -190,22 +190,23 @@ static void test_blockers_named(void **state)
 	running(&w, 0, 4, 0);
 	running(&w, 1, 4, 0);
 	waiting(&w, 4, 60, "b");
-	estimate(&w, 0, 1000);
+	estimate(&w, 0, 1000000);
 	assert_reason(&w, 0, "no_timeout: job 2 holds the GPUs it needs and has no timeout");
 
 	node(&w2, NULL);
 	running(&w2, 0, 2, 0);
 	running(&w2, 0, 2, 0);
 	waiting(&w2, 4, 60, NULL);
-	estimate(&w2, 0, 1000);
+	estimate(&w2, 0, 1000000);
 	assert_reason(&w2, 0,
 		      "no_timeout: job 1 and 1 more hold the GPUs it needs and have no timeout");
 	assert_int_equal(w2.est[0].nblockers, 2);
 	(void)state;
 }
 
-/* A job that fits nowhere even on an empty cluster holds nobody up; a
- * draining node is not counted. */
+/* A job that fits nowhere even on an empty cluster holds nobody up (the
+ * sweep it made past job 1's end is undone); a draining node is not
+ * counted. */
 static void test_never_fits(void **state)
 {
 	struct world w = { 0 };
@@ -213,31 +214,39 @@ static void test_never_fits(void **state)
 	node(&w, NULL);
 	node(&w, NULL);
 	w.nodes[1].schedulable = false;
+	running(&w, 0, 2, 100);
 	waiting(&w, 8, 60, NULL);
 	waiting(&w, 2, 60, NULL);
-	estimate(&w, 7, 1000);
+	waiting(&w, 4, 60, NULL);
+	estimate(&w, 7, 1000000);
 	assert_reason(&w, 0,
 		      "never_fits: it does not fit on the ready nodes even with no job running");
 	assert_start(&w, 1, 7);
+	assert_start(&w, 2, 100);
 	(void)state;
 }
 
-/* The work bound: with room for 3 placements, job 2 takes 2 (fits on an
- * empty cluster, fits now) and job 3 its check on the empty cluster only;
- * it and every later job are not estimated. */
+/* The work bound, in nodes visited: job 1 costs placement's state of the
+ * one node (1) and a placement (SCHED_EST_PLACE_WORK); job 2 one more
+ * placement on the same state, as nothing was given back in between. */
 static void test_work_bound(void **state)
 {
-	struct world w = { 0 };
+	struct world w = { 0 }, w2;
 
 	node(&w, NULL);
 	waiting(&w, 1, 60, NULL);
 	waiting(&w, 1, 60, NULL);
 	waiting(&w, 1, 60, NULL);
-	estimate(&w, 0, 3);
+	w2 = w;
+	estimate(&w, 0, 1 + SCHED_EST_PLACE_WORK);
 	assert_start(&w, 0, 0);
 	assert_int_equal(w.est[1].code, SCHED_EST_NOT_ESTIMATED);
 	assert_int_equal(w.est[2].code, SCHED_EST_NOT_ESTIMATED);
 	assert_reason(&w, 2, "not_estimated: past the work bound of one scheduling pass's estimates");
+	estimate(&w2, 0, 2 + SCHED_EST_PLACE_WORK);
+	assert_start(&w2, 0, 0);
+	assert_start(&w2, 1, 0);
+	assert_int_equal(w2.est[2].code, SCHED_EST_NOT_ESTIMATED);
 	(void)state;
 }
 
@@ -251,7 +260,7 @@ static void test_stopping(void **state)
 	for (unsigned g = 0; g < 4; g++)
 		w.gpus[0][g].free = false;
 	waiting(&w, 1, 60, NULL);
-	estimate(&w, 0, 1000);
+	estimate(&w, 0, 1000000);
 	assert_reason(&w, 0, "stopping: tasks that are being stopped hold the GPUs it needs");
 	(void)state;
 }
