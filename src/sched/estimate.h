@@ -7,10 +7,10 @@
  * The estimate of a job is the earliest time at which placement (place.h)
  * would take it if every running job ran until its bound (its start plus
  * its timeout) and the jobs ahead of it started, in queue order, at their own
- * estimates and then ran until theirs. So a job never starts before one
- * ahead of it, and what it is told is conservative as long as nothing of a
- * higher priority arrives: jobs that end early and backfill only make it
- * sooner. A job whose start needs GPUs that a job without a timeout holds
+ * estimates and then ran until theirs. So no estimate is earlier than that
+ * of a job ahead. It is an estimate, not a promise: jobs that end before
+ * their timeouts make it sooner; a job of a higher priority submitted
+ * later, a preemption or a lost node can make it later. A job whose start needs GPUs that a job without a timeout holds
  * (running, or ahead of it and estimated) has no estimate, and nor has any
  * job behind it.
  *
