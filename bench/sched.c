@@ -6,14 +6,19 @@
  * other pool). Times sched_plan() alone and prints placements per second
  * (jobs decided, started or told why not, per second of the pass), the jobs
  * and GPUs started, and the pass latency. Targets: >= 100,000 placements/s,
- * a pass under 1 s (release build).
+ * a pass under 1 s (release build). Then times the start estimates of the
+ * jobs left waiting (sched/estimate.h, with the master's work bound,
+ * JOBS_ESTIMATE_WORK, unless ESTIMATE_WORK is given), with the started jobs
+ * and the partly used nodes running to timeouts of 1-24 h, one in ten with
+ * none.
  *
- * usage: sched [NODES] [JOBS] [SEED]
+ * usage: sched [NODES] [JOBS] [SEED] [ESTIMATE_WORK]
  */
 #include "base/compat.h"
 
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "sched/estimate.h"
 #include "sched/sched.h"
 
 #define GPUS_PER_NODE 8
@@ -140,6 +145,61 @@ int main(int argc, char **argv)
 	if (plan.nwaits)
 		printf("sched first wait: job %" PRIu64 " %s: %s\n", jobs[plan.waits[0].job].id,
 		       plan.waits[0].code, plan.waits[0].message);
+	{
+		static const unsigned first[GPUS_PER_NODE] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+		struct sched_hold *holds = xcalloc(plan.nstarts + nnodes + 1, sizeof(*holds));
+		struct sched_est_running *run = xcalloc(started + nnodes + 1, sizeof(*run));
+		struct sched_est_waiting *wait = xcalloc(plan.nwaits + 1, sizeof(*wait));
+		struct sched_estimate *est = xcalloc(plan.nwaits + 1, sizeof(*est));
+		size_t nh = 0, nr = 0, ok = 0, codes[SCHED_EST__COUNT] = { 0 };
+		size_t work = argc > 4 ? strtoul(argv[4], NULL, 10) : 500000; /* JOBS_ESTIMATE_WORK */
+
+		for (size_t i = 0; i < nnodes; i++) {
+			unsigned busy = 0;
+			while (busy < GPUS_PER_NODE && !gpus[i * GPUS_PER_NODE + busy].free)
+				busy++;
+			if (!busy)
+				continue;
+			holds[nh] = (struct sched_hold){ i, first, busy, busy * 8000ULL, busy * 64 * GIB };
+			run[nr++] = (struct sched_est_running){
+				.id = njobs + 1 + i, .holds = &holds[nh++], .nholds = 1,
+				.end = rnd() % 10 ? (1 + rnd() % 24) * 3600000000ULL : 0 };
+		}
+		for (size_t st = 0; st < plan.nstarts; st++) {
+			const struct sched_start *x = &plan.starts[st];
+			const struct sched_task *t = &jobs[x->job].tasks[x->task];
+			if (!st || x->job != plan.starts[st - 1].job)
+				run[nr++] = (struct sched_est_running){
+					.id = jobs[x->job].id, .holds = &holds[nh],
+					.end = rnd() % 10 ? (1 + rnd() % 24) * 3600000000ULL : 0 };
+			holds[nh++] = (struct sched_hold){ x->node, x->gpus, x->ngpus, t->cpus_milli,
+							   t->memory };
+			run[nr - 1].nholds++;
+			for (unsigned g = 0; g < x->ngpus; g++)
+				gpus[x->node * GPUS_PER_NODE + x->gpus[g]].free = false;
+			nodes[x->node].free_cpus_milli -= t->cpus_milli;
+			nodes[x->node].free_memory -= t->memory;
+		}
+		for (size_t w = 0; w < plan.nwaits; w++)
+			wait[w] = (struct sched_est_waiting){ &jobs[plan.waits[w].job],
+							      (1 + rnd() % 24) * 3600000000ULL };
+		t0 = mono_us();
+		sched_estimate_starts(nodes, nnodes, run, nr, wait, plan.nwaits, 0, work, est);
+		t1 = mono_us();
+		for (size_t w = 0; w < plan.nwaits; w++) {
+			ok += est[w].code == SCHED_EST_OK;
+			codes[est[w].code]++;
+		}
+		printf("estimate running=%zu waiting=%zu ms=%.1f estimated=%zu", nr, plan.nwaits,
+		       (double)(t1 - t0) / 1e3, ok);
+		for (size_t c = 1; c < SCHED_EST__COUNT; c++)
+			printf(" %s=%zu", sched_est_code_name((enum sched_est_code)c), codes[c]);
+		printf("\n");
+		free(holds);
+		free(run);
+		free(wait);
+		free(est);
+	}
 	sched_plan_release(&plan);
 	free(tasks);
 	free(jobs);

@@ -79,6 +79,9 @@ int64_t cli_jint(const json_t *obj, const char *key);
 char *cli_reason(const json_t *reason);
 /* cli_age: "45s", "12m", "3h", "5d" since a wall_us time; "-" for 0. */
 void cli_age(int64_t since_us, char *buf, size_t len);
+/* cli_until: "in 45s", "in 12m", "in 3h", "in 5d" until a wall_us time; "now"
+ * once it is past. */
+void cli_until(int64_t at_us, char *buf, size_t len);
 /* cli_job_gpus: GPUs the job asks for (replicas x gpus over its spec's roles). */
 uint64_t cli_job_gpus(const json_t *job);
 

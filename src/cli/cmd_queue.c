@@ -16,7 +16,7 @@ static const json_t *find_job(const json_t *list, json_int_t id)
 
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 {
-	static const char *const headers[] = { "POS", "ID", "NAME", "USER", "AHEAD", "REASON" };
+	static const char *const headers[] = { "POS", "ID", "NAME", "USER", "AHEAD", "START", "REASON" };
 	struct client_jobs_filter f = { "queued", NULL, 0 };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
@@ -57,6 +57,14 @@ int cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 			cli_table_add(&t, "%" PRId64, cli_jint(entry, "ahead_count"));
 		else
 			cli_table_add(&t, "-");
+		/* START: when it is expected to start, or "unknown" (why is in --output json) */
+		if (json_is_integer(json_object_get(entry, "start_estimate"))) {
+			char when[32];
+			cli_until(cli_jint(entry, "start_estimate"), when, sizeof(when));
+			cli_table_add(&t, "%s", when);
+		} else {
+			cli_table_add(&t, "unknown");
+		}
 		cli_table_add(&t, "%s", reason);
 		free(reason);
 	}

@@ -162,6 +162,19 @@ char *cli_reason(const json_t *reason)
 	return xstrdup(code ? code : msg);
 }
 
+/* s seconds (>= 0) as "45s", "12m", "3h" or "5d", after prefix. */
+static void span_text(const char *prefix, int64_t s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%s%" PRId64 "s", prefix, s);
+	else if (s < 120 * 60)
+		snprintf(buf, len, "%s%" PRId64 "m", prefix, s / 60);
+	else if (s < 48 * 3600)
+		snprintf(buf, len, "%s%" PRId64 "h", prefix, s / 3600);
+	else
+		snprintf(buf, len, "%s%" PRId64 "d", prefix, s / 86400);
+}
+
 void cli_age(int64_t since_us, char *buf, size_t len)
 {
 	int64_t s;
@@ -171,16 +184,17 @@ void cli_age(int64_t since_us, char *buf, size_t len)
 		return;
 	}
 	s = ((int64_t)wall_us() - since_us) / 1000000;
-	if (s < 0)
-		s = 0;
-	if (s < 120)
-		snprintf(buf, len, "%" PRId64 "s", s);
-	else if (s < 120 * 60)
-		snprintf(buf, len, "%" PRId64 "m", s / 60);
-	else if (s < 48 * 3600)
-		snprintf(buf, len, "%" PRId64 "h", s / 3600);
+	span_text("", s < 0 ? 0 : s, buf, len);
+}
+
+void cli_until(int64_t at_us, char *buf, size_t len)
+{
+	int64_t s = (at_us - (int64_t)wall_us()) / 1000000;
+
+	if (s <= 0)
+		snprintf(buf, len, "now");
 	else
-		snprintf(buf, len, "%" PRId64 "d", s / 86400);
+		span_text("in ", s, buf, len);
 }
 
 uint64_t cli_job_gpus(const json_t *job)

@@ -1,6 +1,6 @@
 /*
- * Training metrics in a task's output (DESIGN.md "Metrics from training
- * code"): one line of output in, the points it holds out. Pure: no I/O, no
+ * Training metrics in a task's output (docs/architecture.md "Metrics
+ * from training code"): one line of output in, the points it holds out. Pure: no I/O, no
  * clocks, no globals. The agent runs it on every complete line of a task's
  * stdout and stderr; a struct metric_parser per stream carries what later
  * lines depend on (Caffe's current iteration, MXNet's batch count).

@@ -10,7 +10,7 @@
  * an unknown field of an object before its known fields ("tasks.worker.gpu:
  * unknown field (did you mean 'gpus'?)").
  *
- * Fields (see DESIGN.md "Job spec"); all but command and tasks are optional,
+ * Fields (see docs/architecture.md "Job spec"); all but command and tasks are optional,
  * and an optional field that is null counts as absent:
  *   name        string, [a-z0-9][a-z0-9_.-]{0,62}   (default "job")
  *   framework   command (default), pytorch, tensorflow, mxnet, mpi, horovod, jax or

@@ -1,6 +1,6 @@
 /*
  * Launchers: one pure function per framework that maps a placed job to each
- * task's argv and environment (DESIGN.md "What every task sees"). This is
+ * task's argv and environment (docs/architecture.md "What every task sees"). This is
  * where "one spec, any framework" lives. No I/O, no clock, no globals: the
  * master calls it when it sends a task to its agent, unit tests call it with
  * hand-made placements and compare against golden environments.

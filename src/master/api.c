@@ -604,7 +604,8 @@ static int by_position(const void *a, const void *b)
 }
 
 /* GET /v1/queue: the answer is kept until the next scheduling pass, so a
- * flood of readers costs one ordering of the queue per pass, not one each
+ * flood of readers costs one ordering of the queue and one round of start
+ * estimates (jobs_start_estimates) per pass, not one each
  * (a reader always sees its own submissions: one is answered after the
  * pass that took it in). It is written straight as text, the bytes
  * req_json would send: with submissions coming in, it is made again after
@@ -614,6 +615,7 @@ static void h_queue(struct req *r)
 {
 	struct master *m = r->m;
 	struct strbuf sb = STRBUF_INIT;
+	struct job_start_estimate *est;
 	struct job **q;
 	size_t n;
 
@@ -627,7 +629,10 @@ static void h_queue(struct req *r)
 	if (n) /* an empty queue may have no array at all */
 		memcpy(q, r->m->queue, n * sizeof(*q));
 	sort_array(q, n, sizeof(*q), by_position);
-	strbuf_grow(&sb, n * 200);
+	/* when each would start: once per pass, like the rest of this answer */
+	est = xcalloc(n + 1, sizeof(*est));
+	jobs_start_estimates(m, q, n, est);
+	strbuf_grow(&sb, n * 300);
 	strbuf_addstr(&sb, "{\"queue\":[");
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = q[i];
@@ -652,13 +657,22 @@ static void h_queue(struct req *r)
 			http_json_string(&sb, j->wait_code);
 			strbuf_addstr(&sb, ",\"message\":");
 			http_json_string(&sb, j->wait_msg ? j->wait_msg : "");
-			strbuf_addstr(&sb, "}}");
+			strbuf_addstr(&sb, "}");
 		} else {
-			strbuf_addstr(&sb, "],\"reason\":null}");
+			strbuf_addstr(&sb, "],\"reason\":null");
+		}
+		if (est[i].at_us) {
+			strbuf_addf(&sb, ",\"start_estimate\":%" PRIu64 ",\"start_estimate_reason\":null}",
+				    est[i].at_us);
+		} else {
+			strbuf_addstr(&sb, ",\"start_estimate\":null,\"start_estimate_reason\":");
+			http_json_string(&sb, est[i].reason);
+			strbuf_addstr(&sb, "}");
 		}
 	}
 	strbuf_addstr(&sb, "]}\n"); /* newline-terminated, as req_json's */
 	free(q);
+	free(est);
 #ifdef __SANITIZE_ADDRESS__
 	{
 		/* sanitizer builds (the e2e suite's) check that the text is what

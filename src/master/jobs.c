@@ -18,6 +18,7 @@
 #include "master/execs.h"
 #include "master/logs.h"
 #include "master/visibility.h"
+#include "sched/estimate.h"
 #include "sched/fit.h"
 #include "sched/policy.h"
 #include "sched/preempt.h"
@@ -1010,6 +1011,48 @@ static void job_held(struct job *j, unsigned char code, unsigned position, struc
 	job_set_wait(m, j, position, sched_wait_code_name((enum sched_wait_code)(code - 1)), msg);
 }
 
+/* What placement sees of queued job j (spec'd): its pending current tasks,
+ * OUT: *sj (its arrays owned, freed with queued_sched_job_release) and, with
+ * jt (room for j->ntasks), the task of each of sj's tasks. */
+static void queued_sched_job(const struct job *j, struct sched_job *sj, struct task **jt)
+{
+	struct sched_task *tasks = xcalloc(j->ntasks + 1, sizeof(*tasks));
+	size_t k = 0;
+
+	for (size_t x = 0; x < j->ntasks; x++) {
+		struct task *t = j->tasks[x];
+		if (!task_current(j, t) || t->state != TASK_PENDING)
+			continue;
+		tasks[k].role = t->role;
+		tasks[k].index = t->index;
+		tasks[k].gpus = 0;
+		for (size_t r = 0; r < j->spec->nroles; r++)
+			if (!strcmp(j->spec->roles[r].name, t->role))
+				tasks[k].gpus = j->spec->roles[r].gpus;
+		tasks[k].cpus_milli = t->cpus_milli;
+		tasks[k].memory = t->memory;
+		if (jt)
+			jt[k] = t;
+		k++;
+	}
+	*sj = (struct sched_job){ .id = j->id, .priority = (int)j->priority,
+				  .submitted_at = j->submitted_at, .tasks = tasks, .ntasks = k,
+				  .max_nodes = j->spec->max_nodes, .gpu_model = j->spec->gpu_model,
+				  .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
+				  .labels = spec_sched_labels(j->spec), .nlabels = j->spec->nlabels,
+				  .image = j->spec->image };
+	sj->data_keys = (const char *const *)job_data_keys(j, &sj->ndata_keys);
+}
+
+static void queued_sched_job_release(struct sched_job *sj)
+{
+	free((void *)sj->tasks);
+	free((void *)sj->labels);
+	for (size_t k = 0; k < sj->ndata_keys; k++)
+		free((void *)sj->data_keys[k]);
+	free((void *)sj->data_keys);
+}
+
 void jobs_schedule(struct master *m)
 {
 	m->sched_passes++;
@@ -1033,38 +1076,14 @@ void jobs_schedule(struct master *m)
 	sched_account_use(m, sn, gp);
 	for (size_t i = 0; i < ncand; i++) {
 		struct job *j = cand[i];
-		struct sched_task *tasks;
-		size_t k = 0;
 
 		if (!j || j->state != JOB_QUEUED || !j->spec || job_previous_attempt_live(j))
 			continue;
 		ALLOC_GROW(sj, nq + 1, aq);
 		ALLOC_GROW(jt, nq + 1, aq2);
 		ALLOC_GROW(qj, nq + 1, aq3);
-		tasks = xcalloc(j->ntasks + 1, sizeof(*tasks));
 		jt[nq] = xcalloc(j->ntasks + 1, sizeof(struct task *));
-		for (size_t x = 0; x < j->ntasks; x++) {
-			struct task *t = j->tasks[x];
-			if (!task_current(j, t) || t->state != TASK_PENDING)
-				continue;
-			tasks[k].role = t->role;
-			tasks[k].index = t->index;
-			tasks[k].gpus = 0;
-			for (size_t r = 0; r < j->spec->nroles; r++)
-				if (!strcmp(j->spec->roles[r].name, t->role))
-					tasks[k].gpus = j->spec->roles[r].gpus;
-			tasks[k].cpus_milli = t->cpus_milli;
-			tasks[k].memory = t->memory;
-			jt[nq][k++] = t;
-		}
-		sj[nq] = (struct sched_job){ .id = j->id, .priority = (int)j->priority,
-					     .submitted_at = j->submitted_at, .tasks = tasks,
-					     .ntasks = k, .max_nodes = j->spec->max_nodes,
-					     .gpu_model = j->spec->gpu_model,
-					     .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
-					     .labels = spec_sched_labels(j->spec),
-					     .nlabels = j->spec->nlabels, .image = j->spec->image };
-		sj[nq].data_keys = (const char *const *)job_data_keys(j, &sj[nq].ndata_keys);
+		queued_sched_job(j, &sj[nq], jt[nq]);
 		qj[nq++] = j;
 	}
 	/* the policy orders the queue and may hold jobs back; placement places
@@ -1122,11 +1141,7 @@ void jobs_schedule(struct master *m)
 	m->sched_needed = false;
 	m->nfresh = 0;
 	for (size_t i = 0; i < nq; i++) {
-		free((void *)sj[i].tasks);
-		free((void *)sj[i].labels);
-		for (size_t k = 0; k < sj[i].ndata_keys; k++)
-			free((void *)sj[i].data_keys[k]);
-		free((void *)sj[i].data_keys);
+		queued_sched_job_release(&sj[i]);
 		free(jt[i]);
 	}
 	for (size_t i = 0; i < m->nnodes; i++) {
@@ -1150,6 +1165,102 @@ void jobs_refresh_positions(struct master *m)
 		return;
 	m->sched_needed = true;
 	jobs_schedule(m);
+}
+
+/* ---- start estimates ---- */
+
+/* Start estimates of the queued jobs q[0..n) (in queue order) of one
+ * pool, into out (the same indexes; entries of other pools untouched). */
+static void pool_start_estimates(struct master *m, const char *pool, const struct sched_node *sn,
+				 struct job *const *q, size_t n, uint64_t now,
+				 struct job_start_estimate *out)
+{
+	struct job **run = xcalloc(m->nlive + 1, sizeof(*run));
+	struct sched_victim *rv = xcalloc(m->nlive + 1, sizeof(*rv));
+	struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
+	struct sched_est_running *er = xcalloc(m->nlive + 1, sizeof(*er));
+	struct sched_est_waiting *ew = xcalloc(n + 1, sizeof(*ew));
+	struct sched_job *sj = xcalloc(n + 1, sizeof(*sj));
+	struct sched_estimate *est = xcalloc(n + 1, sizeof(*est));
+	size_t *idx = xcalloc(n + 1, sizeof(*idx));
+	size_t nrun, nh = 0, nw = 0;
+
+	nrun = running_jobs(m, pool, run);
+	for (size_t k = 0; k < nrun; k++) {
+		const struct job *j = run[k];
+		victim_fill(m, j, &rv[k], holds, &nh);
+		er[k] = (struct sched_est_running){
+			.id = j->id, .holds = rv[k].holds, .nholds = rv[k].nholds,
+			.end = j->spec->timeout_ms && j->started_at
+				       ? j->started_at + j->spec->timeout_ms * 1000
+				       : 0 };
+	}
+	for (size_t i = 0; i < n; i++)
+		if (q[i]->state == JOB_QUEUED && q[i]->spec && !strcmp(job_pool(q[i]), pool)) {
+			if (nw == JOBS_ESTIMATE_WORK / SCHED_EST_PLACE_WORK) {
+				/* each job costs a placement at least: the rest would not be reached */
+				struct sched_estimate past = { .code = SCHED_EST_NOT_ESTIMATED };
+				sched_estimate_reason(&past, out[i].reason, sizeof(out[i].reason));
+				continue;
+			}
+			queued_sched_job(q[i], &sj[nw], NULL);
+			ew[nw] = (struct sched_est_waiting){ .job = &sj[nw],
+							     .bound = q[i]->spec->timeout_ms * 1000 };
+			idx[nw++] = i;
+		}
+	sched_estimate_starts(sn, m->nnodes, er, nrun, ew, nw, now, JOBS_ESTIMATE_WORK, est);
+	for (size_t w = 0; w < nw; w++) {
+		struct job_start_estimate *o = &out[idx[w]];
+		o->at_us = est[w].code == SCHED_EST_OK ? est[w].start : 0;
+		sched_estimate_reason(&est[w], o->reason, sizeof(o->reason));
+		queued_sched_job_release(&sj[w]);
+	}
+	free(run);
+	free(rv);
+	free(holds);
+	free(er);
+	free(ew);
+	free(sj);
+	free(est);
+	free(idx);
+}
+
+void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
+			  struct job_start_estimate *out)
+{
+	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
+	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
+	const char **pools = xcalloc(n + 1, sizeof(*pools));
+	size_t npools = 0;
+	uint64_t now = wall_us();
+
+	for (size_t i = 0; i < n; i++) {
+		out[i].at_us = 0;
+		snprintf(out[i].reason, sizeof(out[i].reason), "%s",
+			 "not_estimated: the job has no tasks to place yet");
+	}
+	for (size_t i = 0; i < m->nnodes; i++) {
+		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
+		fill_sched_node(m->nodes[i], &sn[i], gp[i]);
+	}
+	sched_account_use(m, sn, gp);
+	for (size_t i = 0; i < n; i++) {
+		const char *p = job_pool(q[i]);
+		size_t k;
+		for (k = 0; k < npools && strcmp(pools[k], p); k++)
+			;
+		if (k == npools)
+			pools[npools++] = p;
+	}
+	for (size_t k = 0; k < npools; k++)
+		pool_start_estimates(m, pools[k], sn, q, n, now, out);
+	for (size_t i = 0; i < m->nnodes; i++) {
+		free(gp[i]);
+		free((void *)sn[i].labels);
+	}
+	free(gp);
+	free(sn);
+	free(pools);
 }
 
 /* ---- nodes ---- */

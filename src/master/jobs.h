@@ -29,6 +29,22 @@ void jobs_schedule(struct master *m);
 /* jobs_refresh_positions runs a full plan when jobs placed between full plans
  * still wait without a queue position, so that what a reader sees is exact. */
 void jobs_refresh_positions(struct master *m);
+/* A queued job's start estimate (docs/scheduler.md, "Start estimates"). */
+struct job_start_estimate {
+	uint64_t at_us;          /* wall clock, microseconds; 0 = unknown */
+	char reason[200];        /* why it is unknown, "CODE: sentence"; "" with an estimate */
+};
+/* The work bound of one pass's estimates, per pool, in nodes visited
+ * (sched/estimate.h): about 100 ms at 10,000 nodes and 100,000 queued jobs
+ * (bench/sched: about half a scheduling pass there), some 5,000 jobs
+ * estimated. */
+#define JOBS_ESTIMATE_WORK 500000
+/* jobs_start_estimates: OUT out[i] for queued job q[i], q in queue order:
+ * the earliest start if running jobs end at their timeouts and the jobs ahead
+ * start in that order (sched/estimate.h). Bounded by JOBS_ESTIMATE_WORK;
+ * call it once per scheduling pass (h_queue's cache). */
+void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
+			  struct job_start_estimate *out);
 /* jobs_tick expires leases and job timeouts (call every few hundred ms). */
 void jobs_tick(struct master *m);
 /* jobs_restore_leases gives every node a fresh lease (after a master start). */

@@ -1,5 +1,5 @@
 /*
- * Training metrics at the master (DESIGN.md "Metrics from training code";
+ * Training metrics at the master (docs/architecture.md "Metrics from training code";
  * the wire format is in docs/protocol.md). Agents parse their tasks' output
  * (src/common/metricparse.h) and post the points of each output stream in
  * batches that cover a byte range [offset, end) of the stream. The master

@@ -1,6 +1,6 @@
 /*
  * Trace readers for the simulator: CSV files with a header line, read as
- * they are published in ../shared/traces/.
+ * they are published upstream and bundled in traces/ (traces/README.md).
  */
 #include "base/compat.h"
 #include "sim/sim.h"

@@ -27,8 +27,13 @@ static int run(struct vals *v, int argc, char **argv, int *npos, char *err, size
 	struct errbuf eb = ERRBUF_INIT;
 	int rc = cli_options_parse(opts, ARRAY_SIZE(opts), common, ARRAY_SIZE(common),
 				   argc, argv, npos, &eb);
-	if (eb.code)
-		snprintf(err, errlen, "yard submit: %s\n", eb.msg);
+	if (eb.code) {
+		/* the message, cut to the test's buffer (strbuf: no truncation warning) */
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "yard submit: %s\n", eb.msg);
+		snprintf(err, errlen, "%.*s", (int)(errlen - 1), sb.buf);
+		strbuf_release(&sb);
+	}
 	return rc;
 }
 

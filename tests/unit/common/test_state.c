@@ -11,7 +11,7 @@ struct edge {
 	int next;
 };
 
-/* The job lifecycle as DESIGN.md describes it; every pair not listed is refused. */
+/* The job lifecycle as docs/architecture.md ("Lifecycles") describes it; every pair not listed is refused. */
 static const struct edge job_edges[] = {
 	{ JOB_QUEUED, JOB_EV_PLACED, JOB_STARTING },
 	{ JOB_QUEUED, JOB_EV_CANCEL, JOB_CANCELLED },

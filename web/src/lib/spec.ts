@@ -1,4 +1,4 @@
-// The submit form's state and its conversion to and from a job spec (DESIGN.md "Job spec").
+// The submit form's state and its conversion to and from a job spec (docs/architecture.md "Job spec").
 import YAML from 'yaml';
 import type { Spec } from './types';
 
