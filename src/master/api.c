@@ -1074,7 +1074,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
-	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position and reason" },
+	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position, reason and start estimate" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "stop placing new tasks on a node" },
 	{ "POST", "/v1/agents", h_agents, PERM_JOIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "register an agent (join token) with its resources and runtimes; returns its agent token" },
