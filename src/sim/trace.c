@@ -63,7 +63,9 @@ static int parse_timestamp(const char *s, uint64_t *out)
 		if (i < 5 && *p++ != seps[i])
 			return -1;
 	}
-	if (*p || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[0] < 1970)
+	/* a year past 9999 would overflow the day count (fuzz_trace) */
+	if (*p || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[0] < 1970 || v[0] > 9999 ||
+	    v[3] > 23 || v[4] > 59 || v[5] > 60)
 		return -1;
 	*out = (uint64_t)days_from_civil((int64_t)v[0], (unsigned)v[1], (unsigned)v[2]) * 86400 +
 	       v[3] * 3600 + v[4] * 60 + v[5];
