@@ -410,11 +410,10 @@ static void task_lost(struct master *m, struct task *t, const char *node_name)
 	job_task_failed(m, j, t, "node_lost", msg, false, 0);
 }
 
-static void node_lost(struct master *m, struct node *n)
+/* The tasks of a node that stopped being live are lost, but those whose
+ * job keeps them through a disconnect. */
+static void node_tasks_lost(struct master *m, struct node *n)
 {
-	n->state = NODE_LOST;
-	n->rev++;
-	core_save_node(m, n);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		struct task *t = m->tasks[i];
 		if (!t || !t->node || task_state_is_final(t->state) || strcmp(t->node, n->name))
@@ -425,7 +424,35 @@ static void node_lost(struct master *m, struct node *n)
 			continue;
 		task_lost(m, t, n->name);
 	}
+}
+
+int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
+{
+	int next = node_transition(n->state, ev);
+	bool was_live = node_state_is_live(n->state);
+
+	if (next < 0)
+		return -1;
+	if (next == NODE_REMOVED) {
+		core_remove_node(m, n);
+		m->sched_needed = true;
+		return next;
+	}
+	if ((enum node_state)next == n->state)
+		return next; /* a heartbeat, a registration or a drain again: nothing new */
+	n->state = (enum node_state)next;
+	if (!node_state_is_drained(n->state)) {
+		free(n->drain_reason);
+		free(n->drain_by);
+		n->drain_reason = n->drain_by = NULL;
+		n->drain_at = 0;
+	}
+	n->rev++;
+	core_save_node(m, n);
+	if (was_live && !node_state_is_live(n->state))
+		node_tasks_lost(m, n);
 	m->sched_needed = true;
+	return next;
 }
 
 /* "1.5 s", "90 s": how a timeout is said in a reason. */
@@ -444,8 +471,8 @@ void jobs_tick(struct master *m)
 
 	for (size_t i = 0; i < m->nnodes; i++) {
 		struct node *n = m->nodes[i];
-		if (n->state != NODE_LOST && n->lease_until && n->lease_until < now)
-			node_lost(m, n);
+		if (node_state_is_live(n->state) && n->lease_until && n->lease_until < now)
+			nodes_apply_event(m, n, NODE_EV_LEASE_LAPSED);
 	}
 	/* A job's timeout runs from its placement, and a placed job holds
 	 * resources through its tasks: the live tasks lead to every job that
@@ -485,7 +512,7 @@ void nodes_await(struct master *m)
 	m->started_ms = mono_ms();
 	m->nawaited = 0;
 	for (size_t i = 0; i < m->nnodes; i++) {
-		m->nodes[i]->awaited = m->nodes[i]->state != NODE_LOST;
+		m->nodes[i]->awaited = node_state_is_live(m->nodes[i]->state);
 		m->nawaited += m->nodes[i]->awaited;
 	}
 }
@@ -1332,7 +1359,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
 		n->name = xstrdup(name);
-		n->state = NODE_READY;
+		n->state = NODE_LOST; /* not heard from yet: the registration makes it ready */
 		core_add_node(m, n);
 	}
 	set_str(&n->addr, addr);
@@ -1365,8 +1392,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	n->runtimes = runtimes;
 	set_str(&n->engine, json_string_value(engine));
 	node_set_cache(n, json_object_get(body, "cache"));
-	if (n->state == NODE_LOST)
-		n->state = NODE_READY;
+	nodes_apply_event(m, n, NODE_EV_REGISTER);
 	n->rev++;
 	nodes_touch(m, n);
 	core_save_node(m, n);
@@ -1516,13 +1542,39 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 	return 0;
 }
 
-int nodes_drain(struct master *m, struct node *n)
+int nodes_drain(struct master *m, struct node *n, const char *reason, const char *by)
 {
-	if (n->state == NODE_READY) {
-		n->state = NODE_DRAINING;
-		core_save_node(m, n);
-		m->sched_needed = true;
-	}
+	if (nodes_apply_event(m, n, NODE_EV_DRAIN) < 0)
+		return YERR(CONFLICT); /* only a removed node, which no caller holds */
+	set_str(&n->drain_reason, reason && *reason ? reason : NULL);
+	set_str(&n->drain_by, by);
+	n->drain_at = wall_us();
+	core_save_node(m, n);
+	return 0;
+}
+
+int nodes_resume(struct master *m, struct node *n, struct errbuf *eb)
+{
+	if (nodes_apply_event(m, n, NODE_EV_RESUME) < 0)
+		return error(eb, YERR(CONFLICT), "node '%s' is not drained", n->name);
+	return 0;
+}
+
+int nodes_remove(struct master *m, struct node *n, struct errbuf *eb)
+{
+	size_t held = 0;
+
+	for (size_t i = 0; i < m->nlive; i++)
+		held += m->live[i]->node && !strcmp(m->live[i]->node, n->name);
+	if (held)
+		return error(eb, YERR(CONFLICT), "node '%s' still has %zu live task%s; cancel %s or "
+			     "wait for %s to end first", n->name, held, held == 1 ? "" : "s",
+			     held == 1 ? "it" : "them", held == 1 ? "it" : "them");
+	if (node_transition(n->state, NODE_EV_REMOVE) < 0)
+		return error(eb, YERR(CONFLICT), "node '%s' is %s: its agent holds a lease and would "
+			     "register it again; only a lost node can be removed (stop its agent, "
+			     "or drain it to keep jobs off it)", n->name, node_liveness_name(n->state));
+	nodes_apply_event(m, n, NODE_EV_REMOVE);
 	return 0;
 }
 
@@ -1724,9 +1776,17 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
-	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I, "
-			 "s:s, s:o, s:o, s:o}",
-			 "name", n->name, "state", node_state_name(n->state), "addr",
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, "
+			 "s:I, s:s, s:o, s:o, s:o}",
+			 "name", n->name, "state", node_liveness_name(n->state), "drained",
+			 node_state_is_drained(n->state), "drain",
+			 node_state_is_drained(n->state)
+				 ? json_pack("{s:o, s:o, s:I}", "reason",
+					     n->drain_reason ? json_string(n->drain_reason) : json_null(),
+					     "by", n->drain_by ? json_string(n->drain_by) : json_null(),
+					     "at", (json_int_t)n->drain_at)
+				 : json_null(),
+			 "addr",
 			 n->addr ? json_string(n->addr) : json_null(), "iface",
 			 n->iface ? json_string(n->iface) : json_null(), "ports", (int)n->port_lo,
 			 (int)n->port_hi, "cpus", n->cpus_milli / 1000.0,
