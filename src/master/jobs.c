@@ -210,27 +210,38 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		}
 	}
 	if (m->nnodes && !spec->wait_for_nodes) {
-		/* the cluster check: some node must be able to hold every task */
+		/* admission: a job no state of the cluster could run is refused (with
+		 * no nodes at all it waits for some to join; with wait_for_nodes it
+		 * waits, and the plan gives this check's message as its reason).
+		 * The cluster is every node the master knows, lost and drained ones
+		 * too (they may come back, or be resumed), but not removed ones. */
 		struct sched_node *sn = xcalloc(m->nnodes, sizeof(*sn));
 		struct sched_gpu **gp = xcalloc(m->nnodes, sizeof(*gp));
-		struct sched_task *st = xcalloc(spec->nroles + 1, sizeof(*st));
-		struct sched_job sj = { .tasks = st, .ntasks = spec->nroles,
-					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model,
-					.gpu_memory = spec->gpu_memory, .pool = spec->pool,
-					.labels = spec_sched_labels(spec), .nlabels = spec->nlabels,
-					.image = spec->image };
+		size_t ntasks = 0;
+		struct sched_task *st;
+		struct sched_job sj;
 		char field[160], msg[512];
 		int bad;
+
+		/* every task of the gang, a role's together (the gang checks count them) */
+		for (size_t r = 0; r < spec->nroles; r++)
+			ntasks += spec->roles[r].replicas;
+		st = xcalloc(ntasks + 1, sizeof(*st));
+		ntasks = 0;
+		for (size_t r = 0; r < spec->nroles; r++)
+			for (unsigned x = 0; x < spec->roles[r].replicas; x++)
+				st[ntasks++] = (struct sched_task){ .role = spec->roles[r].name, .index = x,
+								    .gpus = spec->roles[r].gpus,
+								    .cpus_milli = spec->roles[r].cpus_milli,
+								    .memory = spec->roles[r].memory };
+		sj = (struct sched_job){ .tasks = st, .ntasks = ntasks, .max_nodes = spec->max_nodes,
+					 .gpu_model = spec->gpu_model, .gpu_memory = spec->gpu_memory,
+					 .pool = spec->pool, .labels = spec_sched_labels(spec),
+					 .nlabels = spec->nlabels, .image = spec->image };
 
 		for (size_t i = 0; i < m->nnodes; i++) {
 			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
 			fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-		}
-		for (size_t r = 0; r < spec->nroles; r++) {
-			st[r].role = spec->roles[r].name;
-			st[r].gpus = spec->roles[r].gpus;
-			st[r].cpus_milli = spec->roles[r].cpus_milli;
-			st[r].memory = spec->roles[r].memory;
 		}
 		bad = sched_check_feasible(sn, m->nnodes, &sj, field, sizeof(field), msg, sizeof(msg));
 		for (size_t i = 0; i < m->nnodes; i++) {
@@ -554,6 +565,8 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 	sn->ncache = n->ncache;
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
+	sn->drained = node_state_is_drained(n->state);
+	sn->drain_reason = n->drain_reason;
 	sn->gpus = gpus;
 	sn->ngpus = n->ngpus;
 	sn->cpus_milli = n->cpus_milli;
@@ -1090,7 +1103,8 @@ void jobs_schedule(struct master *m)
 					     .gpu_model = j->spec->gpu_model,
 					     .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
 					     .labels = spec_sched_labels(j->spec),
-					     .nlabels = j->spec->nlabels, .image = j->spec->image };
+					     .nlabels = j->spec->nlabels, .image = j->spec->image,
+					     .wait_for_nodes = j->spec->wait_for_nodes };
 		sj[nq].data_keys = (const char *const *)job_data_keys(j, &sj[nq].ndata_keys);
 		qj[nq++] = j;
 	}

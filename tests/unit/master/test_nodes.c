@@ -206,8 +206,17 @@ static void test_image_job_waits_then_runs(void **state)
 
 	assert_int_equal(reg(f, "{\"name\": \"p1\", \"addr\": \"10.0.0.1\", \"cpus\": 4, "
 				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
+	/* refused on a cluster with no container runtime, but with wait_for_nodes */
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "image");
+	assert_string_equal(eb.msg, "image: 'pytorch:1.13' needs a node with a container runtime, "
+				    "but none of the 1 node in pool 'default' has one (set "
+				    "placement.wait_for_nodes: true to queue anyway)");
+	json_decref(body);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
+		     " \"tasks\": {\"worker\": {\"gpus\": 1}}, \"placement\": {\"wait_for_nodes\": true}}}");
 	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), 0);
 	json_decref(body);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
@@ -217,9 +226,9 @@ static void test_image_job_waits_then_runs(void **state)
 	jobs_schedule(&f->m);
 	commit(f);
 	assert_int_equal(img->state, JOB_QUEUED);
-	assert_string_equal(img->wait_code, "no_container_runtime");
-	assert_string_equal(img->wait_msg, "needs a node with a container runtime for image "
-					   "'pytorch:1.13'; no ready node in pool 'default' has one");
+	assert_string_equal(img->wait_code, "infeasible");
+	assert_string_equal(img->wait_msg, "image: 'pytorch:1.13' needs a node with a container "
+					   "runtime, but none of the 1 node in pool 'default' has one");
 	/* the process job ran on the process node, without an image */
 	assert_int_not_equal(plain->state, JOB_QUEUED);
 	t = first_work_task(f, "p1", &work);
