@@ -1588,6 +1588,11 @@ int nodes_remove(struct master *m, struct node *n, struct errbuf *eb)
 		return error(eb, YERR(CONFLICT), "node '%s' is %s: its agent holds a lease and would "
 			     "register it again; only a lost node can be removed (stop its agent, "
 			     "or drain it to keep jobs off it)", n->name, node_liveness_name(n->state));
+	/* its agent tokens go with it: an agent that comes back is told 401 and
+	 * registers anew with the join token, as a new node */
+	for (size_t i = 0; i < m->ntokens; i++)
+		if (m->tokens[i].role == ROLE_AGENT && !strcmp(m->tokens[i].user, n->name))
+			auth_revoke(m, &m->tokens[i], wall_us());
 	nodes_apply_event(m, n, NODE_EV_REMOVE);
 	return 0;
 }

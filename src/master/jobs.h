@@ -55,7 +55,8 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev);
 /* nodes_drain drains n (again: the new reason and user replace the old),
  * reason and by may be NULL; nodes_resume undoes a drain (YERR(CONFLICT)
  * when n is not drained); nodes_remove removes a lost node that holds no
- * task's resources, else YERR(CONFLICT) saying why. On success n is freed. */
+ * task's resources, revoking its agent tokens, else YERR(CONFLICT) saying
+ * why. On success n is freed. */
 int nodes_drain(struct master *m, struct node *n, const char *reason, const char *by);
 int nodes_resume(struct master *m, struct node *n, struct errbuf *eb);
 int nodes_remove(struct master *m, struct node *n, struct errbuf *eb);

@@ -484,6 +484,14 @@ static void test_remove(void **state)
 	assert_null(core_node(&f->m, "n2"));
 	assert_non_null(core_node(&f->m, "n1"));
 	assert_int_equal(f->m.nnodes, 1);
+	/* its agent tokens are revoked (its agent, back, registers anew) */
+	size_t agent_tokens = 0;
+	for (size_t i = 0; i < f->m.ntokens; i++)
+		if (f->m.tokens[i].role == ROLE_AGENT && !strcmp(f->m.tokens[i].user, "n2")) {
+			agent_tokens++;
+			assert_true(f->m.tokens[i].revoked_at > 0);
+		}
+	assert_int_equal(agent_tokens, 1);
 	reload(f);
 	assert_null(core_node(&f->m, "n2"));
 	assert_int_equal(f->m.nnodes, 1);
