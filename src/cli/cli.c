@@ -17,7 +17,7 @@ static const struct cli_command {
 	{ "metrics", cmd_metrics, NEED_MASTER, "show a job's training metrics" },
 	{ "cancel", cmd_cancel, NEED_MASTER, "cancel a job" },
 	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },
-	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs" },
+	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs; drain, resume or remove one" },
 	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
 	{ "data", cmd_data, NEED_MASTER, "push, list, show and delete datasets" },
 	{ "token", cmd_token, NEED_MASTER, "create, list and revoke API tokens" },

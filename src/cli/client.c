@@ -250,6 +250,42 @@ int client_nodes(struct client *c, json_t **out, struct errbuf *eb)
 	return get_json(c, "GET", "/v1/nodes", NULL, out, eb);
 }
 
+/* method on /v1/nodes/NAME + tail, NAME escaped, with body (may be NULL). */
+static int node_request(struct client *c, const char *method, const char *name, const char *tail,
+			json_t *body, json_t **out, struct errbuf *eb)
+{
+	char *v = url_escape(name);
+	char *path = xasprintf("/v1/nodes/%s%s", v, tail);
+	int ret = get_json(c, method, path, body, out, eb);
+
+	free(path);
+	free(v);
+	return ret;
+}
+
+int client_node_drain(struct client *c, const char *name, const char *reason, json_t **out,
+		      struct errbuf *eb)
+{
+	json_t *body = json_object();
+	int ret;
+
+	if (reason)
+		json_object_set_new(body, "reason", json_string(reason));
+	ret = node_request(c, "POST", name, "/drain", body, out, eb);
+	json_decref(body);
+	return ret;
+}
+
+int client_node_resume(struct client *c, const char *name, json_t **out, struct errbuf *eb)
+{
+	return node_request(c, "POST", name, "/resume", NULL, out, eb);
+}
+
+int client_node_remove(struct client *c, const char *name, json_t **out, struct errbuf *eb)
+{
+	return node_request(c, "DELETE", name, "", NULL, out, eb);
+}
+
 int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 {
 	return get_json(c, "GET", "/v1/queue", NULL, out, eb);

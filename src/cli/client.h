@@ -99,6 +99,13 @@ int client_metrics(struct client *c, uint64_t id, const char *task, const char *
 
 /* GET /v1/nodes -> {"nodes": [...]}. */
 int client_nodes(struct client *c, json_t **out, struct errbuf *eb);
+/* POST /v1/nodes/{name}/drain with {"reason": reason} (reason may be NULL),
+ * POST /v1/nodes/{name}/resume and DELETE /v1/nodes/{name}: the node (the
+ * removal's {"name", "removed"}) into *out (caller frees). */
+int client_node_drain(struct client *c, const char *name, const char *reason, json_t **out,
+		      struct errbuf *eb);
+int client_node_resume(struct client *c, const char *name, json_t **out, struct errbuf *eb);
+int client_node_remove(struct client *c, const char *name, json_t **out, struct errbuf *eb);
 
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);

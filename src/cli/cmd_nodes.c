@@ -38,10 +38,24 @@ static void runtimes(const json_t *names, struct strbuf *sb)
 		strbuf_addstr(sb, json_is_array(names) ? "-" : "process");
 }
 
-int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
+/* The DRAIN cell: "-", or "drained" and the reason, as the admin gave it. */
+static void drain_cell(const json_t *node, struct strbuf *sb)
+{
+	const json_t *drain = json_object_get(node, "drain");
+	const char *reason = json_string_value(json_object_get(drain, "reason"));
+
+	if (!json_is_true(json_object_get(node, "drained")))
+		strbuf_addstr(sb, "-");
+	else if (reason)
+		strbuf_addf(sb, "drained: %s", reason);
+	else
+		strbuf_addstr(sb, "drained");
+}
+
+static int nodes_ls(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "NAME", "STATE", "ADDR", "CPUS", "MEMORY",
-					       "GPUS", "MODEL", "POOL", "RUNTIMES", "LABELS" };
+					       "GPUS", "MODEL", "POOL", "RUNTIMES", "LABELS", "DRAIN" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
 	struct strbuf rt = STRBUF_INIT;
@@ -49,7 +63,7 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 	size_t i;
 	int npos, rc;
 
-	rc = cli_parse(ctx, "nodes", NULL, 0, argc, argv, &npos);
+	rc = cli_parse(ctx, "nodes [ls]", NULL, 0, argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
 	if (npos != 0)
@@ -92,6 +106,9 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 			json_object_foreach(json_object_get(node, "labels"), key, v)
 				strbuf_addf(&l, "%s%s=%s", l.len ? "," : "", key, json_string_value(v));
 			cli_table_add(&t, "%s", l.len ? l.buf : "-");
+			strbuf_reset(&l);
+			drain_cell(node, &l);
+			cli_table_add(&t, "%s", l.buf);
 			strbuf_release(&l);
 		}
 		strbuf_release(&m);
@@ -101,4 +118,101 @@ int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
 	strbuf_release(&rt);
 	json_decref(reply);
 	return EXIT_OK;
+}
+
+static int nodes_drain(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *reason = NULL;
+	const struct cli_option opts[] = {
+		{ "reason", 0, CLI_OPT_STRING, &reason, "TEXT", "why, shown by 'yard nodes' and in the "
+		  "reasons of the jobs that wait for it" },
+	};
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *reply = NULL;
+	int npos, rc;
+
+	rc = cli_parse(ctx, "nodes drain NAME [--reason TEXT]", opts, ARRAY_SIZE(opts), argc, argv,
+		       &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 1)
+		return cli_usage_error(ctx, "expected 'yard nodes drain NAME [--reason TEXT]'");
+	if (client_node_drain(&ctx->client, argv[1], reason, &reply, &eb))
+		return cli_fail(ctx, &eb);
+	if (ctx->json)
+		cli_print_json(reply);
+	else
+		printf("drained node %s%s%s (its tasks run on; no new ones until 'yard nodes resume %s')\n",
+		       cli_jstr(reply, "name"), reason ? ": " : "", reason ? reason : "",
+		       cli_jstr(reply, "name"));
+	json_decref(reply);
+	return EXIT_OK;
+}
+
+/* resume and rm: one NAME, one request, one line. */
+static int nodes_one(struct cli_ctx *ctx, int argc, char **argv, const char *what,
+		     int (*fn)(struct client *, const char *, json_t **, struct errbuf *),
+		     const char *done)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *reply = NULL;
+	char synopsis[32], usage[64];
+	int npos, rc;
+
+	snprintf(synopsis, sizeof(synopsis), "nodes %s NAME", what);
+	snprintf(usage, sizeof(usage), "expected 'yard nodes %s NAME'", what);
+	rc = cli_parse(ctx, synopsis, NULL, 0, argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos != 1)
+		return cli_usage_error(ctx, "%s", usage);
+	if (fn(&ctx->client, argv[1], &reply, &eb))
+		return cli_fail(ctx, &eb);
+	if (ctx->json)
+		cli_print_json(reply);
+	else
+		printf("%s node %s\n", done, cli_jstr(reply, "name"));
+	json_decref(reply);
+	return EXIT_OK;
+}
+
+static int nodes_resume(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return nodes_one(ctx, argc, argv, "resume", client_node_resume, "resumed");
+}
+
+static int nodes_rm(struct cli_ctx *ctx, int argc, char **argv)
+{
+	return nodes_one(ctx, argc, argv, "rm", client_node_remove, "removed");
+}
+
+/* yard nodes [ls|drain|resume|rm]: the subcommand is argv[1] (none: ls);
+ * each parses the rest with argv[0] naming it, as cli_parse expects. */
+static const struct {
+	const char *name;
+	int (*fn)(struct cli_ctx *ctx, int argc, char **argv);
+} subcommands[] = {
+	{ "ls", nodes_ls },
+	{ "drain", nodes_drain },
+	{ "resume", nodes_resume },
+	{ "rm", nodes_rm },
+};
+
+int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv)
+{
+	if (argc >= 2)
+		for (size_t i = 0; i < ARRAY_SIZE(subcommands); i++)
+			if (!strcmp(argv[1], subcommands[i].name))
+				return subcommands[i].fn(ctx, argc - 1, argv + 1);
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: yard nodes [ls]\n"
+		       "       yard nodes drain NAME [--reason TEXT]\n"
+		       "       yard nodes resume NAME\n"
+		       "       yard nodes rm NAME\n");
+		return EXIT_OK;
+	}
+	if (argc >= 2 && argv[1][0] != '-')
+		return cli_usage_error(ctx, "unknown subcommand '%s'; expected 'yard nodes "
+				       "[ls|drain|resume|rm]'", argv[1]);
+	return nodes_ls(ctx, argc, argv);
 }

@@ -21,10 +21,22 @@ static const char *const task_event_names[] = {
 	TASK_EVENTS(X_)
 #undef X_
 };
+static const char *const node_state_names[] = {
+#define X_(n, s) s,
+	NODE_STATES(X_)
+#undef X_
+};
+static const char *const node_event_names[] = {
+#define X_(n, s) s,
+	NODE_EVENTS(X_)
+#undef X_
+};
 static_assert(ARRAY_SIZE(job_state_names) == JOB_STATE__COUNT, "job state names");
 static_assert(ARRAY_SIZE(job_event_names) == JOB_EVENT__COUNT, "job event names");
 static_assert(ARRAY_SIZE(task_state_names) == TASK_STATE__COUNT, "task state names");
 static_assert(ARRAY_SIZE(task_event_names) == TASK_EVENT__COUNT, "task event names");
+static_assert(ARRAY_SIZE(node_state_names) == NODE_STATE__COUNT, "node state names");
+static_assert(ARRAY_SIZE(node_event_names) == NODE_EVENT__COUNT, "node event names");
 
 /* 0 means "not allowed"; otherwise the next state + 1. */
 #define J(s) (JOB_##s + 1)
@@ -85,6 +97,43 @@ static const signed char task_table[TASK_STATE__COUNT][TASK_EVENT__COUNT] = {
 };
 #undef T
 
+/* Liveness moves along the rows, the drain across them: every row of a
+ * drained state mirrors its undrained one, and only RESUME leaves it. A
+ * heartbeat or register on a lost node makes it live again; the lapse of a
+ * lost node's lease is nothing new (refused). REMOVE is refused while the
+ * node is live: its agent would only register it again. */
+#define N(s) (NODE_##s + 1)
+static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
+	[NODE_READY] = {
+		[NODE_EV_REGISTER] = N(READY),
+		[NODE_EV_HEARTBEAT] = N(READY),
+		[NODE_EV_LEASE_LAPSED] = N(LOST),
+		[NODE_EV_DRAIN] = N(DRAINED),
+	},
+	[NODE_LOST] = {
+		[NODE_EV_REGISTER] = N(READY),
+		[NODE_EV_HEARTBEAT] = N(READY),
+		[NODE_EV_DRAIN] = N(DRAINED_LOST),
+		[NODE_EV_REMOVE] = N(REMOVED),
+	},
+	[NODE_DRAINED] = {
+		[NODE_EV_REGISTER] = N(DRAINED),
+		[NODE_EV_HEARTBEAT] = N(DRAINED),
+		[NODE_EV_LEASE_LAPSED] = N(DRAINED_LOST),
+		[NODE_EV_DRAIN] = N(DRAINED),
+		[NODE_EV_RESUME] = N(READY),
+	},
+	[NODE_DRAINED_LOST] = {
+		[NODE_EV_REGISTER] = N(DRAINED),
+		[NODE_EV_HEARTBEAT] = N(DRAINED),
+		[NODE_EV_DRAIN] = N(DRAINED_LOST),
+		[NODE_EV_RESUME] = N(LOST),
+		[NODE_EV_REMOVE] = N(REMOVED),
+	},
+	/* NODE_REMOVED: final, nothing is allowed */
+};
+#undef N
+
 int job_transition(enum job_state state, enum job_event ev)
 {
 	if ((unsigned)state >= JOB_STATE__COUNT || (unsigned)ev >= JOB_EVENT__COUNT)
@@ -97,6 +146,13 @@ int task_transition(enum task_state state, enum task_event ev)
 	if ((unsigned)state >= TASK_STATE__COUNT || (unsigned)ev >= TASK_EVENT__COUNT)
 		return -1;
 	return task_table[state][ev] - 1;
+}
+
+int node_transition(enum node_state state, enum node_event ev)
+{
+	if ((unsigned)state >= NODE_STATE__COUNT || (unsigned)ev >= NODE_EVENT__COUNT)
+		return -1;
+	return node_table[state][ev] - 1;
 }
 
 const char *job_state_name(enum job_state s)
@@ -119,6 +175,16 @@ const char *task_event_name(enum task_event e)
 	return (unsigned)e < TASK_EVENT__COUNT ? task_event_names[e] : "unknown";
 }
 
+const char *node_state_name(enum node_state s)
+{
+	return (unsigned)s < NODE_STATE__COUNT ? node_state_names[s] : "unknown";
+}
+
+const char *node_event_name(enum node_event e)
+{
+	return (unsigned)e < NODE_EVENT__COUNT ? node_event_names[e] : "unknown";
+}
+
 int job_state_parse(const char *s)
 {
 	for (int i = 0; i < JOB_STATE__COUNT; i++)
@@ -131,6 +197,14 @@ int task_state_parse(const char *s)
 {
 	for (int i = 0; i < TASK_STATE__COUNT; i++)
 		if (!strcmp(s, task_state_names[i]))
+			return i;
+	return -1;
+}
+
+int node_state_parse(const char *s)
+{
+	for (int i = 0; i < NODE_STATE__COUNT; i++)
+		if (!strcmp(s, node_state_names[i]))
 			return i;
 	return -1;
 }
@@ -148,4 +222,21 @@ int task_state_is_final(enum task_state s)
 int task_state_holds_resources(enum task_state s)
 {
 	return s == TASK_ASSIGNED || s == TASK_RUNNING || s == TASK_STOPPING;
+}
+
+int node_state_is_live(enum node_state s)
+{
+	return s == NODE_READY || s == NODE_DRAINED;
+}
+
+int node_state_is_drained(enum node_state s)
+{
+	return s == NODE_DRAINED || s == NODE_DRAINED_LOST;
+}
+
+const char *node_liveness_name(enum node_state s)
+{
+	if (s == NODE_REMOVED)
+		return "removed";
+	return node_state_is_live(s) ? "ready" : "lost";
 }

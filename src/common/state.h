@@ -1,6 +1,6 @@
 /*
- * The lifecycles of a job (in the master) and of a task (as the master sees
- * it), as explicit state x event tables. Every transition is listed in
+ * The lifecycles of a job (in the master), of a task (as the master sees
+ * it) and of a node (in the master), as explicit state x event tables. Every transition is listed in
  * state.c; anything not listed is refused with -1, and callers treat that as
  * "ignore the event" (a late or duplicate report), never as a crash.
  */
@@ -72,22 +72,69 @@ enum task_event {
 	TASK_EVENT__COUNT
 };
 
+/*
+ * A node's state is the product of two things kept apart: its liveness
+ * (does its agent hold a lease: ready or lost) and an admin's intent (drained
+ * or not). Liveness changes with the agent (register, heartbeat, a lapsed
+ * lease); the intent only with an admin (drain, resume), so a drain survives
+ * every lapse, reconnect and restart until it is resumed. Removal is an
+ * admin's too, and only of a lost node. docs/design-notes.md says why.
+ */
+#define NODE_STATES(X)                                                                \
+	X(READY, "ready")               /* live; takes new tasks */                   \
+	X(LOST, "lost")                 /* its lease lapsed; its tasks were lost */   \
+	X(DRAINED, "drained")           /* live, drained: keeps its tasks, gets no new ones */ \
+	X(DRAINED_LOST, "drained_lost") /* drained, and its lease lapsed */           \
+	X(REMOVED, "removed")           /* removed by an admin: gone from the model */
+
+enum node_state {
+#define X_(n, s) NODE_##n,
+	NODE_STATES(X_)
+#undef X_
+	NODE_STATE__COUNT
+};
+
+#define NODE_EVENTS(X)                                                                \
+	X(REGISTER, "register")         /* the agent registered (POST /v1/agents) */  \
+	X(HEARTBEAT, "heartbeat")       /* the agent polled for work or reported */   \
+	X(LEASE_LAPSED, "lease_lapsed") /* no word from the agent for --lease */      \
+	X(DRAIN, "drain")               /* an admin drained it (again: a new reason) */ \
+	X(RESUME, "resume")             /* an admin undid the drain */                \
+	X(REMOVE, "remove")             /* an admin removed it (lost nodes only) */
+
+enum node_event {
+#define X_(n, s) NODE_EV_##n,
+	NODE_EVENTS(X_)
+#undef X_
+	NODE_EVENT__COUNT
+};
+
 /* *_transition: the next state, or -1 when the event is not allowed in state. */
 int job_transition(enum job_state state, enum job_event ev);
 int task_transition(enum task_state state, enum task_event ev);
+int node_transition(enum node_state state, enum node_event ev);
 
 const char *job_state_name(enum job_state s);
 const char *job_event_name(enum job_event e);
 const char *task_state_name(enum task_state s);
 const char *task_event_name(enum task_event e);
+const char *node_state_name(enum node_state s);
+const char *node_event_name(enum node_event e);
 /* *_state_parse: the state named s, or -1. */
 int job_state_parse(const char *s);
 int task_state_parse(const char *s);
+int node_state_parse(const char *s);
 
 /* A finished job or task never changes again. */
 int job_state_is_final(enum job_state s);
 int task_state_is_final(enum task_state s);
 /* A task that holds its node's resources: assigned, running or stopping. */
 int task_state_holds_resources(enum task_state s);
+/* A live node's agent holds a lease (ready or drained); a drained node is
+ * drained whether live or lost. */
+int node_state_is_live(enum node_state s);
+int node_state_is_drained(enum node_state s);
+/* The liveness half of s: "ready", "lost" or "removed". */
+const char *node_liveness_name(enum node_state s);
 
 #endif

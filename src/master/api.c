@@ -704,16 +704,86 @@ static void h_nodes(struct req *r)
 	req_json(r, 200, json_pack("{s:o}", "nodes", arr));
 }
 
-static void h_drain(struct req *r)
+/* The node an admin's node route names. */
+static struct node *path_node(struct req *r)
 {
 	struct node *n = core_node(r->m, r->cap[0]);
 
-	if (!n) {
+	if (!n)
 		reply_err(r, YERR(NOT_FOUND), "no node '%s'", r->cap[0]);
+	return n;
+}
+
+/* The longest drain reason kept: a sentence, not a document. */
+#define DRAIN_REASON_MAX 256
+
+/* Whether v is a drain reason: a string of 1 to DRAIN_REASON_MAX bytes with
+ * no control characters (it is shown on one line of `yard nodes`). */
+static bool drain_reason_ok(const json_t *v)
+{
+	const char *p = json_string_value(v);
+	size_t len = json_string_length(v);
+
+	if (!p || !len || len > DRAIN_REASON_MAX || strlen(p) != len)
+		return false;
+	for (; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* POST /v1/nodes/{name}/drain, body {"reason": TEXT} or none. */
+static void h_drain(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n = path_node(r);
+	const json_t *reason;
+	json_t *body = NULL;
+
+	if (!n)
 		return;
+	if (r->body.len && !(body = body_json(r)))
+		return;
+	reason = json_object_get(body, "reason");
+	if (reason && !json_is_null(reason) && !drain_reason_ok(reason)) {
+		error_field(&eb, YERR(BAD_REQUEST), "reason",
+			    "reason: expected a string of 1 to %d characters on one line",
+			    DRAIN_REASON_MAX);
+		req_error(r, &eb);
+	} else {
+		nodes_drain(r->m, n, json_string_value(reason), r->user);
+		req_json(r, 200, jobs_node_json(r->m, n));
 	}
-	nodes_drain(r->m, n);
-	req_json(r, 200, jobs_node_json(r->m, n));
+	json_decref(body);
+}
+
+static void h_resume(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n = path_node(r);
+
+	if (!n)
+		return;
+	if (nodes_resume(r->m, n, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, jobs_node_json(r->m, n));
+}
+
+static void h_node_delete(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n = path_node(r);
+	char *name;
+
+	if (!n)
+		return;
+	name = xstrdup(n->name);
+	if (nodes_remove(r->m, n, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, json_pack("{s:s, s:b}", "name", name, "removed", 1));
+	free(name);
 }
 
 static void h_metrics(struct req *r)
@@ -737,7 +807,8 @@ static void h_metrics(struct req *r)
 		strbuf_addf(&sb, "yard_jobs{state=\"%s\"} %u\n", job_state_name(s), jobs[s]);
 	strbuf_addstr(&sb, "# HELP yard_nodes Nodes by state.\n# TYPE yard_nodes gauge\n");
 	for (int s = 0; s < NODE_STATE__COUNT; s++)
-		strbuf_addf(&sb, "yard_nodes{state=\"%s\"} %u\n", node_state_name(s), nodes[s]);
+		if (s != NODE_REMOVED) /* never in the model */
+			strbuf_addf(&sb, "yard_nodes{state=\"%s\"} %u\n", node_state_name(s), nodes[s]);
 	strbuf_addf(&sb, "# HELP yard_gpus_total GPUs of all nodes.\n# TYPE yard_gpus_total gauge\n"
 			 "yard_gpus_total %" PRIu64 "\n"
 			 "# HELP yard_gpus_used GPUs held by tasks.\n# TYPE yard_gpus_used gauge\n"
@@ -783,13 +854,7 @@ static void h_work(struct req *r)
 	if (w > WORK_WAIT_MAX_S)
 		w = WORK_WAIT_MAX_S;
 	nodes_touch(r->m, n);
-	if (n->state == NODE_LOST) {
-		/* it is back: ready again */
-		n->state = NODE_READY;
-		n->rev++;
-		core_save_node(r->m, n);
-		r->m->sched_needed = true;
-	}
+	nodes_apply_event(r->m, n, NODE_EV_HEARTBEAT); /* a lost node is back */
 	if (r->rev == n->rev && w) {
 		r->wait = WAIT_WORK;
 		r->deadline_ms = mono_ms() + w * 1000;
@@ -806,12 +871,7 @@ static void h_status(struct req *r)
 
 	if (!n || !(body = body_json(r)))
 		return;
-	if (n->state == NODE_LOST) {
-		n->state = NODE_READY;
-		n->rev++;
-		core_save_node(r->m, n);
-		r->m->sched_needed = true;
-	}
+	nodes_apply_event(r->m, n, NODE_EV_HEARTBEAT); /* a lost node is back */
 	if (nodes_status(r->m, n, body, &eb))
 		req_error(r, &eb);
 	else
@@ -1076,7 +1136,9 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position, reason and start estimate" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
-	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "stop placing new tasks on a node" },
+	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "drain a node: no new tasks until resumed, through lease lapses and restarts (body: optional reason)" },
+	{ "POST", "/v1/nodes/{name}/resume", h_resume, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "undo a drain: the node takes new tasks again (409 when not drained)" },
+	{ "DELETE", "/v1/nodes/{name}", h_node_delete, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "remove a lost node for good (409 while it is live or holds tasks); its name may join again" },
 	{ "POST", "/v1/agents", h_agents, PERM_JOIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "register an agent (join token) with its resources and runtimes; returns its agent token" },
 	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, SCOPE_NODE, 0, BODY_NONE, "long poll for the node's desired state (rev, wait)" },
 	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, SCOPE_NODE, 0, BODY_JSON, "report task states; renews the lease" },

@@ -7,15 +7,12 @@
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
-static const char *const node_state_names[] = { "ready", "draining", "lost" };
-static_assert(ARRAY_SIZE(node_state_names) == NODE_STATE__COUNT, "node state names");
 static const char *const runtime_names[] = { "process", "docker" };
 static_assert(ARRAY_SIZE(runtime_names) == NODE_RT__COUNT, "runtime names");
 static const char *const stream_names[] = { "stdout", "stderr" };
 static_assert(ARRAY_SIZE(stream_names) == LOG_STREAM__COUNT, "stream names");
 
 const char *role_name(enum role r) { return role_names[r]; }
-const char *node_state_name(enum node_state s) { return node_state_names[s]; }
 const char *log_stream_name(enum log_stream s) { return stream_names[s]; }
 
 struct job *core_job(struct master *m, uint64_t id)
@@ -73,6 +70,47 @@ void core_add_node(struct master *m, struct node *n)
 	} else {
 		node_hash_put(m->node_hash, m->node_hash_cap, n);
 	}
+}
+
+static void node_free(struct node *n)
+{
+	for (size_t g = 0; g < n->ngpus; g++) {
+		free(n->gpus[g].model);
+		free(n->gpus[g].uuid);
+	}
+	free(n->gpus);
+	free(n->name);
+	free(n->addr);
+	free(n->iface);
+	core_node_set_labels(n, NULL);
+	free(n->pool);
+	free(n->engine);
+	free(n->drain_reason);
+	free(n->drain_by);
+	for (size_t c = 0; c < n->ncache; c++)
+		free(n->cache[c]);
+	free(n->cache);
+	free(n);
+}
+
+void core_remove_node(struct master *m, struct node *n)
+{
+	size_t slot = n->slot;
+	int rc;
+
+	if (!core_batch_open(m)) {
+		rc = m->sops->del(m->store, STORE_NODE, n->name, &m->batch_eb);
+		if (rc)
+			m->batch_err = rc;
+	}
+	/* the last node takes the slot; the hash is rebuilt around the hole */
+	m->nodes[slot] = m->nodes[--m->nnodes];
+	m->nodes[slot]->slot = slot;
+	m->nodes[m->nnodes] = NULL;
+	memset(m->node_hash, 0, m->node_hash_cap * sizeof(*m->node_hash));
+	for (size_t i = 0; i < m->nnodes; i++)
+		node_hash_put(m->node_hash, m->node_hash_cap, m->nodes[i]);
+	node_free(n);
 }
 
 int core_batch_open(struct master *m)
@@ -246,15 +284,20 @@ void core_save_node(struct master *m, struct node *n)
 						      (json_int_t)n->gpus[i].memory, "island",
 						      (int)n->gpus[i].island));
 	put_doc(m, STORE_NODE, n->name,
-		json_pack("{s:s, s:o, s:o, s:[i,i], s:i, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
-			  "s:o}", "name",
+		json_pack("{s:s, s:o, s:o, s:[i,i], s:s, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
+			  "s:o, s:o}", "name",
 			  n->name, "addr", str_or_null(n->addr), "iface", str_or_null(n->iface),
-			  "ports", (int)n->port_lo, (int)n->port_hi, "state", (int)n->state,
+			  "ports", (int)n->port_lo, (int)n->port_hi, "state", node_state_name(n->state),
 			  "cpus_milli", (json_int_t)n->cpus_milli, "memory", (json_int_t)n->memory,
 			  "gpus", gpus, "last_seen", (json_int_t)n->last_seen, "rev",
 			  (json_int_t)n->rev, "pool", n->pool ? n->pool : "default", "labels",
 			  core_node_labels_json(n), "runtimes", core_node_runtimes_json(n),
-			  "engine", str_or_null(n->engine)));
+			  "engine", str_or_null(n->engine), "drain",
+			  node_state_is_drained(n->state)
+				  ? json_pack("{s:o, s:o, s:I}", "reason", str_or_null(n->drain_reason),
+					      "by", str_or_null(n->drain_by), "at",
+					      (json_int_t)n->drain_at)
+				  : json_null()));
 }
 
 void core_save_token(struct master *m, const struct token *t)
@@ -491,6 +534,23 @@ static int load_task(void *ctx, const char *key, const char *text)
 	return 0;
 }
 
+/* A stored node's state: its name, or in a store written before the node
+ * table the number of the old enum (0 ready, 1 draining, 2 lost). A name
+ * this master does not know, or "removed" (never stored), loads as lost: the
+ * agent's next word makes it ready. */
+static enum node_state load_node_state(json_t *d)
+{
+	static const enum node_state old[] = { NODE_READY, NODE_DRAINED, NODE_LOST };
+	json_t *v = json_object_get(d, "state");
+	int s;
+
+	if (json_is_integer(v))
+		return json_integer_value(v) >= 0 && json_integer_value(v) < 3
+			       ? old[json_integer_value(v)] : NODE_LOST;
+	s = json_is_string(v) ? node_state_parse(json_string_value(v)) : -1;
+	return s < 0 || s == NODE_REMOVED ? NODE_LOST : (enum node_state)s;
+}
+
 static int load_node(void *ctx, const char *key, const char *text)
 {
 	struct master *m = ctx;
@@ -507,7 +567,13 @@ static int load_node(void *ctx, const char *key, const char *text)
 	n->iface = get_str(d, "iface");
 	n->port_lo = (unsigned)json_integer_value(json_array_get(json_object_get(d, "ports"), 0));
 	n->port_hi = (unsigned)json_integer_value(json_array_get(json_object_get(d, "ports"), 1));
-	n->state = get_int(d, "state");
+	n->state = load_node_state(d);
+	if (node_state_is_drained(n->state)) {
+		json_t *drain = json_object_get(d, "drain");
+		n->drain_reason = get_str(drain, "reason");
+		n->drain_by = get_str(drain, "by");
+		n->drain_at = get_u64(drain, "at");
+	}
 	n->cpus_milli = get_u64(d, "cpus_milli");
 	n->memory = get_u64(d, "memory");
 	n->last_seen = get_u64(d, "last_seen");
@@ -703,24 +769,8 @@ void core_clear(struct master *m)
 		job_free(m->jobs[i]);
 	for (size_t i = 0; i < m->ntasks; i++)
 		task_free(m->tasks[i]);
-	for (size_t i = 0; i < m->nnodes; i++) {
-		struct node *n = m->nodes[i];
-		for (size_t g = 0; g < n->ngpus; g++) {
-			free(n->gpus[g].model);
-			free(n->gpus[g].uuid);
-		}
-		free(n->gpus);
-		free(n->name);
-		free(n->addr);
-		free(n->iface);
-		core_node_set_labels(n, NULL);
-		free(n->pool);
-		free(n->engine);
-		for (size_t c = 0; c < n->ncache; c++)
-			free(n->cache[c]);
-		free(n->cache);
-		free(n);
-	}
+	for (size_t i = 0; i < m->nnodes; i++)
+		node_free(m->nodes[i]);
 	for (size_t i = 0; i < m->ntokens; i++) {
 		free(m->tokens[i].user);
 		free(m->tokens[i].team);

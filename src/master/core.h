@@ -28,7 +28,6 @@ struct MHD_Daemon;
 struct req;
 
 enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE_JOB, ROLE__COUNT };
-enum node_state { NODE_READY, NODE_DRAINING, NODE_LOST, NODE_STATE__COUNT };
 enum log_stream { LOG_STDOUT, LOG_STDERR, LOG_STREAM__COUNT };
 
 /* A stored token (auth.h): its hash, never its text. Its public id is the
@@ -139,7 +138,12 @@ struct node {
 	char *name, *addr;      /* owned */
 	char *iface;            /* owned or NULL: the interface that holds addr */
 	unsigned port_lo, port_hi; /* the range task ports come from */
-	enum node_state state;
+	enum node_state state;  /* changed only by nodes_apply_event (jobs.h) */
+	/* The drain, while node_state_is_drained(state): why and by whom, as an
+	 * admin said; kept with the node in the store until it is resumed. */
+	char *drain_reason;     /* owned or NULL: none given */
+	char *drain_by;         /* owned or NULL: the user who drained it */
+	uint64_t drain_at;      /* wall clock, microseconds; 0 when not drained */
 	uint64_t cpus_milli, memory;
 	struct gpu_info *gpus;  /* owned */
 	size_t ngpus;
@@ -291,6 +295,9 @@ int core_batch_open(struct master *m);
 void core_save_job(struct master *m, struct job *j);
 void core_save_task(struct master *m, struct task *t);
 void core_save_node(struct master *m, struct node *n);
+/* core_remove_node deletes n's row from the store (in the open batch), takes
+ * it out of m->nodes (the slots of the others may change) and frees it. */
+void core_remove_node(struct master *m, struct node *n);
 /* core_node_set_labels replaces n's labels by the object obj (KEY -> string
  * VALUE; other values and NULL give none); core_node_labels_json is the
  * object back (new reference). */
@@ -341,7 +348,6 @@ int core_load(struct master *m, struct errbuf *eb);
 void core_clear(struct master *m);
 
 const char *role_name(enum role r);
-const char *node_state_name(enum node_state s);
 const char *log_stream_name(enum log_stream s);
 
 #endif

@@ -211,27 +211,38 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		}
 	}
 	if (m->nnodes && !spec->wait_for_nodes) {
-		/* the cluster check: some node must be able to hold every task */
+		/* admission: a job no state of the cluster could run is refused (with
+		 * no nodes at all it waits for some to join; with wait_for_nodes it
+		 * waits, and the plan gives this check's message as its reason).
+		 * The cluster is every node the master knows, lost and drained ones
+		 * too (they may come back, or be resumed), but not removed ones. */
 		struct sched_node *sn = xcalloc(m->nnodes, sizeof(*sn));
 		struct sched_gpu **gp = xcalloc(m->nnodes, sizeof(*gp));
-		struct sched_task *st = xcalloc(spec->nroles + 1, sizeof(*st));
-		struct sched_job sj = { .tasks = st, .ntasks = spec->nroles,
-					.max_nodes = spec->max_nodes, .gpu_model = spec->gpu_model,
-					.gpu_memory = spec->gpu_memory, .pool = spec->pool,
-					.labels = spec_sched_labels(spec), .nlabels = spec->nlabels,
-					.image = spec->image };
+		size_t ntasks = 0;
+		struct sched_task *st;
+		struct sched_job sj;
 		char field[160], msg[512];
 		int bad;
+
+		/* every task of the gang, a role's together (the gang checks count them) */
+		for (size_t r = 0; r < spec->nroles; r++)
+			ntasks += spec->roles[r].replicas;
+		st = xcalloc(ntasks + 1, sizeof(*st));
+		ntasks = 0;
+		for (size_t r = 0; r < spec->nroles; r++)
+			for (unsigned x = 0; x < spec->roles[r].replicas; x++)
+				st[ntasks++] = (struct sched_task){ .role = spec->roles[r].name, .index = x,
+								    .gpus = spec->roles[r].gpus,
+								    .cpus_milli = spec->roles[r].cpus_milli,
+								    .memory = spec->roles[r].memory };
+		sj = (struct sched_job){ .tasks = st, .ntasks = ntasks, .max_nodes = spec->max_nodes,
+					 .gpu_model = spec->gpu_model, .gpu_memory = spec->gpu_memory,
+					 .pool = spec->pool, .labels = spec_sched_labels(spec),
+					 .nlabels = spec->nlabels, .image = spec->image };
 
 		for (size_t i = 0; i < m->nnodes; i++) {
 			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
 			fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-		}
-		for (size_t r = 0; r < spec->nroles; r++) {
-			st[r].role = spec->roles[r].name;
-			st[r].gpus = spec->roles[r].gpus;
-			st[r].cpus_milli = spec->roles[r].cpus_milli;
-			st[r].memory = spec->roles[r].memory;
 		}
 		bad = sched_check_feasible(sn, m->nnodes, &sj, field, sizeof(field), msg, sizeof(msg));
 		for (size_t i = 0; i < m->nnodes; i++) {
@@ -411,11 +422,10 @@ static void task_lost(struct master *m, struct task *t, const char *node_name)
 	job_task_failed(m, j, t, "node_lost", msg, false, 0);
 }
 
-static void node_lost(struct master *m, struct node *n)
+/* The tasks of a node that stopped being live are lost, but those whose
+ * job keeps them through a disconnect. */
+static void node_tasks_lost(struct master *m, struct node *n)
 {
-	n->state = NODE_LOST;
-	n->rev++;
-	core_save_node(m, n);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		struct task *t = m->tasks[i];
 		if (!t || !t->node || task_state_is_final(t->state) || strcmp(t->node, n->name))
@@ -426,7 +436,35 @@ static void node_lost(struct master *m, struct node *n)
 			continue;
 		task_lost(m, t, n->name);
 	}
+}
+
+int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
+{
+	int next = node_transition(n->state, ev);
+	bool was_live = node_state_is_live(n->state);
+
+	if (next < 0)
+		return -1;
+	if (next == NODE_REMOVED) {
+		core_remove_node(m, n);
+		m->sched_needed = true;
+		return next;
+	}
+	if ((enum node_state)next == n->state)
+		return next; /* a heartbeat, a registration or a drain again: nothing new */
+	n->state = (enum node_state)next;
+	if (!node_state_is_drained(n->state)) {
+		free(n->drain_reason);
+		free(n->drain_by);
+		n->drain_reason = n->drain_by = NULL;
+		n->drain_at = 0;
+	}
+	n->rev++;
+	core_save_node(m, n);
+	if (was_live && !node_state_is_live(n->state))
+		node_tasks_lost(m, n);
 	m->sched_needed = true;
+	return next;
 }
 
 /* "1.5 s", "90 s": how a timeout is said in a reason. */
@@ -445,8 +483,8 @@ void jobs_tick(struct master *m)
 
 	for (size_t i = 0; i < m->nnodes; i++) {
 		struct node *n = m->nodes[i];
-		if (n->state != NODE_LOST && n->lease_until && n->lease_until < now)
-			node_lost(m, n);
+		if (node_state_is_live(n->state) && n->lease_until && n->lease_until < now)
+			nodes_apply_event(m, n, NODE_EV_LEASE_LAPSED);
 	}
 	/* A job's timeout runs from its placement, and a placed job holds
 	 * resources through its tasks: the live tasks lead to every job that
@@ -486,7 +524,7 @@ void nodes_await(struct master *m)
 	m->started_ms = mono_ms();
 	m->nawaited = 0;
 	for (size_t i = 0; i < m->nnodes; i++) {
-		m->nodes[i]->awaited = m->nodes[i]->state != NODE_LOST;
+		m->nodes[i]->awaited = node_state_is_live(m->nodes[i]->state);
 		m->nawaited += m->nodes[i]->awaited;
 	}
 }
@@ -528,6 +566,8 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 	sn->ncache = n->ncache;
 	sn->name = n->name;
 	sn->schedulable = n->state == NODE_READY;
+	sn->drained = node_state_is_drained(n->state);
+	sn->drain_reason = n->drain_reason;
 	sn->gpus = gpus;
 	sn->ngpus = n->ngpus;
 	sn->cpus_milli = n->cpus_milli;
@@ -1040,7 +1080,7 @@ static void queued_sched_job(const struct job *j, struct sched_job *sj, struct t
 				  .max_nodes = j->spec->max_nodes, .gpu_model = j->spec->gpu_model,
 				  .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
 				  .labels = spec_sched_labels(j->spec), .nlabels = j->spec->nlabels,
-				  .image = j->spec->image };
+				  .image = j->spec->image, .wait_for_nodes = j->spec->wait_for_nodes };
 	sj->data_keys = (const char *const *)job_data_keys(j, &sj->ndata_keys);
 }
 
@@ -1431,7 +1471,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
 		n->name = xstrdup(name);
-		n->state = NODE_READY;
+		n->state = NODE_LOST; /* not heard from yet: the registration makes it ready */
 		core_add_node(m, n);
 	}
 	set_str(&n->addr, addr);
@@ -1464,8 +1504,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	n->runtimes = runtimes;
 	set_str(&n->engine, json_string_value(engine));
 	node_set_cache(n, json_object_get(body, "cache"));
-	if (n->state == NODE_LOST)
-		n->state = NODE_READY;
+	nodes_apply_event(m, n, NODE_EV_REGISTER);
 	n->rev++;
 	nodes_touch(m, n);
 	core_save_node(m, n);
@@ -1615,13 +1654,44 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 	return 0;
 }
 
-int nodes_drain(struct master *m, struct node *n)
+int nodes_drain(struct master *m, struct node *n, const char *reason, const char *by)
 {
-	if (n->state == NODE_READY) {
-		n->state = NODE_DRAINING;
-		core_save_node(m, n);
-		m->sched_needed = true;
-	}
+	if (nodes_apply_event(m, n, NODE_EV_DRAIN) < 0)
+		return YERR(CONFLICT); /* only a removed node, which no caller holds */
+	set_str(&n->drain_reason, reason && *reason ? reason : NULL);
+	set_str(&n->drain_by, by);
+	n->drain_at = wall_us();
+	core_save_node(m, n);
+	return 0;
+}
+
+int nodes_resume(struct master *m, struct node *n, struct errbuf *eb)
+{
+	if (nodes_apply_event(m, n, NODE_EV_RESUME) < 0)
+		return error(eb, YERR(CONFLICT), "node '%s' is not drained", n->name);
+	return 0;
+}
+
+int nodes_remove(struct master *m, struct node *n, struct errbuf *eb)
+{
+	size_t held = 0;
+
+	for (size_t i = 0; i < m->nlive; i++)
+		held += m->live[i]->node && !strcmp(m->live[i]->node, n->name);
+	if (held)
+		return error(eb, YERR(CONFLICT), "node '%s' still has %zu live task%s; cancel %s or "
+			     "wait for %s to end first", n->name, held, held == 1 ? "" : "s",
+			     held == 1 ? "it" : "them", held == 1 ? "it" : "them");
+	if (node_transition(n->state, NODE_EV_REMOVE) < 0)
+		return error(eb, YERR(CONFLICT), "node '%s' is %s: its agent holds a lease and would "
+			     "register it again; only a lost node can be removed (stop its agent, "
+			     "or drain it to keep jobs off it)", n->name, node_liveness_name(n->state));
+	/* its agent tokens go with it: an agent that comes back is told 401 and
+	 * registers anew with the join token, as a new node */
+	for (size_t i = 0; i < m->ntokens; i++)
+		if (m->tokens[i].role == ROLE_AGENT && !strcmp(m->tokens[i].user, n->name))
+			auth_revoke(m, &m->tokens[i], wall_us());
+	nodes_apply_event(m, n, NODE_EV_REMOVE);
 	return 0;
 }
 
@@ -1823,9 +1893,17 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
-	return json_pack("{s:s, s:s, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, s:I, "
-			 "s:s, s:o, s:o, s:o}",
-			 "name", n->name, "state", node_state_name(n->state), "addr",
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, "
+			 "s:I, s:s, s:o, s:o, s:o}",
+			 "name", n->name, "state", node_liveness_name(n->state), "drained",
+			 node_state_is_drained(n->state), "drain",
+			 node_state_is_drained(n->state)
+				 ? json_pack("{s:o, s:o, s:I}", "reason",
+					     n->drain_reason ? json_string(n->drain_reason) : json_null(),
+					     "by", n->drain_by ? json_string(n->drain_by) : json_null(),
+					     "at", (json_int_t)n->drain_at)
+				 : json_null(),
+			 "addr",
 			 n->addr ? json_string(n->addr) : json_null(), "iface",
 			 n->iface ? json_string(n->iface) : json_null(), "ports", (int)n->port_lo,
 			 (int)n->port_hi, "cpus", n->cpus_milli / 1000.0,

@@ -61,7 +61,21 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb);
 /* nodes_touch renews the node's lease. */
 void nodes_touch(struct master *m, struct node *n);
-int nodes_drain(struct master *m, struct node *n);
+/* nodes_apply_event is the one way a node's state changes: the next state
+ * from common/state.h's node table, or -1 (n unchanged) when the table
+ * refuses ev in n's state. A change is saved, bumps n->rev and asks for a
+ * plan; a node that stops being live loses the tasks it ran (but those of
+ * on_disconnect: keep). NODE_EV_REMOVE deletes n from the store and frees
+ * it. */
+int nodes_apply_event(struct master *m, struct node *n, enum node_event ev);
+/* nodes_drain drains n (again: the new reason and user replace the old),
+ * reason and by may be NULL; nodes_resume undoes a drain (YERR(CONFLICT)
+ * when n is not drained); nodes_remove removes a lost node that holds no
+ * task's resources, revoking its agent tokens, else YERR(CONFLICT) saying
+ * why. On success n is freed. */
+int nodes_drain(struct master *m, struct node *n, const char *reason, const char *by);
+int nodes_resume(struct master *m, struct node *n, struct errbuf *eb);
+int nodes_remove(struct master *m, struct node *n, struct errbuf *eb);
 
 /* The API documents (new references). whole: j's document with its own
  * data (its spec's command and params, code, checkpoint); else as shown to

@@ -33,13 +33,62 @@ static int cmp_jobs(const void *a, const void *b)
 	return 0;
 }
 
+static bool feasible_node(const struct sched_node *n, const struct sched_job *job, bool ctr_only);
+
+/* A job admitted with wait_for_nodes that no state of the cluster could
+ * run: why, instead of what today's free resources lack. */
+static void infeasible_reason(const struct sched_input *in, const struct sched_job *j,
+			      struct sched_wait *why)
+{
+	char field[160], msg[512];
+
+	if (!sched_check_feasible(in->nodes, in->nnodes, j, field, sizeof(field), msg, sizeof(msg)))
+		return;
+	snprintf(why->code, sizeof(why->code), "infeasible");
+	snprintf(why->message, sizeof(why->message), "%.*s", (int)sizeof(why->message) - 1, msg);
+}
+
+/* Appends to a waiting job's message the drained nodes that could take it
+ * (in its pool, with its labels, a container runtime for an image): an
+ * admin's resume may be all it waits for. */
+static void drained_note(const struct sched_input *in, const struct sched_job *j,
+			 struct sched_wait *why)
+{
+	const struct sched_node *first = NULL;
+	size_t more = 0, len = strlen(why->message);
+
+	for (size_t i = 0; i < in->nnodes; i++) {
+		const struct sched_node *n = &in->nodes[i];
+		if (!n->drained || !feasible_node(n, j, j->image != NULL) || !place_labels_match(n, j))
+			continue;
+		if (first)
+			more++;
+		else
+			first = n;
+	}
+	if (!first || len >= sizeof(why->message))
+		return;
+	len += (size_t)snprintf(why->message + len, sizeof(why->message) - len,
+				"; node '%s' is drained%s%.100s%s", first->name,
+				first->drain_reason ? " (" : "",
+				first->drain_reason ? first->drain_reason : "",
+				first->drain_reason ? ")" : "");
+	if (more && len < sizeof(why->message))
+		snprintf(why->message + len, sizeof(why->message) - len, ", and %zu more node%s",
+			 more, more == 1 ? "" : "s");
+}
+
 void sched_plan(const struct sched_input *in, struct sched_plan *out)
 {
 	struct place_state *ps = place_state_new(in);
 	struct order_ctx *order = xcalloc(in->njobs + 1, sizeof(*order));
 	size_t starts_alloc = 0, waits_alloc = 0;
 
+	bool any_drained = false;
+
 	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < in->nnodes; i++)
+		any_drained |= in->nodes[i].drained;
 	for (size_t i = 0; i < in->njobs; i++) {
 		order[i].jobs = in->jobs;
 		order[i].idx = i;
@@ -59,6 +108,10 @@ void sched_plan(const struct sched_input *in, struct sched_plan *out)
 			out->nstarts += j->ntasks;
 			continue;
 		}
+		if (j->wait_for_nodes)
+			infeasible_reason(in, j, &wait);
+		if (any_drained && strcmp(wait.code, "infeasible"))
+			drained_note(in, j, &wait);
 		wait.job = order[k].idx;
 		wait.position = (unsigned)out->nwaits + 1;
 		ALLOC_GROW(out->waits, out->nwaits + 1, waits_alloc);
@@ -92,6 +145,140 @@ static bool feasible_node(const struct sched_node *n, const struct sched_job *jo
 	       (!ctr_only || n->containers);
 }
 
+/* The GPUs of n that job may use: of its model, with its memory. */
+static unsigned usable_gpus(const struct sched_node *n, const struct sched_job *job)
+{
+	unsigned k = 0;
+
+	for (size_t g = 0; g < n->ngpus; g++)
+		k += model_matches(job->gpu_model, n->gpus[g].model) &&
+		     (!job->gpu_memory || n->gpus[g].memory >= job->gpu_memory);
+	return k;
+}
+
+static int cmp_unsigned_desc(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The sum of the first limit of k (sorted, largest first); limit 0: all. */
+static uint64_t sum_best(const unsigned *k, size_t n, unsigned limit)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n && (!limit || i < limit); i++)
+		sum += k[i];
+	return sum;
+}
+
+/* The runs of job's tasks by role (the callers list a role's tasks
+ * together; were they not, a run would only undercount, never refuse a job
+ * that fits): *len tasks from first, all of role tasks[first].role. */
+static size_t role_run(const struct sched_job *job, size_t first)
+{
+	size_t e = first + 1;
+
+	while (e < job->ntasks && !strcmp(job->tasks[e].role, job->tasks[first].role))
+		e++;
+	return e - first;
+}
+
+/* The gang as a whole: its GPUs against the GPUs of the nodes that may hold
+ * it (all of them, or the best max_nodes), and each role's tasks against how
+ * many fit whole on those nodes. Every bound is necessary, so a job refused
+ * here cannot run whatever the cluster does, short of new nodes. */
+static int check_gang(const struct sched_node *nodes, size_t nnodes, const struct sched_job *job,
+		      bool ctr_only, char *field, size_t field_len, char *msg, size_t msg_len)
+{
+	unsigned *k = xcalloc(nnodes + 1, sizeof(*k)), *fit = xcalloc(nnodes + 1, sizeof(*fit));
+	char gang[200] = "", where[200];
+	uint64_t need = 0, have, best;
+	size_t ne = 0, len = 0, gpu_roles = 0, gpu_role = 0;
+	bool filtered, multi;
+	int ret = -1;
+
+	for (size_t i = 0; i < nnodes; i++)
+		if (feasible_node(&nodes[i], job, ctr_only) && place_labels_match(&nodes[i], job))
+			k[ne++] = usable_gpus(&nodes[i], job);
+	sort_array(k, ne, sizeof(*k), cmp_unsigned_desc);
+	multi = job->ntasks && role_run(job, 0) < job->ntasks;
+	for (size_t t = 0; t < job->ntasks; t += role_run(job, t)) {
+		size_t c = role_run(job, t);
+		unsigned g = job->tasks[t].gpus;
+		need += (uint64_t)c * g;
+		if (g) {
+			gpu_roles++;
+			gpu_role = t;
+		}
+		if (len < sizeof(gang))
+			len += (size_t)snprintf(gang + len, sizeof(gang) - len, "%s%zu x %u GPUs%s%s%s",
+						len ? " + " : "", c, g, multi ? " (" : "",
+						multi ? job->tasks[t].role : "", multi ? ")" : "");
+	}
+	if (!need) {
+		ret = 0;
+		goto out;
+	}
+	have = sum_best(k, ne, 0);
+	filtered = ne < nnodes || (job->gpu_model && strcmp(job->gpu_model, "*")) || job->gpu_memory;
+	if (filtered)
+		snprintf(where, sizeof(where), "the %zu node%s that may hold it (pool '%s'%s%s%s%.40s) "
+			 "%s %" PRIu64 " such GPUs", ne, ne == 1 ? "" : "s", pool_or_default(job->pool),
+			 job->nlabels ? ", its labels" : "", ctr_only ? ", a container runtime" : "",
+			 job->gpu_model && strcmp(job->gpu_model, "*") ? ", GPU model " : "",
+			 job->gpu_model && strcmp(job->gpu_model, "*") ? job->gpu_model : "",
+			 ne == 1 ? "has" : "have", have);
+	else
+		snprintf(where, sizeof(where), "the cluster has %" PRIu64 " GPUs on %zu node%s", have, ne,
+			 ne == 1 ? "" : "s");
+	if (need > have) {
+		if (gpu_roles == 1)
+			snprintf(field, field_len, "tasks.%s.replicas", job->tasks[gpu_role].role);
+		else
+			snprintf(field, field_len, "tasks");
+		snprintf(msg, msg_len, "%s: %s = %" PRIu64 " GPUs, but %s", field, gang, need, where);
+		goto out;
+	}
+	/* each role alone: its tasks fit whole, floor(k / g) on a node */
+	for (size_t t = 0; t < job->ntasks; t += role_run(job, t)) {
+		size_t c = role_run(job, t);
+		unsigned g = job->tasks[t].gpus;
+		if (!g)
+			continue;
+		for (size_t i = 0; i < ne; i++)
+			fit[i] = k[i] / g;
+		if (sum_best(fit, ne, 0) < c) {
+			snprintf(field, field_len, "tasks.%s.replicas", job->tasks[t].role);
+			snprintf(msg, msg_len, "%s: %zu tasks of %u GPUs each, but at most %" PRIu64
+				 " fit whole on the nodes (a task's GPUs are on one node; %s)", field, c,
+				 g, sum_best(fit, ne, 0), where);
+			goto out;
+		}
+		if (job->max_nodes && sum_best(fit, ne, job->max_nodes) < c) {
+			snprintf(field, field_len, "placement.max_nodes");
+			snprintf(msg, msg_len, "placement.max_nodes: %zu tasks of %u GPUs (%s) on at "
+				 "most %u node%s, but at most %" PRIu64 " fit whole on any %u", c, g,
+				 job->tasks[t].role, job->max_nodes, job->max_nodes == 1 ? "" : "s",
+				 sum_best(fit, ne, job->max_nodes), job->max_nodes);
+			goto out;
+		}
+	}
+	best = sum_best(k, ne, job->max_nodes);
+	if (job->max_nodes && need > best) {
+		snprintf(field, field_len, "placement.max_nodes");
+		snprintf(msg, msg_len, "placement.max_nodes: %s = %" PRIu64 " GPUs on at most %u "
+			 "node%s, but the %u with the most GPUs have %" PRIu64, gang, need,
+			 job->max_nodes, job->max_nodes == 1 ? "" : "s", job->max_nodes, best);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(k);
+	free(fit);
+	return ret;
+}
+
 int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, char *field, size_t field_len,
 			 char *msg, size_t msg_len)
@@ -113,9 +300,15 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 		snprintf(msg, msg_len, "pool: no node is in pool '%s'", pool_or_default(job->pool));
 		return -1;
 	}
-	/* with no container runtime in the pool yet, the job waits for one
-	 * (no_container_runtime): capacity is checked against every node */
-	ctr_only = job->image && ctr;
+	if (job->image && !ctr) {
+		snprintf(field, field_len, "image");
+		snprintf(msg, msg_len, "image: '%.200s' needs a node with a container runtime, but "
+			 "none of the %zu node%s in pool '%s' has one", job->image, in_pool,
+			 in_pool == 1 ? "" : "s", pool_or_default(job->pool));
+		return -1;
+	}
+	/* an image runs only where there is a container runtime: only those count */
+	ctr_only = job->image != NULL;
 	kind = ctr_only ? " with a container runtime" : "";
 	for (size_t i = 0; i < nnodes; i++)
 		labelled += feasible_node(&nodes[i], job, ctr_only) &&
@@ -187,5 +380,5 @@ int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 		}
 		return -1;
 	}
-	return 0;
+	return check_gang(nodes, nnodes, job, ctr_only, field, field_len, msg, msg_len);
 }

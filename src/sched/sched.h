@@ -11,7 +11,10 @@
  * for a job with an image on nodes with a container runtime only. A job
  * that does not fit is skipped (later jobs may still start) and gets a reason
  * {code, message} and its position among the waiting jobs. Nodes that are not
- * schedulable (draining, lost) get nothing. Two tasks never share a GPU.
+ * schedulable (drained, lost) get nothing; a waiting job's message names the
+ * drained nodes that could have taken it. A job admitted with wait_for_nodes
+ * that no cluster state could ever run waits with code "infeasible" and
+ * sched_check_feasible's message. Two tasks never share a GPU.
  *
  * Ownership: the input is borrowed and not modified; the plan owns its arrays
  * and is freed with sched_plan_release().
@@ -41,7 +44,10 @@ struct sched_label {
 
 struct sched_node {
 	const char *name;        /* borrowed */
-	bool schedulable;        /* ready: not draining, not lost */
+	bool schedulable;        /* ready: not drained, not lost */
+	bool drained;            /* an admin drained it (live or lost): a waiting
+	                          * job's reason names it, since a resume would help */
+	const char *drain_reason; /* borrowed or NULL: the admin's reason */
 	const struct sched_gpu *gpus; /* borrowed */
 	size_t ngpus;
 	uint64_t cpus_milli;     /* capacity */
@@ -89,6 +95,8 @@ struct sched_job {
 	 * placements that are otherwise equal, nodes holding more of them win */
 	const char *const *data_keys;
 	size_t ndata_keys;
+	bool wait_for_nodes;     /* admitted without the cluster check: while it
+	                          * waits, sched_check_feasible gives its reason */
 };
 
 struct sched_input {
@@ -114,7 +122,7 @@ struct sched_wait {
 	unsigned position;       /* 1 = next in line */
 	char code[32];           /* insufficient_gpus, insufficient_cpus, insufficient_memory,
 	                          * no_nodes, too_many_nodes, gpu_model, gpu_memory, pool,
-	                          * no_container_runtime, labels */
+	                          * no_container_runtime, labels, infeasible */
 	char message[256];
 };
 
@@ -130,15 +138,24 @@ struct sched_plan {
 void sched_plan(const struct sched_input *in, struct sched_plan *out);
 void sched_plan_release(struct sched_plan *plan);
 
-/* sched_check_feasible tells whether some node could ever hold each task of
- * job by capacity (ignoring what is in use and node state). A job with an
- * image counts only the nodes with a container runtime once its pool has
- * one; while it has none the job is not refused here (it waits, with reason
- * no_container_runtime, for such a node to join). Returns 0 when
- * every task fits somewhere or there are no nodes at all; else -1 with field
- * ("tasks.ROLE.gpus", ".cpus", ".memory" or "placement.gpu_model") and a
- * message such as "tasks.worker.gpus: 16 GPUs per task but the largest node
- * has 4" written into the caller's buffers. */
+/* sched_check_feasible tells whether some state of the cluster could ever
+ * run job: nodes is the whole cluster (every node, whatever its state; the
+ * caller leaves out only removed ones) and what is in use does not count.
+ * Refused, with the field named:
+ *  - "pool": no node is in the job's pool;
+ *  - "image": the job has an image and no node of its pool has a container
+ *    runtime (then only such nodes count for the rest);
+ *  - "placement.labels": no node of the pool has every label;
+ *  - "placement.gpu_model", "placement.gpu_memory": no such GPU;
+ *  - "tasks.ROLE.gpus", ".cpus", ".memory": a task bigger than every node;
+ *  - "tasks.ROLE.replicas" (or "tasks" for several roles): the gang needs more
+ *    GPUs than the nodes that may hold it have, or more tasks of a role than
+ *    fit whole on them;
+ *  - "placement.max_nodes": the max_nodes nodes with the most such GPUs hold
+ *    fewer than the gang needs.
+ * Returns 0 when the job could run or there are no nodes at all; else -1 with
+ * field and a message such as "tasks.worker.replicas: 4 x 8 GPUs = 32 GPUs,
+ * but the cluster has 12 GPUs on 2 nodes" written into the caller's buffers. */
 int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, char *field, size_t field_len,
 			 char *msg, size_t msg_len);

@@ -1,10 +1,11 @@
-"""Spec validation through the CLI and the API, and authentication and
-ownership: errors name the field, the value and the reason; nothing is stored
-for a rejected job; 401 without a token, 403 for another user's cancel."""
+"""Spec validation through the CLI and the API, admission (a job no state of
+the cluster could run is refused), and authentication and ownership: errors
+name the field, the value and the reason; nothing is stored for a rejected
+job; 401 without a token, 403 for another user's cancel."""
 import json
 import os
 
-from harness import check, check_eq, cluster, spec
+from harness import check, check_eq, cluster, spec, wait_until
 
 BAD_SPECS = [
     # (yaml text, field, words the message must contain)
@@ -63,6 +64,72 @@ def test_invalid_specs_cli_and_api():
         status, data, _ = c.api.request("POST", "/v1/jobs", raw=b"{not json", ctype="application/json")
         check_eq(status, 400, "HTTP status for a malformed JSON body")
         check_eq(json.loads(data)["error"]["code"], "bad_request", "error code for malformed JSON")
+
+
+# (spec changes, field, words the message must contain) on a cluster of 8 + 4
+# sim GPUs: each job here is refused at submit, and accepted with wait_for_nodes
+INFEASIBLE = [
+    (dict(replicas=4, gpus=8), "tasks.worker.replicas",
+     ["4 x 8 GPUs = 32 GPUs, but the cluster has 12 GPUs on 2 nodes"]),
+    (dict(replicas=3, gpus=4, placement={"max_nodes": 1}), "placement.max_nodes",
+     ["3 tasks of 4 GPUs", "at most 1 node"]),
+    (dict(gpus=1, placement={"gpu_model": "H100"}), "placement.gpu_model", ["'H100'"]),
+    (dict(gpus=1, placement={"labels": {"net": "ib"}}), "placement.labels", []),
+    (dict(gpus=1, pool="batch"), "pool", ["'batch'"]),
+    (dict(image="debian:bookworm"), "image", ["container runtime"]),
+]
+
+
+def test_admission_refuses_what_cannot_run():
+    with cluster("admission") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:8")
+        c.start_agent("n2", gpus="sim:4")
+        before = job_count(c.api)
+        for k, (extra, field, words) in enumerate(INFEASIBLE):
+            kw = dict(extra)
+            status, doc = c.api.submit(spec(["/bin/true"], **kw))
+            what = f"infeasible job {k} ({extra})"
+            check_eq((status, doc.get("error", {}).get("code"), doc.get("error", {}).get("field")),
+                     (400, "invalid_spec", field), f"{what}: {doc}")
+            msg = doc["error"]["message"]
+            check(msg.startswith(field + ": ") and
+                  msg.endswith("(set placement.wait_for_nodes: true to queue anyway)"),
+                  f"{what}: the message names the field and the way out: {msg!r}")
+            for w in words:
+                check(w in msg, f"{what} says {w!r}: {msg!r}")
+        check_eq(job_count(c.api), before, "nothing stored for a refused job")
+        # the CLI: exit 2, the field and what the cluster has
+        path = os.path.join(c.dir, "big", "job.yaml")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as f:
+            f.write("command: [/bin/true]\ntasks: {worker: {replicas: 4, gpus: 8, cpus: 0.1}}\n")
+        r = c.cli("submit", path)
+        err = r.stderr.decode()
+        check_eq(r.returncode, 2, f"yard submit of a job too big for the cluster: {err!r}")
+        check("tasks.worker.replicas: 4 x 8 GPUs = 32 GPUs, but the cluster has 12 GPUs on 2 nodes" in err,
+              f"the CLI says why: {err!r}")
+        # what fits the cluster is accepted (8 + 4: one task on each)
+        status, doc = c.api.submit({"name": "fits", "command": ["/bin/true"],
+                                    "tasks": {"big": {"gpus": 8, "cpus": 0.1}, "small": {"gpus": 4, "cpus": 0.1}}})
+        check_eq(status, 201, f"a gang of 8 + 4 on 8 + 4: {doc}")
+        check_eq(c.api.wait_job(doc["id"])["state"], "succeeded", "it runs")
+        # wait_for_nodes: accepted, and it waits with the same reason
+        status, doc = c.api.submit(spec(["/bin/true"], replicas=4, gpus=8, placement={"wait_for_nodes": True}))
+        check_eq(status, 201, f"4 x 8 with wait_for_nodes: {doc}")
+        reason = wait_until(lambda: (lambda q: q[0]["reason"] if q and q[0]["reason"] else None)(
+            [e for e in c.api.json("GET", "/v1/queue", expect=200)[1]["queue"] if e["id"] == doc["id"]]),
+            10, "its queue reason")
+        check_eq(reason, {"code": "infeasible", "message": "tasks.worker.replicas: 4 x 8 GPUs = 32 GPUs, "
+                          "but the cluster has 12 GPUs on 2 nodes"}, "the reason of a job that can never run")
+
+
+def test_admission_without_nodes_waits():
+    with cluster("admission-empty") as c:
+        c.start_master()
+        status, doc = c.api.submit(spec(["/bin/true"], replicas=4, gpus=8))
+        check_eq(status, 201, f"with no nodes at all a job is accepted, as before: {doc}")
+        check_eq(c.api.job(doc["id"])["state"], "queued", "and waits")
 
 
 def test_auth_and_ownership():

@@ -1,5 +1,7 @@
-"""Jobs with an image on the master's side: they wait, with reason
-no_container_runtime, while no node can run an image; they go only to a node
+"""Jobs with an image on the master's side: on a cluster where no node has a
+container runtime they are refused at submit, or with wait_for_nodes wait
+with reason infeasible; while the runtime's nodes are busy or gone they wait
+with no_container_runtime; they go only to a node
 that registered the docker runtime, and its assignment names the image; bad
 image references are refused at submit; what an agent said of its runtimes
 and engine survives a master restart.
@@ -35,17 +37,23 @@ def test_image_job_waits_without_container_runtime():
         n1 = nodes_by_name(api)["n1"]
         check_eq((n1["runtimes"], n1["engine"]), (["process"], None), "a process agent's runtimes")
 
-        status, job = api.submit(spec(["/bin/true"], name="img", image=IMAGE))
-        check_eq(status, 201, f"submitting a job with an image to a process-only cluster: {job}")
+        status, doc = api.submit(spec(["/bin/true"], name="img", image=IMAGE))
+        check_eq((status, doc["error"]["code"], doc["error"]["field"]), (400, "invalid_spec", "image"),
+                 f"an image job on a process-only cluster is refused: {doc}")
+        want = (f"image: '{IMAGE}' needs a node with a container runtime, but none of the 1 node "
+                "in pool 'default' has one")
+        check_eq(doc["error"]["message"], want + " (set placement.wait_for_nodes: true to queue anyway)",
+                 "the refusal's message")
+        status, job = api.submit(spec(["/bin/true"], name="img", image=IMAGE,
+                                      placement={"wait_for_nodes": True}))
+        check_eq(status, 201, f"submitting it with wait_for_nodes: {job}")
         check_eq(job["spec"]["image"], IMAGE, "the image in the stored spec")
         q = wait_until(lambda: (lambda e: e if e and e[0]["reason"] and
-                                e[0]["reason"]["code"] == "no_container_runtime" else None)(
-                                    queue_entry(api, job["id"])), 10, "the reason no_container_runtime")
-        check_eq(q[0]["reason"]["message"],
-                 f"needs a node with a container runtime for image '{IMAGE}'; "
-                 "no ready node in pool 'default' has one", "the reason's message")
+                                e[0]["reason"]["code"] == "infeasible" else None)(
+                                    queue_entry(api, job["id"])), 10, "the reason infeasible")
+        check_eq(q[0]["reason"]["message"], want, "the reason's message")
         r = c.cli("show", str(job["id"]), check_rc=0).stdout.decode()
-        check("no_container_runtime: needs a node with a container runtime" in r,
+        check(f"infeasible: image: '{IMAGE}' needs a node with a container runtime" in r,
               f"yard show gives the reason: {r!r}")
         check(f"image        {IMAGE}" in r, f"yard show names the image: {r!r}")
 
@@ -81,10 +89,11 @@ def test_image_job_goes_to_docker_node():
         c.start_agent("n1", gpus="sim:1")
         api = c.api
         join = join_token(c)
-        _, job = api.submit(spec(["/bin/true"], name="img", gpus=1, image=IMAGE))
+        _, job = api.submit(spec(["/bin/true"], name="img", gpus=1, image=IMAGE,
+                                 placement={"wait_for_nodes": True}))
         wait_until(lambda: (lambda e: e and e[0]["reason"] and
-                            e[0]["reason"]["code"] == "no_container_runtime")(
-                                queue_entry(api, job["id"])), 10, "the reason no_container_runtime")
+                            e[0]["reason"]["code"] == "infeasible")(
+                                queue_entry(api, job["id"])), 10, "the reason infeasible")
 
         # registrations that say something wrong about runtimes are refused
         base = {"name": "d1", "addr": "127.0.0.1", "cpus": 2, "memory": 8 << 30,

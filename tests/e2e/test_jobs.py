@@ -102,7 +102,7 @@ def test_timeout_and_drain():
         wait_until(lambda: not pid_alive(pid), 30, "the timed-out task to be killed")
         # a drained node gets no new work; the job waits and says why
         status, node = c.api.json("POST", "/v1/nodes/n1/drain", expect=200)
-        check_eq(node["state"], "draining", "state of a drained node")
+        check_eq((node["state"], node["drained"]), ("ready", True), "liveness and drain of a drained node")
         _, job = c.api.submit(spec(["/bin/true"], name="waits"))
         q = wait_until(lambda: [e for e in c.api.json("GET", "/v1/queue")[1]["queue"] if e["id"] == job["id"]],
                        10, "the job in the queue")

@@ -51,8 +51,8 @@ run_one() {
 	fi
 	if ! "$BUILD/tests/fuzz/fuzz_$t" -runs=1 "${seeds[@]}" >"$log" 2>&1; then
 		echo "fuzz: $t: a finding: a committed input fails again (log $log)"
-		grep -m1 -E "^Running: " "$log" | sed "s/^/fuzz: $t:   /"
-		grep -m5 -E "ERROR|SUMMARY|fuzz_(api|http):" "$log" | sed "s/^/fuzz: $t:   /"
+		grep -a -m1 -E "^Running: " "$log" | sed "s/^/fuzz: $t:   /"
+		grep -a -m5 -E "ERROR|SUMMARY|fuzz_(api|http):" "$log" | sed "s/^/fuzz: $t:   /"
 		return 1
 	fi
 	if [ "$SECONDS_EACH" = 0 ]; then
@@ -63,13 +63,13 @@ run_one() {
 	cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
 	if ! "$BUILD/tests/fuzz/fuzz_$t" "$corpus" -max_total_time="$SECONDS_EACH" -max_len=65536 \
 		-timeout=30 -artifact_prefix="$BUILD/findings/$t-" -print_final_stats=1 >"$log" 2>&1; then
-		input=$(grep -m1 -oE "Test unit written to [^ ]+" "$log" | sed 's/Test unit written to //')
+		input=$(grep -a -m1 -oE "Test unit written to [^ ]+" "$log" | sed 's/Test unit written to //')
 		echo "fuzz: $t: a finding: ${input:-(no input written)} (log $log)"
-		grep -m5 -E "ERROR|SUMMARY|fuzz_(api|http):" "$log" | sed "s/^/fuzz: $t:   /"
+		grep -a -m5 -E "ERROR|SUMMARY|fuzz_(api|http):" "$log" | sed "s/^/fuzz: $t:   /"
 		return 1
 	fi
-	runs=$(grep -m1 -oE "stat::number_of_executed_units: *[0-9]+" "$log" | grep -oE "[0-9]+$")
-	rate=$(grep -m1 -oE "stat::average_exec_per_sec: *[0-9]+" "$log" | grep -oE "[0-9]+$")
+	runs=$(grep -a -m1 -oE "stat::number_of_executed_units: *[0-9]+" "$log" | grep -oE "[0-9]+$")
+	rate=$(grep -a -m1 -oE "stat::average_exec_per_sec: *[0-9]+" "$log" | grep -oE "[0-9]+$")
 	echo "fuzz: $t: ${#seeds[@]} inputs replayed, ${SECONDS_EACH} s, ${runs:-?} runs (${rate:-?}/s), no finding"
 }
 

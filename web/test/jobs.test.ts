@@ -64,10 +64,12 @@ describe('cluster totals', () => {
       { name: 'a', state: 'ready', cpus: 1, memory: 1, pool: 'default', gpus: [g(0, 7), g(1, null)] },
       { name: 'b', state: 'draining', cpus: 1, memory: 1, gpus: [g(0, null)] },
       { name: 'c', state: 'lost', cpus: 1, memory: 1, pool: 'big', gpus: [g(0, null)] },
+      { name: 'd', state: 'ready', drained: true, drain: { reason: 'disk swap', by: 'admin', at: 1 },
+        cpus: 1, memory: 1, gpus: [g(0, null)] },
     ];
     expect(poolTotals(nodes)).toEqual([
       { pool: 'big', nodes: 1, gpus: 0, used: 0, free: 0 },
-      { pool: 'default', nodes: 2, gpus: 3, used: 1, free: 1 },
+      { pool: 'default', nodes: 3, gpus: 4, used: 1, free: 1 },
     ]);
   });
 });

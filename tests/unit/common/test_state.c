@@ -1,4 +1,4 @@
-/* Unit tests for src/common/state.h: the job and task lifecycles. */
+/* Unit tests for src/common/state.h: the job, task and node lifecycles. */
 #include "base/compat.h"
 #include "common/state.h"
 
@@ -50,6 +50,28 @@ static const struct edge task_edges[] = {
 	{ TASK_FAILED, TASK_EV_REQUEUE, TASK_PENDING },
 	{ TASK_KILLED, TASK_EV_REQUEUE, TASK_PENDING },
 	{ TASK_LOST, TASK_EV_REQUEUE, TASK_PENDING },
+};
+
+/* The node lifecycle: liveness x drain, and removal of lost nodes only. */
+static const struct edge node_edges[] = {
+	{ NODE_READY, NODE_EV_REGISTER, NODE_READY },
+	{ NODE_READY, NODE_EV_HEARTBEAT, NODE_READY },
+	{ NODE_READY, NODE_EV_LEASE_LAPSED, NODE_LOST },
+	{ NODE_READY, NODE_EV_DRAIN, NODE_DRAINED },
+	{ NODE_LOST, NODE_EV_REGISTER, NODE_READY },
+	{ NODE_LOST, NODE_EV_HEARTBEAT, NODE_READY },
+	{ NODE_LOST, NODE_EV_DRAIN, NODE_DRAINED_LOST },
+	{ NODE_LOST, NODE_EV_REMOVE, NODE_REMOVED },
+	{ NODE_DRAINED, NODE_EV_REGISTER, NODE_DRAINED },
+	{ NODE_DRAINED, NODE_EV_HEARTBEAT, NODE_DRAINED },
+	{ NODE_DRAINED, NODE_EV_LEASE_LAPSED, NODE_DRAINED_LOST },
+	{ NODE_DRAINED, NODE_EV_DRAIN, NODE_DRAINED },
+	{ NODE_DRAINED, NODE_EV_RESUME, NODE_READY },
+	{ NODE_DRAINED_LOST, NODE_EV_REGISTER, NODE_DRAINED },
+	{ NODE_DRAINED_LOST, NODE_EV_HEARTBEAT, NODE_DRAINED },
+	{ NODE_DRAINED_LOST, NODE_EV_DRAIN, NODE_DRAINED_LOST },
+	{ NODE_DRAINED_LOST, NODE_EV_RESUME, NODE_LOST },
+	{ NODE_DRAINED_LOST, NODE_EV_REMOVE, NODE_REMOVED },
 };
 
 static int expected_next(const struct edge *edges, size_t n, int state, int event)
@@ -235,6 +257,82 @@ static void test_parse_refuses(void **state)
 	assert_int_equal(task_state_parse(""), -1);
 }
 
+static void test_node_whole_table(void **state)
+{
+	for (int s = 0; s < NODE_STATE__COUNT; s++) {
+		for (int ev = 0; ev < NODE_EVENT__COUNT; ev++) {
+			int want = expected_next(node_edges, ARRAY_SIZE(node_edges), s, ev);
+			int got = node_transition((enum node_state)s, (enum node_event)ev);
+			if (got != want)
+				print_message("node %s + %s: got %d, want %d\n",
+					      node_state_name((enum node_state)s),
+					      node_event_name((enum node_event)ev), got, want);
+			assert_int_equal(got, want);
+		}
+	}
+	assert_int_equal(node_transition(NODE_STATE__COUNT, NODE_EV_DRAIN), -1);
+	assert_int_equal(node_transition(NODE_READY, NODE_EVENT__COUNT), -1);
+}
+
+/* Runs evs from s; -1 as soon as one is refused. */
+static int node_run(int s, const enum node_event *evs, size_t n)
+{
+	for (size_t i = 0; i < n && s >= 0; i++)
+		s = node_transition((enum node_state)s, evs[i]);
+	return s;
+}
+
+/* The drain is an admin's intent: no lapse, reconnect or registration (an
+ * agent restart) forgets it, and a master restart loads the state it saved
+ * (core.c stores the state's name; node_state_parse reads it back). */
+static void test_node_drain_survives(void **state)
+{
+	static const enum node_event life[] = {
+		NODE_EV_DRAIN, NODE_EV_LEASE_LAPSED, NODE_EV_HEARTBEAT, NODE_EV_LEASE_LAPSED,
+		NODE_EV_REGISTER, NODE_EV_HEARTBEAT, NODE_EV_LEASE_LAPSED, NODE_EV_HEARTBEAT,
+	};
+	int s = NODE_READY;
+
+	for (size_t i = 0; i < ARRAY_SIZE(life); i++) {
+		s = node_transition((enum node_state)s, life[i]);
+		assert_true(s >= 0);
+		assert_true(node_state_is_drained((enum node_state)s));
+		/* a restart in between: the stored name loads as the same state */
+		assert_int_equal(node_state_parse(node_state_name((enum node_state)s)), s);
+	}
+	assert_int_equal(s, NODE_DRAINED);
+	assert_string_equal(node_liveness_name((enum node_state)s), "ready");
+	s = node_transition((enum node_state)s, NODE_EV_LEASE_LAPSED);
+	assert_int_equal(s, NODE_DRAINED_LOST);
+	assert_string_equal(node_liveness_name((enum node_state)s), "lost");
+	/* resuming a lost node leaves it lost, and no longer drained */
+	s = node_transition((enum node_state)s, NODE_EV_RESUME);
+	assert_int_equal(s, NODE_LOST);
+	assert_false(node_state_is_drained((enum node_state)s));
+	assert_int_equal(node_transition((enum node_state)s, NODE_EV_HEARTBEAT), NODE_READY);
+}
+
+/* What is refused: a resume that undoes nothing, removing a live node,
+ * a second lapse, anything of a removed node. */
+static void test_node_refused(void **state)
+{
+	static const enum node_event resume_ready[] = { NODE_EV_RESUME };
+	static const enum node_event rm_live[] = { NODE_EV_DRAIN, NODE_EV_REMOVE };
+	static const enum node_event lapse_twice[] = { NODE_EV_LEASE_LAPSED, NODE_EV_LEASE_LAPSED };
+	static const enum node_event rm_then[] = { NODE_EV_LEASE_LAPSED, NODE_EV_REMOVE, NODE_EV_REGISTER };
+
+	assert_int_equal(node_run(NODE_READY, resume_ready, 1), -1);
+	assert_int_equal(node_run(NODE_READY, rm_live, 2), -1);
+	assert_int_equal(node_run(NODE_READY, lapse_twice, 2), -1);
+	assert_int_equal(node_run(NODE_READY, rm_then, 2), NODE_REMOVED);
+	assert_int_equal(node_run(NODE_READY, rm_then, 3), -1);
+	for (int ev = 0; ev < NODE_EVENT__COUNT; ev++)
+		assert_int_equal(node_transition(NODE_REMOVED, (enum node_event)ev), -1);
+	assert_false(node_state_is_live(NODE_REMOVED));
+	assert_string_equal(node_liveness_name(NODE_REMOVED), "removed");
+	assert_int_equal(node_state_parse("draining"), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +345,9 @@ int main(void)
 		cmocka_unit_test(test_task_final_accepts_only_requeue),
 		cmocka_unit_test(test_task_refused_sample),
 		cmocka_unit_test(test_task_holds_resources),
+		cmocka_unit_test(test_node_whole_table),
+		cmocka_unit_test(test_node_drain_survives),
+		cmocka_unit_test(test_node_refused),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_parse_refuses),
 	};

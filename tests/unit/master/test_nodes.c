@@ -206,8 +206,17 @@ static void test_image_job_waits_then_runs(void **state)
 
 	assert_int_equal(reg(f, "{\"name\": \"p1\", \"addr\": \"10.0.0.1\", \"cpus\": 4, "
 				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
+	/* refused on a cluster with no container runtime, but with wait_for_nodes */
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "image");
+	assert_string_equal(eb.msg, "image: 'pytorch:1.13' needs a node with a container runtime, "
+				    "but none of the 1 node in pool 'default' has one (set "
+				    "placement.wait_for_nodes: true to queue anyway)");
+	json_decref(body);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
+		     " \"tasks\": {\"worker\": {\"gpus\": 1}}, \"placement\": {\"wait_for_nodes\": true}}}");
 	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), 0);
 	json_decref(body);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
@@ -217,9 +226,9 @@ static void test_image_job_waits_then_runs(void **state)
 	jobs_schedule(&f->m);
 	commit(f);
 	assert_int_equal(img->state, JOB_QUEUED);
-	assert_string_equal(img->wait_code, "no_container_runtime");
-	assert_string_equal(img->wait_msg, "needs a node with a container runtime for image "
-					   "'pytorch:1.13'; no ready node in pool 'default' has one");
+	assert_string_equal(img->wait_code, "infeasible");
+	assert_string_equal(img->wait_msg, "image: 'pytorch:1.13' needs a node with a container "
+					   "runtime, but none of the 1 node in pool 'default' has one");
 	/* the process job ran on the process node, without an image */
 	assert_int_not_equal(plain->state, JOB_QUEUED);
 	t = first_work_task(f, "p1", &work);
@@ -352,6 +361,146 @@ static void test_staging_progress_and_failure(void **state)
 	assert_non_null(strstr(j->reason_msg, "staging_failed: data[0] (s3://b/p): cannot reach the store"));
 }
 
+/* Reloads the model from the store, as a master restart does. */
+static void reload(struct fixture *f)
+{
+	struct errbuf eb = ERRBUF_INIT;
+
+	commit(f);
+	core_clear(&f->m);
+	assert_int_equal(core_load(&f->m, &eb), 0);
+}
+
+/* Lapses n's lease now (jobs_tick finds it past due). */
+static void lapse(struct fixture *f, const char *name)
+{
+	core_node(&f->m, name)->lease_until = 1;
+	jobs_tick(&f->m);
+	commit(f);
+}
+
+/* A drain is kept through a lease lapse, a heartbeat, a new registration
+ * (an agent restart) and a reload (a master restart), with its reason and
+ * who; a resume undoes it, and a second resume is refused. */
+static void test_drain_survives(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n;
+	const char *body = "{\"name\": \"n1\", \"addr\": \"10.0.0.1\", \"gpus\": [{\"index\": 0}]}";
+
+	assert_int_equal(reg(f, body, &n, &eb), 0);
+	assert_int_equal(n->state, NODE_READY);
+	assert_int_equal(nodes_drain(&f->m, n, "disk swap", "root"), 0);
+	commit(f);
+	assert_int_equal(n->state, NODE_DRAINED);
+	lapse(f, "n1");
+	n = core_node(&f->m, "n1");
+	assert_int_equal(n->state, NODE_DRAINED_LOST);
+	reload(f);
+	n = core_node(&f->m, "n1");
+	assert_int_equal(n->state, NODE_DRAINED_LOST);
+	assert_string_equal(n->drain_reason, "disk swap");
+	assert_string_equal(n->drain_by, "root");
+	assert_true(n->drain_at > 0);
+	assert_int_equal(nodes_apply_event(&f->m, n, NODE_EV_HEARTBEAT), NODE_DRAINED);
+	assert_int_equal(reg(f, body, &n, &eb), 0);
+	assert_int_equal(n->state, NODE_DRAINED);
+	reload(f);
+	n = core_node(&f->m, "n1");
+	assert_int_equal(n->state, NODE_DRAINED);
+	assert_string_equal(n->drain_reason, "disk swap");
+	/* the document shows liveness and drain apart */
+	json_t *doc = jobs_node_json(&f->m, n);
+	assert_string_equal(json_string_value(json_object_get(doc, "state")), "ready");
+	assert_true(json_is_true(json_object_get(doc, "drained")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "drain"), "reason")),
+			    "disk swap");
+	json_decref(doc);
+	assert_int_equal(nodes_resume(&f->m, n, &eb), 0);
+	assert_int_equal(n->state, NODE_READY);
+	assert_null(n->drain_reason);
+	assert_int_equal(nodes_resume(&f->m, n, &eb), YERR(CONFLICT));
+	assert_string_equal(eb.msg, "node 'n1' is not drained");
+	reload(f);
+	assert_int_equal(core_node(&f->m, "n1")->state, NODE_READY);
+}
+
+/* A store written before the node table: 1 was "draining". */
+static void test_old_state_loads(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(core_batch_open(&f->m), 0);
+	assert_int_equal(f->m.sops->put(f->m.store, STORE_NODE, "old",
+					"{\"name\": \"old\", \"state\": 1, \"gpus\": []}", &eb), 0);
+	assert_int_equal(f->m.sops->put(f->m.store, STORE_NODE, "gone",
+					"{\"name\": \"gone\", \"state\": 2, \"gpus\": []}", &eb), 0);
+	reload(f);
+	assert_int_equal(core_node(&f->m, "old")->state, NODE_DRAINED);
+	assert_int_equal(core_node(&f->m, "gone")->state, NODE_LOST);
+}
+
+/* Removal: refused while the node is live or holds a task, durable, and the
+ * name may register again (a new node, not drained). */
+static void test_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct node *n;
+	struct job *j;
+	json_t *body;
+
+	assert_int_equal(reg(f, "{\"name\": \"n1\", \"addr\": \"10.0.0.1\", \"gpus\": [{\"index\": 0}]}",
+			     &n, &eb), 0);
+	assert_int_equal(reg(f, "{\"name\": \"n2\", \"addr\": \"10.0.0.2\", \"gpus\": [{\"index\": 0}]}",
+			     &n, &eb), 0);
+	assert_int_equal(nodes_remove(&f->m, n, &eb), YERR(CONFLICT));
+	assert_non_null(strstr(eb.msg, "node 'n2' is ready"));
+	/* a task on n1 that keeps running through a disconnect holds it */
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"gpus\": 1}}, "
+		     "\"on_disconnect\": \"keep\", \"placement\": {\"labels\": {}}}}");
+	if (jobs_submit(&f->m, &alice, body, &j, &eb))
+		fail_msg("submit: %s", eb.msg);
+	json_decref(body);
+	commit(f);
+	assert_int_equal(nodes_drain(&f->m, core_node(&f->m, "n2"), NULL, "root"), 0);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_not_equal(j->state, JOB_QUEUED);
+	lapse(f, "n1");
+	n = core_node(&f->m, "n1");
+	assert_int_equal(n->state, NODE_LOST);
+	assert_int_equal(nodes_remove(&f->m, n, &eb), YERR(CONFLICT));
+	assert_string_equal(eb.msg, "node 'n1' still has 1 live task; cancel it or wait for it to "
+				    "end first");
+	/* the drained, lost n2 holds nothing: removed, for good */
+	lapse(f, "n2");
+	n = core_node(&f->m, "n2");
+	assert_int_equal(n->state, NODE_DRAINED_LOST);
+	assert_int_equal(nodes_remove(&f->m, n, &eb), 0);
+	commit(f);
+	assert_null(core_node(&f->m, "n2"));
+	assert_non_null(core_node(&f->m, "n1"));
+	assert_int_equal(f->m.nnodes, 1);
+	/* its agent tokens are revoked (its agent, back, registers anew) */
+	size_t agent_tokens = 0;
+	for (size_t i = 0; i < f->m.ntokens; i++)
+		if (f->m.tokens[i].role == ROLE_AGENT && !strcmp(f->m.tokens[i].user, "n2")) {
+			agent_tokens++;
+			assert_true(f->m.tokens[i].revoked_at > 0);
+		}
+	assert_int_equal(agent_tokens, 1);
+	reload(f);
+	assert_null(core_node(&f->m, "n2"));
+	assert_int_equal(f->m.nnodes, 1);
+	assert_int_equal(reg(f, "{\"name\": \"n2\", \"addr\": \"10.0.0.9\"}", &n, &eb), 0);
+	assert_int_equal(n->state, NODE_READY);
+	assert_null(n->drain_reason);
+	assert_int_equal(f->m.nnodes, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -361,6 +510,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_image_job_waits_then_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_staging_progress_and_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_util, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_survives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_state_loads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

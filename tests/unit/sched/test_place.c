@@ -823,8 +823,8 @@ static void test_feasible_constraints(void **state)
 	(void)state;
 }
 
-/* A job with an image: capacity counts the nodes with a container runtime,
- * once there is one; with none the job is not refused (it waits for one). */
+/* A job with an image: capacity counts the nodes with a container runtime;
+ * with none in its pool the job is refused, naming the image. */
 static void test_feasible_containers(void **state)
 {
 	struct cluster c = { 0 };
@@ -834,7 +834,10 @@ static void test_feasible_containers(void **state)
 
 	add(&c, 8, 8, 0);
 	j->image = "debian:bookworm";
-	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "image");
+	assert_string_equal(msg, "image: 'debian:bookworm' needs a node with a container runtime, "
+				 "but none of the 1 node in pool 'default' has one");
 	add(&c, 4, 0, 0)->containers = true;
 	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
 	assert_string_equal(field, "tasks.worker.gpus");

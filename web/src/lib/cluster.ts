@@ -9,7 +9,8 @@ export interface PoolTotals {
   free: number;
 }
 
-/** poolTotals: GPUs per pool (nodes that are not lost), used = held by a job. */
+/** poolTotals: GPUs per pool (nodes that are not lost), used = held by a job,
+ * free = on a ready node that is not drained. */
 export function poolTotals(nodes: Node[]): PoolTotals[] {
   const m = new Map<string, PoolTotals>();
   for (const n of nodes) {
@@ -20,7 +21,7 @@ export function poolTotals(nodes: Node[]): PoolTotals[] {
       for (const g of n.gpus ?? []) {
         t.gpus++;
         if (g.job !== null && g.job !== undefined) t.used++;
-        else if (n.state === 'ready') t.free++;
+        else if (n.state === 'ready' && !n.drained) t.free++;
       }
     }
     m.set(pool, t);

@@ -55,6 +55,7 @@ const JOB_STATE_CLASS: Record<string, string> = {
   cancelled: 'st-cancelled',
   ready: 'st-succeeded',
   draining: 'st-starting',
+  drained: 'st-starting',
   lost: 'st-failed',
   exited: 'st-cancelled',
   assigned: 'st-starting',

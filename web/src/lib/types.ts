@@ -66,7 +66,11 @@ export interface Gpu {
 
 export interface Node {
   name: string;
+  /** liveness: "ready" or "lost" (a master before the node table also said "draining") */
   state: string;
+  /** an admin's drain, kept apart from liveness: no new tasks until resumed */
+  drained?: boolean;
+  drain?: { reason: string | null; by: string | null; at: number } | null;
   addr?: string;
   cpus: number;
   memory: number;

@@ -46,6 +46,12 @@ export function ClusterPage() {
               <span class={`state ${stateClass(n.state)}`} data-testid="node-state">
                 {n.state}
               </span>
+              {n.drained && (
+                <span class={`state ${stateClass('drained')}`} data-testid="node-drain"
+                      title={n.drain?.by ? `drained by ${n.drain.by}` : 'drained'}>
+                  drained{n.drain?.reason ? `: ${n.drain.reason}` : ''}
+                </span>
+              )}
             </header>
             <dl class="facts">
               <dt>Pool</dt>
