@@ -694,7 +694,7 @@ static void job_preempt(struct master *m, struct job *j, const struct job *by,
 {
 	char cause[160], lost[32], at[32], msg[400];
 	uint64_t grace = j->spec ? j->spec->preempt_grace_ms : 0;
-	uint64_t now = wall_us(), began = j->running_at ? j->running_at : j->started_at;
+	uint64_t now = wall_us(), began = j->started_at; /* placed: what the policy counts from */
 	bool ckpt = j->checkpoint_at && j->checkpoint_at >= began;
 	uint64_t from = ckpt ? j->checkpoint_at : began;
 
@@ -829,6 +829,10 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
 	p->gpus = job_gpus(j);
 	p->preemptible = j->spec && j->spec->preemptible;
 	p->bound = j->spec ? j->spec->timeout_ms / 1000 : 0;
+	/* its run counts from its placement, as its checkpoints do (a task
+	 * may checkpoint before the master hears that it runs) */
+	if (running && j->started_at)
+		p->started_at = j->started_at / 1000000;
 	p->checkpointed_at = j->checkpoint_at / 1000000;
 	*out = *p;
 }
