@@ -189,6 +189,46 @@ static void test_priority_beats_protection(void **state)
 	(void)state;
 }
 
+/* fair: another team's job (its team holds nothing) takes a running job's
+ * GPUs, unless that job is protected; a higher priority still takes them. */
+static void test_fair(void **state)
+{
+	struct sched_policy_conf c;
+	struct sched_pjob j[2];
+	struct sched_policy_plan p;
+
+	memset(&p, 0, sizeof(p));
+	struct sched_team teams[2] = { { 1, 0 }, { 1, 0 } };
+	sched_policy_conf_init(&c, SCHED_POLICY_FAIR);
+	c.teams = teams;
+	c.nteams = 2;
+	job(&c, &j[0], 1, 8, 0, UINT64_MAX, 30);  /* team 0, waiting */
+	job(&c, &j[1], 2, 8, 0, 0, 30);           /* team 1, running, no checkpoint */
+	j[1].team = 1;
+	sched_policy_plan(&c, j, 2, 8, 30, &p);
+	assert_int_equal(p.npreempts, 1);
+	assert_int_equal(p.preempts[0], 1);
+	assert_int_equal(p.nstarts, 1);
+
+	c.min_run_s = 120;
+	c.max_lost_s = 600;
+	c.need_checkpoint = true;
+	sched_policy_plan(&c, j, 2, 8, 30, &p);
+	assert_int_equal(p.npreempts, 0);
+	assert_int_equal(p.nstarts, 0);
+	assert_int_equal(p.nwaits, 1);
+	assert_int_equal(p.waits[0].job, 0);
+
+	j[0].priority = 2;
+	sched_policy_plan(&c, j, 2, 8, 30, &p);
+	assert_int_equal(p.npreempts, 1);
+	assert_int_equal(p.preempts[0], 1);
+	assert_int_equal(p.nstarts, 1);
+	assert_int_equal(p.starts[0], 0);
+	sched_policy_plan_release(&p);
+	(void)state;
+}
+
 /* All protection off is today's behaviour: nothing is protected. */
 static void test_off_by_default(void **state)
 {
@@ -211,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_aware),
 		cmocka_unit_test(test_min_run),
 		cmocka_unit_test(test_priority_beats_protection),
+		cmocka_unit_test(test_fair),
 		cmocka_unit_test(test_off_by_default),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
