@@ -449,6 +449,7 @@ struct ship_task {
 	uint64_t off[2];        /* acknowledged by the master: stdout, stderr */
 	pid_t pid;
 	bool running, running_reported;
+	int64_t checkpoint_reported; /* the checkpoint_at the master has (wall us; 0: none) */
 	bool finished;
 	struct task_exit exit;
 	bool staging_dirty;     /* a staging progress not reported yet */
@@ -725,9 +726,17 @@ static void ship_round(struct shipper *sh)
 		all &= ship_metrics(sh, t);
 		if (t->finished && all)
 			json_array_append_new(reports, exit_report(t));
-		else if (t->running && !t->running_reported && !t->finished)
-			json_array_append_new(reports, json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id,
-								  "state", "running", "pid", (int)t->pid));
+		else if (t->running && !t->finished &&
+			 (!t->running_reported ||
+			  metric_ship_checkpoint_at(t->metrics) != t->checkpoint_reported)) {
+			/* running, and when it last checkpointed (absent: never) */
+			json_t *r = json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id, "state", "running",
+					      "pid", (int)t->pid);
+			if (metric_ship_checkpoint_at(t->metrics))
+				json_object_set_new(r, "checkpoint_at",
+						    json_integer(metric_ship_checkpoint_at(t->metrics)));
+			json_array_append_new(reports, r);
+		}
 		else if (t->staging_dirty && !t->running && !t->finished) {
 			/* progress only: a master that does not know the state ignores it */
 			t->staging_dirty = false;
@@ -790,7 +799,9 @@ static void ship_round(struct shipper *sh)
 				*pp = t->next;
 				ship_task_free(t);
 			} else {
+				const json_t *ck = json_object_get(r, "checkpoint_at");
 				t->running_reported = true;
+				t->checkpoint_reported = json_is_integer(ck) ? json_integer_value(ck) : 0;
 			}
 		}
 	} else if (status == 401 || status == 404) {

@@ -33,6 +33,7 @@ struct mstream {
 	int64_t *times;                /* the wall_us time of each of pts */
 	size_t atimes;
 	size_t body;                   /* about the JSON size of pts */
+	int64_t checkpoint_at;         /* wall_us of its last "checkpoint" point; 0: none */
 };
 
 struct metric_ship {
@@ -60,6 +61,8 @@ static void save(struct metric_ship *ms)
 		json_object_set_new(doc, stream_names[i],
 				    json_pack("{s:I, s:o}", "offset", (json_int_t)ms->s[i].acked, "parser",
 					      metric_parser_save(&ms->s[i].acked_st)));
+	if (metric_ship_checkpoint_at(ms))
+		json_object_set_new(doc, "checkpoint_at", json_integer(metric_ship_checkpoint_at(ms)));
 	/* without fsync: after a power loss the master's cursor (409) says where to go on */
 	taskdir_write_json(ms->dir, "metrics.json", doc, 0, NULL);
 	json_decref(doc);
@@ -82,11 +85,22 @@ struct metric_ship *metric_ship_new(const char *dir, int64_t task_id)
 				ms->s[i].acked = (uint64_t)json_integer_value(off);
 			metric_parser_load(&ms->s[i].acked_st, json_object_get(sd, "parser"));
 		}
+		json_t *ck = json_object_get(doc, "checkpoint_at");
+		if (json_is_integer(ck) && json_integer_value(ck) > 0)
+			ms->s[0].checkpoint_at = json_integer_value(ck);
 		json_decref(doc);
 	}
 	for (int i = 0; i < 2; i++)
 		rewind_to_acked(&ms->s[i]);
 	return ms;
+}
+
+int64_t metric_ship_checkpoint_at(const struct metric_ship *ms)
+{
+	if (!ms)
+		return 0;
+	return ms->s[0].checkpoint_at > ms->s[1].checkpoint_at ? ms->s[0].checkpoint_at
+							       : ms->s[1].checkpoint_at;
 }
 
 void metric_ship_free(struct metric_ship *ms)
@@ -116,6 +130,8 @@ static void take_line(struct mstream *s, const char *line, size_t len, bool coll
 	for (size_t i = n0; i < s->pts.n; i++) {
 		s->times[i] = now;
 		s->body += strlen(s->pts.v[i].name) + 96;
+		if (!strcmp(s->pts.v[i].name, "checkpoint") && now > s->checkpoint_at)
+			s->checkpoint_at = now;
 	}
 }
 

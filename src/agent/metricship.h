@@ -49,4 +49,11 @@ void metric_ship_free(struct metric_ship *ms);
 int metric_ship_run(struct metric_ship *ms, struct httpc *c, bool finished, long *status,
 		    struct errbuf *eb);
 
+/* metric_ship_checkpoint_at: the wall_us time at which the last line with a
+ * numeric "checkpoint" member ("@yard {\"checkpoint\": 120}", the task's word
+ * that it has written a checkpoint) of either stream was parsed, kept across
+ * agent restarts in metrics.json; 0 when none. A line parsed again (a batch
+ * posted again) may move it a little later. */
+int64_t metric_ship_checkpoint_at(const struct metric_ship *ms);
+
 #endif

@@ -67,6 +67,10 @@ struct task {
 	int exit_code, signal;
 	char *reason_code, *reason_msg; /* owned or NULL */
 	uint64_t started_at, finished_at;
+	/* wall us of its last checkpoint, as its agent's status reports say
+	 * (a "@yard {\"checkpoint\": N}" line in its output); 0: none. In memory
+	 * only: the agent reports it again after a master restart. */
+	uint64_t checkpoint_at;
 	uint64_t log_size[LOG_STREAM__COUNT];
 	size_t live_slot;       /* 1 + index in master->live, 0 when not holding resources */
 };
@@ -89,6 +93,7 @@ struct job {
 	 * task records, and the ageing clocks start again. */
 	struct sched_pjob pol;
 	bool pol_valid;
+	uint64_t checkpoint_at;  /* the latest of its tasks' checkpoint_at, any attempt; 0: none */
 	uint64_t submitted_at, started_at, running_at, finished_at;
 	struct task **tasks;    /* borrowed (owned by master->tasks), every attempt */
 	size_t ntasks, atasks;

@@ -696,14 +696,47 @@ static size_t running_jobs(const struct master *m, const char *pool, struct job 
 	return k;
 }
 
-/* Job j gives its resources back for `by`: its tasks get SIGTERM, then the
- * spec's preemption.grace to checkpoint, then SIGKILL; the job goes back to
- * the queue as a new attempt (not counted against restart.max) that starts
- * once the old one has stopped, from the checkpoint it left. */
-static void job_preempt(struct master *m, struct job *j, const struct job *by)
+/* The cause of j's preemption for `by`, for its reason: a higher priority,
+ * or what conf's policy (NULL: priority preemption) ranks by. */
+static void preempt_cause(const struct job *j, const struct job *by,
+			  const struct sched_policy_conf *conf, char *buf, size_t len)
 {
-	char msg[200];
+	static const char *const prio_names[] = { [PRIO_LOW] = "low", [PRIO_NORMAL] = "normal",
+						   [PRIO_HIGH] = "high" };
+	const char *pol = conf ? sched_policy_name(conf->policy) : NULL;
+
+	if (by->priority > j->priority || !conf)
+		snprintf(buf, len, "preempted by job %" PRIu64 " of priority %s", by->id,
+			 (unsigned)by->priority < ARRAY_SIZE(prio_names) && prio_names[by->priority]
+				 ? prio_names[by->priority]
+				 : "?");
+	else if (conf->policy == SCHED_POLICY_SRTF)
+		snprintf(buf, len, "preempted by job %" PRIu64 " (srtf: it has less time left)", by->id);
+	else if (conf->policy == SCHED_POLICY_FAIR && strcmp(by->team ? by->team : "", j->team ? j->team : ""))
+		snprintf(buf, len, "preempted by job %" PRIu64 " (fair: its team holds less of its share)",
+			 by->id);
+	else if (by->pol.attained < j->pol.attained)
+		snprintf(buf, len, "preempted by job %" PRIu64 " (%s: it has had less GPU service)", by->id, pol);
+	else
+		snprintf(buf, len, "preempted by job %" PRIu64 " (%s: it waited long enough to be promoted)",
+			 by->id, pol);
+}
+
+/* Job j gives its resources back for `by` (conf: the policy that chose it;
+ * NULL: priority preemption): its tasks get SIGTERM, then the spec's
+ * preemption.grace to checkpoint, then SIGKILL; the job goes back to the
+ * queue as a new attempt (not counted against restart.max) that starts once
+ * the old one has stopped, from the checkpoint it left if it left one. Its
+ * reason names the cause and the work lost: since its last checkpoint
+ * (its tasks' "@yard {\"checkpoint\": N}" lines) or since its run began. */
+static void job_preempt(struct master *m, struct job *j, const struct job *by,
+			const struct sched_policy_conf *conf)
+{
+	char cause[160], lost[32], at[32], msg[400];
 	uint64_t grace = j->spec ? j->spec->preempt_grace_ms : 0;
+	uint64_t now = wall_us(), began = j->started_at; /* placed: what the policy counts from */
+	bool ckpt = j->checkpoint_at && j->checkpoint_at >= began;
+	uint64_t from = ckpt ? j->checkpoint_at : began;
 
 	for (size_t i = 0; i < j->ntasks; i++) {
 		struct task *t = j->tasks[i];
@@ -717,8 +750,16 @@ static void job_preempt(struct master *m, struct job *j, const struct job *by)
 	job_stop_tasks(m, j, NULL);
 	j->attempt++;
 	j->preemptions++;
-	snprintf(msg, sizeof(msg), "preempted by job %" PRIu64 " (priority %s); resumes from its checkpoint",
-		 by->id, by->priority == PRIO_HIGH ? "high" : by->priority == PRIO_NORMAL ? "normal" : "low");
+	preempt_cause(j, by, conf, cause, sizeof(cause));
+	/* whole seconds: what the reason needs */
+	format_duration_ms(from && now > from ? (now - from) / 1000000 * 1000 : 0, lost, sizeof(lost));
+	if (ckpt) {
+		format_time_utc(j->checkpoint_at, at, sizeof(at));
+		snprintf(msg, sizeof(msg), "%s; resumes from its checkpoint of %s, %s of work lost", cause, at,
+			 lost);
+	} else {
+		snprintf(msg, sizeof(msg), "%s; lost %s of work: no checkpoint since it started", cause, lost);
+	}
 	job_set_reason(j, "preempted", msg);
 	j->started_at = j->running_at = 0;
 	job_new_attempt_tasks(m, j);
@@ -781,7 +822,7 @@ static void jobs_preempt_for_waiting(struct master *m, const struct sched_input 
 		if (!n)
 			continue;
 		for (size_t k = 0; k < n; k++)
-			job_preempt(m, vjobs[out[k]], j);
+			job_preempt(m, vjobs[out[k]], j, NULL);
 		break;
 	}
 	free(vs);
@@ -828,6 +869,11 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
 	p->gpus = job_gpus(j);
 	p->preemptible = j->spec && j->spec->preemptible;
 	p->bound = j->spec ? j->spec->timeout_ms / 1000 : 0;
+	/* its run counts from its placement, as its checkpoints do (a task
+	 * may checkpoint before the master hears that it runs) */
+	if (running && j->started_at)
+		p->started_at = j->started_at / 1000000;
+	p->checkpointed_at = j->checkpoint_at / 1000000;
 	*out = *p;
 }
 
@@ -941,7 +987,7 @@ static void pool_policy_order(struct master *m, const char *pool, const struct s
 		if (first < nqueued && nv &&
 		    sched_victims_help(sn, m->nnodes, &sj[qidx[first]], vs, nv))
 			for (size_t k = 0; k < nv; k++)
-				job_preempt(m, vj[k], qj[qidx[first]]);
+				job_preempt(m, vj[k], qj[qidx[first]], &conf);
 		free(vs);
 		free(holds);
 		free(vj);
@@ -1611,6 +1657,20 @@ static void node_set_util(struct node *n, const json_t *gpus)
 	}
 }
 
+/* Takes a status report's "checkpoint_at" of task t (wall us, 0: none
+ * reported): the latest of t and of its job, never later than now (an
+ * agent's clock ahead of ours). */
+static void task_checkpointed(struct task *t, uint64_t at)
+{
+	uint64_t now = wall_us();
+
+	at = at < now ? at : now;
+	if (at > t->checkpoint_at)
+		t->checkpoint_at = at;
+	if (at > t->job->checkpoint_at)
+		t->job->checkpoint_at = at;
+}
+
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
 {
 	const json_t *tasks = json_object_get(body, "tasks");
@@ -1632,6 +1692,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 
 		if (!t || !state || !t->node || strcmp(t->node, n->name))
 			continue;
+		task_checkpointed(t, json_u64(r, "checkpoint_at"));
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
 			if (!strcmp(state, "running"))

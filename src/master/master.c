@@ -162,7 +162,12 @@ static int parse_thresholds(const char *text, struct sched_policy_conf *conf, st
 	return 0;
 }
 
-/* The policy of every pool (cfg->policies), the levels, the teams' shares. */
+/* The defaults of --preempt-min-run and --preempt-max-lost. */
+#define PREEMPT_MIN_RUN_MS (2 * 60 * 1000)
+#define PREEMPT_MAX_LOST_MS (10 * 60 * 1000)
+
+/* The policy of every pool (cfg->policies), the levels, the teams' shares,
+ * the protection of running work. */
 static int master_policies(struct master *m, const struct master_config *cfg, struct errbuf *eb)
 {
 	sched_policy_conf_init(&m->policy, SCHED_POLICY_DEFAULT);
@@ -190,6 +195,22 @@ static int master_policies(struct master *m, const struct master_config *cfg, st
 			ret = parse_thresholds(cfg->thresholds, &m->pool_policies[i].conf, eb);
 		if (ret)
 			return ret;
+	}
+	{
+		/* the protection of running work, the same in every pool */
+		uint64_t min_run_ms = PREEMPT_MIN_RUN_MS, max_lost_ms = PREEMPT_MAX_LOST_MS;
+		if (cfg->preempt_min_run && parse_duration_str(cfg->preempt_min_run, &min_run_ms))
+			return error(eb, YERR(BAD_REQUEST), "--preempt-min-run '%s': expected a duration",
+				     cfg->preempt_min_run);
+		if (cfg->preempt_max_lost && parse_duration_str(cfg->preempt_max_lost, &max_lost_ms))
+			return error(eb, YERR(BAD_REQUEST), "--preempt-max-lost '%s': expected a duration",
+				     cfg->preempt_max_lost);
+		for (size_t i = 0; i <= m->npool_policies; i++) {
+			struct sched_policy_conf *c = i < m->npool_policies ? &m->pool_policies[i].conf : &m->policy;
+			c->min_run_s = min_run_ms / 1000;
+			c->max_lost_s = max_lost_ms / 1000;
+			c->need_checkpoint = max_lost_ms > 0;
+		}
 	}
 	for (size_t i = 0; i < cfg->nteams; i++) {
 		const char *v = cfg->teams[i], *eq = strchr(v, '='), *p;
@@ -497,6 +518,13 @@ static void master_usage(FILE *out)
 		     "                   [--policy [POOL=]glas|las|fifo|fair|srtf|greedy]...   (default glas)\n"
 		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
 		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
+		     "                   [--preempt-min-run DURATION]   (default 2m: a job started or\n"
+		     "                    resumed this recently is preempted only by a higher priority;\n"
+		     "                    0: off)\n"
+		     "                   [--preempt-max-lost DURATION]   (default 10m: least-attained-\n"
+		     "                    service and fair preemption never cost more work than this\n"
+		     "                    since a job's last checkpoint, nor touch a job that has not\n"
+		     "                    checkpointed since it started; 0: off)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
 		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
 		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
@@ -561,6 +589,12 @@ int cmd_master(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--visibility") && v) {
 			cfg.visibility = v;
+			i++;
+		} else if (!strcmp(a, "--preempt-min-run") && v) {
+			cfg.preempt_min_run = v;
+			i++;
+		} else if (!strcmp(a, "--preempt-max-lost") && v) {
+			cfg.preempt_max_lost = v;
 			i++;
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;

@@ -24,6 +24,14 @@ struct master_config {
 	/* fair: "TEAM=WEIGHT" or "TEAM=WEIGHT:QUOTA" (GPUs); teams not listed weigh 1, no quota */
 	const char *const *teams;
 	size_t nteams;
+	/* Protection of running work from least-attained-service and fair
+	 * preemption (sched/policy.h conf min_run_s, max_lost_s,
+	 * need_checkpoint), durations as parse_duration_str reads them:
+	 * preempt_min_run, no preemption within this of a start or resume but
+	 * by a higher priority (NULL: 2m; "0": off); preempt_max_lost, none
+	 * that loses more than this much work nor any of a job without a
+	 * checkpoint since it started (NULL: 10m; "0": both off). */
+	const char *preempt_min_run, *preempt_max_lost;
 	/* datasets: "TEAM=SIZE", the unique chunk bytes a team's datasets may hold */
 	const char *const *data_quotas;
 	size_t ndata_quotas;
@@ -61,6 +69,7 @@ void master_free(struct master *m);
 
 /* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy [POOL=]P]...
  * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...
+ * [--preempt-min-run DURATION] [--preempt-max-lost DURATION]
  * [--tls-cert FILE --tls-key FILE | --tls-self-signed [--tls-san NAME]...]` */
 int cmd_master(int argc, char **argv);
 

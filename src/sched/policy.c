@@ -163,6 +163,50 @@ void sched_policy_requeue(struct sched_pjob *j, uint64_t now)
 	j->level_since = now;
 }
 
+/* Whether conf protects running work at all (struct sched_policy_conf). */
+static bool protects(const struct sched_policy_conf *conf)
+{
+	return conf->min_run_s || conf->max_lost_s || conf->need_checkpoint;
+}
+
+uint64_t sched_policy_lost_s(const struct sched_pjob *j, uint64_t now)
+{
+	uint64_t from = j->checkpointed_at > j->started_at ? j->checkpointed_at : j->started_at;
+	return now > from ? now - from : 0;
+}
+
+bool sched_policy_protected(const struct sched_policy_conf *conf, const struct sched_pjob *j,
+			    uint64_t now)
+{
+	if (!j->running || !j->preemptible)
+		return false;
+	if (conf->min_run_s && now < j->started_at + conf->min_run_s)
+		return true;
+	if (conf->need_checkpoint && (!j->checkpointed_at || j->checkpointed_at < j->started_at))
+		return true;
+	return conf->max_lost_s && sched_policy_lost_s(j, now) > conf->max_lost_s;
+}
+
+/* When running job j's protection may next begin or end with nothing else
+ * changing (its minimum run ends, its work since its checkpoint passes
+ * max_lost_s); UINT64_MAX when never. */
+static uint64_t protection_change(const struct sched_policy_conf *conf, const struct sched_pjob *j,
+				  uint64_t now)
+{
+	uint64_t at = UINT64_MAX;
+
+	if (!j->running || !j->preemptible)
+		return at;
+	if (conf->min_run_s && now < j->started_at + conf->min_run_s)
+		at = j->started_at + conf->min_run_s;
+	if (conf->max_lost_s && sched_policy_lost_s(j, now) <= conf->max_lost_s) {
+		uint64_t from = j->checkpointed_at > j->started_at ? j->checkpointed_at : j->started_at;
+		uint64_t t = from + conf->max_lost_s + 1;
+		at = t < at ? t : at;
+	}
+	return at;
+}
+
 /* The sort key of one job: compared field by field, smaller first. */
 struct key {
 	int64_t k[5];
@@ -431,15 +475,33 @@ static void plan_fifo_fit(const struct sched_pjob *jobs, size_t njobs, const str
 	free(all);
 }
 
+/* Gives the protected running jobs of priority prio (sched_policy_protected)
+ * their GPUs while there are enough free (OUT: *free_gpus, selected); one
+ * that no longer fits is left to the caller's scan, which preempts it. */
+static void reserve_protected(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+			      size_t njobs, int prio, uint64_t now, unsigned *free_gpus,
+			      bool *selected)
+{
+	for (size_t x = 0; x < njobs; x++)
+		if (!selected[x] && jobs[x].priority == prio &&
+		    sched_policy_protected(conf, &jobs[x], now) && jobs[x].gpus <= *free_gpus) {
+			*free_gpus -= jobs[x].gpus;
+			selected[x] = true;
+		}
+}
+
 /* Greedy scan in key order: every job that fits runs; running jobs that no
  * longer fit are preempted. Non-preemptible running jobs hold their GPUs
- * before the scan (all running jobs for the greedy policy). */
+ * before the scan (all running jobs for the greedy policy); protected ones
+ * hold theirs from the first job of their priority on, so that only a job
+ * of a higher priority can displace them. */
 static void plan_scan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		      size_t njobs, const struct key *keys, unsigned total,
+		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
 		      struct sched_policy_plan *out, bool *selected)
 {
 	unsigned free_gpus = total;
 	bool never_preempt = conf->policy == SCHED_POLICY_GREEDY;
+	bool protect = !never_preempt && protects(conf);
 
 	for (size_t i = 0; i < njobs; i++)
 		if (jobs[i].running && (never_preempt || !jobs[i].preemptible)) {
@@ -450,6 +512,9 @@ static void plan_scan(const struct sched_policy_conf *conf, const struct sched_p
 		size_t i = keys[k].idx;
 		const struct sched_pjob *j = &jobs[i];
 
+		/* keys order by priority first: a new priority group starts */
+		if (protect && (!k || j->priority != jobs[keys[k - 1].idx].priority))
+			reserve_protected(conf, jobs, njobs, j->priority, now, &free_gpus, selected);
 		if (selected[i])
 			continue;
 		if (j->gpus <= free_gpus) {
@@ -466,9 +531,11 @@ static void plan_scan(const struct sched_policy_conf *conf, const struct sched_p
 }
 
 /* fair: progressive filling across teams (lowest GPUs held over weight next),
- * las order within a team, quotas as hard caps. */
+ * las order within a team, quotas as hard caps. Non-preemptible running jobs
+ * hold their GPUs before the filling, and so do protected ones unless a job
+ * of a higher priority than theirs waits (then they take their turn). */
 static void plan_fair(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		      size_t njobs, const struct key *keys, unsigned total,
+		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
 		      const struct sched_fit *fit, struct sched_policy_plan *out, bool *selected)
 {
 	size_t nteams = conf->nteams ? conf->nteams : 1;
@@ -477,8 +544,17 @@ static void plan_fair(const struct sched_policy_conf *conf, const struct sched_p
 	unsigned free_gpus = total;
 
 #define TEAM_OF(j) ((j)->team < nteams ? (j)->team : 0)
+	bool waiting = false;
+	int top_waiting = 0; /* the highest priority of a waiting job */
 	for (size_t i = 0; i < njobs; i++)
-		if (jobs[i].running && !jobs[i].preemptible) {
+		if (!jobs[i].running && (!waiting || jobs[i].priority > top_waiting)) {
+			waiting = true;
+			top_waiting = jobs[i].priority;
+		}
+	for (size_t i = 0; i < njobs; i++)
+		if (jobs[i].running &&
+		    (!jobs[i].preemptible || (sched_policy_protected(conf, &jobs[i], now) &&
+					      (!waiting || jobs[i].priority >= top_waiting)))) {
 			free_gpus -= jobs[i].gpus <= free_gpus ? jobs[i].gpus : free_gpus;
 			held[TEAM_OF(&jobs[i])] += jobs[i].gpus;
 			selected[i] = true;
@@ -590,9 +666,9 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 	else if (conf->policy == SCHED_POLICY_FIFO)
 		plan_fifo(conf, jobs, njobs, keys, total_gpus, now, out);
 	else if (conf->policy == SCHED_POLICY_FAIR)
-		plan_fair(conf, jobs, njobs, keys, total_gpus, fit, out, selected);
+		plan_fair(conf, jobs, njobs, keys, total_gpus, now, fit, out, selected);
 	else
-		plan_scan(conf, jobs, njobs, keys, total_gpus, out, selected);
+		plan_scan(conf, jobs, njobs, keys, total_gpus, now, out, selected);
 
 	/* the next las demotion among the jobs that will run, and the next
 	 * promotion among those that will wait */
@@ -615,6 +691,13 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 				out->next_change = at;
 		}
 	}
+	/* a running job's protection beginning or ending */
+	if (protects(conf) && conf->policy != SCHED_POLICY_GREEDY && conf->policy != SCHED_POLICY_FIFO)
+		for (size_t i = 0; i < njobs; i++) {
+			uint64_t at = protection_change(conf, &jobs[i], now);
+			if (at < out->next_change)
+				out->next_change = at > now ? at : now + 1;
+		}
 	free(keys);
 	free(selected);
 }

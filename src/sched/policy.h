@@ -92,6 +92,22 @@ struct sched_policy_conf {
 	 * last entered level 0 (counted from its first run there) reaches
 	 * age_pct % of the time it has run since then. 0 = off (no promotion). */
 	unsigned age_pct;
+	/* Protection of running work (all 0/false: none, the simulator's
+	 * default). A running preemptible job is "protected" when
+	 *   - it started or resumed less than min_run_s seconds ago, or
+	 *   - need_checkpoint is set and it has not checkpointed in its current
+	 *     run (checkpointed_at == 0 or < started_at): preempting it would
+	 *     throw away all of that run, or
+	 *   - max_lost_s > 0 and the work it would lose, now - max(checkpointed_at,
+	 *     started_at), exceeds max_lost_s.
+	 * A protected job is never preempted by a job of its own or a lower
+	 * priority (las/glas/srtf demotion, fair shares), only by a higher one:
+	 * the key-order scan reserves its GPUs when it reaches its priority,
+	 * fair reserves them before filling unless a job of a higher priority
+	 * waits. */
+	uint64_t min_run_s;
+	uint64_t max_lost_s;
+	bool need_checkpoint;
 };
 
 /* sched_policy_conf_init: conf for policy p with its default thresholds. */
@@ -109,6 +125,7 @@ struct sched_pjob {
 	unsigned team;           /* fair: index into conf teams */
 	uint64_t remaining;      /* srtf: known remaining run time (s); ignored otherwise */
 	uint64_t bound;          /* fifo backfill: the job's run time limit (s); 0 = none */
+	uint64_t checkpointed_at; /* when it last checkpointed (s, the clock of now); 0 = never */
 	/* State, kept by sched_policy_account() and sched_policy_requeue(): */
 	uint64_t attained;       /* GPU-seconds received so far */
 	uint64_t accounted_at;   /* when attained was last advanced */
@@ -140,6 +157,17 @@ void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjo
 void sched_policy_started(struct sched_pjob *j, uint64_t now);
 void sched_policy_requeue(struct sched_pjob *j, uint64_t now);
 
+/* sched_policy_protected: whether running job j is protected at now by
+ * conf's min_run_s, need_checkpoint and max_lost_s (see struct
+ * sched_policy_conf); false for a job not running or not preemptible. */
+bool sched_policy_protected(const struct sched_policy_conf *conf, const struct sched_pjob *j,
+			    uint64_t now);
+
+/* sched_policy_lost_s: the seconds of work running job j would lose if it
+ * stopped at now: since its last checkpoint, or since it started when it
+ * has not checkpointed in its current run. */
+uint64_t sched_policy_lost_s(const struct sched_pjob *j, uint64_t now);
+
 /* Why a job is left waiting. */
 enum sched_wait_code {
 	SCHED_WAIT_GPUS = 0,     /* not enough free GPUs for it */
@@ -166,7 +194,8 @@ struct sched_policy_plan {
 	size_t nwaits;
 	/* The earliest time at which the plan may change without any arrival or
 	 * completion (a running job crossing a las threshold, a waiting job
-	 * reaching its age limit); UINT64_MAX = none. */
+	 * reaching its age limit, a running job's protection starting or
+	 * ending); UINT64_MAX = none. */
 	uint64_t next_change;
 	/* scratch, reused across calls when the plan is passed again */
 	size_t *order_;

@@ -10,8 +10,9 @@ from harness import check, check_eq, cluster, spec, wait_until
 
 PY = sys.executable
 
-# Counts to 40 in steps of 0.1 s, keeping its progress in YARD_CHECKPOINT_DIR.
-# On SIGTERM it saves its progress and then (with IGNORE_TERM) keeps running,
+# Counts to 40 in steps of 0.1 s, keeping its progress in YARD_CHECKPOINT_DIR
+# and saying so on its output (@yard {"checkpoint": STEP}: the master then
+# knows how little work a preemption costs). On SIGTERM it saves its progress and then (with IGNORE_TERM) keeps running,
 # so that only the SIGKILL after the grace period ends it.
 COUNTER = r"""
 import os, signal, sys, time
@@ -21,6 +22,7 @@ def save():
     with open(path + ".tmp", "w") as f:
         f.write(str(step))
     os.replace(path + ".tmp", path)
+    print('@yard {"checkpoint": %d}' % step, flush=True)
 def on_term(sig, frame):
     save()
     print(f"SIGTERM at step {step}: checkpointed", flush=True)
@@ -125,8 +127,11 @@ def test_queue_shows_order_jobs_ahead_and_why():
 def test_las_demotes_a_long_job_for_a_new_one():
     """Least attained service in the live master: with a first level of 4
     GPU-seconds, a 2-GPU job that has run 2 s gives way to a newcomer of the
-    same priority, and resumes after it."""
-    with cluster("preempt-las", master_args=["--policy", "las", "--thresholds", "4,1000"]) as c:
+    same priority, and resumes after it. It checkpoints every 0.1 s, so the
+    preemption costs it little; --preempt-min-run 0 lets it happen before
+    the default two minutes of running are up."""
+    with cluster("preempt-las", master_args=["--policy", "las", "--thresholds", "4,1000",
+                                             "--preempt-min-run", "0"]) as c:
         c.start_master()
         c.start_agent("a", gpus="sim:2")
         st, old = c.api.submit(low_job(priority="normal", preemption={"grace": "5s"}))

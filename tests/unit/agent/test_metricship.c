@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/metricship.h"
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
@@ -302,6 +303,35 @@ static void test_clean(void **state)
 	}
 }
 
+/* A "checkpoint" line is timed when it is read; the time survives an agent
+ * restart (metrics.json) and only moves on with a later checkpoint line. */
+static void test_checkpoint_at(void **state)
+{
+	struct fixture *fx = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	long status = 0;
+	struct metric_ship *ms = metric_ship_new(fx->dir, 5);
+
+	append(fx, 0, "@yard {\"step\": 1, \"loss\": 2}\n");
+	strbuf_addstr(&fx->want[0], "loss@1=2\n");
+	assert_true(metric_ship_run(ms, &fx->c, false, &status, &eb) >= 0);
+	assert_int_equal(metric_ship_checkpoint_at(ms), 0);
+	int64_t before = (int64_t)wall_us();
+	append(fx, 1, "@yard {\"checkpoint\": 7}\n");
+	strbuf_addstr(&fx->want[1], "checkpoint@-=7\n");
+	assert_true(metric_ship_run(ms, &fx->c, false, &status, &eb) >= 0);
+	int64_t at = metric_ship_checkpoint_at(ms);
+	assert_true(at >= before && at <= (int64_t)wall_us());
+	metric_ship_free(ms);
+	ms = metric_ship_new(fx->dir, 5);
+	assert_int_equal(metric_ship_checkpoint_at(ms), at);
+	assert_int_equal(metric_ship_run(ms, &fx->c, true, &status, &eb), 1);
+	assert_int_equal(metric_ship_checkpoint_at(ms), at);
+	metric_ship_free(ms);
+	assert_int_equal(metric_ship_checkpoint_at(NULL), 0);
+	check_got(fx);
+}
+
 /* Lost acknowledgements, failed requests, restarts and lost cursors, while
  * the output grows: still every point once, with its steps. */
 static void test_failures_and_restarts(void **state)
@@ -368,6 +398,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clean, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failures_and_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_cursor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_at, setup, teardown),
 	};
 	int rc;
 
