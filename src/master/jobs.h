@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "master/core.h"
+#include "master/jobdocs.h" /* the API documents of jobs and nodes */
 
 struct strbuf;
 
@@ -77,19 +78,6 @@ int nodes_drain(struct master *m, struct node *n, const char *reason, const char
 int nodes_resume(struct master *m, struct node *n, struct errbuf *eb);
 int nodes_remove(struct master *m, struct node *n, struct errbuf *eb);
 
-/* The API documents (new references). whole: j's document with its own
- * data (its spec's command and params, code, checkpoint); else as shown to
- * those who may not see the job whole (visibility_redact_job). */
-json_t *jobs_job_json(struct master *m, const struct job *j, bool whole);
-/* jobs_job_append appends jobs_job_json's document of j to out as compact
- * JSON text: a listing's cost per job is a copy. The text is kept in j
- * until j changes (core_job_changed), unless it reads the clock (a running
- * task that holds GPUs): then it is made anew each time and the function
- * returns false (what it appended is true only of this instant). */
-bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf *out);
-json_t *jobs_node_json(struct master *m, const struct node *n);
-/* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
-json_t *jobs_work_json(struct master *m, const struct node *n);
 /* jobs_current_task: the task of job j's latest attempt named role/index
  * (role NULL: the first task), or NULL. */
 struct task *jobs_current_task(const struct job *j, const char *role, unsigned index);
@@ -98,10 +86,5 @@ struct task *jobs_current_task(const struct job *j, const char *role, unsigned i
  * every attempt, up to now_us (wall clock) for the ones that still do: the
  * attained service of least-attained-service scheduling. */
 uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us);
-
-/* jobs_ahead_json: the ids of the (at most JOBS_AHEAD_SHOWN) waiting jobs
- * just ahead of queued job j, nearest first; [] when it has no position. */
-#define JOBS_AHEAD_SHOWN 10
-json_t *jobs_ahead_json(const struct master *m, const struct job *j);
 
 #endif

@@ -1,0 +1,36 @@
+/*
+ * The API documents of the master's model (new references): a job as
+ * GET /v1/jobs shows it (whole, or redacted for those who may not see it),
+ * a node as GET /v1/nodes shows it, and a node's desired state as its agent
+ * polls it (GET /v1/agents/{id}/work: each task's argv and environment, from
+ * the launchers).
+ */
+#ifndef YARD_MASTER_JOBDOCS_H
+#define YARD_MASTER_JOBDOCS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "master/core.h"
+
+struct strbuf;
+
+/* The API documents (new references). whole: j's document with its own
+ * data (its spec's command and params, code, checkpoint); else as shown to
+ * those who may not see the job whole (visibility_redact_job). */
+json_t *jobs_job_json(struct master *m, const struct job *j, bool whole);
+/* jobs_job_append appends jobs_job_json's document of j to out as compact
+ * JSON text: a listing's cost per job is a copy. The text is kept in j
+ * until j changes (core_job_changed), unless it reads the clock (a running
+ * task that holds GPUs): then it is made anew each time and the function
+ * returns false (what it appended is true only of this instant). */
+bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf *out);
+json_t *jobs_node_json(struct master *m, const struct node *n);
+/* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
+json_t *jobs_work_json(struct master *m, const struct node *n);
+/* jobs_ahead_json: the ids of the (at most JOBS_AHEAD_SHOWN) waiting jobs
+ * just ahead of queued job j, nearest first; [] when it has no position. */
+#define JOBS_AHEAD_SHOWN 10
+json_t *jobs_ahead_json(const struct master *m, const struct job *j);
+
+#endif
