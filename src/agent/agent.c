@@ -426,6 +426,7 @@ static void *poll_thread(void *arg)
 	free(token);
 	httpc_release(&c);
 	session_unref(s);
+	crypto_thread_done();
 	return NULL;
 }
 
@@ -852,6 +853,7 @@ static void *shipper_thread(void *arg)
 	}
 	json_decref(sh->exec_reports);
 	httpc_release(&sh->c);
+	crypto_thread_done();
 	return NULL;
 }
 

@@ -80,3 +80,8 @@ int consttime_streq(const char *a, const char *b)
 		return 0;
 	return CRYPTO_memcmp(a, b, la) == 0;
 }
+
+void crypto_thread_done(void)
+{
+	OPENSSL_thread_stop();
+}

@@ -19,4 +19,11 @@ void random_hex(char *out, size_t nbytes);
 /* consttime_streq compares two NUL-terminated strings without early exit. */
 int consttime_streq(const char *a, const char *b);
 
+/* crypto_thread_done frees OpenSSL's state of the calling thread (its
+ * error queue, its random generator). Call it as a thread that used TLS
+ * ends: OpenSSL frees that state at thread exit only while it is still
+ * initialised, and a thread that ends while the process exits (after
+ * OpenSSL's own atexit clean-up) would leave it behind. */
+void crypto_thread_done(void);
+
 #endif
