@@ -313,7 +313,7 @@ static int session_register(struct session *s, unsigned seen_gen)
 	pthread_mutex_lock(reg_mutex(s));
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		bool done = s->gen != seen_gen;
+		bool done = s->gen != seen_gen || s->closed;
 		pthread_mutex_unlock(&s->lock);
 		if (done || *s->stop)
 			break;
@@ -358,6 +358,18 @@ static unsigned session_creds(struct session *s, char **id, char **token)
 
 /* ---- the poll thread ---- */
 
+/* Whether the agent is closing its session or stopping (httpc's cancelled). */
+static bool session_closing(void *arg)
+{
+	struct session *s = arg;
+	bool closed;
+
+	pthread_mutex_lock(&s->lock);
+	closed = s->closed;
+	pthread_mutex_unlock(&s->lock);
+	return closed || *s->stop;
+}
+
 static void *poll_thread(void *arg)
 {
 	struct session *s = arg;
@@ -367,6 +379,9 @@ static void *poll_thread(void *arg)
 	char *id = NULL, *token = NULL;
 
 	httpc_init(&c, s->master_url, &s->tls, NULL);
+	/* the agent joins this thread as it exits: a long poll stops then */
+	c.cancelled = session_closing;
+	c.cancel_arg = s;
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
 		bool closed = s->closed;
@@ -1987,7 +2002,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	struct agent a;
 	pthread_t poller;
 	int ret = 0;
-	bool shipper_started = false;
+	bool shipper_started = false, poller_started = false;
 	char *shim_exe = NULL; /* a.ctx.shim_exe */
 	char *yard_exe = NULL; /* a.ctx.yard_exe */
 	char *cgroup_base = NULL; /* a.ctx.cgroup_base */
@@ -2076,7 +2091,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		session_unref(a.s);
 		ret = error(eb, YERR(INTERNAL), "cannot start the poll thread");
 	} else {
-		pthread_detach(poller);
+		poller_started = true;
 		uv_run(&a.loop, UV_RUN_DEFAULT);
 	}
 
@@ -2086,6 +2101,10 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.s->closed = true;
 	a.s->wake = NULL;
 	pthread_mutex_unlock(&a.s->lock);
+	/* its long poll stops now (httpc's cancelled): joined, it has freed
+	 * its TLS state before the process exits */
+	if (poller_started)
+		pthread_join(poller, NULL);
 	a.closing = true;
 	while (a.tasks)
 		task_forget(&a, a.tasks);

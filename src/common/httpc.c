@@ -22,6 +22,8 @@ void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *t
 	c->pin = tls && tls->pin ? xstrdup(tls->pin) : NULL;
 	c->timeout_ms = 0;
 	c->retry_429 = 0;
+	c->cancelled = NULL;
+	c->cancel_arg = NULL;
 }
 
 void httpc_release(struct httpc *c)
@@ -57,6 +59,15 @@ void httpc_response_release(struct httpc_response *res)
 	free(res->content_type);
 	res->offset_hdr = res->size_hdr = res->eof_hdr = res->content_type = NULL;
 	res->status = 0;
+}
+
+/* libcurl's progress callback: non-zero aborts the transfer. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	const struct httpc *c = arg;
+
+	return c->cancelled(c->cancel_arg) ? 1 : 0;
 }
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -175,6 +186,11 @@ static int request_once(struct httpc *c, const char *method, const char *path,
 	set_tls(c);
 	if (c->timeout_ms)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+	if (c->cancelled) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (c->token) {
 		strbuf_addf(&line, "Authorization: Bearer %s", c->token);
 		hdrs = curl_slist_append(hdrs, line.buf);

@@ -35,6 +35,11 @@ struct httpc {
 	unsigned retry_429;  /* answers 429 (rate limited) waited out, each for its
 				Retry-After (at most HTTPC_RETRY_AFTER_MAX_S), before
 				the 429 is returned; 0 = none */
+	/* NULL, or: a request in flight stops, as a failed transfer, once
+	 * cancelled(cancel_arg) is true (libcurl asks about once a second,
+	 * and as data moves), so that a thread in a long poll can be joined */
+	bool (*cancelled)(void *cancel_arg);
+	void *cancel_arg;    /* borrowed */
 };
 
 #define HTTPC_RETRY_AFTER_MAX_S 10
