@@ -109,25 +109,34 @@ static void add_query(struct strbuf *sb, const char *key, const char *value)
 	free(v);
 }
 
-int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
-		     struct errbuf *eb)
+/* GET base with the filters of a listing: each (key, value) of kv whose
+ * value is not NULL, and limit when it is not 0. */
+static int get_listing(struct client *c, const char *base, const char *const kv[][2], size_t n,
+		       uint64_t limit, json_t **out, struct errbuf *eb)
 {
 	struct strbuf path = STRBUF_INIT;
 	char num[24];
 	int ret;
 
-	strbuf_addstr(&path, "/v1/jobs");
-	if (f && f->state)
-		add_query(&path, "state", f->state);
-	if (f && f->user)
-		add_query(&path, "user", f->user);
-	if (f && f->limit) {
-		snprintf(num, sizeof(num), "%" PRIu64, f->limit);
+	strbuf_addstr(&path, base);
+	for (size_t i = 0; i < n; i++)
+		if (kv[i][1])
+			add_query(&path, kv[i][0], kv[i][1]);
+	if (limit) {
+		snprintf(num, sizeof(num), "%" PRIu64, limit);
 		add_query(&path, "limit", num);
 	}
 	ret = get_json(c, "GET", path.buf, NULL, out, eb);
 	strbuf_release(&path);
 	return ret;
+}
+
+int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
+		     struct errbuf *eb)
+{
+	const char *const kv[][2] = { { "state", f ? f->state : NULL }, { "user", f ? f->user : NULL } };
+
+	return get_listing(c, "/v1/jobs", kv, ARRAY_SIZE(kv), f ? f->limit : 0, out, eb);
 }
 
 int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb)
@@ -325,22 +334,9 @@ int client_token_revoke(struct client *c, const char *id, json_t **out, struct e
 int client_audit(struct client *c, const struct client_audit_filter *f, json_t **out,
 		 struct errbuf *eb)
 {
-	struct strbuf path = STRBUF_INIT;
-	char num[24];
-	int ret;
+	const char *const kv[][2] = { { "user", f ? f->user : NULL }, { "since", f ? f->since : NULL } };
 
-	strbuf_addstr(&path, "/v1/audit");
-	if (f && f->user)
-		add_query(&path, "user", f->user);
-	if (f && f->since)
-		add_query(&path, "since", f->since);
-	if (f && f->limit) {
-		snprintf(num, sizeof(num), "%" PRIu64, f->limit);
-		add_query(&path, "limit", num);
-	}
-	ret = get_json(c, "GET", path.buf, NULL, out, eb);
-	strbuf_release(&path);
-	return ret;
+	return get_listing(c, "/v1/audit", kv, ARRAY_SIZE(kv), f ? f->limit : 0, out, eb);
 }
 
 int client_json(struct client *c, const char *method, const char *path, json_t *body, json_t **out,
