@@ -17,9 +17,8 @@
 #include "master/execs.h"
 #include "master/visibility.h"
 #include "sched/estimate.h"
-#include "sched/fit.h"
+#include "sched/decide.h"
 #include "sched/policy.h"
-#include "sched/preempt.h"
 #include "sched/sched.h"
 
 /* Reasons and waits quote what agents and peers said: stored as valid
@@ -621,8 +620,8 @@ static unsigned node_free_port(struct master *m, const struct node *n)
 	return port;
 }
 
-static void job_start(struct master *m, struct job *j, const struct sched_plan *plan,
-		      size_t first, size_t count, const struct sched_input *in, struct task **ts)
+static void job_start(struct master *m, struct job *j, const struct sched_start *starts,
+		      size_t count, const struct sched_node *nodes, struct task **ts)
 {
 	if (!job_event(m, j, JOB_EV_PLACED))
 		return;
@@ -631,12 +630,12 @@ static void job_start(struct master *m, struct job *j, const struct sched_plan *
 	j->queue_position = 0;
 	free(j->wait_msg);
 	j->wait_msg = NULL;
-	for (size_t s = first; s < first + count; s++) {
-		const struct sched_start *st = &plan->starts[s];
+	for (size_t s = 0; s < count; s++) {
+		const struct sched_start *st = &starts[s];
 		struct task *t = ts[st->task];
 		if (!task_event(m, t, TASK_EV_ASSIGN))
 			continue;
-		set_str(&t->node, in->nodes[st->node].name);
+		set_str(&t->node, nodes[st->node].name);
 		free(t->gpus);
 		t->gpus = xcalloc(st->ngpus + 1, sizeof(unsigned));
 		if (st->ngpus)
@@ -694,43 +693,36 @@ static size_t running_jobs(const struct master *m, const char *pool, struct job 
 	return k;
 }
 
-/* The cause of j's preemption for `by`, for its reason: a higher priority,
- * or what conf's policy (NULL: priority preemption) ranks by. */
-static void preempt_cause(const struct job *j, const struct job *by,
-			  const struct sched_policy_conf *conf, char *buf, size_t len)
+/* What the current tasks of running job j hold, appended to holds (nh
+ * entries used so far, OUT: updated; one per task at most); returns how
+ * many it appended. */
+static size_t job_holds(const struct master *m, const struct job *j, struct sched_hold *holds,
+			size_t *nh)
 {
-	static const char *const prio_names[] = { [PRIO_LOW] = "low", [PRIO_NORMAL] = "normal",
-						   [PRIO_HIGH] = "high" };
-	const char *pol = conf ? sched_policy_name(conf->policy) : NULL;
-
-	if (by->priority > j->priority || !conf)
-		snprintf(buf, len, "preempted by job %" PRIu64 " of priority %s", by->id,
-			 (unsigned)by->priority < ARRAY_SIZE(prio_names) && prio_names[by->priority]
-				 ? prio_names[by->priority]
-				 : "?");
-	else if (conf->policy == SCHED_POLICY_SRTF)
-		snprintf(buf, len, "preempted by job %" PRIu64 " (srtf: it has less time left)", by->id);
-	else if (conf->policy == SCHED_POLICY_FAIR && strcmp(by->team ? by->team : "", j->team ? j->team : ""))
-		snprintf(buf, len, "preempted by job %" PRIu64 " (fair: its team holds less of its share)",
-			 by->id);
-	else if (by->pol.attained < j->pol.attained)
-		snprintf(buf, len, "preempted by job %" PRIu64 " (%s: it has had less GPU service)", by->id, pol);
-	else
-		snprintf(buf, len, "preempted by job %" PRIu64 " (%s: it waited long enough to be promoted)",
-			 by->id, pol);
+	size_t first = *nh;
+	for (size_t x = 0; x < j->ntasks; x++) {
+		const struct task *t = j->tasks[x];
+		if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
+			continue;
+		const struct node *n = core_node(m, t->node);
+		if (n)
+			holds[(*nh)++] = (struct sched_hold){ .node = n->slot, .gpus = t->gpus,
+							      .ngpus = t->ngpus, .cpus_milli = t->cpus_milli,
+							      .memory = t->memory };
+	}
+	return *nh - first;
 }
 
-/* Job j gives its resources back for `by` (conf: the policy that chose it;
- * NULL: priority preemption): its tasks get SIGTERM, then the spec's
+/* Job j gives its resources back, for the scheduler's reason `cause`
+ * (sched_preemption.reason): its tasks get SIGTERM, then the spec's
  * preemption.grace to checkpoint, then SIGKILL; the job goes back to the
  * queue as a new attempt (not counted against restart.max) that starts once
  * the old one has stopped, from the checkpoint it left if it left one. Its
  * reason names the cause and the work lost: since its last checkpoint
  * (its tasks' "@yard {\"checkpoint\": N}" lines) or since its run began. */
-static void job_preempt(struct master *m, struct job *j, const struct job *by,
-			const struct sched_policy_conf *conf)
+static void job_preempt(struct master *m, struct job *j, const char *cause)
 {
-	char cause[160], lost[32], at[32], msg[400];
+	char lost[32], at[32], msg[400];
 	uint64_t grace = j->spec ? j->spec->preempt_grace_ms : 0;
 	uint64_t now = wall_us(), began = j->started_at; /* placed: what the policy counts from */
 	bool ckpt = j->checkpoint_at && j->checkpoint_at >= began;
@@ -748,7 +740,6 @@ static void job_preempt(struct master *m, struct job *j, const struct job *by,
 	job_stop_tasks(m, j, NULL);
 	j->attempt++;
 	j->preemptions++;
-	preempt_cause(j, by, conf, cause, sizeof(cause));
 	/* whole seconds: what the reason needs */
 	format_duration_ms(from && now > from ? (now - from) / 1000000 * 1000 : 0, lost, sizeof(lost));
 	if (ckpt) {
@@ -762,71 +753,6 @@ static void job_preempt(struct master *m, struct job *j, const struct job *by,
 	j->started_at = j->running_at = 0;
 	job_new_attempt_tasks(m, j);
 	core_save_job(m, j);
-}
-
-/* Priority preemption after a full plan: the first waiting job (in queue
- * order) that lower-priority preemptible jobs could make room for gets it.
- * One round at a time: while preempted tasks are still stopping, their
- * resources are not counted as free, and nothing more is preempted. */
-/* v describes running job j as a possible victim: what its current tasks
- * hold, appended to holds (nh entries used so far, OUT: updated; one per
- * task at most). */
-static void victim_fill(const struct master *m, const struct job *j, struct sched_victim *v,
-			struct sched_hold *holds, size_t *nh)
-{
-	*v = (struct sched_victim){ .id = j->id, .priority = (int)j->priority,
-				    .preemptible = j->spec && j->spec->preemptible,
-				    .started_at = j->started_at, .holds = holds + *nh };
-	for (size_t x = 0; x < j->ntasks; x++) {
-		const struct task *t = j->tasks[x];
-		if (!task_current(j, t) || !task_state_holds_resources(t->state) || !t->node)
-			continue;
-		const struct node *n = core_node(m, t->node);
-		if (n) {
-			holds[(*nh)++] = (struct sched_hold){ .node = n->slot, .gpus = t->gpus,
-							      .ngpus = t->ngpus, .cpus_milli = t->cpus_milli,
-							      .memory = t->memory };
-			v->nholds++;
-		}
-	}
-}
-
-static void jobs_preempt_for_waiting(struct master *m, const struct sched_input *in,
-				     const struct sched_plan *plan, struct job **qj)
-{
-	struct sched_victim *vs;
-	struct sched_hold *holds;
-	struct job **vjobs;
-	size_t nv = 0, nh = 0, *out;
-
-	for (size_t i = 0; i < m->nlive; i++)
-		if (m->live[i]->preempted)
-			return;
-	vs = xcalloc(m->nlive + 1, sizeof(*vs));
-	vjobs = xcalloc(m->nlive + 1, sizeof(*vjobs));
-	holds = xcalloc(m->nlive + 1, sizeof(*holds));
-	out = xcalloc(m->nlive + 1, sizeof(*out));
-	/* the running gangs, their tasks' holds grouped by job */
-	nv = running_jobs(m, NULL, vjobs);
-	for (size_t k = 0; k < nv; k++)
-		victim_fill(m, vjobs[k], &vs[k], holds, &nh);
-	for (size_t w = 0; w < plan->nwaits && nv; w++) {
-		struct job *j = qj[plan->waits[w].job];
-		enum sched_policy pol = pool_conf(m, job_pool(j))->policy;
-		if (pol != SCHED_POLICY_GREEDY && pol != SCHED_POLICY_FIFO)
-			continue; /* its pool's policy chooses its victims */
-		size_t n = sched_preempt_for(in->nodes, in->nnodes, &in->jobs[plan->waits[w].job], vs,
-					     nv, out);
-		if (!n)
-			continue;
-		for (size_t k = 0; k < n; k++)
-			job_preempt(m, vjobs[out[k]], j, NULL);
-		break;
-	}
-	free(vs);
-	free(vjobs);
-	free(holds);
-	free(out);
 }
 
 /* The GPUs of j's gang. */
@@ -875,188 +801,6 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
 	*out = *p;
 }
 
-/* Orders the queued jobs of one pool as its policy says (their rank), and
- * preempts the running
- * jobs the policy displaces (policies that preempt: not fifo, not greedy).
- * Fair shares come from --team; a team not listed weighs 1, with no quota. */
-static void pool_policy_order(struct master *m, const char *pool, const struct sched_node *sn,
-			      struct sched_job *sj, struct job **qj, size_t nq, bool inflight,
-			      unsigned char *held)
-{
-	struct sched_policy_conf conf = *pool_conf(m, pool);
-	uint64_t now_s = wall_us() / 1000000;
-	struct sched_pjob *pj = xcalloc(nq + m->nlive + 1, sizeof(*pj));
-	struct job **run = xcalloc(m->nlive + 1, sizeof(*run));
-	size_t *qidx = xcalloc(nq + 1, sizeof(*qidx));
-	const char **tnames = xcalloc(nq + m->nlive + 1, sizeof(*tnames));
-	struct sched_team *teams = xcalloc(nq + m->nlive + 1, sizeof(*teams));
-	struct sched_policy_plan plan;
-	size_t n = 0, nrun = 0, nteams = 0;
-	unsigned total = 0;
-
-	if (conf.policy == SCHED_POLICY_GREEDY)
-		goto out;
-	for (size_t i = 0; i < m->nnodes; i++)
-		if (m->nodes[i]->state == NODE_READY && !strcmp(m->nodes[i]->pool ? m->nodes[i]->pool : "default", pool))
-			total += (unsigned)m->nodes[i]->ngpus;
-	for (size_t i = 0; i < nq; i++)
-		if (!strcmp(job_pool(qj[i]), pool)) {
-			qidx[n] = i;
-			pjob_sync(&conf, qj[i], false, now_s, &pj[n++]);
-		}
-	size_t nqueued = n;
-	nrun = running_jobs(m, pool, run);
-	for (size_t k = 0; k < nrun; k++)
-		pjob_sync(&conf, run[k], true, now_s, &pj[n++]);
-	/* teams, for fair */
-	for (size_t i = 0; i < n; i++) {
-		const struct job *j = i < nqueued ? qj[qidx[i]] : run[i - nqueued];
-		const char *t = j->team ? j->team : "";
-		size_t k;
-		for (k = 0; k < nteams && strcmp(tnames[k], t); k++)
-			;
-		if (k == nteams) {
-			tnames[nteams] = t;
-			teams[nteams] = (struct sched_team){ .weight = 1, .quota = 0 };
-			for (size_t x = 0; x < m->nteams; x++)
-				if (!strcmp(m->teams[x].team, t))
-					teams[nteams] = (struct sched_team){ m->teams[x].weight, m->teams[x].quota };
-			nteams++;
-		}
-		pj[i].team = (unsigned)k;
-	}
-	conf.teams = teams;
-	conf.nteams = nteams;
-	memset(&plan, 0, sizeof(plan));
-	if (conf.policy == SCHED_POLICY_FIFO || conf.policy == SCHED_POLICY_FAIR) {
-		/* fifo's head of line and backfill, and fair's quotas, by
-		 * placement: what the running jobs hold, what the queued ones ask */
-		struct sched_fit_job *fj = xcalloc(n + 1, sizeof(*fj));
-		struct sched_victim *rv = xcalloc(nrun + 1, sizeof(*rv));
-		struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
-		struct sched_fitter *fitter;
-		struct sched_fit fit;
-		size_t nh = 0;
-		for (size_t i = 0; i < nqueued; i++)
-			fj[i].job = &sj[qidx[i]];
-		for (size_t k = 0; k < nrun; k++) {
-			victim_fill(m, run[k], &rv[k], holds, &nh);
-			fj[nqueued + k].holds = rv[k].holds;
-			fj[nqueued + k].nholds = rv[k].nholds;
-		}
-		fitter = sched_fitter_new(sn, m->nnodes, fj, n);
-		sched_fitter_oracle(fitter, &fit);
-		sched_policy_plan_fit(&conf, pj, n, total, now_s, &fit, &plan);
-		sched_fitter_free(fitter);
-		free(fj);
-		free(rv);
-		free(holds);
-	} else {
-		sched_policy_plan(&conf, pj, n, total, now_s, &plan);
-	}
-	{
-		uint64_t rank = 1;
-		for (size_t s = 0; s < plan.nstarts; s++)
-			if (plan.starts[s] < nqueued)
-				sj[qidx[plan.starts[s]]].rank = rank++;
-		for (size_t w = 0; w < plan.nwaits; w++)
-			if (plan.waits[w].job < nqueued) {
-				size_t q = qidx[plan.waits[w].job];
-				sj[q].rank = rank++;
-				/* held back by the policy itself, not for want of room */
-				if (plan.waits[w].code == SCHED_WAIT_HEAD || plan.waits[w].code == SCHED_WAIT_QUOTA)
-					held[q] = (unsigned char)(plan.waits[w].code + 1);
-			}
-	}
-	if (!inflight && plan.npreempts && (plan.nstarts || plan.nwaits)) {
-		/* the policy counts GPUs: stop its victims only if, by placement,
-		 * that lets the job it makes room for run */
-		size_t first = plan.nstarts ? plan.starts[0] : plan.waits[0].job;
-		struct sched_victim *vs = xcalloc(plan.npreempts + 1, sizeof(*vs));
-		struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
-		struct job **vj = xcalloc(plan.npreempts + 1, sizeof(*vj));
-		size_t nv = 0, nh = 0;
-		for (size_t k = 0; k < plan.npreempts; k++)
-			if (plan.preempts[k] >= nqueued) {
-				vj[nv] = run[plan.preempts[k] - nqueued];
-				victim_fill(m, vj[nv], &vs[nv], holds, &nh);
-				nv++;
-			}
-		if (first < nqueued && nv &&
-		    sched_victims_help(sn, m->nnodes, &sj[qidx[first]], vs, nv))
-			for (size_t k = 0; k < nv; k++)
-				job_preempt(m, vj[k], qj[qidx[first]], &conf);
-		free(vs);
-		free(holds);
-		free(vj);
-	}
-	sched_policy_plan_release(&plan);
-out:
-	free(pj);
-	free(run);
-	free(qidx);
-	free(tnames);
-	free(teams);
-}
-
-/* Every pool with queued jobs is ordered by its own policy; OUT held[i]:
- * 1 + the sched_wait_code of a job its policy holds back, 0 for the others. */
-static void jobs_policy_order(struct master *m, const struct sched_node *sn, struct sched_job *sj,
-			      struct job **qj, size_t nq, unsigned char *held)
-{
-	const char **pools = xcalloc(nq + 1, sizeof(*pools));
-	size_t npools = 0;
-	bool inflight = false;
-
-	for (size_t i = 0; i < m->nlive; i++)
-		inflight |= m->live[i]->preempted;
-	for (size_t i = 0; i < nq; i++) {
-		const char *p = job_pool(qj[i]);
-		size_t k;
-		for (k = 0; k < npools && strcmp(pools[k], p); k++)
-			;
-		if (k == npools)
-			pools[npools++] = p;
-	}
-	for (size_t k = 0; k < npools; k++)
-		pool_policy_order(m, pools[k], sn, sj, qj, nq, inflight, held);
-	free(pools);
-}
-
-/* A full plan looks at the whole queue; between full plans, jobs submitted
- * since the last plan are placed against the free capacity alone. That gives
- * the same starts as a full plan, because every older queued job was already
- * found not to fit and capacity has not grown since (anything that frees or
- * adds capacity sets sched_needed). Their queue positions wait for the next
- * full plan. */
-/* Whether a newly submitted job may be placed without a full plan: not
- * where the policy may hold it back for older jobs (fifo's head of line, a
- * team's quota), which only a full plan sees. */
-static bool fresh_placement_ok(const struct master *m)
-{
-	for (size_t i = 0; i < m->nfresh; i++) {
-		const struct job *j = m->fresh[i];
-		enum sched_policy p;
-		if (!j || j->state != JOB_QUEUED)
-			continue;
-		p = pool_conf(m, job_pool(j))->policy;
-		if (p == SCHED_POLICY_FIFO || p == SCHED_POLICY_FAIR)
-			return false;
-	}
-	return true;
-}
-
-struct held_rank {
-	uint64_t rank;
-	size_t idx;
-};
-
-static int cmp_held(const void *a, const void *b)
-{
-	const struct held_rank *x = a, *y = b;
-	return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
 /* Sets a waiting job's queue position and waiting reason. A full plan sets
  * them for every queued job; the job's cached document goes only when one
  * of them changes, so a listing after a plan that moved nothing costs no
@@ -1075,24 +819,6 @@ static void job_set_wait(struct master *m, struct job *j, unsigned position, con
 	if (!j->wait_msg || strcmp(j->wait_msg, msg))
 		set_str(&j->wait_msg, msg);
 	core_job_changed(m, j);
-}
-
-/* The waiting reason of a job its policy holds back. */
-static void job_held(struct job *j, unsigned char code, unsigned position, struct master *m)
-{
-	char msg[256];
-	const char *team = j->team ? j->team : "";
-	if (code == SCHED_WAIT_HEAD + 1) {
-		snprintf(msg, sizeof(msg), "fifo: waits behind the head of the queue (it may only "
-			 "backfill within its timeout, and cannot without delaying the head)");
-	} else {
-		unsigned quota = 0;
-		for (size_t x = 0; x < m->nteams; x++)
-			if (!strcmp(m->teams[x].team, team))
-				quota = m->teams[x].quota;
-		snprintf(msg, sizeof(msg), "team '%s' holds its quota of %u GPUs", team, quota);
-	}
-	job_set_wait(m, j, position, sched_wait_code_name((enum sched_wait_code)(code - 1)), msg);
 }
 
 /* What placement sees of queued job j (spec'd): its pending current tasks,
@@ -1137,110 +863,163 @@ static void queued_sched_job_release(struct sched_job *sj)
 	free((void *)sj->data_keys);
 }
 
-void jobs_schedule(struct master *m)
-{
-	m->sched_passes++;
-	bool full = m->sched_needed || !fresh_placement_ok(m);
-	struct job **cand = full ? m->queue : m->fresh;
-	size_t ncand = full ? m->nqueue : m->nfresh;
-	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
-	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
-	struct sched_job *sj = NULL;
-	struct task ***jt = NULL; /* per queued job: its current tasks */
-	struct job **qj = NULL;
-	size_t nq = 0, aq = 0, aq2 = 0, aq3 = 0;
-	struct sched_input in;
-	struct sched_plan plan;
+/* The world the scheduler decides on (sched/decide.h), built from the
+ * master's records, and what it takes to apply the decision. */
+struct world_build {
+	struct sched_world w;
+	struct sched_node *sn;
+	struct sched_gpu **gp;
+	struct sched_world_job *wj;
+	struct sched_pjob *pol;
+	struct job **jobs;          /* per world job */
+	struct task ***jt;          /* per queued world job: the task of each of its sched tasks */
+	struct sched_hold *holds;
+	struct sched_pool_policy *pools;
+	struct sched_team_conf *teams;
+};
 
-	m->sched_needed = false;
+static void world_nodes(struct master *m, struct world_build *b)
+{
+	b->sn = xcalloc(m->nnodes + 1, sizeof(*b->sn));
+	b->gp = xcalloc(m->nnodes + 1, sizeof(*b->gp));
 	for (size_t i = 0; i < m->nnodes; i++) {
-		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-		fill_sched_node(m->nodes[i], &sn[i], gp[i]);
+		b->gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**b->gp));
+		fill_sched_node(m->nodes[i], &b->sn[i], b->gp[i]);
 	}
-	sched_account_use(m, sn, gp);
+	sched_account_use(m, b->sn, b->gp);
+}
+
+/* cand: the queued jobs to decide on (the queue, or the new arrivals with
+ * new_only); a full decision also sees the running jobs and the policies'
+ * state. */
+static void world_build(struct master *m, struct world_build *b, struct job *const *cand,
+			size_t ncand, bool new_only)
+{
+	size_t cap = ncand + m->nlive + 1, n = 0, nh = 0;
+	uint64_t now_s = wall_us() / 1000000;
+	bool stopping = false;
+
+	memset(b, 0, sizeof(*b));
+	world_nodes(m, b);
+	b->wj = xcalloc(cap, sizeof(*b->wj));
+	b->pol = xcalloc(cap, sizeof(*b->pol));
+	b->jobs = xcalloc(cap, sizeof(*b->jobs));
+	b->jt = xcalloc(cap, sizeof(*b->jt));
+	b->holds = xcalloc(m->nlive + 1, sizeof(*b->holds));
 	for (size_t i = 0; i < ncand; i++) {
 		struct job *j = cand[i];
-
 		if (!j || j->state != JOB_QUEUED || !j->spec || job_previous_attempt_live(j))
 			continue;
-		ALLOC_GROW(sj, nq + 1, aq);
-		ALLOC_GROW(jt, nq + 1, aq2);
-		ALLOC_GROW(qj, nq + 1, aq3);
-		jt[nq] = xcalloc(j->ntasks + 1, sizeof(struct task *));
-		queued_sched_job(j, &sj[nq], jt[nq]);
-		qj[nq++] = j;
+		b->jt[n] = xcalloc(j->ntasks + 1, sizeof(struct task *));
+		queued_sched_job(j, &b->wj[n].job, b->jt[n]);
+		b->wj[n].team = j->team;
+		if (!new_only)
+			pjob_sync(pool_conf(m, job_pool(j)), j, false, now_s, &b->pol[n]);
+		b->jobs[n++] = j;
 	}
-	/* the policy orders the queue and may hold jobs back; placement places
-	 * the rest in that order (pj* are the placed ones: views, not copies) */
-	unsigned char *held = xcalloc(nq + 1, 1);
-	struct sched_job *psj = xcalloc(nq + 1, sizeof(*psj));
-	struct task ***pjt = xcalloc(nq + 1, sizeof(*pjt));
-	struct job **pqj = xcalloc(nq + 1, sizeof(*pqj));
-	size_t np = 0, nheld = 0;
-	if (full && nq)
-		jobs_policy_order(m, sn, sj, qj, nq, held);
-	for (size_t i = 0; i < nq; i++)
-		if (!held[i]) {
-			psj[np] = sj[i];
-			pjt[np] = jt[i];
-			pqj[np++] = qj[i];
+	if (!new_only) {
+		size_t nrun = running_jobs(m, NULL, b->jobs + n);
+		for (size_t k = 0; k < nrun; k++, n++) {
+			struct job *j = b->jobs[n];
+			struct sched_world_job *w = &b->wj[n];
+			*w = (struct sched_world_job){
+				.job = { .id = j->id, .priority = (int)j->priority,
+					 .submitted_at = j->submitted_at, .pool = j->spec->pool },
+				.team = j->team, .running = true, .preemptible = j->spec->preemptible,
+				.holds = b->holds + nh };
+			w->nholds = job_holds(m, j, b->holds, &nh);
+			pjob_sync(pool_conf(m, job_pool(j)), j, true, now_s, &b->pol[n]);
 		}
-	in = (struct sched_input){ .nodes = sn, .nnodes = m->nnodes, .jobs = psj, .njobs = np,
-				   .now = wall_us() };
-	sched_plan(&in, &plan);
-	for (size_t s = 0; s < plan.nstarts;) {
-		size_t e = s;
-		while (e < plan.nstarts && plan.starts[e].job == plan.starts[s].job)
+	}
+	b->pools = xcalloc(m->npool_policies + 1, sizeof(*b->pools));
+	for (size_t i = 0; i < m->npool_policies; i++)
+		b->pools[i] = (struct sched_pool_policy){ m->pool_policies[i].pool,
+							  m->pool_policies[i].conf };
+	b->teams = xcalloc(m->nteams + 1, sizeof(*b->teams));
+	for (size_t i = 0; i < m->nteams; i++)
+		b->teams[i] = (struct sched_team_conf){ m->teams[i].team, m->teams[i].weight,
+							m->teams[i].quota };
+	for (size_t i = 0; i < m->nlive; i++)
+		stopping |= m->live[i]->preempted;
+	b->w = (struct sched_world){ .nodes = b->sn, .nnodes = m->nnodes, .jobs = b->wj,
+				     .pol = b->pol, .njobs = n, .policy = &m->policy,
+				     .pools = b->pools, .npools = m->npool_policies,
+				     .teams = b->teams, .nteams = m->nteams, .now = now_s,
+				     .stopping = stopping, .new_only = new_only };
+}
+
+static void world_release(struct master *m, struct world_build *b)
+{
+	for (size_t i = 0; i < b->w.njobs; i++) {
+		if (!b->wj[i].running)
+			queued_sched_job_release(&b->wj[i].job);
+		free(b->jt[i]);
+	}
+	for (size_t i = 0; i < m->nnodes; i++) {
+		free(b->gp[i]);
+		free((void *)b->sn[i].labels);
+	}
+	free(b->sn);
+	free(b->gp);
+	free(b->wj);
+	free(b->pol);
+	free(b->jobs);
+	free(b->jt);
+	free(b->holds);
+	free(b->pools);
+	free(b->teams);
+}
+
+/* Applies what the scheduler decided: preemptions, starts, waits. */
+static void apply_decision(struct master *m, const struct world_build *b,
+			   const struct sched_decision *d)
+{
+	for (size_t k = 0; k < d->npreempts; k++)
+		job_preempt(m, b->jobs[d->preempts[k].job], d->preempts[k].reason);
+	for (size_t s = 0; s < d->nstarts;) {
+		size_t e = s, job = d->starts[s].job;
+		while (e < d->nstarts && d->starts[e].job == job)
 			e++;
-		job_start(m, pqj[plan.starts[s].job], &plan, s, e - s, &in, pjt[plan.starts[s].job]);
+		job_start(m, b->jobs[job], d->starts + s, e - s, b->sn, b->jt[job]);
 		s = e;
 	}
-	for (size_t w = 0; w < plan.nwaits; w++) {
-		struct job *j = pqj[plan.waits[w].job];
-		job_set_wait(m, j, full ? plan.waits[w].position : 0, plan.waits[w].code,
-			     plan.waits[w].message);
+	for (size_t k = 0; k < d->nwaits; k++)
+		job_set_wait(m, b->jobs[d->waits[k].job], d->waits[k].position, d->waits[k].code,
+			     d->waits[k].message);
+}
+
+/* A full decision looks at the whole queue; between full decisions, jobs
+ * submitted since the last one are placed against the free capacity alone
+ * (new_only, sched/decide.h), unless the scheduler says a policy of theirs
+ * needs the full queue. Anything that frees or adds capacity sets
+ * sched_needed. Their queue positions wait for the next full decision. */
+void jobs_schedule(struct master *m)
+{
+	struct world_build b;
+	struct sched_decision d;
+	bool full = m->sched_needed;
+
+	m->sched_passes++;
+	m->sched_needed = false;
+	world_build(m, &b, full ? m->queue : m->fresh, full ? m->nqueue : m->nfresh, !full);
+	if (!full && !sched_new_only_ok(&b.w)) {
+		world_release(m, &b);
+		full = true;
+		world_build(m, &b, m->queue, m->nqueue, false);
 	}
-	/* held jobs wait after the others, in the policy's order (its rank) */
-	{
-		struct held_rank *hr = xcalloc(nq + 1, sizeof(*hr));
-		for (size_t i = 0; i < nq; i++)
-			if (held[i])
-				hr[nheld++] = (struct held_rank){ sj[i].rank, i };
-		sort_array(hr, nheld, sizeof(*hr), cmp_held);
-		for (size_t k = 0; k < nheld; k++)
-			job_held(qj[hr[k].idx], held[hr[k].idx], (unsigned)(plan.nwaits + k + 1), m);
-		free(hr);
-	}
-	/* priority preemption by placement, for the pools whose policy does not preempt */
-	if (full && plan.nwaits)
-		jobs_preempt_for_waiting(m, &in, &plan, pqj);
-	if (!full && plan.nwaits)
+	sched_decide(&b.w, &d);
+	apply_decision(m, &b, &d);
+	if (!full && d.nwaits)
 		m->positions_stale = true;
 	if (full) {
 		m->positions_stale = false;
 		m->last_full_plan_ms = mono_ms();
 	}
-	sched_plan_release(&plan);
-	/* a plan can make nothing new schedulable: do not loop */
+	sched_decision_release(&d);
+	world_release(m, &b);
+	/* a decision can make nothing new schedulable: do not loop */
 	m->sched_needed = false;
 	m->nfresh = 0;
-	for (size_t i = 0; i < nq; i++) {
-		queued_sched_job_release(&sj[i]);
-		free(jt[i]);
-	}
-	for (size_t i = 0; i < m->nnodes; i++) {
-		free(gp[i]);
-		free((void *)sn[i].labels);
-	}
-	free(gp);
-	free(sn);
-	free(sj);
-	free(jt);
-	free(qj);
-	free(held);
-	free(psj);
-	free(pjt);
-	free(pqj);
 }
 
 void jobs_refresh_positions(struct master *m)
@@ -1260,7 +1039,6 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 				 struct job_start_estimate *out)
 {
 	struct job **run = xcalloc(m->nlive + 1, sizeof(*run));
-	struct sched_victim *rv = xcalloc(m->nlive + 1, sizeof(*rv));
 	struct sched_hold *holds = xcalloc(m->nlive + 1, sizeof(*holds));
 	struct sched_est_running *er = xcalloc(m->nlive + 1, sizeof(*er));
 	struct sched_est_waiting *ew = xcalloc(n + 1, sizeof(*ew));
@@ -1272,9 +1050,10 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 	nrun = running_jobs(m, pool, run);
 	for (size_t k = 0; k < nrun; k++) {
 		const struct job *j = run[k];
-		victim_fill(m, j, &rv[k], holds, &nh);
+		const struct sched_hold *first = holds + nh;
+		size_t nholds = job_holds(m, j, holds, &nh);
 		er[k] = (struct sched_est_running){
-			.id = j->id, .holds = rv[k].holds, .nholds = rv[k].nholds,
+			.id = j->id, .holds = first, .nholds = nholds,
 			.end = j->spec->timeout_ms && j->started_at
 				       ? j->started_at + j->spec->timeout_ms * 1000
 				       : 0 };
@@ -1300,7 +1079,6 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 		queued_sched_job_release(&sj[w]);
 	}
 	free(run);
-	free(rv);
 	free(holds);
 	free(er);
 	free(ew);
