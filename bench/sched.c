@@ -3,10 +3,14 @@
  * third of the nodes partly used, a tenth in a second pool, two GPU models)
  * and 100,000 queued jobs of mixed gang sizes (1-64 GPUs, as one task per
  * GPU or one task per node; a few ask for a model, GPU memory, a label or the
- * other pool). Times sched_plan() alone and prints placements per second
- * (jobs decided, started or told why not, per second of the pass), the jobs
- * and GPUs started, and the pass latency. Targets: >= 100,000 placements/s,
- * a pass under 1 s (release build). Then times the start estimates of the
+ * other pool), and the partly used nodes' work as running jobs (started up
+ * to a day ago, half of them checkpointed in the last 20 minutes). Times
+ * one sched_decide() pass under the default policy with the master's
+ * protections, beside its peer, placement alone (sched_plan(), the pass as
+ * it was before sched_decide), and prints placements per second (jobs
+ * decided, started or told why not, per second of the pass), the jobs and
+ * GPUs started, the preemptions and the pass latency. Target: a pass under
+ * 1 s (release build). Then times the start estimates of the
  * jobs left waiting (sched/estimate.h, with the master's work bound,
  * JOBS_ESTIMATE_WORK, unless ESTIMATE_WORK is given), with the started jobs
  * and the partly used nodes running to timeouts of 1-24 h, one in ten with
@@ -18,8 +22,8 @@
 
 #include "base/clock.h"
 #include "base/xalloc.h"
+#include "sched/decide.h"
 #include "sched/estimate.h"
-#include "sched/sched.h"
 
 #define GPUS_PER_NODE 8
 #define GIB ((uint64_t)1 << 30)
@@ -40,6 +44,83 @@ static unsigned pick_gang(void)
 	static const unsigned sizes[] = { 1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4, 4, 4, 6, 8, 8, 8, 12,
 					  16, 16, 24, 32, 48, 64 };
 	return sizes[rnd() % ARRAY_SIZE(sizes)];
+}
+
+static size_t plan_started(const struct sched_plan *plan)
+{
+	size_t n = 0;
+	for (size_t s = 0; s < plan->nstarts; s++)
+		n += !s || plan->starts[s].job != plan->starts[s - 1].job;
+	return n;
+}
+
+/* The bench's world for sched_decide: queued jobs first (world index =
+ * jobs index), then one running job per partly used node holding its busy
+ * GPUs (0..busy-1), started up to a day before now. */
+struct world {
+	struct sched_world w;
+	struct sched_decision d;
+	struct sched_world_job *wj;
+	struct sched_pjob *pol;
+	struct sched_hold *holds;
+	struct sched_policy_conf conf;
+	size_t nrunning;
+};
+
+static void world_new(struct world *b, const struct sched_node *nodes, size_t nnodes,
+		      const struct sched_gpu *gpus, const struct sched_job *jobs, size_t njobs)
+{
+	static const unsigned first[GPUS_PER_NODE] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	const uint64_t now = 200000;
+	size_t n = 0;
+
+	memset(b, 0, sizeof(*b));
+	sched_policy_conf_init(&b->conf, SCHED_POLICY_DEFAULT);
+	b->conf.min_run_s = SCHED_PREEMPT_MIN_RUN_S;
+	b->conf.max_lost_s = SCHED_PREEMPT_MAX_LOST_S;
+	b->conf.need_checkpoint = true;
+	b->wj = xcalloc(njobs + nnodes + 1, sizeof(*b->wj));
+	b->pol = xcalloc(njobs + nnodes + 1, sizeof(*b->pol));
+	b->holds = xcalloc(nnodes + 1, sizeof(*b->holds));
+	for (size_t k = 0; k < njobs; k++, n++) {
+		unsigned g = 0;
+		for (size_t t = 0; t < jobs[k].ntasks; t++)
+			g += jobs[k].tasks[t].gpus;
+		b->wj[n].job = jobs[k];
+		sched_policy_job_init(&b->pol[n], jobs[k].id, g, now - 100000 + jobs[k].submitted_at % 100000);
+		b->pol[n].priority = jobs[k].priority;
+		sched_policy_account(&b->conf, &b->pol[n], now);
+	}
+	for (size_t i = 0; i < nnodes; i++) {
+		unsigned busy = 0;
+		while (busy < GPUS_PER_NODE && !gpus[i * GPUS_PER_NODE + busy].free)
+			busy++;
+		if (!busy)
+			continue;
+		uint64_t started = now - 1 - rnd() % 86400;
+		b->holds[b->nrunning] = (struct sched_hold){ i, first, busy, busy * 8000ULL, busy * 64 * GIB };
+		b->wj[n] = (struct sched_world_job){
+			.job = { .id = njobs + 1 + i, .priority = (int)(rnd() % 3), .pool = nodes[i].pool },
+			.running = true, .preemptible = true, .holds = &b->holds[b->nrunning], .nholds = 1 };
+		sched_policy_job_init(&b->pol[n], njobs + 1 + i, busy, started);
+		b->pol[n].priority = b->wj[n].job.priority;
+		b->pol[n].preemptible = true;
+		sched_policy_started(&b->pol[n], started);
+		b->pol[n].checkpointed_at = rnd() % 2 ? now - rnd() % 1200 : 0;
+		sched_policy_account(&b->conf, &b->pol[n], now);
+		b->nrunning++;
+		n++;
+	}
+	b->w = (struct sched_world){ .nodes = nodes, .nnodes = nnodes, .jobs = b->wj, .pol = b->pol,
+				     .njobs = n, .policy = &b->conf, .now = now };
+}
+
+static void world_free(struct world *b)
+{
+	sched_decision_release(&b->d);
+	free(b->wj);
+	free(b->pol);
+	free(b->holds);
 }
 
 int main(int argc, char **argv)
@@ -123,34 +204,49 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < njobs; k++)
 		jobs[k].tasks = tasks + (uintptr_t)jobs[k].tasks;
 
+	/* the peer: placement alone (sched_plan), the pass before sched_decide */
 	in = (struct sched_input){ .nodes = nodes, .nnodes = nnodes, .jobs = jobs, .njobs = njobs };
 	t0 = mono_us();
 	sched_plan(&in, &plan);
 	t1 = mono_us();
+	double place_secs = (double)(t1 - t0) / 1e6;
+	size_t place_started = plan_started(&plan);
+	sched_plan_release(&plan);
 
+	/* the decision: the queue, and the partly used nodes' work as running
+	 * jobs, under the default policy with the master's protections */
+	struct world wd;
+	world_new(&wd, nodes, nnodes, gpus, jobs, njobs);
+	t0 = mono_us();
+	sched_decide(&wd.w, &wd.d);
+	t1 = mono_us();
+	double secs = (double)(t1 - t0) / 1e6;
 	size_t started = 0;
-	for (size_t s = 0; s < plan.nstarts; s++) {
-		started_gpus += plan.starts[s].ngpus;
-		if (!s || plan.starts[s].job != plan.starts[s - 1].job)
+	for (size_t s = 0; s < wd.d.nstarts; s++) {
+		started_gpus += wd.d.starts[s].ngpus;
+		if (!s || wd.d.starts[s].job != wd.d.starts[s - 1].job)
 			started++;
 	}
-	double secs = (double)(t1 - t0) / 1e6;
-	printf("sched nodes=%zu gpus=%zu busy_gpus=%zu jobs=%zu tasks=%zu asked_gpus=%" PRIu64 "\n",
-	       nnodes, nnodes * GPUS_PER_NODE, busy_gpus, njobs, ntasks, asked_gpus);
-	printf("sched started_jobs=%zu started_gpus=%" PRIu64 " waiting=%zu\n", started,
-	       started_gpus, plan.nwaits);
-	printf("sched pass_ms=%.1f placements_per_s=%.0f (target >= 100000 and pass < 1000 ms) "
-	       "started_jobs_per_s=%.0f\n",
-	       secs * 1e3, (double)njobs / secs, (double)started / secs);
-	if (plan.nwaits)
-		printf("sched first wait: job %" PRIu64 " %s: %s\n", jobs[plan.waits[0].job].id,
-		       plan.waits[0].code, plan.waits[0].message);
+	printf("sched nodes=%zu gpus=%zu busy_gpus=%zu jobs=%zu tasks=%zu asked_gpus=%" PRIu64
+	       " running=%zu\n",
+	       nnodes, nnodes * GPUS_PER_NODE, busy_gpus, njobs, ntasks, asked_gpus, wd.nrunning);
+	printf("sched started_jobs=%zu started_gpus=%" PRIu64 " waiting=%zu preempted=%zu\n",
+	       started, started_gpus, wd.d.nwaits, wd.d.npreempts);
+	printf("sched decide (%s, master protections) pass_ms=%.1f placements_per_s=%.0f "
+	       "(target: pass < 1000 ms)\n",
+	       sched_policy_name(SCHED_POLICY_DEFAULT), secs * 1e3, (double)njobs / secs);
+	printf("sched peer: placement alone (sched_plan) pass_ms=%.1f placements_per_s=%.0f "
+	       "started_jobs=%zu; decide/placement = %.2fx\n",
+	       place_secs * 1e3, (double)njobs / place_secs, place_started, secs / place_secs);
+	if (wd.d.nwaits)
+		printf("sched first wait: job %" PRIu64 " %s: %s\n", jobs[wd.d.waits[0].job].id,
+		       wd.d.waits[0].code, wd.d.waits[0].message);
 	{
 		static const unsigned first[GPUS_PER_NODE] = { 0, 1, 2, 3, 4, 5, 6, 7 };
-		struct sched_hold *holds = xcalloc(plan.nstarts + nnodes + 1, sizeof(*holds));
+		struct sched_hold *holds = xcalloc(wd.d.nstarts + nnodes + 1, sizeof(*holds));
 		struct sched_est_running *run = xcalloc(started + nnodes + 1, sizeof(*run));
-		struct sched_est_waiting *wait = xcalloc(plan.nwaits + 1, sizeof(*wait));
-		struct sched_estimate *est = xcalloc(plan.nwaits + 1, sizeof(*est));
+		struct sched_est_waiting *wait = xcalloc(wd.d.nwaits + 1, sizeof(*wait));
+		struct sched_estimate *est = xcalloc(wd.d.nwaits + 1, sizeof(*est));
 		size_t nh = 0, nr = 0, ok = 0, codes[SCHED_EST__COUNT] = { 0 };
 		size_t work = argc > 4 ? strtoul(argv[4], NULL, 10) : 500000; /* JOBS_ESTIMATE_WORK */
 
@@ -165,10 +261,10 @@ int main(int argc, char **argv)
 				.id = njobs + 1 + i, .holds = &holds[nh++], .nholds = 1,
 				.end = rnd() % 10 ? (1 + rnd() % 24) * 3600000000ULL : 0 };
 		}
-		for (size_t st = 0; st < plan.nstarts; st++) {
-			const struct sched_start *x = &plan.starts[st];
+		for (size_t st = 0; st < wd.d.nstarts; st++) {
+			const struct sched_start *x = &wd.d.starts[st];
 			const struct sched_task *t = &jobs[x->job].tasks[x->task];
-			if (!st || x->job != plan.starts[st - 1].job)
+			if (!st || x->job != wd.d.starts[st - 1].job)
 				run[nr++] = (struct sched_est_running){
 					.id = jobs[x->job].id, .holds = &holds[nh],
 					.end = rnd() % 10 ? (1 + rnd() % 24) * 3600000000ULL : 0 };
@@ -180,17 +276,17 @@ int main(int argc, char **argv)
 			nodes[x->node].free_cpus_milli -= t->cpus_milli;
 			nodes[x->node].free_memory -= t->memory;
 		}
-		for (size_t w = 0; w < plan.nwaits; w++)
-			wait[w] = (struct sched_est_waiting){ &jobs[plan.waits[w].job],
+		for (size_t w = 0; w < wd.d.nwaits; w++)
+			wait[w] = (struct sched_est_waiting){ &jobs[wd.d.waits[w].job],
 							      (1 + rnd() % 24) * 3600000000ULL };
 		t0 = mono_us();
-		sched_estimate_starts(nodes, nnodes, run, nr, wait, plan.nwaits, 0, work, est);
+		sched_estimate_starts(nodes, nnodes, run, nr, wait, wd.d.nwaits, 0, work, est);
 		t1 = mono_us();
-		for (size_t w = 0; w < plan.nwaits; w++) {
+		for (size_t w = 0; w < wd.d.nwaits; w++) {
 			ok += est[w].code == SCHED_EST_OK;
 			codes[est[w].code]++;
 		}
-		printf("estimate running=%zu waiting=%zu ms=%.1f estimated=%zu", nr, plan.nwaits,
+		printf("estimate running=%zu waiting=%zu ms=%.1f estimated=%zu", nr, wd.d.nwaits,
 		       (double)(t1 - t0) / 1e3, ok);
 		for (size_t c = 1; c < SCHED_EST__COUNT; c++)
 			printf(" %s=%zu", sched_est_code_name((enum sched_est_code)c), codes[c]);
@@ -200,7 +296,7 @@ int main(int argc, char **argv)
 		free(wait);
 		free(est);
 	}
-	sched_plan_release(&plan);
+	world_free(&wd);
 	free(tasks);
 	free(jobs);
 	free(gpus);

@@ -21,7 +21,7 @@
 #include "master/core.h"
 #include "master/datasets.h"
 #include "master/execs.h"
-#include "sched/policy.h"
+#include "sched/decide.h"
 #include "master/http.h"
 #include "master/jobs.h"
 #include "master/ratelimit.h"
@@ -162,10 +162,6 @@ static int parse_thresholds(const char *text, struct sched_policy_conf *conf, st
 	return 0;
 }
 
-/* The defaults of --preempt-min-run and --preempt-max-lost. */
-#define PREEMPT_MIN_RUN_MS (2 * 60 * 1000)
-#define PREEMPT_MAX_LOST_MS (10 * 60 * 1000)
-
 /* The policy of every pool (cfg->policies), the levels, the teams' shares,
  * the protection of running work. */
 static int master_policies(struct master *m, const struct master_config *cfg, struct errbuf *eb)
@@ -198,7 +194,8 @@ static int master_policies(struct master *m, const struct master_config *cfg, st
 	}
 	{
 		/* the protection of running work, the same in every pool */
-		uint64_t min_run_ms = PREEMPT_MIN_RUN_MS, max_lost_ms = PREEMPT_MAX_LOST_MS;
+		uint64_t min_run_ms = SCHED_PREEMPT_MIN_RUN_S * 1000,
+			 max_lost_ms = SCHED_PREEMPT_MAX_LOST_S * 1000;
 		if (cfg->preempt_min_run && parse_duration_str(cfg->preempt_min_run, &min_run_ms))
 			return error(eb, YERR(BAD_REQUEST), "--preempt-min-run '%s': expected a duration",
 				     cfg->preempt_min_run);
