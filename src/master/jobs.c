@@ -996,7 +996,7 @@ static void apply_decision(struct master *m, const struct world_build *b,
 void jobs_schedule(struct master *m)
 {
 	struct world_build b;
-	struct sched_decision d;
+	struct sched_decision d = { 0 };
 	bool full = m->sched_needed;
 
 	m->sched_passes++;

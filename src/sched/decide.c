@@ -216,7 +216,8 @@ static void order_pool(struct decide *d, const char *pool, size_t *idx)
 		d->out->next_change = plan.next_change;
 	if (w->count) {
 		/* counted, not placed: the plan's starts and preemptions stand */
-		size_t by = plan.nstarts ? idx[plan.starts[0]] : SIZE_MAX;
+		size_t by = plan.nstarts ? idx[plan.starts[0]]
+				: plan.nwaits ? idx[plan.waits[0].job] : SIZE_MAX;
 		for (size_t s = 0; s < plan.nstarts; s++) {
 			ALLOC_GROW(d->out->starts, d->out->nstarts + 1, d->alloc_starts);
 			d->out->starts[d->out->nstarts++] =
@@ -397,12 +398,54 @@ static void place_queue(struct decide *d)
 	free(hr);
 }
 
+/* Frees what a previous decision holds but its scratch. */
+static void decision_clear(struct sched_decision *d)
+{
+	struct sched_policy_plan scratch = d->plan_;
+	for (size_t i = 0; i < d->nstarts; i++)
+		free(d->starts[i].gpus);
+	free(d->starts);
+	free(d->preempts);
+	free(d->waits);
+	memset(d, 0, sizeof(*d));
+	d->plan_ = scratch;
+	d->next_change = UINT64_MAX;
+}
+
+/* The count scheme on one pool: the policy's plan on the world's own
+ * arrays (its indexes are the world's), its scratch kept for the next. */
+static void count_one_pool(struct decide *d)
+{
+	const struct sched_world *w = d->w;
+	const struct sched_policy_conf *conf = w->policy;
+	struct sched_policy_plan *plan = &d->out->plan_;
+	unsigned total = 0;
+	size_t by;
+
+	for (size_t i = 0; i < w->nnodes; i++)
+		if (w->nodes[i].schedulable)
+			total += (unsigned)w->nodes[i].ngpus;
+	sched_policy_plan(conf, w->pol, w->njobs, total, w->now, plan);
+	d->out->next_change = plan->next_change;
+	d->out->starts = xcalloc(plan->nstarts + 1, sizeof(*d->out->starts));
+	for (size_t s = 0; s < plan->nstarts; s++)
+		d->out->starts[s] = (struct sched_start){ .job = plan->starts[s], .node = SIZE_MAX };
+	d->out->nstarts = plan->nstarts;
+	by = plan->nstarts ? plan->starts[0] : plan->nwaits ? plan->waits[0].job : SIZE_MAX;
+	for (size_t k = 0; k < plan->npreempts && by != SIZE_MAX; k++)
+		add_preemption(d, plan->preempts[k], by, policy_cause(w, conf, plan->preempts[k], by),
+			       sched_policy_name(conf->policy));
+}
+
 void sched_decide(const struct sched_world *w, struct sched_decision *out)
 {
 	struct decide d = { .w = w, .out = out };
 
-	memset(out, 0, sizeof(*out));
-	out->next_change = UINT64_MAX;
+	decision_clear(out);
+	if (w->count && w->one_pool && w->policy->policy != SCHED_POLICY_FAIR) {
+		count_one_pool(&d);
+		return;
+	}
 	d.sj = xcalloc(w->njobs + 1, sizeof(*d.sj));
 	d.held = xcalloc(w->njobs + 1, 1);
 	d.vs = xcalloc(w->njobs + 1, sizeof(*d.vs));
@@ -421,10 +464,7 @@ void sched_decide(const struct sched_world *w, struct sched_decision *out)
 
 void sched_decision_release(struct sched_decision *d)
 {
-	for (size_t i = 0; i < d->nstarts; i++)
-		free(d->starts[i].gpus);
-	free(d->starts);
-	free(d->preempts);
-	free(d->waits);
+	decision_clear(d);
+	sched_policy_plan_release(&d->plan_);
 	memset(d, 0, sizeof(*d));
 }

@@ -100,6 +100,10 @@ struct sched_world {
 	bool stopping;                    /* preempted tasks are still stopping: preempt no more */
 	bool new_only;                    /* see the top: place new arrivals only */
 	bool count;                       /* see the top: count GPUs, place nothing */
+	/* count: every node and job is in one pool (the simulator's), so the
+	 * policy decides on jobs and pol as they are, with no copy or scan: a
+	 * replay decides at every event */
+	bool one_pool;
 };
 
 /* Why a running job is preempted. */
@@ -133,10 +137,13 @@ struct sched_decision {
 	/* The earliest time at which the decision may change with no arrival or
 	 * end: a policy's next_change (sched_policy_plan); UINT64_MAX = none. */
 	uint64_t next_change;
+	/* scratch, reused when a previous decision is passed again */
+	struct sched_policy_plan plan_;
 };
 
-/* sched_decide decides for w into *out (overwritten; free it with
- * sched_decision_release). It cannot fail. */
+/* sched_decide decides for w into *out, which is zeroed or holds a previous
+ * decision (whose arrays it frees and whose scratch it reuses); free the
+ * last one with sched_decision_release. It cannot fail. */
 void sched_decide(const struct sched_world *w, struct sched_decision *out);
 void sched_decision_release(struct sched_decision *d);
 

@@ -331,6 +331,18 @@ static void test_count_scheme(void **state)
 	assert_int_equal(f->d.starts[0].job, 2);
 	assert_int_equal(f->d.starts[0].node, SIZE_MAX);
 	assert_int_equal(f->d.nwaits, 0);
+	/* one pool (the simulator's): the same decision, on the world's arrays,
+	 * and the decision passed again reuses its scratch */
+	size_t victim = f->d.preempts[0].job;
+	f->w.one_pool = true;
+	sched_decide(&f->w, &f->d);
+	assert_int_equal(f->d.npreempts, 1);
+	assert_int_equal(f->d.preempts[0].job, victim);
+	assert_int_equal(f->d.preempts[0].by, 2);
+	assert_string_equal(f->d.preempts[0].reason,
+			    "preempted by job 3 (las: it has had less GPU service)");
+	assert_int_equal(f->d.nstarts, 1);
+	assert_int_equal(f->d.starts[0].job, 2);
 	fx_free(f);
 }
 
