@@ -752,7 +752,8 @@ static void ship_round(struct shipper *sh)
 			ck = dir_ck;
 		if (t->finished && all)
 			json_array_append_new(reports, exit_report(t));
-		else if (t->running && !t->finished && (!t->running_reported || ck != t->checkpoint_reported)) {
+		else if (t->running && !t->finished &&
+			 (!t->running_reported || ck != t->checkpoint_reported)) {
 			/* running, and when it last checkpointed (absent: never) */
 			json_t *r = json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id, "state", "running",
 					      "pid", (int)t->pid);

@@ -12,7 +12,7 @@ struct ckpt_watch {
 	char *task_dir;    /* owned: WORK/tasks/ID */
 	char *ckpt_dir;    /* owned: its YARD_CHECKPOINT_DIR; NULL until shim.json names it */
 	int64_t at;        /* the newest checkpoint found (wall us); 0: none */
-	int64_t next_scan; /* wall us: no walk before */
+	int64_t last_scan; /* wall us of the last walk; 0: none yet */
 };
 
 static int64_t stamp_us(const struct timespec *ts)
@@ -23,7 +23,7 @@ static int64_t stamp_us(const struct timespec *ts)
 /* Names that say a file is still being written, to be renamed when done. */
 static bool in_progress_name(const char *name)
 {
-	static const char *const suffixes[] = { ".tmp", ".part" };
+	static const char *const suffixes[] = {".tmp", ".part"};
 	size_t n = strlen(name);
 
 	for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
@@ -39,14 +39,14 @@ static bool counts(const struct stat *st, const char *name, int64_t floor_us, in
 {
 	int64_t m = stamp_us(&st->st_mtim);
 
-	return m > floor_us && stamp_us(&st->st_ctim) > floor_us && now_us - m >= CKPT_WATCH_SETTLE_US &&
-	       !in_progress_name(name);
+	return m > floor_us && stamp_us(&st->st_ctim) > floor_us &&
+	       now_us - m >= CKPT_WATCH_SETTLE_US && !in_progress_name(name);
 }
 
 /* Walks the dir open as fd (closed here) at depth; the newest counted mtime
  * goes to *best. */
-static void walk_dir(int fd, unsigned depth, int64_t floor_us, int64_t now_us, struct ckpt_walk *walk,
-		     int64_t *best)
+static void walk_dir(int fd, unsigned depth, int64_t floor_us, int64_t now_us,
+                     struct ckpt_walk *walk, int64_t *best)
 {
 	DIR *d = fdopendir(fd);
 	struct dirent *de;
@@ -64,10 +64,12 @@ static void walk_dir(int fd, unsigned depth, int64_t floor_us, int64_t now_us, s
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
 			continue; /* gone meanwhile */
 		if (S_ISREG(st.st_mode)) {
-			if (counts(&st, de->d_name, floor_us, now_us) && stamp_us(&st.st_mtim) > *best)
+			if (counts(&st, de->d_name, floor_us, now_us) &&
+			    stamp_us(&st.st_mtim) > *best)
 				*best = stamp_us(&st.st_mtim);
 		} else if (S_ISDIR(st.st_mode) && depth < walk->depth) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(dirfd(d), de->d_name,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
 				walk_dir(sub, depth + 1, floor_us, now_us, walk, best);
 		}
@@ -146,14 +148,15 @@ static void save(const struct ckpt_watch *w)
 
 int64_t ckpt_watch_poll(struct ckpt_watch *w, int64_t now_us)
 {
-	struct ckpt_walk walk = { .depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES };
+	struct ckpt_walk walk = {.depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES};
 	int64_t floor_us, found;
 
 	if (!w)
 		return 0;
-	if (now_us < w->next_scan)
+	/* a clock set back walks at once rather than after the jump */
+	if (w->last_scan && now_us >= w->last_scan && now_us - w->last_scan < CKPT_WATCH_EVERY_US)
 		return w->at;
-	w->next_scan = now_us + CKPT_WATCH_EVERY_US;
+	w->last_scan = now_us;
 	if (!w->ckpt_dir) {
 		json_t *conf;
 		if (taskdir_read_json(w->task_dir, "shim.json", &conf, NULL))

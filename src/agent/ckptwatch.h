@@ -42,9 +42,9 @@
 #define CKPT_WATCH_EVERY_US 1000000
 
 struct ckpt_walk {
-	unsigned depth;    /* the deepest level looked into */
-	unsigned entries;  /* the most entries looked at */
-	unsigned seen;     /* OUT: the entries looked at */
+	unsigned depth;   /* the deepest level looked into */
+	unsigned entries; /* the most entries looked at */
+	unsigned seen;    /* OUT: the entries looked at */
 };
 
 /* ckpt_watch_scan walks dir within walk's bounds and returns the newest

@@ -19,9 +19,9 @@
 #include "base/xalloc.h"
 
 struct fixture {
-	char *root;     /* owned: the temp dir, removed by teardown */
-	char *task;     /* ROOT/tasks/7 */
-	char *ckpt;     /* ROOT/checkpoints/3: the task's checkpoint dir */
+	char *root; /* owned: the temp dir, removed by teardown */
+	char *task; /* ROOT/tasks/7 */
+	char *ckpt; /* ROOT/checkpoints/3: the task's checkpoint dir */
 };
 
 static char *path_in(const char *dir, const char *name)
@@ -49,7 +49,7 @@ static int64_t mtime_us(const char *dir, const char *name)
  * that what comes next is strictly later. */
 static void tick(void)
 {
-	struct timespec ts = { 0, 30 * 1000000L };
+	struct timespec ts = {0, 30 * 1000000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -111,7 +111,7 @@ static void test_restored_before_start_does_not_count(void **state)
 	/* a restored file whose mtime is ahead of the start (an archive from
 	 * a node whose clock runs ahead): its ctime still tells */
 	char *p = path_in(f->ckpt, "ahead.pt");
-	struct timespec ts[2] = { { 0, UTIME_OMIT }, { time(NULL) + 3600, 0 } };
+	struct timespec ts[2] = {{0, UTIME_OMIT}, {time(NULL) + 3600, 0}};
 	put(f->ckpt, "ahead.pt");
 	assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
 	free(p);
@@ -178,8 +178,9 @@ static void test_temp_name_counts_once_renamed(void **state)
 static void test_nested_and_bounded(void **state)
 {
 	struct fixture *f = *state;
-	struct ckpt_walk walk = { .depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES };
-	char *d1 = path_in(f->ckpt, "a"), *d2 = path_in(f->ckpt, "a/b"), *d3 = path_in(f->ckpt, "a/b/c");
+	struct ckpt_walk walk = {.depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES};
+	char *d1 = path_in(f->ckpt, "a"), *d2 = path_in(f->ckpt, "a/b"),
+	     *d3 = path_in(f->ckpt, "a/b/c");
 	int64_t floor_us = (int64_t)wall_us() - 1;
 
 	tick();
@@ -220,7 +221,7 @@ static void test_nested_and_bounded(void **state)
 static void test_links_are_not_followed(void **state)
 {
 	struct fixture *f = *state;
-	struct ckpt_walk walk = { .depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES };
+	struct ckpt_walk walk = {.depth = CKPT_WATCH_DEPTH, .entries = CKPT_WATCH_ENTRIES};
 	char *outside = path_in(f->root, "outside");
 	char *link_dir = path_in(f->ckpt, "dir-link"), *link_file = path_in(f->ckpt, "file-link");
 	char *target = path_in(outside, "fresh");
@@ -231,9 +232,11 @@ static void test_links_are_not_followed(void **state)
 	put(outside, "fresh");
 	assert_int_equal(symlink(outside, link_dir), 0);
 	assert_int_equal(symlink(target, link_file), 0);
-	assert_int_equal(ckpt_watch_scan(f->ckpt, floor_us, (int64_t)wall_us() + 5000000, &walk), 0);
+	assert_int_equal(ckpt_watch_scan(f->ckpt, floor_us, (int64_t)wall_us() + 5000000, &walk),
+	                 0);
 	/* the checkpoint dir itself as a link is not followed either */
-	assert_int_equal(ckpt_watch_scan(link_dir, floor_us, (int64_t)wall_us() + 5000000, &walk), 0);
+	assert_int_equal(ckpt_watch_scan(link_dir, floor_us, (int64_t)wall_us() + 5000000, &walk),
+	                 0);
 	free(outside);
 	free(link_dir);
 	free(link_file);
@@ -291,14 +294,17 @@ static void test_survives_a_restart(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_restored_before_start_does_not_count, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_written_after_start_counts_with_its_mtime, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_temp_name_counts_once_renamed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nested_and_bounded, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_links_are_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_restore_while_running_moves_the_floor, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_survives_a_restart, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_restored_before_start_does_not_count, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_written_after_start_counts_with_its_mtime,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_temp_name_counts_once_renamed, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_nested_and_bounded, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_links_are_not_followed, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_restore_while_running_moves_the_floor, setup,
+	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_survives_a_restart, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
