@@ -18,11 +18,13 @@
  *     a file still being written ("*.tmp", "*.part"; a checkpoint written to
  *     such a name and renamed counts once renamed).
  *
- * Polling rather than inotify: a poll at most once a second per task is a
- * bounded stat walk, it needs one watch per subdir with inotify (added as
- * the task makes them, racing its writes, within fs.inotify.max_user_watches
- * shared by every task), and a restarted agent finds by polling what
- * changed while it was away, which no inotify queue holds.
+ * Polling rather than inotify: a poll, at most once a second per task on
+ * the shipper thread (never the event loop), is a bounded stat walk that
+ * needs no state in the kernel. inotify would need a watch per subdir, added
+ * as the task makes them (racing its writes) and counted against
+ * fs.inotify.max_user_watches, shared by every task of the node; its queue
+ * can overflow; and it says nothing of what changed while the agent was
+ * down, which a walk after a restart still finds.
  *
  * The time found is kept in TASKDIR/ckptdir.json, so it survives an agent
  * restart as the @yard one does in metrics.json.
