@@ -27,6 +27,7 @@
 
 #include "agent/cache.h"
 #include "agent/cgroup.h"
+#include "agent/ckptwatch.h"
 #include "agent/docker.h"
 #include "agent/gpu.h"
 #include "agent/metricship.h"
@@ -473,6 +474,7 @@ struct ship_task {
 	uint64_t retry_at;      /* mono ms; 0: now */
 	unsigned backoff;
 	struct metric_ship *metrics; /* owned: its training metrics */
+	struct ckpt_watch *ckpt;     /* owned: its checkpoint dir, once running; else NULL */
 	struct ship_task *next;
 };
 
@@ -569,6 +571,8 @@ static void ship_apply(struct shipper *sh, struct ship_event *ev)
 	if (ev->kind == SHIP_RUNNING) {
 		t->running = true;
 		t->pid = ev->pid;
+		if (!t->ckpt)
+			t->ckpt = ckpt_watch_new(t->dir);
 	} else if (ev->kind == SHIP_FINISHED) {
 		t->finished = true;
 		t->exit = ev->exit;
@@ -690,6 +694,7 @@ static int ship_metrics(struct shipper *sh, struct ship_task *t)
 static void ship_task_free(struct ship_task *t)
 {
 	metric_ship_free(t->metrics);
+	ckpt_watch_free(t->ckpt);
 	free(t->dir);
 	free(t);
 }
@@ -740,17 +745,20 @@ static void ship_round(struct shipper *sh)
 			continue;
 		int all = ship_stream(sh, t, 0) & ship_stream(sh, t, 1);
 		all &= ship_metrics(sh, t);
+		/* its last checkpoint: an @yard line, or a change to its checkpoint dir */
+		int64_t ck = metric_ship_checkpoint_at(t->metrics);
+		int64_t dir_ck = t->finished ? 0 : ckpt_watch_poll(t->ckpt, (int64_t)wall_us());
+		if (dir_ck > ck)
+			ck = dir_ck;
 		if (t->finished && all)
 			json_array_append_new(reports, exit_report(t));
 		else if (t->running && !t->finished &&
-			 (!t->running_reported ||
-			  metric_ship_checkpoint_at(t->metrics) != t->checkpoint_reported)) {
+			 (!t->running_reported || ck != t->checkpoint_reported)) {
 			/* running, and when it last checkpointed (absent: never) */
 			json_t *r = json_pack("{s:I, s:s, s:i}", "id", (json_int_t)t->id, "state", "running",
 					      "pid", (int)t->pid);
-			if (metric_ship_checkpoint_at(t->metrics))
-				json_object_set_new(r, "checkpoint_at",
-						    json_integer(metric_ship_checkpoint_at(t->metrics)));
+			if (ck)
+				json_object_set_new(r, "checkpoint_at", json_integer(ck));
 			json_array_append_new(reports, r);
 		}
 		else if (t->staging_dirty && !t->running && !t->finished) {
