@@ -1436,15 +1436,17 @@ static void node_set_util(struct node *n, const json_t *gpus)
 /* Takes a status report's "checkpoint_at" of task t (wall us, 0: none
  * reported): the latest of t and of its job, never later than now (an
  * agent's clock ahead of ours). */
-static void task_checkpointed(struct task *t, uint64_t at)
+static void task_checkpointed(struct master *m, struct task *t, uint64_t at)
 {
 	uint64_t now = wall_us();
 
 	at = at < now ? at : now;
 	if (at > t->checkpoint_at)
 		t->checkpoint_at = at;
-	if (at > t->job->checkpoint_at)
+	if (at > t->job->checkpoint_at) {
 		t->job->checkpoint_at = at;
+		core_job_changed(m, t->job); /* its document shows it */
+	}
 }
 
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
@@ -1468,7 +1470,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 
 		if (!t || !state || !t->node || strcmp(t->node, n->name))
 			continue;
-		task_checkpointed(t, json_u64(r, "checkpoint_at"));
+		task_checkpointed(m, t, json_u64(r, "checkpoint_at"));
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
 			if (!strcmp(state, "running"))

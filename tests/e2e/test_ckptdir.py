@@ -43,6 +43,10 @@ def test_dir_change_is_a_checkpoint_and_a_restore_is_not():
         # settled for 1 s, seen by a walk (once a second), reported: give it 4 s
         wait_until(lambda: c.api.job(jid)["attained_gpu_seconds"] >= 8 * 6, 30, "low ran 6 s")
         check_eq(c.api.job(jid)["state"], "running", "low runs")
+        # the job document shows it, to the microsecond the agent saw
+        at = c.api.job(jid)["checkpoint_at"]
+        check(at is not None and int(at // 1000000) == int(os.stat(ck_a).st_mtime),
+              f"checkpoint_at {at} is the file's mtime {os.stat(ck_a).st_mtime}")
         st, high = c.api.submit(spec(["/bin/sh", "-c", "sleep 300"], name="high", gpus=8, priority="high"))
         check_eq(st, 201, "submit high")
         wait_until(lambda: preempt_reasons(c.api.job(jid)), 30, "low's preemption noted")
