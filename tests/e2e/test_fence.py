@@ -4,16 +4,22 @@ can start the job elsewhere; an agent back in time re-adopts its task, which
 goes on undisturbed.
 
 Each task appends "ATTEMPT NODE T" (T: wall-clock seconds) to a file of its
-job's every 0.2 s: one job's attempts must never overlap in it."""
+job's every 0.2 s: one job's attempts must never overlap in it. The same
+for a container task, whose shim is the container shim."""
 import json
 import os
 import signal
 import time
 
+import engines
 from harness import check, check_eq, cluster, pid_alive, spec, wait_until
+from test_containers import image_spec, start_engine
+
+# the container test's first run on a machine builds its rootfs (about a minute)
+TIMEOUT = 900
 
 TICK = r"""
-f="$1"
+f="${1:-$YARD_CHECKPOINT_DIR/lines}"
 while :; do echo "$YARD_RESTART_COUNT $YARD_NODE $(date +%s.%N)" >> "$f"; sleep 0.2; done
 """
 
@@ -47,6 +53,16 @@ def node_state(c, name):
 
 def max_gap(ls):
     return max((b[2] - a[2] for a, b in zip(ls, ls[1:])), default=0.0)
+
+
+def check_fenced_exit(task_dir):
+    with open(os.path.join(task_dir, "exit.json")) as f:
+        ex = json.load(f)
+    check(ex["reason"].startswith("stopped: its agent was gone for ") and
+          "(fenced by its shim;" in ex["reason"], f"the exit record says why: {ex}")
+    check_eq((ex["exit_code"], ex["signal"]), (None, None),
+             f"a fenced task has no exit status (it did not succeed): {ex}")
+    return ex
 
 
 def test_shim_fences_when_its_agent_dies():
@@ -87,12 +103,7 @@ def test_shim_fences_when_its_agent_dies():
               f"{lost_at - killed_at:.2f} s (lease {lease:g} s), second attempt's first line after "
               f"{second[0][2] - killed_at:.2f} s")
 
-        with open(os.path.join(c.dir, "agent-a1", "tasks", str(task), "exit.json")) as f:
-            ex = json.load(f)
-        check(ex["reason"].startswith("stopped: its agent was gone for ") and
-              "(fenced by its shim;" in ex["reason"], f"the exit record says why: {ex}")
-        check_eq((ex["exit_code"], ex["signal"]), (None, None),
-                 f"a fenced task has no exit status (it did not succeed): {ex}")
+        check_fenced_exit(os.path.join(c.dir, "agent-a1", "tasks", str(task)))
         check_eq(c.api.job(j)["attempt"], 1, "the job runs its second attempt")
 
         # on_disconnect: keep: still running on a1, through and past the lease
@@ -136,3 +147,38 @@ def test_agent_back_in_time_keeps_its_task():
         check(time.time() - runs[-1][2] < 1.0, "and it is still writing them")
         print(f"agent back {back_after:.2f} s after its SIGKILL; the task ran on "
               f"({runs[-1][2] - killed_at:.2f} s after the kill, largest gap {max_gap(runs):.2f} s)")
+
+
+def test_container_shim_fences_when_its_agent_dies():
+    lease = 3.0
+    eng, img, _ = start_engine("docker")
+    try:
+        with cluster("fence-docker", lease=f"{lease:g}s") as c:
+            c.start_master()
+            a1 = c.start_agent("a1", gpus="sim:1",
+                               extra=["--runtime", "process,docker", "--docker-socket", eng.socket])
+            # the container writes into its checkpoint dir, bound from the node's
+            st, doc = c.api.submit(image_spec(img, ["/bin/bash", "-c", TICK], name="boxed", gpus=1))
+            check_eq(st, 201, f"submit: {doc}")
+            j = doc["id"]
+            wait_until(lambda: c.api.job(j)["state"] == "running", 60, "the container job runs")
+            task = c.api.job(j)["tasks"][0]["id"]
+            mark = os.path.join(c.dir, "agent-a1", "checkpoints", str(j), "lines")
+            wait_until(lambda: len(lines(mark)) >= 3, 60, "the container writes its lines")
+            check_eq(len(engines.list_containers(eng, label=f"yard.job={j}")), 1, "one container")
+
+            a1.kill(signal.SIGKILL)
+            killed_at = time.time()
+            a1.p.wait()
+            wait_until(lambda: engines.list_containers(eng, label=f"yard.job={j}") == [], lease * 3,
+                       "the shim to stop and remove the container")
+            removed_after = time.time() - killed_at
+            stopped_after = lines(mark)[-1][2] - killed_at
+            check(stopped_after < lease * 5 / 6 + 0.5,
+                  f"the container stopped {stopped_after:.2f} s after its agent died, within "
+                  f"two thirds of the {lease:g} s lease and the fence's grace")
+            check_fenced_exit(os.path.join(c.dir, "agent-a1", "tasks", str(task)))
+            print(f"agent SIGKILLed at 0: the container's last line after {stopped_after:.2f} s, "
+                  f"the container removed after {removed_after:.2f} s (lease {lease:g} s)")
+    finally:
+        eng.close()
