@@ -1,5 +1,5 @@
 /*
- * The agent. Three threads:
+ * The agent. Four threads:
  * - the main thread runs a libuv loop that owns the task table: it
  *   reconciles desired against actual state the moment a work reply arrives
  *   (uv_async), starts and stops tasks through a runtime, and watches each
@@ -7,7 +7,9 @@
  * - the poll thread long-polls GET /v1/agents/{id}/work and hands each reply
  *   to the main loop;
  * - the shipper thread does every other request: log shipping and status
- *   reports, retried until acknowledged.
+ *   reports, retried until acknowledged;
+ * - the heartbeat thread rewrites WORK/heartbeat.json, from which the shims
+ *   fence their tasks when the agent is gone (heartbeat.h).
  * Registration (and re-registration on 401/404) is shared by all three
  * through struct session.
  */
@@ -2048,6 +2050,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.ctx.master_pin = cfg->master_pin;
 	a.ctx.cgroup_root = getenv("YARD_CGROUP_ROOT");
 	a.ctx.cgroups = cgroup_detect(a.ctx.cgroup_root) != NULL && geteuid() == 0;
+	a.ctx.shims_fence = !cfg->master_in_process;
 	if (!a.ctx.cgroups)
 		fprintf(stderr, "yard agent: no usable cgroups: tasks run without limits\n");
 	a.ctx.gpus = &a.gpus;
@@ -2091,9 +2094,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	pthread_mutex_init(&a.sh.lock, NULL);
 	pthread_cond_init(&a.sh.cond, NULL);
 	/* before any shim is started or re-adopted: a shim counting down stops */
-	struct errbuf heb = ERRBUF_INIT;
-	if (heartbeat_writer_start(&a.hb, cfg->work_dir, lease_view, a.s, &heb))
-		fprintf(stderr, "yard agent: %s: no shim can tell that the agent lives\n", heb.msg);
+	heartbeat_writer_start(&a.hb, cfg->work_dir, lease_view, a.s);
 	scan_work_dir(&a);
 	if (pthread_create(&a.sh.thread, NULL, shipper_thread, &a.sh) == 0)
 		shipper_started = true;

@@ -133,8 +133,8 @@ static void *writer_thread(void *arg)
 	return NULL;
 }
 
-int heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
-			   heartbeat_view_fn *view, void *arg, struct errbuf *eb)
+void heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
+			    heartbeat_view_fn *view, void *arg)
 {
 	pthread_condattr_t ca;
 
@@ -148,12 +148,13 @@ int heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
 	pthread_cond_init(&w->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	writer_beat(w);
-	if (pthread_create(&w->thread, NULL, writer_thread, w) != 0) {
-		heartbeat_writer_stop(w);
-		return error(eb, YERR(INTERNAL), "cannot start the heartbeat thread");
+	int err = pthread_create(&w->thread, NULL, writer_thread, w);
+	if (err) {
+		fprintf(stderr, "yard agent: cannot start the heartbeat thread: %s; the shims will fence "
+			"their tasks as if the agent were gone\n", strerror(err));
+		return;
 	}
 	w->started = true;
-	return 0;
 }
 
 void heartbeat_writer_stop(struct heartbeat_writer *w)

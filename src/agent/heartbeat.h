@@ -102,10 +102,11 @@ struct heartbeat_writer {
 
 /* heartbeat_writer_start writes the file once (before it returns, so that a
  * shim started afterwards finds it) and starts the thread that keeps it
- * fresh. A view without a basis writes nothing. Returns YERR(INTERNAL) when
- * the thread cannot start (w is released then). */
-int heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
-			   heartbeat_view_fn *view, void *arg, struct errbuf *eb);
+ * fresh. A view without a basis writes nothing. A write that fails, or a
+ * thread that cannot start, is logged on stderr: the agent serves on, and
+ * its shims fence as if it were gone. */
+void heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
+			    heartbeat_view_fn *view, void *arg);
 /* heartbeat_writer_stop joins the thread and frees w's contents; the file
  * stays (the shims count from what it says). Safe on a writer never
  * started (zeroed). */
