@@ -8,9 +8,8 @@
  *   to the main loop;
  * - the shipper thread does every other request: log shipping and status
  *   reports, retried until acknowledged;
- * - the heartbeat thread rewrites WORK/heartbeat.json, from which the shims
- *   fence their tasks when the agent is gone (heartbeat.h).
- * Registration (and re-registration on 401/404) is shared by all three
+ * - the heartbeat thread keeps WORK/heartbeat.json fresh for the shims (heartbeat.h).
+ * Registration (and re-registration on 401/404) is shared by the first three
  * through struct session.
  */
 #include "base/compat.h"
@@ -299,6 +298,8 @@ static int register_once(struct session *s, struct errbuf *eb)
 	taskdir_write_json(s->work_dir, "agent.json", aj, 0, NULL);
 	json_decref(aj);
 out:
+	if (ret && status <= 0)
+		session_contact(s, false, c.curl); /* nothing listens: a master that is down */
 	json_decref(reply);
 	httpc_release(&c);
 	return ret;
@@ -2076,8 +2077,11 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		goto out_cache;
 	a.s = session_new(cfg, &a.gpus, engine, stop);
 	a.s->cache = &a.cache;
+	/* from before the registration: a master found down stops the shims' countdown */
+	heartbeat_writer_start(&a.hb, cfg->work_dir, lease_view, a.s);
 	if (session_register(a.s, 0) < 0)
 		goto out_session; /* stopped before registering */
+	heartbeat_writer_beat(&a.hb); /* fresh before any shim is started or re-adopted */
 
 	uv_loop_init(&a.loop);
 	uv_async_init(&a.loop, &a.wake, on_wake);
@@ -2093,8 +2097,6 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.sh.sampler = gpu_sampler_open(cfg->gpus);
 	pthread_mutex_init(&a.sh.lock, NULL);
 	pthread_cond_init(&a.sh.cond, NULL);
-	/* before any shim is started or re-adopted: a shim counting down stops */
-	heartbeat_writer_start(&a.hb, cfg->work_dir, lease_view, a.s);
 	scan_work_dir(&a);
 	if (pthread_create(&a.sh.thread, NULL, shipper_thread, &a.sh) == 0)
 		shipper_started = true;
@@ -2147,8 +2149,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	gpu_sampler_free(a.sh.sampler);
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
-	heartbeat_writer_stop(&a.hb);
 out_session:
+	heartbeat_writer_stop(&a.hb);
 	pthread_mutex_lock(&a.s->lock);
 	a.s->cache = NULL;
 	pthread_mutex_unlock(&a.s->lock);

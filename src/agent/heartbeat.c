@@ -95,8 +95,9 @@ int heartbeat_read(const char *path, struct heartbeat *hb, struct errbuf *eb)
 
 /* ---- the agent's writer ---- */
 
-/* One write of the agent's current view; returns the lease it holds. */
-static uint64_t writer_beat(struct heartbeat_writer *w)
+/* One write of the agent's current view, under w->lock (one writer of the
+ * temp file at a time); returns the lease it holds. */
+static uint64_t beat_locked(struct heartbeat_writer *w)
 {
 	struct heartbeat hb = { 0 };
 	struct errbuf eb = ERRBUF_INIT;
@@ -104,7 +105,6 @@ static uint64_t writer_beat(struct heartbeat_writer *w)
 	w->view(w->arg, &hb);
 	hb.at_ms = boot_ms();
 	hb.pid = (int64_t)getpid();
-	/* an agent that has not heard from a master yet vouches for nothing */
 	if (hb.basis_ms && heartbeat_write(w->path, &hb, &eb))
 		fprintf(stderr, "yard agent: heartbeat: %s\n", eb.msg);
 	return hb.lease_ms;
@@ -113,21 +113,17 @@ static uint64_t writer_beat(struct heartbeat_writer *w)
 static void *writer_thread(void *arg)
 {
 	struct heartbeat_writer *w = arg;
-	uint64_t lease = 0;
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->quit) {
 		struct timespec ts;
-		uint64_t ns = heartbeat_period_ms(lease) * 1000000ULL;
+		uint64_t ns = heartbeat_period_ms(beat_locked(w)) * 1000000ULL;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ns += (uint64_t)ts.tv_nsec;
 		ts.tv_sec += (time_t)(ns / 1000000000ULL);
 		ts.tv_nsec = (long)(ns % 1000000000ULL);
-		if (pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT || w->quit)
-			continue;
-		pthread_mutex_unlock(&w->lock);
-		lease = writer_beat(w);
-		pthread_mutex_lock(&w->lock);
+		while (!w->quit && pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
+			;
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -147,7 +143,6 @@ void heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	writer_beat(w);
 	int err = pthread_create(&w->thread, NULL, writer_thread, w);
 	if (err) {
 		fprintf(stderr, "yard agent: cannot start the heartbeat thread: %s; the shims will fence "
@@ -155,6 +150,15 @@ void heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
 		return;
 	}
 	w->started = true;
+}
+
+void heartbeat_writer_beat(struct heartbeat_writer *w)
+{
+	if (!w->path)
+		return;
+	pthread_mutex_lock(&w->lock);
+	beat_locked(w);
+	pthread_mutex_unlock(&w->lock);
 }
 
 void heartbeat_writer_stop(struct heartbeat_writer *w)

@@ -95,18 +95,22 @@ struct heartbeat_writer {
 	void *arg;                /* borrowed: view's argument, outlives the writer */
 	pthread_t thread;
 	bool started;
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;     /* one write at a time: held by the thread but while it waits */
 	pthread_cond_t cond;      /* signalled to quit */
 	bool quit;
 };
 
-/* heartbeat_writer_start writes the file once (before it returns, so that a
- * shim started afterwards finds it) and starts the thread that keeps it
- * fresh. A view without a basis writes nothing. A write that fails, or a
- * thread that cannot start, is logged on stderr: the agent serves on, and
- * its shims fence as if it were gone. */
+/* heartbeat_writer_start starts the thread that keeps the file fresh: a
+ * write at once, then one every period. A view without a basis writes
+ * nothing: an agent that has neither heard from a master nor found that
+ * none listens vouches for nothing. A write that fails, or a thread that cannot start, is logged on
+ * stderr: the agent serves on, and its shims fence as if it were gone. */
 void heartbeat_writer_start(struct heartbeat_writer *w, const char *work_dir,
 			    heartbeat_view_fn *view, void *arg);
+/* heartbeat_writer_beat writes the file now, from the caller's thread: the
+ * agent does once it has registered, so that the file is fresh before it
+ * starts or re-adopts any shim. */
+void heartbeat_writer_beat(struct heartbeat_writer *w);
 /* heartbeat_writer_stop joins the thread and frees w's contents; the file
  * stays (the shims count from what it says). Safe on a writer never
  * started (zeroed). */

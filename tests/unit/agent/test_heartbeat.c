@@ -238,14 +238,16 @@ static void test_writer(void **state)
 
 	/* no basis yet (never heard from a master): no file */
 	heartbeat_writer_start(&w, dir, view, &v);
+	heartbeat_writer_beat(&w);
 	assert_false(path_exists(path));
 	heartbeat_writer_stop(&w);
-	/* written before start returns, and again and again (every 50 ms for
-	 * a 300 ms lease) */
+	/* written when the agent says (once registered), and by the thread
+	 * again and again (every 50 ms for a 300 ms lease) */
 	v.basis = boot_ms();
 	v.lease = 300;
 	v.calls = 0;
 	heartbeat_writer_start(&w, dir, view, &v);
+	heartbeat_writer_beat(&w);
 	assert_int_equal(heartbeat_read(path, &got, NULL), 0);
 	assert_int_equal(got.basis_ms, v.basis);
 	assert_int_equal(got.lease_ms, 300);
@@ -257,6 +259,7 @@ static void test_writer(void **state)
 	heartbeat_writer_stop(&w);
 	assert_true(path_exists(path)); /* the shims count from what it says */
 	heartbeat_writer_stop(&w);      /* twice: a no-op */
+	heartbeat_writer_beat(&w);      /* stopped: a no-op */
 	rm_rf(dir);
 	free(path);
 	free(dir);
