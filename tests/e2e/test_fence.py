@@ -177,8 +177,50 @@ def test_container_shim_fences_when_its_agent_dies():
             check(stopped_after < lease * 5 / 6 + 0.5,
                   f"the container stopped {stopped_after:.2f} s after its agent died, within "
                   f"two thirds of the {lease:g} s lease and the fence's grace")
-            check_fenced_exit(os.path.join(c.dir, "agent-a1", "tasks", str(task)))
+            task_dir = os.path.join(c.dir, "agent-a1", "tasks", str(task))
+            # the shim writes exit.json last, after it removed the container
+            wait_until(lambda: os.path.exists(os.path.join(task_dir, "exit.json")), 30,
+                       "the shim's exit record")
+            check_fenced_exit(task_dir)
             print(f"agent SIGKILLed at 0: the container's last line after {stopped_after:.2f} s, "
                   f"the container removed after {removed_after:.2f} s (lease {lease:g} s)")
     finally:
         eng.close()
+
+
+def test_agent_restarted_while_its_master_is_down_keeps_its_task():
+    # an upgrade of master and agents at once: the agent comes back first and
+    # finds no master listening; nothing can start its job elsewhere, so its
+    # heartbeat stops the shim's countdown although it cannot register
+    lease = 8.0  # past the agent's registration back-off once the master is back
+    with cluster("fence-nomaster", lease=f"{lease:g}s") as c:
+        c.start_master()
+        a1 = c.start_agent("a1", gpus="sim:1")
+        mark = os.path.join(c.dir, "nomaster.lines")
+        j = submit(c, "nomaster", mark, gpus=1, restart={"max": 2})
+        task_dir = os.path.join(c.dir, "agent-a1", "tasks", str(c.api.job(j)["tasks"][0]["id"]))
+        with open(os.path.join(task_dir, "task.pid")) as f:
+            pid = json.load(f)["pid"]
+
+        c.master.kill(signal.SIGKILL)
+        c.master.p.wait()
+        a1.kill(signal.SIGKILL)
+        killed_at = time.time()
+        a1.p.wait()
+        a1 = c.start_agent("a1", gpus="sim:1", ready=False)  # it cannot register yet
+        time.sleep(lease * 2 / 3 + 1.5)  # past the countdown from its last answer
+        check(pid_alive(pid), "the task runs on while the agent finds no master listening")
+        check(not os.path.exists(os.path.join(task_dir, "exit.json")), "and has no exit record")
+
+        c.start_master()
+        wait_until(lambda: any("yard agent ready name=a1" in line for line in a1.lines), 30,
+                   "the agent to register with the master back")
+        time.sleep(1)  # its first report
+        doc = c.api.job(j)
+        check_eq((doc["state"], doc["attempt"]), ("running", 0), "the job still runs its first attempt")
+        check(pid_alive(pid), "the same task")
+        runs = lines(mark)
+        check_eq({(a, n) for a, n, _ in runs}, {(0, "a1")}, "one attempt only, on a1")
+        check(max_gap(runs) < 1.0, f"its lines are continuous (largest gap {max_gap(runs):.2f} s)")
+        print(f"master and agent SIGKILLed, the agent back at once, the master "
+              f"{time.time() - killed_at:.1f} s later: the task ran on")
