@@ -30,9 +30,11 @@
  * live agent that finds no master listening too, and a restarted agent as
  * soon as it has registered again, which stops the countdown; a dead agent
  * leaves B where it was, and the shim stops its task when the rule says.
- * A written file and a thread rather than the main loop: the agent's loop
- * may block for minutes on a code or checkpoint download while the agent
- * is still in touch with the master; that must not fence anything.
+ * A thread of its own rather than the main loop's tick: that loop may block
+ * for minutes on a code or checkpoint download while the agent is still in
+ * touch with the master, which must not fence anything. Under `yard up`
+ * (the master in the agent's process, gone whenever the agent is) shim.json
+ * names no heartbeat, and the shims never fence.
  */
 #ifndef YARD_AGENT_HEARTBEAT_H
 #define YARD_AGENT_HEARTBEAT_H
