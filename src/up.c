@@ -155,6 +155,7 @@ int cmd_up(int argc, char **argv)
 	up.agent.gpus = gpus;
 	up.agent.join_token = join.buf;
 	up.agent.dev_dir = "/dev";
+	up.agent.master_in_process = true;
 	if (pthread_create(&sig_tid, NULL, signal_thread, &up) != 0 ||
 	    pthread_create(&agent_tid, NULL, agent_thread, &up) != 0) {
 		fprintf(stderr, "yard up: cannot start threads\n");

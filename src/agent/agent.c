@@ -1,5 +1,5 @@
 /*
- * The agent. Three threads:
+ * The agent. Four threads:
  * - the main thread runs a libuv loop that owns the task table: it
  *   reconciles desired against actual state the moment a work reply arrives
  *   (uv_async), starts and stops tasks through a runtime, and watches each
@@ -7,8 +7,9 @@
  * - the poll thread long-polls GET /v1/agents/{id}/work and hands each reply
  *   to the main loop;
  * - the shipper thread does every other request: log shipping and status
- *   reports, retried until acknowledged.
- * Registration (and re-registration on 401/404) is shared by all three
+ *   reports, retried until acknowledged;
+ * - the heartbeat thread keeps WORK/heartbeat.json fresh for the shims (heartbeat.h).
+ * Registration (and re-registration on 401/404) is shared by the first three
  * through struct session.
  */
 #include "base/compat.h"
@@ -30,6 +31,7 @@
 #include "agent/ckptwatch.h"
 #include "agent/docker.h"
 #include "agent/gpu.h"
+#include "agent/heartbeat.h"
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
@@ -75,7 +77,7 @@ struct session {
 	unsigned port_lo, port_hi;
 	char *id, *token;       /* owned, from the last registration */
 	uint64_t lease_ms;      /* the master's lease on this node (registration reply); 0: unknown */
-	uint64_t last_ok_ms;    /* mono ms of the last answer from the master */
+	uint64_t last_ok_ms;    /* boot_ms of the last answer from the master */
 	bool refused;           /* the last failed request found no master listening (not a partition) */
 	bool failing;           /* the last request had no answer */
 	unsigned back;          /* bumped by an answer after one that failed: the shipper retries at once */
@@ -120,7 +122,7 @@ static void session_contact(struct session *s, bool ok, void *curl)
 		curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &oserr);
 	pthread_mutex_lock(&s->lock);
 	if (ok) {
-		s->last_ok_ms = mono_ms();
+		s->last_ok_ms = boot_ms();
 		s->refused = false;
 		s->back += s->failing;
 	} else {
@@ -290,13 +292,15 @@ static int register_once(struct session *s, struct errbuf *eb)
 	s->gen++;
 	if (json_integer_value(json_object_get(reply, "lease_ms")) > 0)
 		s->lease_ms = (uint64_t)json_integer_value(json_object_get(reply, "lease_ms"));
-	s->last_ok_ms = mono_ms();
+	s->last_ok_ms = boot_ms();
 	s->refused = false;
 	pthread_mutex_unlock(&s->lock);
 	json_t *aj = json_pack("{s:s, s:s}", "name", s->name, "id", id);
 	taskdir_write_json(s->work_dir, "agent.json", aj, 0, NULL);
 	json_decref(aj);
 out:
+	if (ret && status <= 0)
+		session_contact(s, false, c.curl); /* nothing listens: a master that is down */
 	json_decref(reply);
 	httpc_release(&c);
 	return ret;
@@ -924,6 +928,7 @@ struct agent {
 	uv_timer_t tick;
 	struct session *s;
 	struct shipper sh;
+	struct heartbeat_writer hb; /* WORK/heartbeat.json, for the shims (heartbeat.h) */
 	struct httpc code_http;     /* code downloads from the main loop */
 	struct cache cache;         /* WORK/cache */
 	bool closing;               /* agent_run is on its way out */
@@ -1222,9 +1227,8 @@ static void watch_task(struct agent *a, struct atask *t)
  * job's on_disconnect is keep (fence() leaves it running). */
 static void task_configure(struct atask *t, const json_t *task)
 {
-	const char *od = json_string_value(json_object_get(task, "on_disconnect"));
 	t->ops = json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
-	t->keep_on_disconnect = od && !strcmp(od, "keep");
+	t->keep_on_disconnect = fence_spares(task);
 	t->job = json_integer_value(json_object_get(task, "job"));
 }
 
@@ -1825,30 +1829,38 @@ static void on_wake(uv_async_t *h)
 		uv_stop(&a->loop);
 }
 
+/* The agent's view of the lease, for fence() and for the shims, which fence
+ * when the agent is gone (heartbeat.h). */
+static void lease_view(void *arg, struct heartbeat *out)
+{
+	struct session *s = arg;
+	pthread_mutex_lock(&s->lock);
+	out->lease_ms = s->lease_ms;
+	out->basis_ms = fence_basis(s->last_ok_ms, s->refused, boot_ms());
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Fencing: a master out of reach (a partition, not a master that is down:
  * nothing listening answers at once) will declare this node lost when its
- * lease ends and start the node's jobs elsewhere. Before that, at two
- * thirds of the lease since the last answer, the tasks of jobs with
- * on_disconnect: stop are stopped, with a grace of a sixth of the lease,
- * so that no job ever runs twice. Reconnected, the agent takes the
+ * lease ends and start the node's jobs elsewhere. Before that (the rule of
+ * heartbeat.h: two thirds of the lease since the last answer) the tasks of
+ * jobs with on_disconnect: stop are stopped, with a grace of a sixth of the
+ * lease, so that no job ever runs twice. Reconnected, the agent takes the
  * master's view as always (reconcile). */
 static void fence(struct agent *a)
 {
-	uint64_t lease, last, now = mono_ms();
-	bool refused;
+	struct heartbeat v;
+	uint64_t now = boot_ms();
 	unsigned n = 0;
 
-	pthread_mutex_lock(&a->s->lock);
-	lease = a->s->lease_ms;
-	last = a->s->last_ok_ms;
-	refused = a->s->refused;
-	pthread_mutex_unlock(&a->s->lock);
-	if (!lease || refused || now - last <= lease * 2 / 3)
+	lease_view(a->s, &v);
+	if (!fence_due(v.lease_ms, v.basis_ms, now))
 		return;
 	for (struct atask *t = a->tasks; t; t = t->next) {
 		if (t->done || t->stop_sent || t->keep_on_disconnect)
 			continue;
-		json_t *doc = json_pack("{s:I}", "grace_ms", (json_int_t)(lease / 6));
+		json_int_t grace = (json_int_t)fence_grace_ms(v.lease_ms);
+		json_t *doc = json_pack("{s:I}", "grace_ms", grace);
 		taskdir_write_json(t->rt.dir, "stop.json", doc, 0, NULL);
 		json_decref(doc);
 		stop_task(a, t); /* a staging is cancelled: the task never starts */
@@ -1856,7 +1868,8 @@ static void fence(struct agent *a)
 	}
 	if (n)
 		fprintf(stderr, "yard agent: no answer from the master for %" PRIu64 " ms (its lease is %" PRIu64
-			" ms): stopped %u task%s (on_disconnect: stop)\n", now - last, lease, n, n == 1 ? "" : "s");
+			" ms): stopped %u task%s (on_disconnect: stop)\n", now - v.basis_ms, v.lease_ms,
+			n, n == 1 ? "" : "s");
 }
 
 static void on_tick(uv_timer_t *h)
@@ -2046,6 +2059,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	a.ctx.master_pin = cfg->master_pin;
 	a.ctx.cgroup_root = getenv("YARD_CGROUP_ROOT");
 	a.ctx.cgroups = cgroup_detect(a.ctx.cgroup_root) != NULL && geteuid() == 0;
+	a.ctx.shims_fence = !cfg->master_in_process;
 	if (!a.ctx.cgroups)
 		fprintf(stderr, "yard agent: no usable cgroups: tasks run without limits\n");
 	a.ctx.gpus = &a.gpus;
@@ -2071,8 +2085,11 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		goto out_cache;
 	a.s = session_new(cfg, &a.gpus, engine, stop);
 	a.s->cache = &a.cache;
+	/* from before the registration: a master found down stops the shims' countdown */
+	heartbeat_writer_start(&a.hb, cfg->work_dir, lease_view, a.s);
 	if (session_register(a.s, 0) < 0)
 		goto out_session; /* stopped before registering */
+	heartbeat_writer_beat(&a.hb); /* fresh before any shim is started or re-adopted */
 
 	uv_loop_init(&a.loop);
 	uv_async_init(&a.loop, &a.wake, on_wake);
@@ -2141,6 +2158,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
 out_session:
+	heartbeat_writer_stop(&a.hb);
 	pthread_mutex_lock(&a.s->lock);
 	a.s->cache = NULL;
 	pthread_mutex_unlock(&a.s->lock);

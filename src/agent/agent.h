@@ -37,6 +37,10 @@ struct agent_config {
 	/* --run-as (runas.h): the user tasks run as; the agent takes and gives
 	 * back uids of a range in it. Borrowed; NULL: tasks run as root. */
 	struct runas *run_as;
+	/* the master runs in this process (yard up): it is gone whenever the
+	 * agent is, and gives the node a whole lease when it is back, so the
+	 * shims need not fence (heartbeat.h) */
+	bool master_in_process;
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */

@@ -37,6 +37,7 @@ struct runtime_ctx {
 	const char *master_pin;    /* NULL or YARD_PIN (common/httpc.h) */
 	const char *cgroup_root;   /* NULL: /sys/fs/cgroup */
 	bool cgroups;              /* false: no usable cgroup hierarchy (no isolation) */
+	bool shims_fence;          /* shim.json names WORK/heartbeat.json (heartbeat.h) */
 	const struct gpu_list *gpus;
 	/* the Docker Engine API socket (Docker's or Podman's); NULL: this agent
 	 * runs no containers */

@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include "agent/heartbeat.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/spawn.h"
@@ -35,6 +36,12 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 	if (t->run_as)
 		json_object_set_new(conf, "run_as", json_pack("{s:I, s:I}", "uid", (json_int_t)t->uid,
 							      "gid", (json_int_t)t->gid));
+	/* the agent's heartbeat, from which the shim fences when the agent is gone */
+	if (ctx->shims_fence) {
+		char *hb = heartbeat_path(ctx->work_dir);
+		json_object_set_new(conf, "heartbeat", json_string(hb));
+		free(hb);
+	}
 	json_t *staged = NULL;
 	if (taskdir_read_json(t->dir, "staged.json", &staged, NULL) == 0 &&
 	    json_array_size(json_object_get(staged, "binds")))

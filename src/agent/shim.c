@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/cgroup.h"
+#include "agent/heartbeat.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
@@ -25,6 +26,7 @@ struct shim {
 	bool have_cg;
 	pid_t pid;           /* the task, also its process group */
 	int notify_fd;       /* 1 until the start is reported, then -1 */
+	struct fence_watch fence; /* its agent's heartbeat (heartbeat.h) */
 };
 
 static const char *conf_str(const struct shim *s, const char *key)
@@ -338,6 +340,9 @@ static void wait_task(struct shim *s, int *status)
 			deadline = mono_ms() + grace;
 			kill(-s->pid, SIGTERM);
 		}
+		/* its agent gone: stopped, or a stop under way cut short (heartbeat.h) */
+		if (fence_watch_step(&s->fence, &stopping, &deadline))
+			kill(-s->pid, SIGTERM);
 	}
 }
 
@@ -393,8 +398,11 @@ int shim_main(const char *dir)
 	json_decref(pidj);
 	shim_notify(&s.notify_fd, "running %d\n", (int)s.pid);
 
+	fence_watch_init(&s.fence, s.conf, s.task);
 	wait_task(&s, &status);
 	describe_exit(&s, status, &e);
+	fence_watch_mark_exit(&s.fence, &e);
+	fence_watch_release(&s.fence);
 	kill_rest(&s);
 out_write:
 	if (s.have_cg) {

@@ -18,7 +18,9 @@
  *   YARD_CA, YARD_PIN; absent: none),
  *   "run_as": {"uid": N, "gid": N} (agent --run-as, runas.h: the task's
  *   processes drop to that user, no supplementary groups, before exec; the
- *   shim stays root. Absent: they run as the shim's user)}
+ *   shim stays root. Absent: they run as the shim's user),
+ *   "heartbeat": FILE (the agent's WORK/heartbeat.json, heartbeat.h; absent:
+ *   the shim never fences)}
  *
  * The agent unpacks the job's code into cwd before it starts the shim. The
  * shim is built as its own small executable, yard-shim (src/agent/shim_exe.c):
@@ -36,6 +38,14 @@
  * process group without cgroups) until none is left. When the task exits,
  * whatever it left behind in its cgroup or process group is killed, the
  * cgroups are removed, then exit.json is written.
+ *
+ * The shim fences the task when its agent is gone (heartbeat.h): once the
+ * agent's heartbeat file says that the master may soon declare the node
+ * lost (two thirds of the lease without an answer, the agent's own rule),
+ * it stops a task of a job with on_disconnect: stop as a stop would, with
+ * a sixth of the lease as the grace, and its exit.json says so ("stopped:
+ * its agent was gone for N s (fenced by its shim; ...): HOW IT ENDED", no
+ * exit status). The container shim (shim_docker.h) does the same.
  */
 #ifndef YARD_AGENT_SHIM_H
 #define YARD_AGENT_SHIM_H

@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/docker.h"
+#include "agent/heartbeat.h"
 #include "agent/shim.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
@@ -28,6 +29,7 @@ struct cshim {
 	int fds[3];               /* [1] stdout, [2] stderr: the task's log files */
 	uint64_t skip[3];         /* bytes of each stream the files already hold (adoption) */
 	int notify_fd;            /* 1 until the start is reported, then -1 */
+	struct fence_watch fence; /* its agent's heartbeat (heartbeat.h) */
 
 	/* the output thread: attach (or, adopting, logs) until the container ends */
 	pthread_t thread;
@@ -478,6 +480,9 @@ static void wait_container(struct cshim *s, sigset_t *set, struct cstate *st)
 			deadline = mono_ms() + grace;
 			kill_container(s, "SIGTERM");
 		}
+		/* its agent gone: stopped, or a stop under way cut short (heartbeat.h) */
+		if (fence_watch_step(&s->fence, &stopping, &deadline))
+			kill_container(s, "SIGTERM");
 	}
 }
 
@@ -549,6 +554,7 @@ int shim_docker_main(const char *dir)
 	json_decref(st.doc);
 	st.doc = NULL;
 
+	fence_watch_init(&s.fence, s.conf, s.task);
 	wait_container(&s, &set, &st);
 	if (s.thread_started) {
 		/* the stream ends with the container: every byte is in the files before exit.json */
@@ -556,6 +562,8 @@ int shim_docker_main(const char *dir)
 		s.thread_started = false;
 	}
 	describe_exit(&st, &e);
+	fence_watch_mark_exit(&s.fence, &e);
+	fence_watch_release(&s.fence);
 out_remove:
 	if (s.thread_started) {
 		/* a start that failed after the attach: the stream ends with the removal */

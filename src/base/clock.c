@@ -18,6 +18,11 @@ uint64_t mono_us(void)
 	return read_clock(CLOCK_MONOTONIC, 1000);
 }
 
+uint64_t boot_ms(void)
+{
+	return read_clock(CLOCK_BOOTTIME, 1000000);
+}
+
 uint64_t wall_us(void)
 {
 	return read_clock(CLOCK_REALTIME, 1000);

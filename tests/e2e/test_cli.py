@@ -225,6 +225,13 @@ def test_yard_up():
                            capture_output=True, env=e, timeout=60)
         check_eq(r.returncode, 0, f"submit --follow under yard up ({r.stderr!r})")
         check(b"up and running\n" in r.stdout, f"output under yard up: {r.stdout!r}")
+        # its master dies with its agent, so its shims do not fence (heartbeat.h)
+        with open(os.path.join(proj, "shim.yaml"), "w") as f:
+            f.write("command: [/bin/cat, ../shim.json]\ntasks: {worker: {cpus: 0.1}}\n")
+        r = subprocess.run([YARD, "submit", "--follow", os.path.join(proj, "shim.yaml")],
+                           capture_output=True, env=e, timeout=60)
+        check(b'"cwd"' in r.stdout and b'"heartbeat"' not in r.stdout,
+              f"no heartbeat in a yard up task's shim.json: {r.stdout!r}")
         # the web UI's sign-in URL (on stderr): the token in the fragment, never the query
         with open(up.logpath, errors="replace") as f:
             log = f.read()
