@@ -165,6 +165,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
 			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
 			(json_int_t)st.preemptions);
+		json_object_set_new(doc, "events", json_integer((json_int_t)st.events));
+		json_object_set_new(doc, "peak_queue", json_integer((json_int_t)st.peak_queue));
 		if (fmt == SIM_FORMAT_POLLUX)
 			json_object_set_new(doc, "pollux_model", json_string(model ? model : "iterations"));
 		cli_print_json(doc);
@@ -186,6 +188,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		printf("makespan       %" PRIu64 " s\n", st.makespan);
 		printf("GPU util       %.1f %%\n", st.utilisation * 100);
 		printf("preemptions    %" PRIu64 "\n", st.preemptions);
+		printf("events         %" PRIu64 "\n", st.events);
+		printf("peak queue     %zu jobs\n", st.peak_queue);
 	}
 	free(res);
 	sim_trace_release(&trace);

@@ -84,6 +84,7 @@ struct sim_stats {
 	double utilisation;      /* GPU-seconds used / (GPUs x makespan) */
 	uint64_t preemptions;
 	uint64_t events;         /* scheduling rounds */
+	size_t peak_queue;       /* the most jobs waiting (arrived, not running) at once */
 };
 
 /* sim_run replays trace under opts; results[i] (OUT, njobs entries, caller
