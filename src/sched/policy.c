@@ -719,10 +719,11 @@ static void plan_fair(const struct sched_policy_conf *conf, const struct sched_p
 /*
  * The keys of jobs[0..njobs) in policy order (keys: room for 2 x njobs;
  * mark: njobs false flags, left false). The keys are laid out first in the
- * order of the last plan made with out (a caller that keeps a job at the
- * same index from one plan to the next, as the simulator does, then gives
- * them nearly in order), the jobs new to it after, and sorted from there:
- * a pass or two instead of a full sort. The order is exact either way.
+ * order of the last plan made with out, for the jobs still at the same index
+ * (a caller that keeps a job at its index from one plan to the next, as the
+ * simulator does its running jobs, then gives them nearly in order), the
+ * others after in index order, and sorted from there: a pass or two instead
+ * of a full sort. The order is exact either way.
  */
 static void order_keys(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
 		       size_t njobs, struct key *keys, bool *mark, struct sched_policy_plan *out)
@@ -731,7 +732,7 @@ static void order_keys(const struct sched_policy_conf *conf, const struct sched_
 
 	for (size_t k = 0; k < out->nlast_; k++) {
 		size_t i = out->last_[k];
-		if (i < njobs && !mark[i]) {
+		if (i < njobs && !mark[i] && jobs[i].id == out->last_id_[k]) {
 			mark[i] = true;
 			make_key(conf, &jobs[i], i, &keys[n++]);
 		}
@@ -743,8 +744,11 @@ static void order_keys(const struct sched_policy_conf *conf, const struct sched_
 	}
 	sort_keys(keys, njobs, keys + njobs);
 	ALLOC_GROW(out->last_, njobs + 1, out->alloc_last_);
-	for (size_t k = 0; k < njobs; k++)
+	ALLOC_GROW(out->last_id_, njobs + 1, out->alloc_last_id_);
+	for (size_t k = 0; k < njobs; k++) {
 		out->last_[k] = keys[k].idx;
+		out->last_id_[k] = jobs[keys[k].idx].id;
+	}
 	out->nlast_ = njobs;
 }
 
@@ -840,5 +844,6 @@ void sched_policy_plan_release(struct sched_policy_plan *plan)
 	free(plan->waits);
 	free(plan->order_);
 	free(plan->last_);
+	free(plan->last_id_);
 	memset(plan, 0, sizeof(*plan));
 }

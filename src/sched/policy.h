@@ -198,11 +198,13 @@ struct sched_policy_plan {
 	 * ending); UINT64_MAX = none. */
 	uint64_t next_change;
 	/* scratch, reused across calls when the plan is passed again; last_ is
-	 * the policy order of the jobs of the last call (indexes), where the
-	 * next call starts its sort */
+	 * the policy order of the jobs of the last call (indexes, and their
+	 * ids in last_id_), where the next call starts its sort */
 	size_t *order_, *last_;
+	uint64_t *last_id_;
 	size_t nlast_;
 	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_, alloc_last_;
+	size_t alloc_last_id_;
 };
 
 /*
