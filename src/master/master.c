@@ -162,9 +162,10 @@ static int parse_thresholds(const char *text, struct sched_policy_conf *conf, st
 	return 0;
 }
 
-/* The defaults of --preempt-min-run and --preempt-max-lost. */
-#define PREEMPT_MIN_RUN_MS (2 * 60 * 1000)
-#define PREEMPT_MAX_LOST_MS (10 * 60 * 1000)
+/* The defaults of --preempt-min-run and --preempt-max-lost (sched/policy.h,
+ * shared with yard sim --live). */
+#define PREEMPT_MIN_RUN_MS ((uint64_t)SCHED_PREEMPT_MIN_RUN_S * 1000)
+#define PREEMPT_MAX_LOST_MS ((uint64_t)SCHED_PREEMPT_MAX_LOST_S * 1000)
 
 /* The policy of every pool (cfg->policies), the levels, the teams' shares,
  * the protection of running work. */

@@ -110,6 +110,12 @@ struct sched_policy_conf {
 	bool need_checkpoint;
 };
 
+/* The live master's protection of running work, its --preempt-min-run and
+ * --preempt-max-lost defaults (need_checkpoint is set with max_lost_s), and
+ * yard sim --live's: one source for both. */
+#define SCHED_PREEMPT_MIN_RUN_S (2 * 60)
+#define SCHED_PREEMPT_MAX_LOST_S (10 * 60)
+
 /* sched_policy_conf_init: conf for policy p with its default thresholds. */
 void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p);
 
