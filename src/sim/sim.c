@@ -80,6 +80,7 @@ struct replay {
 	const struct sched_policy_conf *conf;
 	struct sched_pjob *pj;   /* per trace job: the policy's view while it waits */
 	uint64_t *left;          /* per trace job: seconds of work still needed */
+	uint64_t *paid;          /* per trace job: the restart penalty of its current run */
 	struct wclass *classes;
 	size_t nclasses, alloc_classes, nwaiting;
 	/* promotions due, a min-heap by time; an entry is stale once its job
@@ -316,9 +317,37 @@ static void plan_subset(struct replay *r, unsigned total, uint64_t now,
 	}
 }
 
+/* The checkpoint times of a run that started at `from`, every `every`
+ * seconds: the last one by now (0: none yet), and the next after now. */
+static uint64_t last_checkpoint(uint64_t from, uint64_t every, uint64_t now)
+{
+	return now - from >= every ? from + (now - from) / every * every : 0;
+}
+
+static uint64_t next_checkpoint(uint64_t from, uint64_t every, uint64_t now)
+{
+	return from + ((now - from) / every + 1) * every;
+}
+
+/* Job j (trace index i), stopped at now: the seconds of work it loses, those
+ * since its last checkpoint of this run or, without one, since it resumed
+ * and paid its restart penalty; none without checkpoints (the peer's
+ * model: a preempted job keeps all its work). */
+static uint64_t work_lost(const struct replay *r, const struct sim_opts *opts,
+			  const struct sched_pjob *j, size_t i, uint64_t now)
+{
+	uint64_t from = j->started_at + r->paid[i];
+
+	if (!opts->checkpoint_interval)
+		return 0;
+	if (j->checkpointed_at >= j->started_at && j->checkpointed_at > from)
+		from = j->checkpointed_at;
+	return now > from ? now - from : 0;
+}
+
 /* Applies the plan made at now: preemptions, then starts. */
 static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, uint64_t now,
-		       uint64_t restart_penalty, struct sim_result *res)
+		       const struct sim_opts *opts, struct sim_result *res, struct sim_stats *st)
 {
 	size_t *stop = xmalloc((plan->npreempts + plan->nstarts + 1) * sizeof(*stop));
 	size_t *go = stop + plan->npreempts;
@@ -331,9 +360,14 @@ static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, u
 	r->nsub = r->nrunning;
 	for (size_t p = 0; p < plan->npreempts; p++) {
 		size_t i = stop[p], k = 0;
+		uint64_t lost;
 		while (r->sub_tid[k] != i)
 			k++;
 		running_take(r, k, &r->pj[i]);
+		lost = work_lost(r, opts, &r->pj[i], i, now);
+		r->left[i] += lost;
+		r->pj[i].remaining = r->left[i];
+		st->lost_gpu_s += lost * r->pj[i].gpus;
 		sched_policy_requeue(&r->pj[i], now);
 		res[i].preemptions++;
 		wait_begin(r, i);
@@ -343,10 +377,14 @@ static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, u
 		waiting_remove(r, i);
 		r->promo_at[i] = UINT64_MAX;
 		sched_policy_started(&r->pj[i], now);
-		if (res[i].start == UINT64_MAX)
+		r->pj[i].checkpointed_at = 0; /* none yet in this run */
+		r->paid[i] = 0;
+		if (res[i].start == UINT64_MAX) {
 			res[i].start = now;
-		else if (restart_penalty)
-			r->left[i] += restart_penalty;
+		} else if (opts->restart_penalty) {
+			r->left[i] += opts->restart_penalty;
+			r->paid[i] = opts->restart_penalty;
+		}
 		running_add(r, &r->pj[i], i);
 	}
 	free(stop);
@@ -360,8 +398,10 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	struct sched_policy_plan plan;
 	struct replay r;
 	uint64_t *ran = xcalloc(trace->njobs + 1, sizeof(*ran)); /* seconds run, per job */
-	uint64_t now = 0, busy = 0, next_change = UINT64_MAX;
+	uint64_t now = 0, busy = 0, next_change = UINT64_MAX, every = opts->checkpoint_interval;
 	size_t next = 0, done = 0;
+	/* checkpoints change plans only where they end a protection */
+	bool ckpt_events = every && (conf->need_checkpoint || conf->max_lost_s);
 
 	memset(st, 0, sizeof(*st));
 	memset(&plan, 0, sizeof(plan));
@@ -369,6 +409,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	r.conf = conf;
 	r.pj = xcalloc(trace->njobs + 1, sizeof(*r.pj));
 	r.left = xcalloc(trace->njobs + 1, sizeof(*r.left));
+	r.paid = xcalloc(trace->njobs + 1, sizeof(*r.paid));
 	r.promo_at = xcalloc(trace->njobs + 1, sizeof(*r.promo_at));
 	for (size_t i = 0; i < trace->njobs; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
@@ -387,6 +428,11 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 				t = now + r.left[r.sub_tid[k]];
 		if (next_change < t)
 			t = next_change;
+		for (size_t k = 0; ckpt_events && k < r.nrunning; k++) {
+			uint64_t c = next_checkpoint(r.sub[k].started_at, every, now);
+			if (c < t)
+				t = c;
+		}
 		if ((due = heap_top(&r)) < t)
 			t = due;
 		if (t == UINT64_MAX)
@@ -413,6 +459,8 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 				continue;
 			}
 			j->remaining = r.left[i];
+			if (every)
+				j->checkpointed_at = last_checkpoint(j->started_at, every, t);
 			k++;
 		}
 		now = t;
@@ -431,7 +479,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 		plan_subset(&r, total, now, &plan);
 		st->events++;
 		next_change = plan.next_change;
-		plan_apply(&r, &plan, now, opts->restart_penalty, res);
+		plan_apply(&r, &plan, now, opts, res, st);
 		if (r.nwaiting > st->peak_queue)
 			st->peak_queue = r.nwaiting;
 	}
@@ -446,6 +494,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	free(r.sub_wait);
 	free(r.pj);
 	free(r.left);
+	free(r.paid);
 	free(r.promo_at);
 	free(ran);
 }
