@@ -2,9 +2,14 @@
  * The simulator: an event-driven replay of a job trace on a pool of GPUs,
  * with a virtual clock in whole seconds, through the scheduler's own policy
  * code (sched/policy.h). It re-implements no policy: at every event (an
- * arrival, a completion, or the plan's next_change) it accounts every job to
- * the clock, asks sched_policy_plan() and applies the starts and
- * preemptions.
+ * arrival, a completion, the plan's next_change or a waiting job's
+ * promotion) it accounts the jobs to the clock, asks sched_policy_plan() and
+ * applies the starts and preemptions. So that an event costs the running
+ * jobs and not the queue (thousands wait in a full Philly replay on a small
+ * cluster), waiting jobs are accounted only when the plan needs them, and
+ * the plan is given every running job but only the waiting jobs that
+ * sched_policy_wait_blocks() shows can matter: the outcome is that of a plan
+ * over every job (docs/scheduler.md, Replay speed).
  *
  * Model (the Tiresias simulator's "count" scheme): GPUs are counted, not
  * placed; a job runs on all of its GPUs or waits; a preempted job keeps its
