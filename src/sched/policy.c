@@ -298,6 +298,19 @@ static size_t run_end(const struct key *keys, size_t from, size_t n)
  * as glibc's qsort is (keys are unique anyway: the job id is the last
  * field).
  */
+/* Merges the sorted keys[0..m) and keys[m..e) into tmp[0..e). */
+static void merge_keys(const struct key *keys, size_t m, size_t e, struct key *tmp)
+{
+	size_t a = 0, b = m, o = 0;
+
+	while (a < m && b < e)
+		tmp[o++] = key_less(&keys[b], &keys[a]) ? keys[b++] : keys[a++];
+	while (a < m)
+		tmp[o++] = keys[a++];
+	while (b < e)
+		tmp[o++] = keys[b++];
+}
+
 static void sort_keys(struct key *keys, size_t n, struct key *tmp)
 {
 	if (n < 2 || run_end(keys, 0, n) == n)
@@ -307,13 +320,7 @@ static void sort_keys(struct key *keys, size_t n, struct key *tmp)
 
 		while (i < n) {
 			size_t m = run_end(keys, i, n), e = m < n ? run_end(keys, m, n) : n;
-			size_t a = i, b = m, o = i;
-			while (a < m && b < e)
-				tmp[o++] = key_less(&keys[b], &keys[a]) ? keys[b++] : keys[a++];
-			while (a < m)
-				tmp[o++] = keys[a++];
-			while (b < e)
-				tmp[o++] = keys[b++];
+			merge_keys(keys + i, m - i, e - i, tmp + i);
 			runs++;
 			i = e;
 		}
@@ -730,6 +737,8 @@ static void order_keys(const struct sched_policy_conf *conf, const struct sched_
 {
 	size_t n = 0;
 
+	size_t known;
+
 	for (size_t k = 0; k < out->nlast_; k++) {
 		size_t i = out->last_[k];
 		if (i < njobs && !mark[i] && jobs[i].id == out->last_id_[k]) {
@@ -737,12 +746,20 @@ static void order_keys(const struct sched_policy_conf *conf, const struct sched_
 			make_key(conf, &jobs[i], i, &keys[n++]);
 		}
 	}
+	known = n;
 	for (size_t i = 0; i < njobs; i++) {
 		if (!mark[i])
 			make_key(conf, &jobs[i], i, &keys[n++]);
 		mark[i] = false;
 	}
-	sort_keys(keys, njobs, keys + njobs);
+	/* the two parts apart, then one merge: the known part is nearly in
+	 * order and the other small, so neither pays for the other's runs */
+	sort_keys(keys, known, keys + njobs);
+	sort_keys(keys + known, njobs - known, keys + njobs);
+	if (known && known < njobs && key_less(&keys[known], &keys[known - 1])) {
+		merge_keys(keys, known, njobs, keys + njobs);
+		memcpy(keys, keys + njobs, njobs * sizeof(*keys));
+	}
 	ALLOC_GROW(out->last_, njobs + 1, out->alloc_last_);
 	ALLOC_GROW(out->last_id_, njobs + 1, out->alloc_last_id_);
 	for (size_t k = 0; k < njobs; k++) {

@@ -101,7 +101,7 @@ struct replay {
 
 /* The first number of waiting jobs of a size the plan is given; doubled
  * while the plan shows it needs more. */
-#define WANT_FIRST 2
+#define WANT_FIRST 4
 
 static struct wclass *class_of(struct replay *r, unsigned gpus)
 {
