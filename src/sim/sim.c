@@ -89,9 +89,10 @@ struct replay {
 	size_t nheap, alloc_heap;
 	uint64_t *promo_at;      /* per trace job; UINT64_MAX: none */
 	/* The plan's input, jobs given and their trace indexes: first the
-	 * running jobs, whose state lives here while they
-	 * run (pj[] holds it while they wait), then copies of the waiting jobs
-	 * given to this plan. */
+	 * running jobs, whose state lives here while they run (pj[] holds it
+	 * while they wait), then copies of the waiting jobs given to this
+	 * plan. A running job keeps its index from plan to plan, so the plan
+	 * sorts them from its last order in a pass. */
 	struct sched_pjob *sub;
 	size_t *sub_tid;
 	size_t nrunning, nsub, alloc_sub, alloc_sub_tid;
