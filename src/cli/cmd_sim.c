@@ -70,6 +70,8 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
 	const char *profiles = NULL, *model = NULL;
+	const char *ckpt = NULL, *min_run = NULL, *max_lost = NULL;
+	int need_ckpt = 0, live = 0;
 	const struct cli_option opts[] = {
 		{ "trace", 't', CLI_OPT_STRING, &trace_path, "FILE", "the job trace (CSV)" },
 		{ "format", 'f', CLI_OPT_STRING, &format, "FMT",
@@ -83,6 +85,16 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		  "las levels in attained GPU-seconds (default 3250,7200,18000)" },
 		{ "age", 0, CLI_OPT_STRING, &age, "PCT",
 		  "las ageing: promote a job that waited PCT % of its run time (0 = off)" },
+		{ "checkpoint-interval", 0, CLI_OPT_STRING, &ckpt, "S",
+		  "jobs checkpoint every S s of a run; a preempted job loses the work since" },
+		{ "min-run", 0, CLI_OPT_STRING, &min_run, "S",
+		  "no preemption within S s of a start or resume (but by a higher priority)" },
+		{ "max-lost", 0, CLI_OPT_STRING, &max_lost, "S",
+		  "no preemption that loses more than S s of work (but by a higher priority)" },
+		{ "need-checkpoint", 0, CLI_OPT_FLAG, &need_ckpt, NULL,
+		  "no preemption of a job not checkpointed in its run (but by a higher priority)" },
+		{ "live", 0, CLI_OPT_FLAG, &live, NULL,
+		  "the live master's protections: --min-run 120 --max-lost 600 --need-checkpoint" },
 		{ "jobs-csv", 0, CLI_OPT_STRING, &jobs_csv, "FILE", "write one line per job to FILE" },
 		{ "profiles", 0, CLI_OPT_STRING, &profiles, "DIR",
 		  "pollux: the per-application profiles (the artifact's simulator/traces)" },
@@ -99,8 +111,9 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 
 	rc = cli_parse(ctx,
 		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
-		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] [--jobs-csv FILE] "
-		       "[--profiles DIR] [--pollux-model M]",
+		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] "
+		       "[--checkpoint-interval S] [--min-run S] [--max-lost S] [--need-checkpoint] "
+		       "[--live] [--jobs-csv FILE] [--profiles DIR] [--pollux-model M]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -141,6 +154,21 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			return cli_usage_error(ctx, "--age expects a percentage, got '%s'", age);
 		so.conf.age_pct = (unsigned)v;
 	}
+	if (ckpt && (parse_u64_str(ckpt, &so.checkpoint_interval) < 0 || !so.checkpoint_interval))
+		return cli_usage_error(ctx, "--checkpoint-interval expects seconds (> 0), got '%s'", ckpt);
+	if (live) {
+		/* the master's defaults (sched/policy.h): need_checkpoint goes with
+		 * max_lost_s there */
+		so.conf.min_run_s = SCHED_PREEMPT_MIN_RUN_S;
+		so.conf.max_lost_s = SCHED_PREEMPT_MAX_LOST_S;
+		so.conf.need_checkpoint = SCHED_PREEMPT_MAX_LOST_S > 0;
+	}
+	if (min_run && parse_u64_str(min_run, &so.conf.min_run_s) < 0)
+		return cli_usage_error(ctx, "--min-run expects seconds, got '%s'", min_run);
+	if (max_lost && parse_u64_str(max_lost, &so.conf.max_lost_s) < 0)
+		return cli_usage_error(ctx, "--max-lost expects seconds, got '%s'", max_lost);
+	if (need_ckpt)
+		so.conf.need_checkpoint = true;
 	if ((fmt == SIM_FORMAT_POLLUX
 		     ? sim_trace_load_pollux(trace_path, profiles, so.gpus_per_node, pmodel, &trace,
 					     &eb)
@@ -165,6 +193,14 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
 			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
 			(json_int_t)st.preemptions);
+		json_object_set_new(doc, "checkpoint_interval_s",
+				    json_integer((json_int_t)so.checkpoint_interval));
+		json_object_set_new(doc, "min_run_s", json_integer((json_int_t)so.conf.min_run_s));
+		json_object_set_new(doc, "max_lost_s", json_integer((json_int_t)so.conf.max_lost_s));
+		json_object_set_new(doc, "need_checkpoint", json_boolean(so.conf.need_checkpoint));
+		json_object_set_new(doc, "lost_gpu_s", json_integer((json_int_t)st.lost_gpu_s));
+		json_object_set_new(doc, "events", json_integer((json_int_t)st.events));
+		json_object_set_new(doc, "peak_queue", json_integer((json_int_t)st.peak_queue));
 		if (fmt == SIM_FORMAT_POLLUX)
 			json_object_set_new(doc, "pollux_model", json_string(model ? model : "iterations"));
 		cli_print_json(doc);
@@ -186,6 +222,16 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		printf("makespan       %" PRIu64 " s\n", st.makespan);
 		printf("GPU util       %.1f %%\n", st.utilisation * 100);
 		printf("preemptions    %" PRIu64 "\n", st.preemptions);
+		if (so.checkpoint_interval)
+			printf("work lost      %" PRIu64 " GPU-s (checkpoints every %" PRIu64 " s)\n",
+			       st.lost_gpu_s, so.checkpoint_interval);
+		if (so.conf.min_run_s || so.conf.max_lost_s || so.conf.need_checkpoint)
+			printf("protection     min run %" PRIu64 " s, max lost %" PRIu64
+			       " s, checkpoint needed: %s\n",
+			       so.conf.min_run_s, so.conf.max_lost_s,
+			       so.conf.need_checkpoint ? "yes" : "no");
+		printf("events         %" PRIu64 "\n", st.events);
+		printf("peak queue     %zu jobs\n", st.peak_queue);
 	}
 	free(res);
 	sim_trace_release(&trace);

@@ -49,12 +49,6 @@
 #include "sched/preempt.h"
 #include "sched/sched.h"
 
-/* The master's protection of running work by default (policy.h,
- * sched_policy_conf min_run_s and max_lost_s; master --preempt-min-run and
- * --preempt-max-lost), and the simulator's with --live. */
-#define SCHED_PREEMPT_MIN_RUN_S (2 * 60)
-#define SCHED_PREEMPT_MAX_LOST_S (10 * 60)
-
 /* A pool whose policy is not the world's default. */
 struct sched_pool_policy {
 	const char *pool;                 /* borrowed */

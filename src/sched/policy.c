@@ -2,6 +2,7 @@
 #include "sched/policy.h"
 
 #include <assert.h>
+#include <limits.h>
 
 #include "base/xalloc.h"
 
@@ -108,6 +109,28 @@ static uint64_t age_limit(const struct sched_policy_conf *conf, const struct sch
 		return UINT64_MAX;
 	uint64_t lim = j->served * conf->age_pct / 100;
 	return lim ? lim : 1;
+}
+
+/* The seconds waiting job j, accounted to its accounted_at, still has to
+ * wait before it is promoted (0: at the next second); UINT64_MAX when it
+ * cannot be. */
+static uint64_t age_wait_left(const struct sched_policy_conf *conf, const struct sched_pjob *j)
+{
+	uint64_t lim = age_limit(conf, j);
+
+	if (lim == UINT64_MAX)
+		return UINT64_MAX;
+	return lim > j->waited ? lim - j->waited : 0;
+}
+
+uint64_t sched_policy_promotion_at(const struct sched_policy_conf *conf, const struct sched_pjob *j)
+{
+	uint64_t after = age_wait_left(conf, j);
+
+	if (j->running || after == UINT64_MAX)
+		return UINT64_MAX;
+	/* as sched_policy_plan's next_change counts it */
+	return j->accounted_at + (after ? after : 1);
 }
 
 void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjob *j,
@@ -250,6 +273,63 @@ static int cmp_key(const void *a, const void *b)
 	return 0;
 }
 
+static bool key_less(const struct key *x, const struct key *y)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(x->k); i++)
+		if (x->k[i] != y->k[i])
+			return x->k[i] < y->k[i];
+	return false;
+}
+
+/* The end of the run of keys in order that starts at keys[from]. */
+static size_t run_end(const struct key *keys, size_t from, size_t n)
+{
+	size_t e = from + 1;
+
+	while (e < n && !key_less(&keys[e], &keys[e - 1]))
+		e++;
+	return e;
+}
+
+/*
+ * Sorts keys[0..n) (tmp: room for n more): a natural merge sort, which
+ * merges the runs already in order, so that keys nearly in order cost a
+ * pass or two instead of a full sort (order_keys lays them out so). Stable,
+ * as glibc's qsort is (keys are unique anyway: the job id is the last
+ * field).
+ */
+/* Merges the sorted keys[0..m) and keys[m..e) into tmp[0..e). */
+static void merge_keys(const struct key *keys, size_t m, size_t e, struct key *tmp)
+{
+	size_t a = 0, b = m, o = 0;
+
+	while (a < m && b < e)
+		tmp[o++] = key_less(&keys[b], &keys[a]) ? keys[b++] : keys[a++];
+	while (a < m)
+		tmp[o++] = keys[a++];
+	while (b < e)
+		tmp[o++] = keys[b++];
+}
+
+static void sort_keys(struct key *keys, size_t n, struct key *tmp)
+{
+	if (n < 2 || run_end(keys, 0, n) == n)
+		return;
+	for (;;) {
+		size_t i = 0, runs = 0;
+
+		while (i < n) {
+			size_t m = run_end(keys, i, n), e = m < n ? run_end(keys, m, n) : n;
+			merge_keys(keys + i, m - i, e - i, tmp + i);
+			runs++;
+			i = e;
+		}
+		memcpy(keys, tmp, n * sizeof(*keys));
+		if (runs == 1)
+			return;
+	}
+}
+
 int sched_policy_cmp(const struct sched_policy_conf *conf, const struct sched_pjob *a,
 		     const struct sched_pjob *b)
 {
@@ -258,6 +338,37 @@ int sched_policy_cmp(const struct sched_policy_conf *conf, const struct sched_pj
 	make_key(conf, a, 0, &x);
 	make_key(conf, b, 1, &y);
 	return cmp_key(&x, &y);
+}
+
+unsigned sched_policy_wait_blocks(const struct sched_policy_conf *conf,
+				  const struct sched_pjob *jobs, size_t njobs,
+				  const struct sched_policy_wait *w)
+{
+	const struct sched_pjob *j = &jobs[w->job];
+
+	if (w->code == SCHED_WAIT_TOO_BIG)
+		return j->gpus; /* a larger job is too big as well */
+	switch (conf->policy) {
+	case SCHED_POLICY_GREEDY:
+	case SCHED_POLICY_LAS:
+	case SCHED_POLICY_GLAS:
+	case SCHED_POLICY_SRTF:
+		/* plan_scan's free GPUs only shrink along the key order, so a
+		 * later job as large does not fit either */
+		return w->code == SCHED_WAIT_GPUS ? j->gpus : UINT_MAX;
+	case SCHED_POLICY_FIFO:
+		/* the head and those behind it: a running job without a bound
+		 * makes the reservation unknown, and then nothing backfills */
+		if (w->code != SCHED_WAIT_GPUS && w->code != SCHED_WAIT_HEAD)
+			return UINT_MAX;
+		for (size_t i = 0; i < njobs; i++)
+			if (jobs[i].running && !jobs[i].bound)
+				return 0;
+		return UINT_MAX;
+	default:
+		/* fair fills teams by share, not in one order: no such bound */
+		return UINT_MAX;
+	}
 }
 
 static void add_start(struct sched_policy_plan *p, size_t i)
@@ -612,6 +723,52 @@ static void plan_fair(const struct sched_policy_conf *conf, const struct sched_p
 	free(next);
 }
 
+/*
+ * The keys of jobs[0..njobs) in policy order (keys: room for 2 x njobs;
+ * mark: njobs false flags, left false). The keys are laid out first in the
+ * order of the last plan made with out, for the jobs still at the same index
+ * (a caller that keeps a job at its index from one plan to the next, as the
+ * simulator does its running jobs, then gives them nearly in order), the
+ * others after in index order, and sorted from there: a pass or two instead
+ * of a full sort. The order is exact either way.
+ */
+static void order_keys(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
+		       size_t njobs, struct key *keys, bool *mark, struct sched_policy_plan *out)
+{
+	size_t n = 0;
+
+	size_t known;
+
+	for (size_t k = 0; k < out->nlast_; k++) {
+		size_t i = out->last_[k];
+		if (i < njobs && !mark[i] && jobs[i].id == out->last_id_[k]) {
+			mark[i] = true;
+			make_key(conf, &jobs[i], i, &keys[n++]);
+		}
+	}
+	known = n;
+	for (size_t i = 0; i < njobs; i++) {
+		if (!mark[i])
+			make_key(conf, &jobs[i], i, &keys[n++]);
+		mark[i] = false;
+	}
+	/* the two parts apart, then one merge: the known part is nearly in
+	 * order and the other small, so neither pays for the other's runs */
+	sort_keys(keys, known, keys + njobs);
+	sort_keys(keys + known, njobs - known, keys + njobs);
+	if (known && known < njobs && key_less(&keys[known], &keys[known - 1])) {
+		merge_keys(keys, known, njobs, keys + njobs);
+		memcpy(keys, keys + njobs, njobs * sizeof(*keys));
+	}
+	ALLOC_GROW(out->last_, njobs + 1, out->alloc_last_);
+	ALLOC_GROW(out->last_id_, njobs + 1, out->alloc_last_id_);
+	for (size_t k = 0; k < njobs; k++) {
+		out->last_[k] = keys[k].idx;
+		out->last_id_[k] = jobs[keys[k].idx].id;
+	}
+	out->nlast_ = njobs;
+}
+
 static bool has_quota(const struct sched_policy_conf *conf)
 {
 	if (conf->policy != SCHED_POLICY_FAIR)
@@ -655,11 +812,9 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 		return;
 	}
 
-	keys = xmalloc((njobs + 1) * sizeof(*keys));
+	keys = xmalloc((2 * njobs + 1) * sizeof(*keys));
 	selected = xcalloc(njobs + 1, sizeof(*selected));
-	for (size_t i = 0; i < njobs; i++)
-		make_key(conf, &jobs[i], i, &keys[i]);
-	sort_array(keys, njobs, sizeof(*keys), cmp_key);
+	order_keys(conf, jobs, njobs, keys, selected, out);
 
 	if (conf->policy == SCHED_POLICY_FIFO && fit)
 		plan_fifo_fit(jobs, njobs, keys, now, fit, out);
@@ -680,11 +835,8 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 				if (!j->gpus || j->level >= conf->nthresholds)
 					continue;
 				after = to_next_level(conf, j);
-			} else {
-				uint64_t lim = age_limit(conf, j);
-				if (lim == UINT64_MAX)
-					continue;
-				after = lim > j->waited ? lim - j->waited : 0;
+			} else if ((after = age_wait_left(conf, j)) == UINT64_MAX) {
+				continue;
 			}
 			uint64_t at = now + (after ? after : 1);
 			if (at < out->next_change)
@@ -708,5 +860,7 @@ void sched_policy_plan_release(struct sched_policy_plan *plan)
 	free(plan->preempts);
 	free(plan->waits);
 	free(plan->order_);
+	free(plan->last_);
+	free(plan->last_id_);
 	memset(plan, 0, sizeof(*plan));
 }

@@ -110,6 +110,12 @@ struct sched_policy_conf {
 	bool need_checkpoint;
 };
 
+/* The live master's protection of running work, its --preempt-min-run and
+ * --preempt-max-lost defaults (need_checkpoint is set with max_lost_s), and
+ * yard sim --live's: one source for both. */
+#define SCHED_PREEMPT_MIN_RUN_S (2 * 60)
+#define SCHED_PREEMPT_MAX_LOST_S (10 * 60)
+
 /* sched_policy_conf_init: conf for policy p with its default thresholds. */
 void sched_policy_conf_init(struct sched_policy_conf *conf, enum sched_policy p);
 
@@ -197,9 +203,14 @@ struct sched_policy_plan {
 	 * reaching its age limit, a running job's protection starting or
 	 * ending); UINT64_MAX = none. */
 	uint64_t next_change;
-	/* scratch, reused across calls when the plan is passed again */
-	size_t *order_;
-	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_;
+	/* scratch, reused across calls when the plan is passed again; last_ is
+	 * the policy order of the jobs of the last call (indexes, and their
+	 * ids in last_id_), where the next call starts its sort */
+	size_t *order_, *last_;
+	uint64_t *last_id_;
+	size_t nlast_;
+	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_, alloc_last_;
+	size_t alloc_last_id_;
 };
 
 /*
@@ -249,6 +260,30 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 			   size_t njobs, unsigned total_gpus, uint64_t now,
 			   const struct sched_fit *fit, struct sched_policy_plan *out);
 void sched_policy_plan_release(struct sched_policy_plan *plan);
+
+/*
+ * For a caller whose queue is long (the simulator's replays, where tens of
+ * thousands of jobs wait) and that keeps its waiting jobs in policy order
+ * (sched_policy_cmp): it may give sched_policy_plan() every running job and
+ * only the first waiting jobs, as long as every job it leaves out would wait
+ * and so change nothing else in the plan.
+ *
+ * sched_policy_wait_blocks: in a plan by count (sched_policy_plan) of conf
+ * over jobs[0..njobs), the fewest GPUs a waiting job ordered after w's job
+ * must ask for to be sure to wait as well, whatever waiting jobs after w's
+ * are added to jobs; 0 when every such job waits (fifo behind its head),
+ * UINT_MAX when none is sure to (fair). A plan without the jobs so sure to
+ * wait has the same starts, preemptions and, but for those jobs' own ageing
+ * (sched_policy_promotion_at), next_change as the plan with them.
+ *
+ * sched_policy_promotion_at: when waiting job j (accounted to its
+ * accounted_at) is promoted by ageing if it keeps waiting, as the plan's
+ * next_change would count it; UINT64_MAX when it cannot be.
+ */
+unsigned sched_policy_wait_blocks(const struct sched_policy_conf *conf,
+				  const struct sched_pjob *jobs, size_t njobs,
+				  const struct sched_policy_wait *w);
+uint64_t sched_policy_promotion_at(const struct sched_policy_conf *conf, const struct sched_pjob *j);
 
 /* sched_policy_cmp orders two jobs as the policy would (before team fairness
  * and fit): < 0 when a goes first. For sched.c's ordering of its queue. */

@@ -5,24 +5,6 @@
 
 #include "base/xalloc.h"
 
-/* The jobs in the system (arrived, not finished), kept compact: pj[k] is the
- * policy's view of trace job tid[k]; left[k] the seconds of work it still
- * needs as of pj[k].accounted_at. */
-struct active {
-	struct sched_pjob *pj;
-	size_t *tid;
-	uint64_t *left;
-	size_t n;
-};
-
-static void active_remove(struct active *a, size_t k)
-{
-	a->n--;
-	a->pj[k] = a->pj[a->n];
-	a->tid[k] = a->tid[a->n];
-	a->left[k] = a->left[a->n];
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -73,100 +55,447 @@ static void stats_fill(const struct sim_trace *trace, const struct sim_result *r
 	free(jct);
 }
 
+/*
+ * The replay's state. A full Philly replay on a small cluster keeps
+ * thousands of jobs waiting through millions of events, so nothing here is
+ * done per waiting job per event: waiting jobs are accounted only when they
+ * are given to the plan or promoted, and the plan is given every running job
+ * but only the first waiting jobs of each size, in policy order, that it
+ * needs (sched_policy_wait_blocks).
+ */
+struct wclass {                 /* the waiting jobs that ask for `gpus` GPUs */
+	unsigned gpus;
+	size_t *tid;             /* trace indexes, in policy order (sched_policy_cmp) */
+	size_t n, alloc;
+	size_t want;             /* how many of the first the plan is given */
+	size_t last;             /* OUT of plan_subset: the last one's index in sub */
+};
+
+struct promo {                  /* a waiting job's promotion by ageing */
+	uint64_t at;
+	size_t tid;
+};
+
+struct replay {
+	const struct sched_policy_conf *conf;
+	struct sched_pjob *pj;   /* per trace job: the policy's view while it waits */
+	uint64_t *left;          /* per trace job: seconds of work still needed */
+	uint64_t *paid;          /* per trace job: the restart penalty of its current run */
+	struct wclass *classes;
+	size_t nclasses, alloc_classes, nwaiting;
+	/* promotions due, a min-heap by time; an entry is stale once its job
+	 * is no longer waiting with that promotion time (promo_at) */
+	struct promo *heap;
+	size_t nheap, alloc_heap;
+	uint64_t *promo_at;      /* per trace job; UINT64_MAX: none */
+	/* The plan's input, jobs given and their trace indexes: first the
+	 * running jobs, whose state lives here while they run (pj[] holds it
+	 * while they wait), then copies of the waiting jobs given to this
+	 * plan. A running job keeps its index from plan to plan, so the plan
+	 * sorts them from its last order in a pass. */
+	struct sched_pjob *sub;
+	size_t *sub_tid;
+	size_t nrunning, nsub, alloc_sub, alloc_sub_tid;
+	int *sub_wait;           /* per sub job: its wait's index in the plan, -1 none */
+	size_t alloc_sub_wait;
+};
+
+/* The first number of waiting jobs of a size the plan is given; doubled
+ * while the plan shows it needs more. */
+#define WANT_FIRST 4
+
+static struct wclass *class_of(struct replay *r, unsigned gpus)
+{
+	for (size_t c = 0; c < r->nclasses; c++)
+		if (r->classes[c].gpus == gpus)
+			return &r->classes[c];
+	ALLOC_GROW(r->classes, r->nclasses + 1, r->alloc_classes);
+	memset(&r->classes[r->nclasses], 0, sizeof(r->classes[0]));
+	r->classes[r->nclasses].gpus = gpus;
+	return &r->classes[r->nclasses++];
+}
+
+/* Where trace job i goes (or is) in c: the first place whose job orders
+ * after it. */
+static size_t class_pos(const struct replay *r, const struct wclass *c, size_t i)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sched_policy_cmp(r->conf, &r->pj[c->tid[mid]], &r->pj[i]) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void waiting_add(struct replay *r, size_t i)
+{
+	struct wclass *c = class_of(r, r->pj[i].gpus);
+	size_t at = class_pos(r, c, i);
+
+	ALLOC_GROW(c->tid, c->n + 1, c->alloc);
+	memmove(&c->tid[at + 1], &c->tid[at], (c->n - at) * sizeof(c->tid[0]));
+	c->tid[at] = i;
+	c->n++;
+	r->nwaiting++;
+}
+
+/* Takes trace job i out of its class; its key must be the one it was added
+ * with (remove before sched_policy_started() or a promotion changes it). */
+static void waiting_remove(struct replay *r, size_t i)
+{
+	struct wclass *c = class_of(r, r->pj[i].gpus);
+	size_t at = class_pos(r, c, i);
+
+	if (at >= c->n || c->tid[at] != i) /* cannot happen: keys are unique */
+		for (at = 0; at < c->n && c->tid[at] != i; at++)
+			;
+	if (at >= c->n)
+		return;
+	memmove(&c->tid[at], &c->tid[at + 1], (c->n - at - 1) * sizeof(c->tid[0]));
+	c->n--;
+	r->nwaiting--;
+}
+
+static bool promo_less(const struct promo *a, const struct promo *b)
+{
+	return a->at < b->at || (a->at == b->at && a->tid < b->tid);
+}
+
+static void heap_push(struct replay *r, uint64_t at, size_t tid)
+{
+	size_t k = r->nheap++;
+
+	ALLOC_GROW(r->heap, r->nheap, r->alloc_heap);
+	r->heap[k].at = at;
+	r->heap[k].tid = tid;
+	while (k && promo_less(&r->heap[k], &r->heap[(k - 1) / 2])) {
+		struct promo tmp = r->heap[k];
+		r->heap[k] = r->heap[(k - 1) / 2];
+		r->heap[(k - 1) / 2] = tmp;
+		k = (k - 1) / 2;
+	}
+}
+
+static void heap_pop(struct replay *r)
+{
+	size_t k = 0;
+
+	r->heap[0] = r->heap[--r->nheap];
+	for (;;) {
+		size_t l = 2 * k + 1, m = k;
+		if (l < r->nheap && promo_less(&r->heap[l], &r->heap[m]))
+			m = l;
+		if (l + 1 < r->nheap && promo_less(&r->heap[l + 1], &r->heap[m]))
+			m = l + 1;
+		if (m == k)
+			break;
+		struct promo tmp = r->heap[k];
+		r->heap[k] = r->heap[m];
+		r->heap[m] = tmp;
+		k = m;
+	}
+}
+
+/* The earliest promotion still due, stale entries dropped; UINT64_MAX none. */
+static uint64_t heap_top(struct replay *r)
+{
+	while (r->nheap) {
+		const struct promo *p = &r->heap[0];
+		if (r->promo_at[p->tid] == p->at)
+			return p->at;
+		heap_pop(r);
+	}
+	return UINT64_MAX;
+}
+
+/* Trace job i has just become waiting (arrived or preempted). */
+static void wait_begin(struct replay *r, size_t i)
+{
+	waiting_add(r, i);
+	r->promo_at[i] = sched_policy_promotion_at(r->conf, &r->pj[i]);
+	if (r->promo_at[i] != UINT64_MAX)
+		heap_push(r, r->promo_at[i], i);
+}
+
+/* Accounts the waiting jobs whose promotion is due by now, which moves them
+ * in their class. Every other waiting job is accounted when it is given to
+ * the plan: sched_policy_account() reaches the same state in one step as in
+ * many. */
+static void promote_due(struct replay *r, uint64_t now)
+{
+	uint64_t at;
+
+	while ((at = heap_top(r)) <= now) {
+		size_t i = r->heap[0].tid;
+		heap_pop(r);
+		waiting_remove(r, i);
+		sched_policy_account(r->conf, &r->pj[i], now);
+		wait_begin(r, i);
+	}
+}
+
+static void sub_room(struct replay *r, size_t n)
+{
+	ALLOC_GROW(r->sub, n, r->alloc_sub);
+	ALLOC_GROW(r->sub_tid, n, r->alloc_sub_tid);
+}
+
+/* Puts job j (trace index i) among the running jobs. Any waiting copies
+ * after them are dropped (the next plan gives them again). */
+static void running_add(struct replay *r, const struct sched_pjob *j, size_t i)
+{
+	sub_room(r, r->nrunning + 1);
+	r->sub[r->nrunning] = *j;
+	r->sub_tid[r->nrunning++] = i;
+	r->nsub = r->nrunning;
+}
+
+/* Takes running job k out; OUT: *j, its state. The last running job takes
+ * its index: one job out of place in the order the plan starts its sort
+ * from (sched_policy_plan keeps the last order by index). */
+static void running_take(struct replay *r, size_t k, struct sched_pjob *j)
+{
+	*j = r->sub[k];
+	r->nrunning--;
+	r->sub[k] = r->sub[r->nrunning];
+	r->sub_tid[k] = r->sub_tid[r->nrunning];
+	r->nsub = r->nrunning;
+}
+
+static void sub_add(struct replay *r, size_t i, uint64_t now)
+{
+	sched_policy_account(r->conf, &r->pj[i], now);
+	sub_room(r, r->nsub + 1);
+	r->sub[r->nsub] = r->pj[i];
+	r->sub_tid[r->nsub++] = i;
+}
+
+/* Plans over the running jobs and the first waiting jobs of each size,
+ * giving a size more until the plan shows that every job of it left out
+ * would wait (sched_policy_wait_blocks): the plan is then that of the whole
+ * queue. */
+static void plan_subset(struct replay *r, unsigned total, uint64_t now,
+			struct sched_policy_plan *plan)
+{
+	for (size_t c = 0; c < r->nclasses; c++)
+		r->classes[c].want = WANT_FIRST;
+	for (;;) {
+		bool enough = true;
+
+		r->nsub = r->nrunning;
+		for (size_t c = 0; c < r->nclasses; c++) {
+			struct wclass *wc = &r->classes[c];
+			for (size_t x = 0; x < wc->n && x < wc->want; x++) {
+				wc->last = r->nsub;
+				sub_add(r, wc->tid[x], now);
+			}
+		}
+		sched_policy_plan(r->conf, r->sub, r->nsub, total, now, plan);
+
+		ALLOC_GROW(r->sub_wait, r->nsub + 1, r->alloc_sub_wait);
+		for (size_t k = r->nrunning; k < r->nsub; k++)
+			r->sub_wait[k] = -1;
+		for (size_t w = 0; w < plan->nwaits; w++)
+			r->sub_wait[plan->waits[w].job] = (int)w;
+		for (size_t c = 0; c < r->nclasses; c++) {
+			struct wclass *wc = &r->classes[c];
+			int w;
+			if (wc->n <= wc->want)
+				continue; /* all of them given */
+			w = r->sub_wait[wc->last];
+			if (w >= 0 && sched_policy_wait_blocks(r->conf, r->sub, r->nsub,
+							       &plan->waits[w]) <= wc->gpus)
+				continue;
+			wc->want *= 2;
+			enough = false;
+		}
+		if (enough)
+			return;
+	}
+}
+
+/* The checkpoint times of a run that started at `from`, every `every`
+ * seconds: the last one by now (0: none yet), and the next after now. */
+static uint64_t last_checkpoint(uint64_t from, uint64_t every, uint64_t now)
+{
+	return now - from >= every ? from + (now - from) / every * every : 0;
+}
+
+static uint64_t next_checkpoint(uint64_t from, uint64_t every, uint64_t now)
+{
+	return from + ((now - from) / every + 1) * every;
+}
+
+/* Job j (trace index i), stopped at now: the seconds of work it loses, those
+ * since its last checkpoint of this run or, without one, since it resumed
+ * and paid its restart penalty; none without checkpoints (the peer's
+ * model: a preempted job keeps all its work). */
+static uint64_t work_lost(const struct replay *r, const struct sim_opts *opts,
+			  const struct sched_pjob *j, size_t i, uint64_t now)
+{
+	uint64_t from = j->started_at + r->paid[i];
+
+	if (!opts->checkpoint_interval)
+		return 0;
+	if (j->checkpointed_at >= j->started_at && j->checkpointed_at > from)
+		from = j->checkpointed_at;
+	return now > from ? now - from : 0;
+}
+
+/* Applies the plan made at now: preemptions, then starts. */
+static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, uint64_t now,
+		       const struct sim_opts *opts, struct sim_result *res, struct sim_stats *st)
+{
+	size_t *stop = xmalloc((plan->npreempts + plan->nstarts + 1) * sizeof(*stop));
+	size_t *go = stop + plan->npreempts;
+
+	/* trace indexes first: taking jobs out moves the others in sub */
+	for (size_t p = 0; p < plan->npreempts; p++)
+		stop[p] = r->sub_tid[plan->preempts[p]];
+	for (size_t s = 0; s < plan->nstarts; s++)
+		go[s] = r->sub_tid[plan->starts[s]];
+	r->nsub = r->nrunning;
+	for (size_t p = 0; p < plan->npreempts; p++) {
+		size_t i = stop[p], k = 0;
+		uint64_t lost;
+		while (r->sub_tid[k] != i)
+			k++;
+		running_take(r, k, &r->pj[i]);
+		lost = work_lost(r, opts, &r->pj[i], i, now);
+		r->left[i] += lost;
+		r->pj[i].remaining = r->left[i];
+		st->lost_gpu_s += lost * r->pj[i].gpus;
+		sched_policy_requeue(&r->pj[i], now);
+		res[i].preemptions++;
+		wait_begin(r, i);
+	}
+	for (size_t s = 0; s < plan->nstarts; s++) {
+		size_t i = go[s];
+		waiting_remove(r, i);
+		r->promo_at[i] = UINT64_MAX;
+		sched_policy_started(&r->pj[i], now);
+		r->pj[i].checkpointed_at = 0; /* none yet in this run */
+		r->paid[i] = 0;
+		if (res[i].start == UINT64_MAX) {
+			res[i].start = now;
+		} else if (opts->restart_penalty) {
+			r->left[i] += opts->restart_penalty;
+			r->paid[i] = opts->restart_penalty;
+		}
+		running_add(r, &r->pj[i], i);
+	}
+	free(stop);
+}
+
 void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	     struct sim_result *res, struct sim_stats *st)
 {
 	const struct sched_policy_conf *conf = &opts->conf;
 	unsigned total = opts->nodes * opts->gpus_per_node;
 	struct sched_policy_plan plan;
-	struct active a;
+	struct replay r;
 	uint64_t *ran = xcalloc(trace->njobs + 1, sizeof(*ran)); /* seconds run, per job */
-	uint64_t now = 0, busy = 0, next_change = UINT64_MAX;
+	uint64_t now = 0, busy = 0, next_change = UINT64_MAX, every = opts->checkpoint_interval;
 	size_t next = 0, done = 0;
+	/* checkpoints change plans only where they end a protection */
+	bool ckpt_events = every && (conf->need_checkpoint || conf->max_lost_s);
 
 	memset(st, 0, sizeof(*st));
 	memset(&plan, 0, sizeof(plan));
-	a.pj = xcalloc(trace->njobs + 1, sizeof(*a.pj));
-	a.tid = xcalloc(trace->njobs + 1, sizeof(*a.tid));
-	a.left = xcalloc(trace->njobs + 1, sizeof(*a.left));
-	a.n = 0;
+	memset(&r, 0, sizeof(r));
+	r.conf = conf;
+	r.pj = xcalloc(trace->njobs + 1, sizeof(*r.pj));
+	r.left = xcalloc(trace->njobs + 1, sizeof(*r.left));
+	r.paid = xcalloc(trace->njobs + 1, sizeof(*r.paid));
+	r.promo_at = xcalloc(trace->njobs + 1, sizeof(*r.promo_at));
 	for (size_t i = 0; i < trace->njobs; i++) {
 		memset(&res[i], 0, sizeof(res[i]));
 		res[i].start = res[i].end = UINT64_MAX;
 	}
 
-	while (next < trace->njobs || a.n) {
-		uint64_t t = UINT64_MAX;
+	while (next < trace->njobs || r.nrunning || r.nwaiting) {
+		uint64_t t = UINT64_MAX, due;
 
-		/* the next event: an arrival, a completion or a policy change */
+		/* the next event: an arrival, a completion, a policy change or
+		 * a promotion */
 		if (next < trace->njobs)
 			t = trace->jobs[next].submit;
-		for (size_t k = 0; k < a.n; k++)
-			if (a.pj[k].running && now + a.left[k] < t)
-				t = now + a.left[k];
+		for (size_t k = 0; k < r.nrunning; k++)
+			if (now + r.left[r.sub_tid[k]] < t)
+				t = now + r.left[r.sub_tid[k]];
 		if (next_change < t)
 			t = next_change;
+		for (size_t k = 0; ckpt_events && k < r.nrunning; k++) {
+			uint64_t c = next_checkpoint(r.sub[k].started_at, every, now);
+			if (c < t)
+				t = c;
+		}
+		if ((due = heap_top(&r)) < t)
+			t = due;
 		if (t == UINT64_MAX)
 			break; /* only jobs that can never run are left */
 		if (t < now)
 			t = now;
 
 		/* advance the clock: work, service and completions */
-		for (size_t k = 0; k < a.n;) {
-			struct sched_pjob *j = &a.pj[k];
-			if (j->running) {
-				uint64_t dt = t - now;
-				a.left[k] -= dt;
-				ran[a.tid[k]] += dt;
-				busy += dt * j->gpus;
-			}
+		for (size_t k = 0; k < r.nrunning;) {
+			size_t i = r.sub_tid[k];
+			struct sched_pjob *j = &r.sub[k];
+			uint64_t dt = t - now;
+			r.left[i] -= dt;
+			ran[i] += dt;
+			busy += dt * j->gpus;
 			sched_policy_account(conf, j, t);
-			if (j->running && !a.left[k]) {
-				size_t i = a.tid[k];
+			if (!r.left[i]) {
 				res[i].end = t;
 				res[i].jct = t - trace->jobs[i].submit;
 				res[i].queued = res[i].jct - ran[i];
 				done++;
-				active_remove(&a, k);
+				running_take(&r, k, &r.pj[i]);
+				r.pj[i].running = false;
 				continue;
 			}
-			j->remaining = a.left[k];
+			j->remaining = r.left[i];
+			if (every)
+				j->checkpointed_at = last_checkpoint(j->started_at, every, t);
 			k++;
 		}
 		now = t;
+		promote_due(&r, now);
 		while (next < trace->njobs && trace->jobs[next].submit <= now) {
 			const struct sim_job *sj = &trace->jobs[next];
-			struct sched_pjob *j = &a.pj[a.n];
+			struct sched_pjob *j = &r.pj[next];
 			sched_policy_job_init(j, sj->id, sj->gpus, sj->submit);
 			sched_policy_account(conf, j, now);
 			j->remaining = sj->duration;
-			a.tid[a.n] = next;
-			a.left[a.n] = sj->duration;
-			a.n++;
+			r.left[next] = sj->duration;
+			wait_begin(&r, next);
 			next++;
 		}
 
-		sched_policy_plan(conf, a.pj, a.n, total, now, &plan);
+		plan_subset(&r, total, now, &plan);
 		st->events++;
 		next_change = plan.next_change;
-		for (size_t p = 0; p < plan.npreempts; p++) {
-			size_t k = plan.preempts[p];
-			sched_policy_requeue(&a.pj[k], now);
-			res[a.tid[k]].preemptions++;
-		}
-		for (size_t s = 0; s < plan.nstarts; s++) {
-			size_t k = plan.starts[s], i = a.tid[k];
-			sched_policy_started(&a.pj[k], now);
-			if (res[i].start == UINT64_MAX)
-				res[i].start = now;
-			else if (opts->restart_penalty)
-				a.left[k] += opts->restart_penalty;
-		}
+		plan_apply(&r, &plan, now, opts, res, st);
+		if (r.nwaiting > st->peak_queue)
+			st->peak_queue = r.nwaiting;
 	}
 	stats_fill(trace, res, done, busy, total, st);
 	sched_policy_plan_release(&plan);
-	free(a.pj);
-	free(a.tid);
-	free(a.left);
+	for (size_t c = 0; c < r.nclasses; c++)
+		free(r.classes[c].tid);
+	free(r.classes);
+	free(r.heap);
+	free(r.sub);
+	free(r.sub_tid);
+	free(r.sub_wait);
+	free(r.pj);
+	free(r.left);
+	free(r.paid);
+	free(r.promo_at);
 	free(ran);
 }

@@ -2,14 +2,30 @@
  * The simulator: an event-driven replay of a job trace on a pool of GPUs,
  * with a virtual clock in whole seconds, through the scheduler's own policy
  * code (sched/policy.h). It re-implements no policy: at every event (an
- * arrival, a completion, or the plan's next_change) it accounts every job to
- * the clock, asks sched_policy_plan() and applies the starts and
- * preemptions.
+ * arrival, a completion, the plan's next_change or a waiting job's
+ * promotion) it accounts the jobs to the clock, asks sched_policy_plan() and
+ * applies the starts and preemptions. So that an event costs the running
+ * jobs and not the queue (thousands wait in a full Philly replay on a small
+ * cluster), waiting jobs are accounted only when the plan needs them, and
+ * the plan is given every running job but only the waiting jobs that
+ * sched_policy_wait_blocks() shows can matter: the outcome is that of a plan
+ * over every job (docs/scheduler.md, Replay speed).
  *
  * Model (the Tiresias simulator's "count" scheme): GPUs are counted, not
  * placed; a job runs on all of its GPUs or waits; a preempted job keeps its
  * progress and, with restart_penalty > 0, pays that many seconds again each
  * time it resumes after a preemption.
+ *
+ * The live master's cost model, optional: with checkpoint_interval S > 0,
+ * a job checkpoints every S seconds of each run (counted from each start or
+ * resume), the policy sees it (sched_pjob.checkpointed_at, 0 before the
+ * first checkpoint of a run), and a preempted job keeps only the work up to
+ * its last checkpoint of that run: the work since (or since it resumed and
+ * paid its restart penalty, without a checkpoint) is lost, to be done
+ * again, and counted in sim_stats.lost_gpu_s. The protections of running
+ * work (conf min_run_s, max_lost_s, need_checkpoint) act as in the master;
+ * with need_checkpoint or max_lost_s the clock also stops at checkpoints,
+ * where a job's protection may end.
  */
 #ifndef YARD_SIM_H
 #define YARD_SIM_H
@@ -64,6 +80,8 @@ struct sim_opts {
 	struct sched_policy_conf conf;
 	unsigned nodes, gpus_per_node;
 	uint64_t restart_penalty; /* seconds paid on each resume after a preemption */
+	uint64_t checkpoint_interval; /* seconds of a run between checkpoints; 0: a
+				       * preempted job keeps all its work */
 };
 
 /* The outcome of one job. */
@@ -84,6 +102,9 @@ struct sim_stats {
 	double utilisation;      /* GPU-seconds used / (GPUs x makespan) */
 	uint64_t preemptions;
 	uint64_t events;         /* scheduling rounds */
+	size_t peak_queue;       /* the most jobs waiting (arrived, not running) at once */
+	uint64_t lost_gpu_s;     /* GPU-seconds of work preemptions threw away
+				  * (checkpoint_interval) */
 };
 
 /* sim_run replays trace under opts; results[i] (OUT, njobs entries, caller
