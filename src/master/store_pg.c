@@ -268,7 +268,8 @@ static int pg_prepare_all(struct store *st, struct errbuf *eb)
 		free(name);
 		free(sql);
 		name = xasprintf("load_%s", t);
-		sql = xasprintf("SELECT k::text, doc FROM %s ORDER BY k", t);
+		/* by the column, not by its text (the output column is k too) */
+		sql = xasprintf("SELECT k::text, doc FROM %s ORDER BY %s.k", t, t);
 		if (!ret)
 			ret = pg_prepare(st, name, sql, eb);
 		free(name);
