@@ -55,7 +55,8 @@ def run_one(fn, name):
 
 def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
-    in network namespaces (netns.py) and container engines (engines.py);
+    in network namespaces (netns.py), container engines (engines.py) and
+    PostgreSQL servers (pgserver.py);
     only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
@@ -66,6 +67,10 @@ def sweep_leftovers():
     swept = engines.sweep()
     if swept:
         print(f"swept container engines of dead tests {' '.join(swept)}", flush=True)
+    import pgserver
+    swept = pgserver.sweep()
+    if swept:
+        print(f"swept PostgreSQL servers of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():
