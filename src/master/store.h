@@ -27,7 +27,7 @@ enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, ST
 
 /* The schema version this master writes (one migration step per version
  * in each backend; docs/design-notes.md lists them). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 1
 
 struct store; /* the backend's private state */
 

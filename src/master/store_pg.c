@@ -40,7 +40,9 @@ static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
  * version in schema_version. The numbers are store_sqlite.c's: the same
  * version is the same tables in both backends. A step that has shipped is
  * never edited; a change is a new step at the end (and STORE_SCHEMA_VERSION
- * one more).
+ * one more). Version 0 is a database without schema_version: no store yet
+ * (step 1 does not adopt tables of the same names that something else made:
+ * it fails on them).
  *
  * Text is ordered COLLATE "C" (bytes, as SQLite orders it) whatever the
  * database's collation. Metric points and audit entries number their
@@ -65,9 +67,6 @@ static const char *const migrations[] = {
 	" time bigint NOT NULL, \"user\" text, role text, token text, addr text,"
 	" method text NOT NULL, path text NOT NULL, status integer NOT NULL, code text);"
 	"CREATE INDEX audit_user ON audit (\"user\", id);",
-	/* 2: audit_time, so that an audit query with a since reads only the
-	 * entries since then, not the whole log */
-	"CREATE INDEX audit_time ON audit (time);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -218,8 +217,8 @@ static int pg_error(struct store *st, struct errbuf *eb, const PGresult *res, co
 	int code = state && !strcmp(state, "53100") ? YERR(NO_SPACE) : YERR(IO);
 
 	add_first_line(&sb, msg);
-	if (PQstatus(st->conn) != CONNECTION_OK)
-		strbuf_addstr(&sb, " (the connection is lost; the master connects again at its next transaction)");
+	if (PQstatus(st->conn) != CONNECTION_OK && strcmp(what, "connect"))
+		strbuf_addstr(&sb, " (the connection is lost; it is made again at the next transaction)");
 	error(eb, code, "store '%s': cannot %s: %s", st->name, what, sb.buf);
 	strbuf_release(&sb);
 	return code;
@@ -419,8 +418,11 @@ static int pg_migrate(struct store *st, int *created, struct errbuf *eb)
 	if (version == STORE_SCHEMA_VERSION)
 		goto out;
 	*created = version == 0;
-	for (int64_t i = version; !ret && i < STORE_SCHEMA_VERSION; i++)
-		ret = pg_simple(st, migrations[i], "migrate the schema", eb);
+	for (int64_t i = version; !ret && i < STORE_SCHEMA_VERSION; i++) {
+		char *what = xasprintf("migrate the schema from version %" PRId64 " to %" PRId64, i, i + 1);
+		ret = pg_simple(st, migrations[i], what, eb);
+		free(what);
+	}
 	if (!ret)
 		ret = pg_simple(st, "DELETE FROM schema_version", "record the schema version", eb);
 	snprintf(v, sizeof(v), "%d", STORE_SCHEMA_VERSION);

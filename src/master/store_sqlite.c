@@ -30,8 +30,9 @@ static const char *const migrations[] = {
 	/* 1: the documents (one table per kind), metric points as rows (rowid
 	 * is their arrival order) and, per task output stream, how far its
 	 * points are stored; the audit log, one row per audited request. IF
-	 * NOT EXISTS: a store written before schema versions (version 0 to
-	 * schema_version) already holds exactly these tables. */
+	 * NOT EXISTS: a state.db written before schema versions has no
+	 * schema_version (version 0) and holds these tables, or the older of
+	 * them (a master before the audit log had none), which this completes. */
 	"CREATE TABLE IF NOT EXISTS jobs (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS tasks (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS nodes (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
@@ -47,9 +48,6 @@ static const char *const migrations[] = {
 	" user TEXT, role TEXT, token TEXT, addr TEXT, method TEXT NOT NULL, path TEXT NOT NULL,"
 	" status INTEGER NOT NULL, code TEXT);"
 	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);",
-	/* 2: audit_time, so that an audit query with a since reads only the
-	 * entries since then, not the whole log */
-	"CREATE INDEX audit_time ON audit (time);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -171,7 +169,9 @@ static int sqlite_migrate(struct store *st, const char *path, struct errbuf *eb)
 	for (int64_t i = version; i < STORE_SCHEMA_VERSION; i++) {
 		rc = sqlite3_exec(st->db, migrations[i], NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
-			ret = db_error(st, eb, rc, "migrate the schema");
+			char *what = xasprintf("migrate the schema from version %" PRId64 " to %" PRId64, i, i + 1);
+			ret = db_error(st, eb, rc, what);
+			free(what);
 			goto out;
 		}
 	}

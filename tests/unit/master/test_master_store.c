@@ -3,9 +3,10 @@
  * SQLite in a temp dir, and PostgreSQL in the server whose URL YARD_TEST_PG
  * holds. meson test runs this program through tests/pg/pgtmp.sh run, which
  * starts a private server and sets it; without it every PostgreSQL case
- * fails (it is never skipped). Then the migrations, and what only one
- * backend has: SQLite stores written before schema versions, PostgreSQL's
- * lost connections and its passwords kept out of messages.
+ * fails (it is never skipped). Then the schema's version, and what only
+ * one backend has: SQLite stores written before schema versions, and
+ * PostgreSQL's foreign tables, lost connections and passwords kept out of
+ * messages.
  */
 #include "base/compat.h"
 
@@ -27,7 +28,6 @@ struct backend {
 	 * tests' own connection) and copies the first value of the last
 	 * statement's first row into out (""), 0 or -1 */
 	int (*sql)(struct backend *b, const char *sql, char *out, size_t len);
-	const char *index_sql; /* counts the indexes named audit_time */
 };
 
 /* ---- raw SQL, per backend ---- */
@@ -90,12 +90,10 @@ out:
 static struct backend sqlite_backend = {
 	.ops = &store_sqlite_ops,
 	.sql = sqlite_sql,
-	.index_sql = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'audit_time'",
 };
 static struct backend pg_backend = {
 	.ops = &store_pg_ops,
 	.sql = pg_sql,
-	.index_sql = "SELECT count(*) FROM pg_indexes WHERE indexname = 'audit_time'",
 };
 
 /* Each test starts with an empty store: a new temp dir, or an empty
@@ -487,36 +485,6 @@ static void check_filled(const struct store_ops *ops, struct store *st)
 	assert_string_equal(as.user[0], "alice");
 }
 
-/* A store at version 1 (before the audit_time index) is upgraded to
- * STORE_SCHEMA_VERSION and keeps every row. */
-static void test_migrate_older(void **state)
-{
-	struct backend *b = *state;
-	const struct store_ops *ops = b->ops;
-	struct errbuf eb = ERRBUF_INIT;
-	struct store *st;
-	char out[32];
-	int created;
-
-	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
-	fill(ops, st);
-	ops->close(st);
-	assert_int_equal(b->sql(b, "DROP INDEX audit_time; UPDATE schema_version SET version = 1;", NULL, 0), 0);
-	assert_int_equal(b->sql(b, b->index_sql, out, sizeof(out)), 0);
-	assert_string_equal(out, "0");
-
-	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
-	assert_int_equal(created, 0);
-	check_filled(ops, st);
-	ops->close(st);
-	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
-	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
-	assert_int_equal(b->sql(b, "SELECT count(*) FROM schema_version", out, sizeof(out)), 0);
-	assert_string_equal(out, "1");
-	assert_int_equal(b->sql(b, b->index_sql, out, sizeof(out)), 0);
-	assert_string_equal(out, "1");
-}
-
 /* A store of a newer master is refused, naming both versions, and left
  * as it was. */
 static void test_migrate_newer_refused(void **state)
@@ -531,6 +499,11 @@ static void test_migrate_newer_refused(void **state)
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	fill(ops, st);
 	ops->close(st);
+	/* a new store is at this master's version, in one row */
+	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
+	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
+	assert_int_equal(b->sql(b, "SELECT count(*) FROM schema_version", out, sizeof(out)), 0);
+	assert_string_equal(out, "1");
 	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 99", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), YERR(IO));
 	assert_null(st);
@@ -549,26 +522,56 @@ static void test_migrate_newer_refused(void **state)
 }
 
 /* SQLite only: a store as masters wrote it before schema versions (no
- * schema_version table, no audit_time) is upgraded and keeps every row. */
+ * schema_version table: version 0) is upgraded and keeps every row; one of
+ * a master from before the audit log gets the audit table. */
 static void test_sqlite_unversioned(void **state)
 {
 	struct backend *b = *state;
 	const struct store_ops *ops = b->ops;
 	struct errbuf eb = ERRBUF_INIT;
 	struct store *st;
+	struct audit_seen as = { 0 };
 	char out[32];
 	int created;
 
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	fill(ops, st);
 	ops->close(st);
-	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP INDEX audit_time;", NULL, 0), 0);
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
 	check_filled(ops, st);
 	ops->close(st);
 	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
 	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
+
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE audit;", NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->audit_query(st, NULL, 0, 10, audit_collect, &as, &eb), 0);
+	assert_int_equal(as.n, 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	audit_add(ops, st, 100, "alice", "/v1/jobs", 201, NULL);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+}
+
+/* PostgreSQL only: a database holding a table of a store's name but no
+ * store (no schema_version) is not taken over: open fails, naming it. */
+static void test_pg_foreign_tables_refused(void **state)
+{
+	struct backend *b = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char out[32];
+	int created;
+
+	assert_int_equal(b->sql(b, "CREATE TABLE jobs (x integer)", NULL, 0), 0);
+	assert_int_equal(b->ops->open(b->where, &st, &created, &eb), YERR(IO));
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, "\"jobs\" already exists"));
+	assert_int_equal(b->sql(b, "SELECT count(*) FROM pg_tables WHERE tablename = 'schema_version'", out,
+				sizeof(out)), 0);
+	assert_string_equal(out, "0"); /* rolled back whole */
 }
 
 /* ---- PostgreSQL only ---- */
@@ -728,9 +731,9 @@ int main(void)
 		BOTH(test_load_stops),
 		BOTH(test_metrics),
 		BOTH(test_audit_append_query),
-		BOTH(test_migrate_older),
 		BOTH(test_migrate_newer_refused),
 		ON(sqlite_backend, test_sqlite_unversioned),
+		ON(pg_backend, test_pg_foreign_tables_refused),
 		cmocka_unit_test(test_pg_display),
 		ON(pg_backend, test_pg_error_hides_password),
 		ON(pg_backend, test_pg_connection_lost),
