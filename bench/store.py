@@ -81,6 +81,13 @@ def main():
         print(f"{store:8}: durable submissions with {args.clients} clients, {args.jobs} jobs a run: "
               f"median {statistics.median(rates):.0f} jobs/s (runs: "
               f"{', '.join(f'{r:.0f}' for r in rates)})")
+    # a shared machine's disk moves both stores' numbers a lot from run to
+    # run; the ratio of the runs side by side moves less
+    ratios = [float(p.get("jobs_per_s", 0)) / float(q["jobs_per_s"])
+              for p, q in zip(results["postgres"], results["sqlite"]) if float(q.get("jobs_per_s", 0))]
+    if ratios:
+        print(f"postgres / sqlite, run by run: median {statistics.median(ratios):.2f} "
+              f"(runs: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 if __name__ == "__main__":
