@@ -72,15 +72,15 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 			core_clear(m);
 			if (!core_load(m, &leb))
 				break;
-			if (!waited || waited >= 60000)
+			m->store_lost = waited >= 60000;
+			if (!waited || m->store_lost)
 				fprintf(stderr, "yard master: cannot reload the store%s: %s\n",
-					waited ? ", stopping" : " (trying again for a minute)", leb.msg);
-			if (waited >= 60000) {
-				m->store_lost = true;
+					m->store_lost ? ", stopping" : " (trying again for a minute)", leb.msg);
+			if (m->store_lost)
 				uv_stop(&m->loop);
-			}
+			else
+				usleep(ms * 1000);
 			errbuf_reset(&leb);
-			usleep(ms * 1000);
 		}
 		jobs_restore_leases(m);
 		m->sched_needed = true;

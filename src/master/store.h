@@ -32,7 +32,9 @@ enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, ST
 struct store; /* the backend's private state */
 
 /* load callback: key is the id or name as text, doc the JSON text. Returning
- * non-zero stops the load with that code. */
+ * non-zero stops the load with that code. Callbacks of loads and queries
+ * must not call the store: PostgreSQL's answer is still arriving on the
+ * connection while they run. */
 typedef int (*store_load_fn)(void *ctx, const char *key, const char *doc);
 
 /* One stored point of a training metric series (src/master/metrics.h). */

@@ -123,3 +123,34 @@ def test_postgres_restart_under_a_running_master():
         for jid, name in acked.items():
             j = c.api.job(jid)
             check_eq((j["name"], j["state"]), (name, "succeeded"), f"job {jid} after a master restart")
+
+
+def test_master_stops_when_postgres_stays_away():
+    """A master that cannot read its store again within a minute of a
+    failed commit stops (exit 1) rather than serve a model it does not
+    have; started again once PostgreSQL is back, it has every acknowledged
+    job."""
+    with PgServer() as pg, cluster("pgaway", master_args=["--store", pg.url]) as c:
+        c.start_master()
+        acked = {}
+        for i in range(5):
+            _, j = c.api.submit(spec(["/bin/true"], name=f"before-{i}", cpus=0.01))
+            acked[j["id"]] = f"before-{i}"
+        pg.stop()
+        t0 = time.monotonic()
+        try:
+            status, doc = c.api.submit(spec(["/bin/true"], name="during", cpus=0.01))
+            check(status >= 500, f"a submission while PostgreSQL is down fails (HTTP {status}: {doc})")
+        except OSError:
+            pass  # the master stopped before it answered
+        wait_until(lambda: not c.master.alive(), 120, "the master to stop")
+        check_eq(c.master.p.wait(), 1, "the master's exit status")
+        check(time.monotonic() - t0 >= 55, "the master tried for about a minute before it stopped")
+        log = master_log(c)
+        check("cannot reload the store, stopping" in log, f"the master says why it stops:\n{log[-2000:]}")
+        pg.start()
+        c.start_master()
+        for jid, name in acked.items():
+            check_eq(c.api.job(jid)["name"], name, f"acknowledged job {jid} after PostgreSQL came back")
+        names = [j["name"] for j in c.api.json("GET", "/v1/jobs?limit=100", expect=200)[1]["jobs"]]
+        check("during" not in names, f"the failed submission is not stored ({names})")
