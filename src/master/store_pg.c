@@ -341,7 +341,8 @@ static int pg_rows(struct store *st, const char *stmt, int n, const char *const 
 		return ret;
 	if (!PQsendQueryPrepared(st->conn, stmt, n, vals, NULL, NULL, 0))
 		return pg_error(st, eb, NULL, what);
-	PQsetSingleRowMode(st->conn);
+	if (!PQsetSingleRowMode(st->conn))
+		ret = error(eb, YERR(INTERNAL), "store '%s': cannot %s: no single-row mode", st->name, what);
 	while ((res = PQgetResult(st->conn))) {
 		ExecStatusType s = PQresultStatus(res);
 		if (s == PGRES_SINGLE_TUPLE) {
