@@ -12,7 +12,7 @@ import tempfile
 from harness import ROOT, TestFailure
 
 PGTMP = os.path.join(ROOT, "tests", "pg", "pgtmp.sh")
-PREFIX = "yard-pg-e2e-"
+PREFIX = "yard-pg-e2e-"  # pgtmp.sh run's dirs are yard-pg-XXXXXX; sweep() takes both
 
 
 def _pgtmp(*args, check=True):
@@ -72,7 +72,7 @@ def sweep():
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp):
         d = os.path.join(tmp, name)
-        if not name.startswith(PREFIX):
+        if not name.startswith("yard-pg-") or not os.path.isfile(os.path.join(d, "owner")):
             continue
         try:
             with open(os.path.join(d, "owner")) as f:

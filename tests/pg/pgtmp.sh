@@ -16,6 +16,8 @@
 #                            CMD fails or the script is killed by SIGINT/SIGTERM. When
 #                            the server cannot be started CMD still runs, without
 #                            YARD_TEST_PG (its PostgreSQL cases then fail), and run fails.
+#                            DIR/owner holds the script's pid: a server whose owner was
+#                            SIGKILLed is removed by tests/e2e/pgserver.py's sweep().
 #
 # initdb and pg_ctl refuse to run as root: as root they run as the user
 # "postgres" (Debian's postgresql package creates it; PGTMP_USER overrides).
@@ -106,6 +108,7 @@ destroy() {
 run() {
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/yard-pg-XXXXXX") || die "cannot make a temp dir"
 	trap 'destroy "$dir"' EXIT
+	echo $$ >"$dir/owner" # what tests/e2e/pgserver.py's sweep() looks at
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	started=0
