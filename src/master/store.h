@@ -6,7 +6,10 @@
  * Writes happen only between begin() and commit(); the master groups every
  * change of one event-loop iteration into one transaction (group commit).
  * On a failed commit the backend rolls the transaction back itself: nothing
- * of the batch is stored.
+ * of the batch is stored. A write's failure may be reported late, by a later
+ * read of the same transaction or by commit (PostgreSQL sends a batch's
+ * writes without waiting for each answer); a transaction with a failed write
+ * never commits.
  *
  * Each backend keeps a versioned schema: a table schema_version holds the
  * version of the store, open() upgrades an older store step by step inside

@@ -26,7 +26,15 @@ struct store {
 	PGconn *conn;
 	char *name; /* the store in messages: the connection string less its password */
 	int in_txn;
+	int queued; /* writes sent in pipeline mode whose answers are not read yet */
 };
+
+/* Writes in a transaction are sent without waiting for their answers
+ * (libpq's pipeline mode), so a batch costs a round trip per QUEUE_MAX
+ * writes rather than one per row. This many at most are in flight: the
+ * server's answers to them (about 30 bytes each) must fit the socket's
+ * buffers, or both sides would block writing. */
+#define QUEUE_MAX 256
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
@@ -289,10 +297,71 @@ static int pg_ready(struct store *st, struct errbuf *eb)
 		return error(eb, YERR(IO), "store '%s': the connection was lost in a transaction",
 			     st->name);
 	PQreset(st->conn);
+	st->queued = 0;
 	if (PQstatus(st->conn) != CONNECTION_OK)
 		return pg_error(st, eb, NULL, "connect");
+	if (PQpipelineStatus(st->conn) != PQ_PIPELINE_OFF && !PQexitPipelineMode(st->conn))
+		return pg_error(st, eb, NULL, "leave pipeline mode");
 	fprintf(stderr, "yard master: store '%s': connected again\n", st->name);
 	return pg_prepare_all(st, eb);
+}
+
+/* Reads the answers of the writes in flight and leaves pipeline mode;
+ * returns the first failure (the server skips the rest of the writes after
+ * it, and the transaction can then only roll back). */
+static int pg_settle(struct store *st, struct errbuf *eb)
+{
+	PGresult *res;
+	int ret = 0;
+
+	if (PQpipelineStatus(st->conn) == PQ_PIPELINE_OFF)
+		return 0;
+	if (!PQpipelineSync(st->conn)) {
+		ret = pg_error(st, eb, NULL, "write");
+		goto out;
+	}
+	/* each write's answer is its results, then NULL; the sync's is one
+	 * PGRES_PIPELINE_SYNC (a lost connection: an error, then only NULLs) */
+	for (int i = 0; i < st->queued; i++) {
+		while ((res = PQgetResult(st->conn))) {
+			ExecStatusType s = PQresultStatus(res);
+			if (!ret && s == PGRES_PIPELINE_ABORTED)
+				ret = error(eb, YERR(IO), "store '%s': cannot write: an earlier write failed",
+					    st->name);
+			else if (!ret && s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+				ret = pg_error(st, eb, res, "write");
+			PQclear(res);
+		}
+	}
+	while ((res = PQgetResult(st->conn))) {
+		bool sync = PQresultStatus(res) == PGRES_PIPELINE_SYNC;
+		PQclear(res);
+		if (sync)
+			break;
+	}
+out:
+	st->queued = 0;
+	if (!PQexitPipelineMode(st->conn) && !ret)
+		ret = pg_error(st, eb, NULL, "write");
+	return ret;
+}
+
+/* Sends a write: in a transaction, into the pipeline (its failure is seen
+ * by the next read, or by the commit); outside one, at once. */
+static int pg_write(struct store *st, const char *stmt, int n, const char *const *vals,
+		    const char *what, struct errbuf *eb)
+{
+	int ret;
+
+	if ((ret = pg_ready(st, eb)))
+		return ret;
+	if (PQpipelineStatus(st->conn) == PQ_PIPELINE_OFF && !PQenterPipelineMode(st->conn))
+		return pg_error(st, eb, NULL, what);
+	if (!PQsendQueryPrepared(st->conn, stmt, n, vals, NULL, NULL, 0))
+		return pg_error(st, eb, NULL, what);
+	if (++st->queued >= QUEUE_MAX || !st->in_txn)
+		return pg_settle(st, eb);
+	return 0;
 }
 
 /* Runs a prepared statement whose answer is at most one row: *out (caller
@@ -304,7 +373,7 @@ static int pg_exec(struct store *st, const char *stmt, int n, const char *const 
 	int ret;
 
 	*out = NULL;
-	if ((ret = pg_ready(st, eb)))
+	if ((ret = pg_ready(st, eb)) || (ret = pg_settle(st, eb)))
 		return ret;
 	res = PQexecPrepared(st->conn, stmt, n, vals, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -314,16 +383,6 @@ static int pg_exec(struct store *st, const char *stmt, int n, const char *const 
 	}
 	*out = res;
 	return 0;
-}
-
-static int pg_run(struct store *st, const char *stmt, int n, const char *const *vals,
-		  const char *what, struct errbuf *eb)
-{
-	PGresult *res;
-	int ret = pg_exec(st, stmt, n, vals, &res, what, eb);
-
-	PQclear(res);
-	return ret;
 }
 
 /* Runs a prepared statement and calls row for each row of its answer as it
@@ -337,7 +396,7 @@ static int pg_rows(struct store *st, const char *stmt, int n, const char *const 
 	PGresult *res;
 	int ret;
 
-	if ((ret = pg_ready(st, eb)))
+	if ((ret = pg_ready(st, eb)) || (ret = pg_settle(st, eb)))
 		return ret;
 	if (!PQsendQueryPrepared(st->conn, stmt, n, vals, NULL, NULL, 0))
 		return pg_error(st, eb, NULL, what);
@@ -528,8 +587,10 @@ static int pg_begin(struct store *st, struct errbuf *eb)
 
 static void pg_rollback(struct store *st)
 {
-	PGTransactionStatusType ts = PQtransactionStatus(st->conn);
+	PGTransactionStatusType ts;
 
+	pg_settle(st, NULL);
+	ts = PQtransactionStatus(st->conn);
 	if (PQstatus(st->conn) == CONNECTION_OK && (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR))
 		PQclear(PQexec(st->conn, "ROLLBACK"));
 	st->in_txn = 0;
@@ -544,6 +605,8 @@ static int pg_commit(struct store *st, struct errbuf *eb)
 		ret = error(eb, YERR(IO), "store '%s': cannot commit: the connection was lost", st->name);
 		goto out;
 	}
+	if ((ret = pg_settle(st, eb)))
+		goto out;
 	res = PQexec(st->conn, "COMMIT");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		ret = pg_error(st, eb, res, "commit");
@@ -568,7 +631,7 @@ static int pg_put(struct store *st, enum store_kind kind, const char *key, const
 	const char *vals[] = { key, doc };
 
 	snprintf(stmt, sizeof(stmt), "put_%s", table_names[kind]);
-	return pg_run(st, stmt, 2, vals, "write a row", eb);
+	return pg_write(st, stmt, 2, vals, "write a row", eb);
 }
 
 static int pg_del(struct store *st, enum store_kind kind, const char *key, struct errbuf *eb)
@@ -577,7 +640,7 @@ static int pg_del(struct store *st, enum store_kind kind, const char *key, struc
 	const char *vals[] = { key };
 
 	snprintf(stmt, sizeof(stmt), "del_%s", table_names[kind]);
-	return pg_run(st, stmt, 1, vals, "delete a row", eb);
+	return pg_write(st, stmt, 1, vals, "delete a row", eb);
 }
 
 static int pg_get_meta(struct store *st, const char *key, char **out, struct errbuf *eb)
@@ -653,7 +716,7 @@ static int pg_metrics_append(struct store *st, uint64_t task_id, const struct st
 	strbuf_addch(&values, '}');
 	strbuf_addch(&times, '}');
 	vals[0] = task, vals[1] = names.buf, vals[2] = steps.buf, vals[3] = values.buf, vals[4] = times.buf;
-	ret = pg_run(st, "m_insert", 5, vals, "store metrics", eb);
+	ret = pg_write(st, "m_insert", 5, vals, "store metrics", eb);
 	strbuf_release(&names);
 	strbuf_release(&steps);
 	strbuf_release(&values);
@@ -734,7 +797,7 @@ static int pg_metrics_cursor_set(struct store *st, uint64_t task_id, int stream,
 	snprintf(task, sizeof(task), "%" PRIu64, task_id);
 	snprintf(s, sizeof(s), "%d", stream);
 	snprintf(o, sizeof(o), "%" PRIu64, off);
-	return pg_run(st, "m_cursor_set", 3, vals, "store a metrics cursor", eb);
+	return pg_write(st, "m_cursor_set", 3, vals, "store a metrics cursor", eb);
 }
 
 /* ---- the audit log ---- */
@@ -747,7 +810,7 @@ static int pg_audit_append(struct store *st, const struct store_audit *e, struct
 
 	snprintf(when, sizeof(when), "%" PRId64, e->time);
 	snprintf(status, sizeof(status), "%d", e->status);
-	return pg_run(st, "a_insert", 9, vals, "store an audit entry", eb);
+	return pg_write(st, "a_insert", 9, vals, "store an audit entry", eb);
 }
 
 struct audit_ctx {
