@@ -8,6 +8,10 @@ cannot run on this machine, with the reason on its SKIP line).
 The limit is --timeout seconds, or more for a module that sets TIMEOUT = S
 (one whose first run builds something slow, like a debootstrap'd rootfs).
 
+With YARD_E2E_STORE=postgres every cluster's master keeps its state in a
+private PostgreSQL of its own (harness.Cluster, pgserver.py) instead of
+SQLite.
+
 usage: run.py [--yard PATH] [-k SUBSTRING] [--timeout S]
 """
 import argparse
