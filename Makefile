@@ -14,9 +14,12 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # rootfs; nothing rootless (uidmap, slirp4netns, fuse-overlayfs) is needed.
 # chromium is the browser the web app's test drives (tests/browser). clang and
 # its runtime (libFuzzer, the sanitizers) build the fuzz targets (tests/fuzz).
-# wrk is the HTTP load generator of bench/load.py.
+# wrk is the HTTP load generator of bench/load.py. libpq-dev is the client
+# library of the master's PostgreSQL store (--store); postgresql (Debian's
+# PostgreSQL 15 server) is what its tests and benchmarks start a private
+# server of (tests/pg/pgtmp.sh: initdb in a temp dir, as the user postgres).
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
-	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev \
+	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
@@ -123,6 +126,7 @@ bench: deps build
 	$(PYTHON) bench/run.py --yard $(BUILD)/yard
 	$(PYTHON) bench/metrics_flood.py --yard $(BUILD)/yard
 	$(PYTHON) bench/load.py --yard $(BUILD)/yard
+	$(PYTHON) bench/store.py --yard $(BUILD)/yard
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test

@@ -228,6 +228,8 @@ struct master {
 	struct store *store;
 	bool txn_open;          /* a batch transaction is open */
 	int batch_err;          /* first write error of the batch */
+	bool store_lost;        /* the store could not be read again after a failed commit:
+				 * the loop stops and master_run fails */
 	struct errbuf batch_eb;
 	bool sched_needed;      /* a full plan is due: capacity or the queue changed */
 	bool positions_stale;   /* fresh jobs wait without a queue position yet */

@@ -64,9 +64,24 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	if (rc) {
 		struct errbuf leb = ERRBUF_INIT;
 		fprintf(stderr, "yard master: commit failed: %s\n", eb->msg);
-		core_clear(m);
-		if (core_load(m, &leb))
-			fprintf(stderr, "yard master: cannot reload the store: %s\n", leb.msg);
+		/* A store that cannot be read now either (a PostgreSQL server
+		 * restarting) is tried again for up to a minute, the loop waiting
+		 * as no change could be stored meanwhile; then the master stops
+		 * rather than serve a model it does not have. */
+		for (unsigned ms = 50, waited = 0; !m->store_lost; waited += ms, ms = ms < 1000 ? 2 * ms : ms) {
+			core_clear(m);
+			if (!core_load(m, &leb))
+				break;
+			m->store_lost = waited >= 60000;
+			if (!waited || m->store_lost)
+				fprintf(stderr, "yard master: cannot reload the store%s: %s\n",
+					m->store_lost ? ", stopping" : " (trying again for a minute)", leb.msg);
+			if (m->store_lost)
+				uv_stop(&m->loop);
+			else
+				usleep(ms * 1000);
+			errbuf_reset(&leb);
+		}
 		jobs_restore_leases(m);
 		m->sched_needed = true;
 	}
@@ -343,7 +358,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	} else {
 		ratelimit_init(&m->ratelimit, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 	}
-	m->sops = &store_sqlite_ops;
+	m->sops = cfg->store ? &store_pg_ops : &store_sqlite_ops;
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
 		free(dir);
@@ -362,7 +377,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	ret = datasets_open(m, eb);
 	if (ret)
 		goto out;
-	ret = m->sops->open(m->data_dir, &m->store, &created, eb);
+	ret = m->sops->open(cfg->store ? cfg->store : m->data_dir, &m->store, &created, eb);
 	if (ret)
 		goto out;
 	ret = core_load(m, eb);
@@ -448,7 +463,7 @@ int master_run(struct master *m)
 	uv_close((uv_handle_t *)&m->prepare, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
-	return 0;
+	return m->store_lost ? YERR(IO) : 0;
 }
 
 void master_stop(struct master *m)
@@ -523,6 +538,9 @@ static void master_usage(FILE *out)
 		     "                    since a job's last checkpoint, nor touch a job that has not\n"
 		     "                    checkpointed since it started; 0: off)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
+		     "                   [--store postgres://USER@HOST/DB]   (keep the state in\n"
+		     "                    PostgreSQL, a URI or libpq keywords, PG* variables for the\n"
+		     "                    rest; default: SQLite in DIR/state.db)\n"
 		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
 		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
 		     "                   [--tls-self-signed [--tls-san NAME|IP]...]   (https with a\n"
@@ -557,6 +575,9 @@ int cmd_master(int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--data-dir") && v) {
 			cfg.data_dir = v;
+			i++;
+		} else if (!strcmp(a, "--store") && v) {
+			cfg.store = v;
 			i++;
 		} else if (!strcmp(a, "--web-dir") && v) {
 			cfg.web_dir = v;

@@ -14,6 +14,9 @@
 struct master_config {
 	const char *listen;     /* "HOST:PORT"; port 0 picks a free one; NULL: none (http_start) */
 	const char *data_dir;   /* created if missing */
+	/* a PostgreSQL connection string (store.h's store_pg_ops) for the
+	 * state; NULL: SQLite in data_dir (logs, code and tokens stay there) */
+	const char *store;
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
@@ -69,7 +72,7 @@ void master_free(struct master *m);
 
 /* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy [POOL=]P]...
  * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...
- * [--preempt-min-run DURATION] [--preempt-max-lost DURATION]
+ * [--preempt-min-run DURATION] [--preempt-max-lost DURATION] [--store CONNINFO]
  * [--tls-cert FILE --tls-key FILE | --tls-self-signed [--tls-san NAME]...]` */
 int cmd_master(int argc, char **argv);
 

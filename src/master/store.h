@@ -6,7 +6,16 @@
  * Writes happen only between begin() and commit(); the master groups every
  * change of one event-loop iteration into one transaction (group commit).
  * On a failed commit the backend rolls the transaction back itself: nothing
- * of the batch is stored.
+ * of the batch is stored. A write's failure may be reported late, by a later
+ * read of the same transaction or by commit (PostgreSQL sends a batch's
+ * writes without waiting for each answer); a transaction with a failed write
+ * never commits.
+ *
+ * Each backend keeps a versioned schema: a table schema_version holds the
+ * version of the store, open() upgrades an older store step by step inside
+ * one transaction (keeping every row) and refuses, naming both versions, a
+ * store newer than STORE_SCHEMA_VERSION. Both backends number their steps
+ * alike: one version is the same tables in each.
  */
 #ifndef YARD_MASTER_STORE_H
 #define YARD_MASTER_STORE_H
@@ -19,10 +28,16 @@
 enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, STORE_DATASET,
 		  STORE_KIND__COUNT };
 
+/* The schema version this master writes (one migration step per version
+ * in each backend; docs/design-notes.md lists them). */
+#define STORE_SCHEMA_VERSION 1
+
 struct store; /* the backend's private state */
 
 /* load callback: key is the id or name as text, doc the JSON text. Returning
- * non-zero stops the load with that code. */
+ * non-zero stops the load with that code. Callbacks of loads and queries
+ * must not call the store: PostgreSQL's answer is still arriving on the
+ * connection while they run. */
 typedef int (*store_load_fn)(void *ctx, const char *key, const char *doc);
 
 /* One stored point of a training metric series (src/master/metrics.h). */
@@ -59,8 +74,10 @@ typedef int (*store_audit_fn)(void *ctx, const struct store_audit *e);
 
 struct store_ops {
 	const char *name;
-	/* open creates or opens the store under dir; *created tells whether it is new */
-	int (*open)(const char *dir, struct store **out, int *created, struct errbuf *eb);
+	/* open creates or opens the store at where (SQLite: the data dir, which
+	 * holds state.db; PostgreSQL: a connection string) and brings its schema
+	 * to STORE_SCHEMA_VERSION; *created tells whether it is new */
+	int (*open)(const char *where, struct store **out, int *created, struct errbuf *eb);
 	void (*close)(struct store *st);
 	int (*begin)(struct store *st, struct errbuf *eb);
 	/* commit makes the transaction durable; on failure it is rolled back and
@@ -108,5 +125,16 @@ struct store_ops {
 };
 
 extern const struct store_ops store_sqlite_ops;
+/* PostgreSQL (libpq): where is a postgres:// or postgresql:// URI or a
+ * keyword string ("host=... dbname=..."); what it leaves out comes from the
+ * PG* environment variables, as libpq has it. A connection lost outside a
+ * transaction is made again at the next begin(). */
+extern const struct store_ops store_pg_ops;
+
+/* store_pg_display: how messages name a PostgreSQL store, its connection
+ * string without the password (a URI's user:password@ and password
+ * parameters are cut; a keyword string is written again without its
+ * password keywords). Caller frees. */
+char *store_pg_display(const char *conninfo);
 
 #endif

@@ -19,10 +19,26 @@ struct store {
 	int in_txn;
 };
 
-/* The tables of rows rather than documents. The metrics tables: points as
- * rows (rowid is their arrival order) and, per task output stream, how far
- * its points are stored. The audit log's: one row per audited request. */
-static const char rows_schema[] =
+/*
+ * The schema, one step per version: migrations[i] takes a store from
+ * version i to version i + 1, inside the transaction that records the new
+ * version in schema_version. store_pg.c numbers its steps alike. A step that
+ * has shipped is never edited; a change is a new step at the end (and
+ * STORE_SCHEMA_VERSION one more).
+ */
+static const char *const migrations[] = {
+	/* 1: the documents (one table per kind), metric points as rows (rowid
+	 * is their arrival order) and, per task output stream, how far its
+	 * points are stored; the audit log, one row per audited request. IF
+	 * NOT EXISTS: a state.db written before schema versions has no
+	 * schema_version (version 0) and holds these tables, or the older of
+	 * them (a master before the audit log had none), which this completes. */
+	"CREATE TABLE IF NOT EXISTS jobs (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS tasks (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS nodes (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS tokens (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS datasets (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
 	"CREATE TABLE IF NOT EXISTS metrics (task_id INTEGER NOT NULL, name TEXT NOT NULL,"
 	" step INTEGER NOT NULL, value REAL NOT NULL, time INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS metrics_series ON metrics (task_id, name, step);"
@@ -31,7 +47,9 @@ static const char rows_schema[] =
 	"CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, time INTEGER NOT NULL,"
 	" user TEXT, role TEXT, token TEXT, addr TEXT, method TEXT NOT NULL, path TEXT NOT NULL,"
 	" status INTEGER NOT NULL, code TEXT);"
-	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);";
+	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);",
+};
+static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
 static const struct {
 	size_t offset; /* of the statement in struct store */
@@ -97,6 +115,88 @@ static void sqlite_close(struct store *st)
 	free(st);
 }
 
+static int step_once(struct store *st, sqlite3_stmt *s)
+{
+	int rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/* The version schema_version holds (0: none yet), in *out. */
+static int schema_version(struct store *st, int64_t *out, struct errbuf *eb)
+{
+	sqlite3_stmt *s = NULL;
+	int rc, rows = 0;
+
+	*out = 0;
+	rc = sqlite3_prepare_v2(st->db, "SELECT version FROM schema_version", -1, &s, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*out = sqlite3_column_int64(s, 0);
+		rows++;
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return db_error(st, eb, rc, "read the schema version");
+	if (rows > 1)
+		return error(eb, YERR(IO), "store: schema_version holds %d rows, not one", rows);
+	return 0;
+}
+
+/* Brings the schema of the store at path to STORE_SCHEMA_VERSION, in one
+ * transaction; refuses a store of a newer master. */
+static int sqlite_migrate(struct store *st, const char *path, struct errbuf *eb)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t version;
+	int rc, ret;
+
+	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE;"
+			  "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);",
+			  NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return db_error(st, eb, rc, "begin the schema's transaction");
+	if ((ret = schema_version(st, &version, eb)))
+		goto out;
+	if (version > STORE_SCHEMA_VERSION) {
+		ret = error(eb, YERR(IO),
+			    "store '%s' is at schema version %" PRId64 ", newer than this master's %d:"
+			    " it was written by a newer yard master, run that one",
+			    path, version, STORE_SCHEMA_VERSION);
+		goto out;
+	}
+	for (int64_t i = version; i < STORE_SCHEMA_VERSION; i++) {
+		rc = sqlite3_exec(st->db, migrations[i], NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			char *what = xasprintf("migrate the schema from version %" PRId64 " to %" PRId64, i, i + 1);
+			ret = db_error(st, eb, rc, what);
+			free(what);
+			goto out;
+		}
+	}
+	rc = sqlite3_exec(st->db, "DELETE FROM schema_version", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(st->db, "INSERT INTO schema_version (version) VALUES (?1)", -1, &s,
+					NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int(s, 1, STORE_SCHEMA_VERSION);
+		rc = step_once(st, s);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		ret = db_error(st, eb, rc, "record the schema version");
+	else if (version && version < STORE_SCHEMA_VERSION)
+		fprintf(stderr, "yard master: store '%s': schema upgraded from version %" PRId64 " to %d\n",
+			path, version, STORE_SCHEMA_VERSION);
+out:
+	sqlite3_finalize(s);
+	if (ret)
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return ret;
+}
+
 static int sqlite_open(const char *dir, struct store **out, int *created, struct errbuf *eb)
 {
 	struct store *st = xcalloc(1, sizeof(*st));
@@ -112,21 +212,13 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 		goto out;
 	}
 	sqlite3_busy_timeout(st->db, 5000);
-	rc = sqlite3_exec(st->db,
-			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-			  "CREATE TABLE IF NOT EXISTS jobs (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS tasks (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS nodes (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS tokens (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, doc TEXT NOT NULL);"
-			  "CREATE TABLE IF NOT EXISTS datasets (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
-			  NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(st->db, rows_schema, NULL, NULL, NULL);
+	rc = sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		ret = db_error(st, eb, rc, "create tables");
+		ret = db_error(st, eb, rc, "set the journal mode");
 		goto out;
 	}
+	if ((ret = sqlite_migrate(st, path, eb)))
+		goto out;
 	for (size_t i = 0; i < ARRAY_SIZE(row_stmts); i++) {
 		rc = sqlite3_prepare_v2(st->db, row_stmts[i].sql, -1, row_stmt(st, i), NULL);
 		if (rc != SQLITE_OK) {
@@ -163,14 +255,6 @@ out:
 	}
 	*out = st;
 	return ret;
-}
-
-static int step_once(struct store *st, sqlite3_stmt *s)
-{
-	int rc = sqlite3_step(s);
-
-	sqlite3_reset(s);
-	return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
 static int sqlite_begin(struct store *st, struct errbuf *eb)

@@ -211,6 +211,13 @@ class Cluster:
         # own requests trust (default: the certificate --tls-self-signed made)
         self.pin = None
         self.ca_file = None
+        # YARD_E2E_STORE=postgres: every master of the run on a private
+        # PostgreSQL (pgserver.py) instead of SQLite, removed by close()
+        self.pg = None
+        if os.environ.get("YARD_E2E_STORE") == "postgres" and "--store" not in self.master_args:
+            from pgserver import PgServer
+            self.pg = PgServer()
+            self.master_args += ["--store", self.pg.url]
 
     def env(self, extra=None):
         e = dict(os.environ)
@@ -306,6 +313,8 @@ class Cluster:
                 findings.append(str(e))
         kill_task_leftovers(self.dir)
         remove_cgroups(self.cgroup_bases)
+        if self.pg:
+            self.pg.close()
         if not findings and not os.environ.get("YARD_E2E_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
         return findings

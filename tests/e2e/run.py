@@ -8,6 +8,10 @@ cannot run on this machine, with the reason on its SKIP line).
 The limit is --timeout seconds, or more for a module that sets TIMEOUT = S
 (one whose first run builds something slow, like a debootstrap'd rootfs).
 
+With YARD_E2E_STORE=postgres every cluster's master keeps its state in a
+private PostgreSQL of its own (harness.Cluster, pgserver.py) instead of
+SQLite.
+
 usage: run.py [--yard PATH] [-k SUBSTRING] [--timeout S]
 """
 import argparse
@@ -55,7 +59,8 @@ def run_one(fn, name):
 
 def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
-    in network namespaces (netns.py) and container engines (engines.py);
+    in network namespaces (netns.py), container engines (engines.py) and
+    PostgreSQL servers (pgserver.py);
     only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
@@ -66,6 +71,10 @@ def sweep_leftovers():
     swept = engines.sweep()
     if swept:
         print(f"swept container engines of dead tests {' '.join(swept)}", flush=True)
+    import pgserver
+    swept = pgserver.sweep()
+    if swept:
+        print(f"swept PostgreSQL servers of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():

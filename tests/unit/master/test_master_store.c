@@ -1,22 +1,145 @@
+/*
+ * The store's operations (master/store.h), the same cases on each backend:
+ * SQLite in a temp dir, and PostgreSQL in the server whose URL YARD_TEST_PG
+ * holds. meson test runs this program through tests/pg/pgtmp.sh run, which
+ * starts a private server and sets it; without it every PostgreSQL case
+ * fails (it is never skipped). Then the schema's version, and what only
+ * one backend has: SQLite stores written before schema versions, and
+ * PostgreSQL's foreign tables, lost connections and passwords kept out of
+ * messages.
+ */
 #include "base/compat.h"
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "master/store.h"
 
+/* One backend under test; a test's state. */
+struct backend {
+	const struct store_ops *ops;
+	char dir[64];      /* sqlite: the test's temp dir */
+	const char *where; /* what open() takes: the dir, or the connection string */
+	/* sql runs statements on the store behind the backend's back (the
+	 * tests' own connection) and copies the first value of the last
+	 * statement's first row into out (""), 0 or -1 */
+	int (*sql)(struct backend *b, const char *sql, char *out, size_t len);
+};
+
+/* ---- raw SQL, per backend ---- */
+
+static int sqlite_row(void *ctx, int n, char **vals, char **names)
+{
+	char **out = ctx;
+	if (n > 0 && out[0] && !out[0][0])
+		snprintf(out[0], (size_t)(uintptr_t)out[1], "%s", vals[0] ? vals[0] : "");
+	(void)names;
+	return 0;
+}
+
+static int sqlite_sql(struct backend *b, const char *sql, char *out, size_t len)
+{
+	char *path = xasprintf("%s/state.db", b->dir), *err = NULL, none[1] = "";
+	char *ctx[2] = { out ? out : none, (char *)(uintptr_t)(out ? len : 1) };
+	sqlite3 *db = NULL;
+	int rc;
+
+	if (out)
+		out[0] = '\0';
+	rc = sqlite3_open(path, &db);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, sqlite_row, ctx, &err);
+	if (rc != SQLITE_OK)
+		fprintf(stderr, "sqlite: %s: %s\n", sql, err ? err : sqlite3_errmsg(db));
+	sqlite3_free(err);
+	sqlite3_close(db);
+	free(path);
+	return rc == SQLITE_OK ? 0 : -1;
+}
+
+static int pg_sql(struct backend *b, const char *sql, char *out, size_t len)
+{
+	PGconn *c = PQconnectdb(b->where);
+	PGresult *res = NULL;
+	int ret = -1;
+
+	if (out)
+		out[0] = '\0';
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "postgres: cannot connect: %s", PQerrorMessage(c));
+		goto out;
+	}
+	res = PQexec(c, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fprintf(stderr, "postgres: %s: %s", sql, PQresultErrorMessage(res));
+		goto out;
+	}
+	if (out && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0)
+		snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+	ret = 0;
+out:
+	PQclear(res);
+	PQfinish(c);
+	return ret;
+}
+
+static struct backend sqlite_backend = {
+	.ops = &store_sqlite_ops,
+	.sql = sqlite_sql,
+};
+static struct backend pg_backend = {
+	.ops = &store_pg_ops,
+	.sql = pg_sql,
+};
+
+/* Each test starts with an empty store: a new temp dir, or an empty
+ * database (its schema dropped). */
+static int setup(void **state)
+{
+	struct backend *b = *state;
+
+	if (b->ops == &store_sqlite_ops) {
+		snprintf(b->dir, sizeof(b->dir), "/tmp/yard-store-XXXXXX");
+		if (!mkdtemp(b->dir))
+			return -1;
+		b->where = b->dir;
+		return 0;
+	}
+	b->where = getenv("YARD_TEST_PG");
+	if (!b->where || !*b->where) {
+		fprintf(stderr, "YARD_TEST_PG is not set: the PostgreSQL cases need a server; run this "
+				"program as tests/pg/pgtmp.sh run PROGRAM (meson test does)\n");
+		return -1;
+	}
+	return b->sql(b, "SET client_min_messages = warning; DROP SCHEMA public CASCADE;"
+			 " CREATE SCHEMA public;", NULL, 0);
+}
+
+static int teardown(void **state)
+{
+	struct backend *b = *state;
+
+	if (b->ops == &store_sqlite_ops)
+		rm_rf(b->dir);
+	return 0;
+}
+
+/* ---- the cases of every backend ---- */
+
 struct seen {
 	int n;
-	char keys[4][32];
-	char docs[4][64];
+	char keys[8][32];
+	char docs[8][64];
 };
 
 static int collect(void *ctx, const char *key, const char *doc)
 {
 	struct seen *s = ctx;
-	if (s->n < 4) {
+	if (s->n < 8) {
 		snprintf(s->keys[s->n], 32, "%s", key);
 		snprintf(s->docs[s->n], 64, "%s", doc);
 	}
@@ -26,41 +149,256 @@ static int collect(void *ctx, const char *key, const char *doc)
 
 static void test_write_reopen_load(void **state)
 {
-	char dir[] = "/tmp/yard-store-XXXXXX";
-	const struct store_ops *ops = &store_sqlite_ops;
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
 	struct errbuf eb = ERRBUF_INIT;
 	struct store *st;
 	struct seen s = { 0 };
 	int created;
 	char *v;
 
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(ops->open(dir, &st, &created, &eb), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 1);
 	assert_int_equal(ops->begin(st, &eb), 0);
 	assert_int_equal(ops->put(st, STORE_JOB, "10", "{\"id\":10}", &eb), 0);
 	assert_int_equal(ops->put(st, STORE_JOB, "9", "{\"id\":9}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "100", "{\"id\":100}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "7", "{\"id\":7}", &eb), 0);
 	assert_int_equal(ops->put(st, STORE_META, "next_job_id", "{\"v\":\"10\"}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_NODE, "b", "{\"n\":\"b\"}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_NODE, "B", "{\"n\":\"B\"}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_NODE, "a", "{\"n\":\"a\"}", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	/* a replaced row and a deleted one */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "10", "{\"id\":10,\"v\":2}", &eb), 0);
+	assert_int_equal(ops->del(st, STORE_JOB, "7", &eb), 0);
+	assert_int_equal(ops->del(st, STORE_JOB, "12345", &eb), 0); /* absent: no error */
 	assert_int_equal(ops->commit(st, &eb), 0);
 	/* a rolled-back batch leaves nothing */
 	assert_int_equal(ops->begin(st, &eb), 0);
 	assert_int_equal(ops->put(st, STORE_JOB, "11", "{\"id\":11}", &eb), 0);
+	assert_int_equal(ops->del(st, STORE_JOB, "9", &eb), 0);
 	ops->rollback(st);
 	ops->close(st);
 
-	assert_int_equal(ops->open(dir, &st, &created, &eb), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
 	assert_int_equal(ops->load(st, STORE_JOB, collect, &s, &eb), 0);
-	assert_int_equal(s.n, 2);
+	assert_int_equal(s.n, 3);
 	assert_string_equal(s.keys[0], "9"); /* numeric order */
-	assert_string_equal(s.docs[1], "{\"id\":10}");
+	assert_string_equal(s.keys[1], "10");
+	assert_string_equal(s.keys[2], "100");
+	assert_string_equal(s.docs[1], "{\"id\":10,\"v\":2}");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->load(st, STORE_NODE, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.keys[0], "B"); /* byte order, whatever the collation */
+	assert_string_equal(s.keys[1], "a");
+	assert_string_equal(s.keys[2], "b");
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->load(st, STORE_TOKEN, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 0);
 	assert_int_equal(ops->get_meta(st, "next_job_id", &v, &eb), 0);
 	assert_non_null(v);
 	assert_string_equal(v, "{\"v\":\"10\"}");
 	free(v);
+	assert_int_equal(ops->get_meta(st, "absent", &v, &eb), 0);
+	assert_null(v);
 	ops->close(st);
-	rm_rf(dir);
-	(void)state;
+}
+
+/* Reads inside a transaction see its writes (the master reads a series'
+ * last step and a stream's cursor in the batch that writes them), and a
+ * batch of many writes commits whole. */
+static void test_reads_see_the_transaction(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	struct store_metric pt = { "loss", 41, 0.5, 1 };
+	struct seen s = { 0 };
+	int64_t last;
+	uint64_t off;
+	int created;
+	char key[16], *v;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_META, "k", "{\"v\":\"1\"}", &eb), 0);
+	assert_int_equal(ops->get_meta(st, "k", &v, &eb), 0);
+	assert_non_null(v);
+	assert_string_equal(v, "{\"v\":\"1\"}");
+	free(v);
+	assert_int_equal(ops->metrics_append(st, 3, &pt, 1, &eb), 0);
+	assert_int_equal(ops->metrics_cursor_set(st, 3, 1, 500, &eb), 0);
+	assert_int_equal(ops->metrics_last_step(st, 3, "loss", &last, &eb), 0);
+	assert_int_equal(last, 41);
+	assert_int_equal(ops->metrics_cursor_get(st, 3, 1, &off, &eb), 0);
+	assert_int_equal(off, 500);
+	for (int i = 1; i <= 1000; i++) {
+		snprintf(key, sizeof(key), "%d", i);
+		assert_int_equal(ops->put(st, STORE_TASK, key, "{}", &eb), 0);
+		if (i % 2 == 0)
+			assert_int_equal(ops->del(st, STORE_TASK, key, &eb), 0);
+	}
+	assert_int_equal(ops->load(st, STORE_TASK, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 500);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	/* and a rolled-back one with as many leaves nothing of them */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	for (int i = 2000; i < 3000; i++) {
+		snprintf(key, sizeof(key), "%d", i);
+		assert_int_equal(ops->put(st, STORE_TASK, key, "{}", &eb), 0);
+	}
+	ops->rollback(st);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->load(st, STORE_TASK, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 500);
+	assert_string_equal(s.keys[1], "3");
+	ops->close(st);
+}
+
+/* A load stops at the code its callback returns. */
+static int stop_at_second(void *ctx, const char *key, const char *doc)
+{
+	int *n = ctx;
+	(void)key;
+	(void)doc;
+	return ++*n == 2 ? YERR(CONFLICT) : 0;
+}
+
+static void test_load_stops(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	int created, n = 0;
+	char key[16];
+	char *v;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	for (int i = 1; i <= 50; i++) {
+		snprintf(key, sizeof(key), "%d", i);
+		assert_int_equal(ops->put(st, STORE_TASK, key, "{}", &eb), 0);
+	}
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->load(st, STORE_TASK, stop_at_second, &n, &eb), YERR(CONFLICT));
+	assert_int_equal(n, 2);
+	/* the store is usable after a stopped load */
+	assert_int_equal(ops->get_meta(st, "x", &v, &eb), 0);
+	assert_null(v);
+	ops->close(st);
+}
+
+/* What a metrics query saw. */
+struct metric_seen {
+	int n;
+	char name[16][32];
+	int64_t step[16], time[16];
+	double value[16];
+};
+
+static int metric_collect(void *ctx, const struct store_metric *pt)
+{
+	struct metric_seen *s = ctx;
+
+	if (s->n < 16) {
+		snprintf(s->name[s->n], 32, "%s", pt->name);
+		s->step[s->n] = pt->step;
+		s->value[s->n] = pt->value;
+		s->time[s->n] = pt->time;
+	}
+	s->n++;
+	return 0;
+}
+
+/* Metric points: stored in a batch (gone when it is rolled back), ordered
+ * by name, step and arrival, values exact, names of any bytes; the cursors
+ * of streams. */
+static void test_metrics(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	struct metric_seen s = { 0 };
+	const char *odd = "a \"q\" \\ {x,y} 'z'";
+	struct store_metric pts[] = {
+		{ "loss", 2, 0.5, 1000 },   { "acc", 1, 0.25, 1001 },   { "loss", 1, 0.1, 1002 },
+		{ "loss", 2, 0.45, 1003 },  { odd, 0, -2.5e-300, 1004 }, { "acc", 3, 1e300, 1005 },
+	};
+	struct store_metric many[3000];
+	int64_t last;
+	uint64_t off;
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->metrics_append(st, 7, pts, ARRAY_SIZE(pts), &eb), 0);
+	assert_int_equal(ops->metrics_append(st, 7, pts, 0, &eb), 0);
+	assert_int_equal(ops->metrics_cursor_set(st, 7, 1, 4096, &eb), 0);
+	assert_int_equal(ops->metrics_cursor_set(st, 7, 2, 10, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->metrics_append(st, 7, pts, 1, &eb), 0);
+	assert_int_equal(ops->metrics_cursor_set(st, 7, 1, 9999, &eb), 0);
+	ops->rollback(st);
+	ops->close(st);
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->metrics_query(st, 7, NULL, metric_collect, &s, &eb), 0);
+	assert_int_equal(s.n, 6);
+	assert_string_equal(s.name[0], odd);
+	assert_true(s.value[0] == -2.5e-300);
+	assert_string_equal(s.name[1], "acc");
+	assert_int_equal(s.step[1], 1);
+	assert_true(s.value[2] == 1e300);
+	assert_string_equal(s.name[3], "loss");
+	assert_int_equal(s.step[3], 1);
+	assert_true(s.value[3] == 0.1);
+	/* equal steps in arrival order */
+	assert_int_equal(s.step[4], 2);
+	assert_true(s.value[4] == 0.5);
+	assert_int_equal(s.time[4], 1000);
+	assert_true(s.value[5] == 0.45);
+	assert_int_equal(s.time[5], 1003);
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->metrics_query(st, 7, "loss", metric_collect, &s, &eb), 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.step[0], 1);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->metrics_query(st, 8, NULL, metric_collect, &s, &eb), 0);
+	assert_int_equal(s.n, 0);
+
+	assert_int_equal(ops->metrics_last_step(st, 7, "loss", &last, &eb), 0);
+	assert_int_equal(last, 2);
+	assert_int_equal(ops->metrics_last_step(st, 7, "none", &last, &eb), 0);
+	assert_int_equal(last, -1);
+	assert_int_equal(ops->metrics_cursor_get(st, 7, 1, &off, &eb), 0);
+	assert_int_equal(off, 4096);
+	assert_int_equal(ops->metrics_cursor_get(st, 7, 2, &off, &eb), 0);
+	assert_int_equal(off, 10);
+	assert_int_equal(ops->metrics_cursor_get(st, 9, 1, &off, &eb), 0);
+	assert_int_equal(off, 0);
+
+	/* a large batch, in one append */
+	for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+		many[i] = (struct store_metric){ "big", (int64_t)i, (double)i / 3, (int64_t)i };
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->metrics_append(st, 9, many, ARRAY_SIZE(many), &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->metrics_last_step(st, 9, "big", &last, &eb), 0);
+	assert_int_equal(last, (int64_t)ARRAY_SIZE(many) - 1);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ops->metrics_query(st, 9, "big", metric_collect, &s, &eb), 0);
+	assert_int_equal(s.n, ARRAY_SIZE(many));
+	assert_true(s.value[10] == 10.0 / 3);
+	ops->close(st);
 }
 
 /* What an audit query saw: each entry's user, path, status and code. */
@@ -101,15 +439,14 @@ static void audit_add(const struct store_ops *ops, struct store *st, int64_t tim
  * kept across a reopen, and queried newest first by user, time and limit. */
 static void test_audit_append_query(void **state)
 {
-	char dir[] = "/tmp/yard-store-XXXXXX";
-	const struct store_ops *ops = &store_sqlite_ops;
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
 	struct errbuf eb = ERRBUF_INIT;
 	struct store *st;
 	struct audit_seen s = { 0 };
 	int created;
 
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(ops->open(dir, &st, &created, &eb), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(ops->begin(st, &eb), 0);
 	audit_add(ops, st, 100, "alice", "/v1/jobs", 201, NULL);
 	audit_add(ops, st, 200, "bob", "/v1/jobs/1/cancel", 403, "forbidden");
@@ -122,7 +459,7 @@ static void test_audit_append_query(void **state)
 	ops->rollback(st);
 	ops->close(st);
 
-	assert_int_equal(ops->open(dir, &st, &created, &eb), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
 	assert_int_equal(ops->audit_query(st, NULL, 0, 100, audit_collect, &s, &eb), 0);
 	assert_int_equal(s.n, 4);
@@ -154,13 +491,308 @@ static void test_audit_append_query(void **state)
 	assert_int_equal(ops->audit_query(st, "carol", 0, 100, audit_collect, &s, &eb), 0);
 	assert_int_equal(s.n, 0);
 	ops->close(st);
-	rm_rf(dir);
-	(void)state;
 }
+
+/* ---- migrations ---- */
+
+/* Writes one row of each sort (documents, metrics, cursors, audit). */
+static void fill(const struct store_ops *ops, struct store *st)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct store_metric pt = { "loss", 3, 0.75, 42 };
+
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "1", "{\"id\":1}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_TOKEN, "h", "{\"t\":1}", &eb), 0);
+	assert_int_equal(ops->put(st, STORE_DATASET, "ds", "{\"d\":1}", &eb), 0);
+	assert_int_equal(ops->metrics_append(st, 5, &pt, 1, &eb), 0);
+	assert_int_equal(ops->metrics_cursor_set(st, 5, 1, 77, &eb), 0);
+	audit_add(ops, st, 100, "alice", "/v1/jobs", 201, NULL);
+	assert_int_equal(ops->commit(st, &eb), 0);
+}
+
+/* Checks that every row fill() wrote is there. */
+static void check_filled(const struct store_ops *ops, struct store *st)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct seen s = { 0 };
+	struct metric_seen ms = { 0 };
+	struct audit_seen as = { 0 };
+	uint64_t off;
+
+	assert_int_equal(ops->load(st, STORE_JOB, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(s.docs[0], "{\"id\":1}");
+	assert_int_equal(ops->load(st, STORE_TOKEN, collect, &s, &eb), 0);
+	assert_int_equal(ops->load(st, STORE_DATASET, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.docs[2], "{\"d\":1}");
+	assert_int_equal(ops->metrics_query(st, 5, NULL, metric_collect, &ms, &eb), 0);
+	assert_int_equal(ms.n, 1);
+	assert_true(ms.value[0] == 0.75);
+	assert_int_equal(ops->metrics_cursor_get(st, 5, 1, &off, &eb), 0);
+	assert_int_equal(off, 77);
+	assert_int_equal(ops->audit_query(st, NULL, 0, 10, audit_collect, &as, &eb), 0);
+	assert_int_equal(as.n, 1);
+	assert_string_equal(as.user[0], "alice");
+}
+
+/* A store of a newer master is refused, naming both versions, and left
+ * as it was. */
+static void test_migrate_newer_refused(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char want[64], out[32];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+	ops->close(st);
+	/* a new store is at this master's version, in one row */
+	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
+	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
+	assert_int_equal(b->sql(b, "SELECT count(*) FROM schema_version", out, sizeof(out)), 0);
+	assert_string_equal(out, "1");
+	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 99", NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), YERR(IO));
+	assert_null(st);
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, "schema version 99"));
+	snprintf(want, sizeof(want), "this master's %d", STORE_SCHEMA_VERSION);
+	assert_non_null(strstr(eb.msg, want));
+	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
+	assert_string_equal(out, "99");
+	/* back at this master's version, it opens with every row */
+	snprintf(want, sizeof(want), "UPDATE schema_version SET version = %d", STORE_SCHEMA_VERSION);
+	assert_int_equal(b->sql(b, want, NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	check_filled(ops, st);
+	ops->close(st);
+}
+
+/* SQLite only: a store as masters wrote it before schema versions (no
+ * schema_version table: version 0) is upgraded and keeps every row; one of
+ * a master from before the audit log gets the audit table. */
+static void test_sqlite_unversioned(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	struct audit_seen as = { 0 };
+	char out[32];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+	ops->close(st);
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version", NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(created, 0);
+	check_filled(ops, st);
+	ops->close(st);
+	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
+	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
+
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE audit;", NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->audit_query(st, NULL, 0, 10, audit_collect, &as, &eb), 0);
+	assert_int_equal(as.n, 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	audit_add(ops, st, 100, "alice", "/v1/jobs", 201, NULL);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+}
+
+/* PostgreSQL only: a database holding a table of a store's name but no
+ * store (no schema_version) is not taken over: open fails, naming it. */
+static void test_pg_foreign_tables_refused(void **state)
+{
+	struct backend *b = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char out[32];
+	int created;
+
+	assert_int_equal(b->sql(b, "CREATE TABLE jobs (x integer)", NULL, 0), 0);
+	assert_int_equal(b->ops->open(b->where, &st, &created, &eb), YERR(IO));
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, "\"jobs\" already exists"));
+	assert_int_equal(b->sql(b, "SELECT count(*) FROM pg_tables WHERE tablename = 'schema_version'", out,
+				sizeof(out)), 0);
+	assert_string_equal(out, "0"); /* rolled back whole */
+}
+
+/* ---- PostgreSQL only ---- */
+
+/* The connection strings messages show, without their passwords. */
+static void test_pg_display(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "postgres://yard:s3cret@db.example:5433/yard", "postgres://yard@db.example:5433/yard" },
+		{ "postgresql://yard@db/yard", "postgresql://yard@db/yard" },
+		{ "postgresql://u:p@h/d?sslmode=require&password=s3cret&application_name=x",
+		  "postgresql://u@h/d?sslmode=require&application_name=x" },
+		{ "postgresql:///yard?host=/tmp/sock&password=s3cret", "postgresql:///yard?host=/tmp/sock" },
+		{ "postgres://h", "postgres://h" },
+		{ "postgres://u:p%40x@h/d", "postgres://u@h/d" },
+		{ "host=db dbname=yard user=u password=s3cret", "user=u dbname=yard host=db" },
+		{ "host=db password='a b' sslpassword=k", "host=db" },
+		{ "dbname='my db'", "dbname='my db'" },
+	};
+	(void)state;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		char *got = store_pg_display(cases[i].in);
+		if (strcmp(got, cases[i].out))
+			fprintf(stderr, "store_pg_display('%s'): '%s', expected '%s'\n", cases[i].in, got,
+				cases[i].out);
+		assert_string_equal(got, cases[i].out);
+		assert_null(strstr(got, "s3cret"));
+		free(got);
+	}
+}
+
+/* A wrong password: the error names the store, never the password. */
+static void test_pg_error_hides_password(void **state)
+{
+	struct backend *b = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	const char *at = strchr(b->where + strlen("postgres://"), '@');
+	char *url, *shown;
+	int created;
+
+	assert_non_null(at);
+	url = xasprintf("postgres://yard:not-the-password%s", at);
+	shown = xasprintf("'postgres://yard%s'", at);
+	assert_int_equal(store_pg_ops.open(url, &st, &created, &eb), YERR(IO));
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	assert_null(strstr(eb.msg, "not-the-password"));
+	assert_non_null(strstr(eb.msg, shown));
+	assert_non_null(strstr(eb.msg, "password authentication failed"));
+	free(url);
+	free(shown);
+	/* a string libpq cannot parse */
+	assert_int_equal(store_pg_ops.open("host=db password=x nosuchkeyword=1", &st, &created, &eb),
+			 YERR(BAD_REQUEST));
+	assert_null(strstr(eb.msg, "password=x"));
+}
+
+/* Ends the store's connection from the server's side, as a restart does. */
+static void terminate_store_connections(struct backend *b)
+{
+	char out[16];
+
+	assert_int_equal(b->sql(b, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+				   " WHERE application_name = 'yard-master'", out, sizeof(out)), 0);
+	assert_true(strtol(out, NULL, 10) >= 1);
+}
+
+/* A lost connection: ops fail with an error naming the store, a
+ * transaction in flight is not stored, and the next begin() connects
+ * again. */
+static void test_pg_connection_lost(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	struct seen s = { 0 };
+	char *v, *name = store_pg_display(b->where);
+	char *named = xasprintf("store '%s'", name);
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+
+	/* outside a transaction: the op fails, the next begin reconnects */
+	terminate_store_connections(b);
+	assert_int_equal(ops->get_meta(st, "x", &v, &eb), YERR(IO));
+	fprintf(stderr, "failed as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, named));
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "2", "{\"id\":2}", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+
+	/* an idle connection whose server went away: begin() reconnects */
+	terminate_store_connections(b);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "3", "{\"id\":3}", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+
+	/* inside a transaction: the transaction is lost, commit fails */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "4", "{\"id\":4}", &eb), 0);
+	terminate_store_connections(b);
+	errbuf_reset(&eb);
+	ops->put(st, STORE_JOB, "5", "{\"id\":5}", &eb);
+	assert_int_equal(ops->commit(st, &eb), YERR(IO));
+	fprintf(stderr, "failed as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, named));
+	ops->rollback(st);
+
+	assert_int_equal(ops->load(st, STORE_JOB, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.keys[2], "3"); /* 1 (fill), 2 and 3; not 4 nor 5 */
+	ops->close(st);
+	free(name);
+	free(named);
+}
+
+/* A statement that fails inside a transaction dooms it: commit reports
+ * the failure, and nothing of the transaction is stored. */
+static void test_pg_failed_statement_fails_commit(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	struct seen s = { 0 };
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "1", "{}", &eb), 0);
+	/* a write's failure is seen at once or, sent in the pipeline, later */
+	ops->put(st, STORE_JOB, "not-a-number", "{}", &eb);
+	ops->put(st, STORE_JOB, "2", "{}", &eb);
+	errbuf_reset(&eb);
+	assert_int_equal(ops->commit(st, &eb), YERR(IO));
+	fprintf(stderr, "failed as expected: %s\n", eb.msg);
+	assert_int_equal(ops->load(st, STORE_JOB, collect, &s, &eb), 0);
+	assert_int_equal(s.n, 0);
+	/* and the store goes on */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "1", "{}", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+}
+
+/* a case on one backend, named after both */
+#define ON(b, f) { #b ": " #f, f, setup, teardown, &b }
+#define BOTH(f) ON(sqlite_backend, f), ON(pg_backend, f)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = { cmocka_unit_test(test_write_reopen_load),
-					    cmocka_unit_test(test_audit_append_query) };
+	const struct CMUnitTest tests[] = {
+		BOTH(test_write_reopen_load),
+		BOTH(test_load_stops),
+		BOTH(test_reads_see_the_transaction),
+		BOTH(test_metrics),
+		BOTH(test_audit_append_query),
+		BOTH(test_migrate_newer_refused),
+		ON(sqlite_backend, test_sqlite_unversioned),
+		ON(pg_backend, test_pg_foreign_tables_refused),
+		cmocka_unit_test(test_pg_display),
+		ON(pg_backend, test_pg_error_hides_password),
+		ON(pg_backend, test_pg_connection_lost),
+		ON(pg_backend, test_pg_failed_statement_fails_commit),
+	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,156 @@
+"""A master on PostgreSQL (--store): it runs jobs, keeps them across its own
+restart, and carries on when the PostgreSQL server restarts under it, losing
+nothing it acknowledged. Each test starts its own private server
+(pgserver.py); without PostgreSQL installed they fail, saying so."""
+import os
+import threading
+import time
+
+from harness import TestFailure, check, check_eq, cluster, spec, wait_until
+from pgserver import PgServer
+
+COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
+
+
+def master_log(c):
+    with open(c.master.logpath, errors="replace") as f:
+        return f.read()
+
+
+def test_master_on_postgres_runs_jobs_and_restarts():
+    with PgServer() as pg, cluster("pgstore", master_args=["--store", pg.url]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        check(not os.path.exists(os.path.join(c.data_dir, "state.db")),
+              "a master on --store keeps no state.db in its data dir")
+        _, long = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=60, d=0.05)], name="long"))
+        ids = {}
+        for i in range(10):
+            _, j = c.api.submit(spec(["/bin/sh", "-c", f"echo hello {i}"], name=f"short-{i}"))
+            ids[j["id"]] = i
+        for jid, i in ids.items():
+            j = c.api.wait_job(jid, timeout=60)
+            check_eq(j["state"], "succeeded", f"job {jid}")
+            check_eq(c.api.log(jid).decode(), f"hello {i}\n", f"log of job {jid}")
+        wait_until(lambda: c.api.job(long["id"])["state"] == "running", 30, "the long job running")
+        check_eq(pg.sql("SELECT count(*) FROM jobs"), [str(len(ids) + 1)], "job rows in PostgreSQL")
+        check_eq(pg.sql("SELECT version FROM schema_version"), ["1"], "the schema version")
+
+        c.master.stop()
+        c.start_master()
+        for jid, i in ids.items():
+            j = c.api.job(jid)
+            check_eq((j["name"], j["state"]), (f"short-{i}", "succeeded"), f"job {jid} after the restart")
+            check_eq(c.api.log(jid).decode(), f"hello {i}\n", f"log of job {jid} after the restart")
+        j = c.api.wait_job(long["id"], timeout=60)
+        check_eq(j["state"], "succeeded", "the job that ran across the master's restart")
+        check_eq(c.api.log(long["id"]).decode(), "".join(f"line {i}\n" for i in range(1, 61)),
+                 "its log")
+        log = master_log(c)
+        check(pg.password not in log, "the master's log never shows the store's password")
+
+
+def test_postgres_restart_under_a_running_master():
+    with PgServer() as pg, cluster("pgrestart", master_args=["--store", pg.url, "--rate-limit", "0"]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        _, long = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=80, d=0.05)], name="long"))
+        wait_until(lambda: c.api.job(long["id"])["state"] == "running", 30, "the long job running")
+
+        acked = {}
+        errors = []
+        lock = threading.Lock()
+        stop = threading.Event()
+        total = 120
+
+        def submitter(k):
+            n = 0
+            while not stop.is_set():
+                with lock:
+                    if len(acked) >= total:
+                        return
+                name = f"load-{k}-{n}"
+                try:
+                    status, doc = c.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
+                except OSError:
+                    time.sleep(0.05)
+                    continue
+                if status == 201:
+                    with lock:
+                        acked[doc["id"]] = name
+                    n += 1
+                elif status >= 500:
+                    with lock:
+                        errors.append(doc)
+                    time.sleep(0.05)
+                else:
+                    raise TestFailure(f"submission answered HTTP {status}: {doc}")
+
+        threads = [threading.Thread(target=submitter, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            wait_until(lambda: len(acked) >= 30, 60, "30 acknowledged submissions")
+            pg.stop()
+            stopped_at = len(acked)
+            wait_until(lambda: "commit failed" in master_log(c), 30, "a failed commit at the master")
+            pg.start()
+            for t in threads:
+                t.join(120)
+        finally:
+            stop.set()
+        check(stopped_at < total, "PostgreSQL was restarted in the middle of the load")
+        check(len(acked) >= total, f"all {total} submissions acknowledged in the end ({len(acked)})")
+        check(c.master.alive(), "the master carried on")
+        log = master_log(c)
+        check("connected again" in log, "the master connected to PostgreSQL again")
+        check(pg.password not in log, "the master's log never shows the store's password")
+        for jid, name in acked.items():
+            status, j = c.api.json("GET", f"/v1/jobs/{jid}")
+            check_eq(status, 200, f"acknowledged job {jid} ({name})")
+            check_eq(j["name"], name, f"name of acknowledged job {jid}")
+        stored = set(int(k) for k in pg.sql("SELECT k FROM jobs"))
+        missing = [jid for jid in acked if jid not in stored]
+        check(not missing, f"every acknowledged job is in PostgreSQL (missing: {missing[:10]})")
+        j = c.api.wait_job(long["id"], timeout=60)
+        check_eq(j["state"], "succeeded", "the job that ran across PostgreSQL's restart")
+        for jid in acked:
+            c.api.wait_job(jid, timeout=120)
+
+        # and a master started afresh on the store finds every one of them
+        c.master.stop()
+        c.start_master()
+        for jid, name in acked.items():
+            j = c.api.job(jid)
+            check_eq((j["name"], j["state"]), (name, "succeeded"), f"job {jid} after a master restart")
+
+
+def test_master_stops_when_postgres_stays_away():
+    """A master that cannot read its store again within a minute of a
+    failed commit stops (exit 1) rather than serve a model it does not
+    have; started again once PostgreSQL is back, it has every acknowledged
+    job."""
+    with PgServer() as pg, cluster("pgaway", master_args=["--store", pg.url]) as c:
+        c.start_master()
+        acked = {}
+        for i in range(5):
+            _, j = c.api.submit(spec(["/bin/true"], name=f"before-{i}", cpus=0.01))
+            acked[j["id"]] = f"before-{i}"
+        pg.stop()
+        t0 = time.monotonic()
+        try:
+            status, doc = c.api.submit(spec(["/bin/true"], name="during", cpus=0.01))
+            check(status >= 500, f"a submission while PostgreSQL is down fails (HTTP {status}: {doc})")
+        except OSError:
+            pass  # the master stopped before it answered
+        wait_until(lambda: not c.master.alive(), 120, "the master to stop")
+        check_eq(c.master.p.wait(), 1, "the master's exit status")
+        check(time.monotonic() - t0 >= 55, "the master tried for about a minute before it stopped")
+        log = master_log(c)
+        check("cannot reload the store, stopping" in log, f"the master says why it stops:\n{log[-2000:]}")
+        pg.start()
+        c.start_master()
+        for jid, name in acked.items():
+            check_eq(c.api.job(jid)["name"], name, f"acknowledged job {jid} after PostgreSQL came back")
+        names = [j["name"] for j in c.api.json("GET", "/v1/jobs?limit=100", expect=200)[1]["jobs"]]
+        check("during" not in names, f"the failed submission is not stored ({names})")
