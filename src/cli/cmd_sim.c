@@ -69,7 +69,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *trace_path = NULL, *format = "tiresias", *cluster = NULL, *policy = NULL;
 	const char *penalty = NULL, *thresholds = NULL, *jobs_csv = NULL, *age = NULL;
-	const char *profiles = NULL, *model = NULL;
+	const char *profiles = NULL, *model = NULL, *scheme = "place";
 	const char *ckpt = NULL, *min_run = NULL, *max_lost = NULL;
 	int need_ckpt = 0, live = 0;
 	const struct cli_option opts[] = {
@@ -79,6 +79,9 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		{ "cluster", 'c', CLI_OPT_STRING, &cluster, "NODESxGPUS", "the cluster, as 4x8" },
 		{ "policy", 'p', CLI_OPT_STRING, &policy, "P",
 		  "glas (default), las, fifo, fair, srtf or greedy" },
+		{ "scheme", 0, CLI_OPT_STRING, &scheme, "S",
+		  "place (default: the live scheduler on nodes and GPUs) or count (GPUs counted, "
+		  "as the Tiresias simulator)" },
 		{ "restart-penalty", 0, CLI_OPT_STRING, &penalty, "S",
 		  "seconds a job loses each time it resumes after a preemption" },
 		{ "thresholds", 0, CLI_OPT_STRING, &thresholds, "T1,T2,..",
@@ -110,7 +113,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	int npos, rc, fmt, pol = SCHED_POLICY_DEFAULT, pmodel;
 
 	rc = cli_parse(ctx,
-		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] "
+		       "sim --trace FILE --cluster NODESxGPUS [--format F] [--policy P] [--scheme S] "
 		       "[--restart-penalty S] [--thresholds T1,..] [--age PCT] "
 		       "[--checkpoint-interval S] [--min-run S] [--max-lost S] [--need-checkpoint] "
 		       "[--live] [--jobs-csv FILE] [--profiles DIR] [--pollux-model M]",
@@ -139,6 +142,12 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 	if (policy && (pol = sched_policy_parse(policy)) < 0)
 		return cli_usage_error(ctx, "unknown policy '%s'", policy);
 	memset(&so, 0, sizeof(so));
+	if (!strcmp(scheme, "place"))
+		so.scheme = SIM_SCHEME_PLACE;
+	else if (!strcmp(scheme, "count"))
+		so.scheme = SIM_SCHEME_COUNT;
+	else
+		return cli_usage_error(ctx, "--scheme expects place or count, got '%s'", scheme);
 	if (parse_cluster(cluster, &so.nodes, &so.gpus_per_node) < 0)
 		return cli_usage_error(ctx, "--cluster expects NODESxGPUS (as 4x8), got '%s'", cluster);
 	if (penalty && parse_u64_str(penalty, &restart) < 0)
@@ -193,6 +202,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 			"p99_jct_s", st.p99_jct, "avg_queue_s", st.avg_queue, "makespan_s",
 			(json_int_t)st.makespan, "gpu_utilisation", st.utilisation, "preemptions",
 			(json_int_t)st.preemptions);
+		json_object_set_new(doc, "scheme", json_string(scheme));
 		json_object_set_new(doc, "checkpoint_interval_s",
 				    json_integer((json_int_t)so.checkpoint_interval));
 		json_object_set_new(doc, "min_run_s", json_integer((json_int_t)so.conf.min_run_s));
@@ -207,6 +217,7 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv)
 		json_decref(doc);
 	} else {
 		printf("policy         %s\n", sched_policy_name(so.conf.policy));
+		printf("scheme         %s\n", scheme);
 		printf("cluster        %ux%u = %u GPUs\n", so.nodes, so.gpus_per_node,
 		       so.nodes * so.gpus_per_node);
 		if (fmt == SIM_FORMAT_POLLUX)

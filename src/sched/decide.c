@@ -4,6 +4,8 @@
 
 #include "base/xalloc.h"
 #include "sched/fit.h"
+#include "sched/nodecopy.h"
+#include "sched/place.h"
 
 static const char *pool_or_default(const char *p)
 {
@@ -35,13 +37,19 @@ bool sched_new_only_ok(const struct sched_world *w)
 	return true;
 }
 
+/* A job held back because its pool preempted for a job ranked before it:
+ * the GPUs being freed are that job's, not the first comer's. */
+#define HELD_PREEMPTING 0xff
+
 /* The decision being built, and what its steps share. */
 struct decide {
 	const struct sched_world *w;
 	struct sched_decision *out;
 	size_t alloc_starts, alloc_preempts, alloc_waits;
 	struct sched_job *sj;       /* per world job: placement's view, ranked */
-	unsigned char *held;        /* per world job: 1 + the sched_wait_code that holds it back */
+	unsigned char *held;        /* per world job: 1 + the sched_wait_code that holds it
+	                             * back, or HELD_PREEMPTING */
+	size_t *behind;             /* per world job held HELD_PREEMPTING: the job it lets go first */
 	struct sched_victim *vs;    /* per world job: a running job as a victim */
 };
 
@@ -176,6 +184,72 @@ static void victim_of(const struct sched_world *w, size_t i, struct sched_victim
 				    .holds = j->holds, .nholds = j->nholds };
 }
 
+/* Whether, by placement, stopping victims[0..nv) lets the policy's starts
+ * run: every one of them, in the policy's order, placed on what is free
+ * plus what the victims hold (or, when it starts none, its first waiting
+ * job). A count of GPUs may say so where fragmentation does not; then
+ * nobody is stopped for nothing. */
+static bool victims_let_run(const struct decide *d, const struct sched_policy_plan *plan,
+			    const size_t *idx, size_t nqueued, const struct sched_victim *vs,
+			    size_t nv)
+{
+	const struct sched_world *w = d->w;
+	struct sched_nodecopy c;
+	struct sched_input in;
+	struct place_state *ps;
+	bool ok = true;
+
+	if (!plan->nstarts)
+		return plan->nwaits && plan->waits[0].job < nqueued &&
+		       sched_victims_help(w->nodes, w->nnodes, &d->sj[idx[plan->waits[0].job]], vs, nv);
+	sched_nodecopy_init(&c, w->nodes, w->nnodes);
+	for (size_t k = 0; k < nv; k++)
+		sched_nodecopy_apply(&c, vs[k].holds, vs[k].nholds, true);
+	in = (struct sched_input){ .nodes = c.nodes, .nnodes = c.nnodes };
+	ps = place_state_new(&in);
+	for (size_t s = 0; s < plan->nstarts && ok; s++)
+		ok = plan->starts[s] < nqueued &&
+		     sched_place_holds(ps, &d->sj[idx[plan->starts[s]]], NULL);
+	place_state_free(ps);
+	sched_nodecopy_release(&c);
+	return ok;
+}
+
+/* The job the pool's victims are stopped for: the first of the policy's
+ * starts, in its order, that placement cannot start on what is free now (or
+ * its first waiting job when it starts none). Index into the pool's jobs. */
+static size_t beneficiary(const struct decide *d, const struct sched_policy_plan *plan,
+			  const size_t *idx)
+{
+	const struct sched_world *w = d->w;
+	struct sched_input in = { .nodes = w->nodes, .nnodes = w->nnodes };
+	struct place_state *ps = place_state_new(&in);
+	size_t b = plan->nwaits ? plan->waits[0].job : SIZE_MAX;
+
+	for (size_t s = 0; s < plan->nstarts; s++)
+		if (!sched_place_holds(ps, &d->sj[idx[plan->starts[s]]], NULL)) {
+			b = plan->starts[s];
+			break;
+		}
+	place_state_free(ps);
+	return b;
+}
+
+/* After its pool preempted for job b (world index), the pool's queued jobs
+ * ranked after b wait this time: placement would otherwise give them the
+ * GPUs the victims leave (or free GPUs b counts on), and the policy would
+ * preempt again for b, over and over. */
+static void hold_behind(struct decide *d, const size_t *idx, size_t nqueued, size_t b)
+{
+	for (size_t k = 0; k < nqueued; k++) {
+		size_t q = idx[k];
+		if (q != b && !d->held[q] && d->sj[q].rank > d->sj[b].rank) {
+			d->held[q] = HELD_PREEMPTING;
+			d->behind[q] = b;
+		}
+	}
+}
+
 /* Step 1 for one pool: ranks its queued jobs (ranks count from 1 per pool),
  * marks the ones its policy holds back, keeps its preemptions if they help. */
 static void order_pool(struct decide *d, const char *pool, size_t *idx)
@@ -229,7 +303,7 @@ static void order_pool(struct decide *d, const char *pool, size_t *idx)
 		}
 	} else if (!w->stopping && plan.npreempts && (plan.nstarts || plan.nwaits)) {
 		/* the policy counts GPUs: stop its victims only if, by placement,
-		 * that lets the job it makes room for run */
+		 * that lets the jobs it makes room for run */
 		size_t first = plan.nstarts ? plan.starts[0] : plan.waits[0].job;
 		struct sched_victim *vs = xcalloc(plan.npreempts + 1, sizeof(*vs));
 		size_t *vi = xcalloc(plan.npreempts + 1, sizeof(*vi));
@@ -240,11 +314,14 @@ static void order_pool(struct decide *d, const char *pool, size_t *idx)
 				victim_of(w, vi[nv], &vs[nv]);
 				nv++;
 			}
-		if (first < nqueued && nv &&
-		    sched_victims_help(w->nodes, w->nnodes, &d->sj[idx[first]], vs, nv))
+		if (first < nqueued && nv && victims_let_run(d, &plan, idx, nqueued, vs, nv)) {
+			size_t b = beneficiary(d, &plan, idx);
 			for (size_t k = 0; k < nv; k++)
 				add_preemption(d, vi[k], idx[first], policy_cause(w, conf, vi[k], idx[first]),
 					       sched_policy_name(conf->policy));
+			if (b < nqueued)
+				hold_behind(d, idx, nqueued, idx[b]);
+		}
 		free(vs);
 		free(vi);
 	}
@@ -292,6 +369,14 @@ static void held_wait(struct decide *d, size_t i, unsigned position)
 
 	wt->job = i;
 	wt->position = position;
+	if (d->held[i] == HELD_PREEMPTING) {
+		snprintf(wt->code, sizeof(wt->code), "behind_preemption");
+		snprintf(wt->message, sizeof(wt->message),
+			 "jobs are being preempted for job %" PRIu64 ", ahead of it in the queue: "
+			 "it goes first",
+			 w->jobs[d->behind[i]].job.id);
+		return;
+	}
 	snprintf(wt->code, sizeof(wt->code), "%s", sched_wait_code_name(code));
 	if (code == SCHED_WAIT_HEAD) {
 		snprintf(wt->message, sizeof(wt->message),
@@ -401,14 +486,14 @@ static void place_queue(struct decide *d)
 /* Frees what a previous decision holds but its scratch. */
 static void decision_clear(struct sched_decision *d)
 {
-	struct sched_policy_plan scratch = d->plan_;
+	struct sched_policy_plan scratch = d->policy_plan;
 	for (size_t i = 0; i < d->nstarts; i++)
 		free(d->starts[i].gpus);
 	free(d->starts);
 	free(d->preempts);
 	free(d->waits);
 	memset(d, 0, sizeof(*d));
-	d->plan_ = scratch;
+	d->policy_plan = scratch;
 	d->next_change = UINT64_MAX;
 }
 
@@ -418,7 +503,7 @@ static void count_one_pool(struct decide *d)
 {
 	const struct sched_world *w = d->w;
 	const struct sched_policy_conf *conf = w->policy;
-	struct sched_policy_plan *plan = &d->out->plan_;
+	struct sched_policy_plan *plan = &d->out->policy_plan;
 	unsigned total = 0;
 	size_t by;
 
@@ -448,6 +533,7 @@ void sched_decide(const struct sched_world *w, struct sched_decision *out)
 	}
 	d.sj = xcalloc(w->njobs + 1, sizeof(*d.sj));
 	d.held = xcalloc(w->njobs + 1, 1);
+	d.behind = xcalloc(w->njobs + 1, sizeof(*d.behind));
 	d.vs = xcalloc(w->njobs + 1, sizeof(*d.vs));
 	for (size_t i = 0; i < w->njobs; i++) {
 		d.sj[i] = w->jobs[i].job;
@@ -459,12 +545,13 @@ void sched_decide(const struct sched_world *w, struct sched_decision *out)
 		place_queue(&d);
 	free(d.sj);
 	free(d.held);
+	free(d.behind);
 	free(d.vs);
 }
 
 void sched_decision_release(struct sched_decision *d)
 {
 	decision_clear(d);
-	sched_policy_plan_release(&d->plan_);
+	sched_policy_plan_release(&d->policy_plan);
 	memset(d, 0, sizeof(*d));
 }

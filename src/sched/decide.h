@@ -131,8 +131,11 @@ struct sched_decision {
 	/* The earliest time at which the decision may change with no arrival or
 	 * end: a policy's next_change (sched_policy_plan); UINT64_MAX = none. */
 	uint64_t next_change;
-	/* scratch, reused when a previous decision is passed again */
-	struct sched_policy_plan plan_;
+	/* count on one pool: the policy's plan this decision is (its waits
+	 * tell a caller that gave only some waiting jobs whether the others
+	 * could matter: sched_policy_wait_blocks); scratch otherwise, reused
+	 * when a previous decision is passed again */
+	struct sched_policy_plan policy_plan;
 };
 
 /* sched_decide decides for w into *out, which is zeroed or holds a previous

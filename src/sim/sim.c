@@ -68,7 +68,9 @@ struct wclass {                 /* the waiting jobs that ask for `gpus` GPUs */
 	size_t *tid;             /* trace indexes, in policy order (sched_policy_cmp) */
 	size_t n, alloc;
 	size_t want;             /* how many of the first the plan is given */
-	size_t last;             /* OUT of plan_subset: the last one's index in sub */
+	size_t last;             /* OUT of decide_count: the last one's index in sub */
+	struct sched_task *tasks; /* place: the tasks of such a job (owned) */
+	size_t ntasks;
 };
 
 struct promo {                  /* a waiting job's promotion by ageing */
@@ -76,8 +78,21 @@ struct promo {                  /* a waiting job's promotion by ageing */
 	size_t tid;
 };
 
+/* place: what a running job's tasks hold (gpus owned). */
+struct sim_hold {
+	struct sched_hold *h;
+	size_t n;
+};
+
 struct replay {
 	const struct sched_policy_conf *conf;
+	const struct sim_opts *opts;
+	/* the cluster, for the world: nodes of per_node GPUs; with place, a
+	 * GPU's free flag is what the running jobs' holds leave */
+	struct sched_node *nodes;
+	struct sched_gpu *gpus;
+	char (*names)[24];
+	struct sim_hold *hold;   /* place: per trace job, while it runs */
 	struct sched_pjob *pj;   /* per trace job: the policy's view while it waits */
 	uint64_t *left;          /* per trace job: seconds of work still needed */
 	uint64_t *paid;          /* per trace job: the restart penalty of its current run */
@@ -94,6 +109,8 @@ struct replay {
 	 * plan. A running job keeps its index from plan to plan, so the plan
 	 * sorts them from its last order in a pass. */
 	struct sched_pjob *sub;
+	struct sched_world_job *wj; /* the world's view of sub[k] */
+	size_t alloc_wj;
 	size_t *sub_tid;
 	size_t nrunning, nsub, alloc_sub, alloc_sub_tid;
 	int *sub_wait;           /* per sub job: its wait's index in the plan, -1 none */
@@ -104,6 +121,22 @@ struct replay {
  * while the plan shows it needs more. */
 #define WANT_FIRST 4
 
+/* place: a job of c->gpus GPUs as tasks, as the scheme says (sim.h): one
+ * when it fits a node, else full nodes and the rest on one more. */
+static void shape(const struct replay *r, struct wclass *c)
+{
+	unsigned per = r->opts->gpus_per_node ? r->opts->gpus_per_node : 1, left = c->gpus;
+
+	c->tasks = xcalloc(c->gpus / per + 2, sizeof(*c->tasks));
+	do {
+		unsigned g = left < per ? left : per;
+		c->tasks[c->ntasks] = (struct sched_task){ .role = "worker",
+							   .index = (unsigned)c->ntasks, .gpus = g };
+		c->ntasks++;
+		left -= g;
+	} while (left);
+}
+
 static struct wclass *class_of(struct replay *r, unsigned gpus)
 {
 	for (size_t c = 0; c < r->nclasses; c++)
@@ -112,6 +145,7 @@ static struct wclass *class_of(struct replay *r, unsigned gpus)
 	ALLOC_GROW(r->classes, r->nclasses + 1, r->alloc_classes);
 	memset(&r->classes[r->nclasses], 0, sizeof(r->classes[0]));
 	r->classes[r->nclasses].gpus = gpus;
+	shape(r, &r->classes[r->nclasses]);
 	return &r->classes[r->nclasses++];
 }
 
@@ -241,7 +275,27 @@ static void promote_due(struct replay *r, uint64_t now)
 static void sub_room(struct replay *r, size_t n)
 {
 	ALLOC_GROW(r->sub, n, r->alloc_sub);
+	ALLOC_GROW(r->wj, n, r->alloc_wj);
 	ALLOC_GROW(r->sub_tid, n, r->alloc_sub_tid);
+}
+
+/* The world's view of job j (trace index i), waiting or running. */
+static void world_job(struct replay *r, const struct sched_pjob *j, size_t i,
+		      struct sched_world_job *w)
+{
+	*w = (struct sched_world_job){ .job = { .id = j->id, .priority = j->priority,
+						.submitted_at = j->submitted_at },
+				       .running = j->running, .preemptible = true };
+	if (r->opts->scheme != SIM_SCHEME_PLACE)
+		return;
+	if (j->running) {
+		w->holds = r->hold[i].h;
+		w->nholds = r->hold[i].n;
+	} else {
+		const struct wclass *c = class_of(r, j->gpus);
+		w->job.tasks = c->tasks;
+		w->job.ntasks = c->ntasks;
+	}
 }
 
 /* Puts job j (trace index i) among the running jobs. Any waiting copies
@@ -250,6 +304,7 @@ static void running_add(struct replay *r, const struct sched_pjob *j, size_t i)
 {
 	sub_room(r, r->nrunning + 1);
 	r->sub[r->nrunning] = *j;
+	world_job(r, j, i, &r->wj[r->nrunning]);
 	r->sub_tid[r->nrunning++] = i;
 	r->nsub = r->nrunning;
 }
@@ -262,6 +317,7 @@ static void running_take(struct replay *r, size_t k, struct sched_pjob *j)
 	*j = r->sub[k];
 	r->nrunning--;
 	r->sub[k] = r->sub[r->nrunning];
+	r->wj[k] = r->wj[r->nrunning];
 	r->sub_tid[k] = r->sub_tid[r->nrunning];
 	r->nsub = r->nrunning;
 }
@@ -271,16 +327,27 @@ static void sub_add(struct replay *r, size_t i, uint64_t now)
 	sched_policy_account(r->conf, &r->pj[i], now);
 	sub_room(r, r->nsub + 1);
 	r->sub[r->nsub] = r->pj[i];
+	world_job(r, &r->pj[i], i, &r->wj[r->nsub]);
 	r->sub_tid[r->nsub++] = i;
 }
 
-/* Plans over the running jobs and the first waiting jobs of each size,
- * giving a size more until the plan shows that every job of it left out
- * would wait (sched_policy_wait_blocks): the plan is then that of the whole
- * queue. */
-static void plan_subset(struct replay *r, unsigned total, uint64_t now,
-			struct sched_policy_plan *plan)
+/* The world of the jobs in sub, at now. */
+static struct sched_world world_of(const struct replay *r, uint64_t now)
 {
+	return (struct sched_world){ .nodes = r->nodes, .nnodes = r->opts->nodes, .jobs = r->wj,
+				     .pol = r->sub, .njobs = r->nsub, .policy = r->conf,
+				     .now = now, .count = r->opts->scheme == SIM_SCHEME_COUNT,
+				     .one_pool = true };
+}
+
+/* count: decides over the running jobs and the first waiting jobs of each
+ * size, giving a size more until the policy's plan shows that every job of
+ * it left out would wait (sched_policy_wait_blocks): the decision is then
+ * that of the whole queue. */
+static void decide_count(struct replay *r, uint64_t now, struct sched_decision *d)
+{
+	const struct sched_policy_plan *plan = &d->policy_plan;
+
 	for (size_t c = 0; c < r->nclasses; c++)
 		r->classes[c].want = WANT_FIRST;
 	for (;;) {
@@ -294,7 +361,8 @@ static void plan_subset(struct replay *r, unsigned total, uint64_t now,
 				sub_add(r, wc->tid[x], now);
 			}
 		}
-		sched_policy_plan(r->conf, r->sub, r->nsub, total, now, plan);
+		struct sched_world world = world_of(r, now);
+		sched_decide(&world, d);
 
 		ALLOC_GROW(r->sub_wait, r->nsub + 1, r->alloc_sub_wait);
 		for (size_t k = r->nrunning; k < r->nsub; k++)
@@ -346,20 +414,60 @@ static uint64_t work_lost(const struct replay *r, const struct sim_opts *opts,
 	return now > from ? now - from : 0;
 }
 
-/* Applies the plan made at now: preemptions, then starts. */
-static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, uint64_t now,
+/* place: marks the GPUs of node `node` listed in gpus as free or not. */
+static void mark_gpus(struct replay *r, size_t node, const unsigned *gpus, unsigned n, bool free)
+{
+	unsigned per = r->opts->gpus_per_node;
+	for (unsigned g = 0; g < n; g++)
+		r->gpus[node * per + gpus[g]].free = free;
+}
+
+/* place: trace job i gives back what it holds. */
+static void hold_release(struct replay *r, size_t i)
+{
+	struct sim_hold *h = &r->hold[i];
+	for (size_t k = 0; k < h->n; k++) {
+		mark_gpus(r, h->h[k].node, h->h[k].gpus, h->h[k].ngpus, true);
+		free((void *)h->h[k].gpus);
+	}
+	free(h->h);
+	memset(h, 0, sizeof(*h));
+}
+
+/* place: trace job i takes the placement of starts[0..n). */
+static void hold_take(struct replay *r, size_t i, const struct sched_start *starts, size_t n)
+{
+	struct sim_hold *h = &r->hold[i];
+	h->h = xcalloc(n + 1, sizeof(*h->h));
+	for (size_t k = 0; k < n; k++) {
+		unsigned *g = xcalloc(starts[k].ngpus + 1, sizeof(*g));
+		memcpy(g, starts[k].gpus, starts[k].ngpus * sizeof(*g));
+		h->h[k] = (struct sched_hold){ .node = starts[k].node, .gpus = g,
+					       .ngpus = starts[k].ngpus };
+		mark_gpus(r, starts[k].node, g, starts[k].ngpus, false);
+	}
+	h->n = n;
+}
+
+/* Applies the decision made at now: preemptions, then starts. */
+static void plan_apply(struct replay *r, const struct sched_decision *d, uint64_t now,
 		       const struct sim_opts *opts, struct sim_result *res, struct sim_stats *st)
 {
-	size_t *stop = xmalloc((plan->npreempts + plan->nstarts + 1) * sizeof(*stop));
-	size_t *go = stop + plan->npreempts;
+	size_t *stop = xmalloc((d->npreempts + d->nstarts + 1) * sizeof(*stop));
+	size_t *go = stop + d->npreempts, *first = xmalloc((d->nstarts + 1) * sizeof(*first));
+	size_t ngo = 0;
 
 	/* trace indexes first: taking jobs out moves the others in sub */
-	for (size_t p = 0; p < plan->npreempts; p++)
-		stop[p] = r->sub_tid[plan->preempts[p]];
-	for (size_t s = 0; s < plan->nstarts; s++)
-		go[s] = r->sub_tid[plan->starts[s]];
+	for (size_t p = 0; p < d->npreempts; p++)
+		stop[p] = r->sub_tid[d->preempts[p].job];
+	for (size_t s = 0; s < d->nstarts; s++)
+		if (!s || d->starts[s].job != d->starts[s - 1].job) {
+			first[ngo] = s;
+			go[ngo++] = r->sub_tid[d->starts[s].job];
+		}
+	first[ngo] = d->nstarts;
 	r->nsub = r->nrunning;
-	for (size_t p = 0; p < plan->npreempts; p++) {
+	for (size_t p = 0; p < d->npreempts; p++) {
 		size_t i = stop[p], k = 0;
 		uint64_t lost;
 		while (r->sub_tid[k] != i)
@@ -371,9 +479,11 @@ static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, u
 		st->lost_gpu_s += lost * r->pj[i].gpus;
 		sched_policy_requeue(&r->pj[i], now);
 		res[i].preemptions++;
+		if (opts->scheme == SIM_SCHEME_PLACE)
+			hold_release(r, i);
 		wait_begin(r, i);
 	}
-	for (size_t s = 0; s < plan->nstarts; s++) {
+	for (size_t s = 0; s < ngo; s++) {
 		size_t i = go[s];
 		waiting_remove(r, i);
 		r->promo_at[i] = UINT64_MAX;
@@ -386,9 +496,42 @@ static void plan_apply(struct replay *r, const struct sched_policy_plan *plan, u
 			r->left[i] += opts->restart_penalty;
 			r->paid[i] = opts->restart_penalty;
 		}
+		if (opts->scheme == SIM_SCHEME_PLACE)
+			hold_take(r, i, &d->starts[first[s]], first[s + 1] - first[s]);
 		running_add(r, &r->pj[i], i);
 	}
 	free(stop);
+	free(first);
+}
+
+/* place: decides over every job, each waiting one accounted to now. */
+static void decide_place(struct replay *r, uint64_t now, struct sched_decision *d)
+{
+	struct sched_world w;
+
+	r->nsub = r->nrunning;
+	for (size_t c = 0; c < r->nclasses; c++)
+		for (size_t x = 0; x < r->classes[c].n; x++)
+			sub_add(r, r->classes[c].tid[x], now);
+	w = world_of(r, now);
+	sched_decide(&w, d);
+}
+
+/* The cluster: nodes n1, n2, ... of gpus_per_node GPUs, every GPU free. */
+static void cluster_new(struct replay *r)
+{
+	unsigned per = r->opts->gpus_per_node;
+
+	r->nodes = xcalloc(r->opts->nodes + 1, sizeof(*r->nodes));
+	r->gpus = xcalloc((size_t)r->opts->nodes * per + 1, sizeof(*r->gpus));
+	r->names = xcalloc(r->opts->nodes + 1, sizeof(*r->names));
+	for (size_t n = 0; n < r->opts->nodes; n++) {
+		snprintf(r->names[n], sizeof(r->names[n]), "n%zu", n + 1);
+		for (unsigned g = 0; g < per; g++)
+			r->gpus[n * per + g] = (struct sched_gpu){ .index = g, .free = true };
+		r->nodes[n] = (struct sched_node){ .name = r->names[n], .schedulable = true,
+						   .gpus = &r->gpus[n * per], .ngpus = per };
+	}
 }
 
 void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
@@ -396,7 +539,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 {
 	const struct sched_policy_conf *conf = &opts->conf;
 	unsigned total = opts->nodes * opts->gpus_per_node;
-	struct sched_policy_plan plan;
+	struct sched_decision d = { 0 };
 	struct replay r;
 	uint64_t *ran = xcalloc(trace->njobs + 1, sizeof(*ran)); /* seconds run, per job */
 	uint64_t now = 0, busy = 0, next_change = UINT64_MAX, every = opts->checkpoint_interval;
@@ -405,9 +548,11 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	bool ckpt_events = every && (conf->need_checkpoint || conf->max_lost_s);
 
 	memset(st, 0, sizeof(*st));
-	memset(&plan, 0, sizeof(plan));
 	memset(&r, 0, sizeof(r));
 	r.conf = conf;
+	r.opts = opts;
+	r.hold = xcalloc(trace->njobs + 1, sizeof(*r.hold));
+	cluster_new(&r);
 	r.pj = xcalloc(trace->njobs + 1, sizeof(*r.pj));
 	r.left = xcalloc(trace->njobs + 1, sizeof(*r.left));
 	r.paid = xcalloc(trace->njobs + 1, sizeof(*r.paid));
@@ -456,6 +601,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 				res[i].queued = res[i].jct - ran[i];
 				done++;
 				running_take(&r, k, &r.pj[i]);
+				hold_release(&r, i);
 				r.pj[i].running = false;
 				continue;
 			}
@@ -477,15 +623,30 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 			next++;
 		}
 
-		plan_subset(&r, total, now, &plan);
+		if (opts->scheme == SIM_SCHEME_PLACE)
+			decide_place(&r, now, &d);
+		else
+			decide_count(&r, now, &d);
 		st->events++;
-		next_change = plan.next_change;
-		plan_apply(&r, &plan, now, opts, res, st);
+		next_change = d.next_change;
+		/* place: a preemption frees its GPUs now, for a decision now */
+		if (opts->scheme == SIM_SCHEME_PLACE && d.npreempts)
+			next_change = now;
+		plan_apply(&r, &d, now, opts, res, st);
 		if (r.nwaiting > st->peak_queue)
 			st->peak_queue = r.nwaiting;
 	}
 	stats_fill(trace, res, done, busy, total, st);
-	sched_policy_plan_release(&plan);
+	sched_decision_release(&d);
+	for (size_t i = 0; i < trace->njobs; i++)
+		hold_release(&r, i);
+	for (size_t c = 0; c < r.nclasses; c++)
+		free(r.classes[c].tasks);
+	free(r.nodes);
+	free(r.gpus);
+	free(r.names);
+	free(r.hold);
+	free(r.wj);
 	for (size_t c = 0; c < r.nclasses; c++)
 		free(r.classes[c].tid);
 	free(r.classes);

@@ -1,18 +1,23 @@
 /*
- * The simulator: an event-driven replay of a job trace on a pool of GPUs,
- * with a virtual clock in whole seconds, through the scheduler's own policy
- * code (sched/policy.h). It re-implements no policy: at every event (an
- * arrival, a completion, the plan's next_change or a waiting job's
- * promotion) it accounts the jobs to the clock, asks sched_policy_plan() and
- * applies the starts and preemptions. So that an event costs the running
- * jobs and not the queue (thousands wait in a full Philly replay on a small
- * cluster), waiting jobs are accounted only when the plan needs them, and
- * the plan is given every running job but only the waiting jobs that
- * sched_policy_wait_blocks() shows can matter: the outcome is that of a plan
- * over every job (docs/scheduler.md, Replay speed).
+ * The simulator: an event-driven replay of a job trace on a cluster of
+ * nodes, with a virtual clock in whole seconds, through the scheduler's own
+ * decision (sched/decide.h, sched_decide(), as the master calls it). It
+ * re-implements no policy: at every event (an arrival, a completion, the
+ * decision's next_change or a waiting job's promotion) it accounts the jobs
+ * to the clock, builds the world, asks sched_decide() and applies the starts
+ * and preemptions.
  *
- * Model (the Tiresias simulator's "count" scheme): GPUs are counted, not
- * placed; a job runs on all of its GPUs or waits; a preempted job keeps its
+ * Two schemes (enum sim_scheme). place: the live scheduler on nodes and
+ * GPUs; a preemption frees its GPUs at once and the next decision, at the
+ * same second, places on them. count: GPUs counted, not placed (the peer's
+ * scheme); so that an event costs the running jobs and not the queue
+ * (thousands wait in a full Philly replay on a small cluster), waiting jobs
+ * are accounted only when the decision needs them, and it is given every
+ * running job but only the waiting jobs that sched_policy_wait_blocks()
+ * shows can matter: the outcome is that of a decision over every job
+ * (docs/scheduler.md, Replay speed).
+ *
+ * Model: a job runs on all of its GPUs or waits; a preempted job keeps its
  * progress and, with restart_penalty > 0, pays that many seconds again each
  * time it resumes after a preemption.
  *
@@ -35,7 +40,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "sched/policy.h"
+#include "sched/decide.h"
 
 enum sim_format { SIM_FORMAT_TIRESIAS, SIM_FORMAT_PHILLY, SIM_FORMAT_POLLUX };
 
@@ -76,8 +81,21 @@ void sim_trace_release(struct sim_trace *t);
 /* sim_format_parse: "tiresias", "philly", "pollux"; -1 otherwise. */
 int sim_format_parse(const char *name);
 
+/* How the replay's cluster is modelled. */
+enum sim_scheme {
+	/* GPUs are counted, not placed: the Tiresias simulator's count scheme,
+	 * for comparisons with it (and fast on any trace) */
+	SIM_SCHEME_COUNT = 0,
+	/* nodes and GPUs, placed by the live scheduler (sched_decide, as the
+	 * master calls it): a job of g GPUs on nodes of G is one task when g <=
+	 * G, else full nodes and the rest on one more; each event decides over
+	 * the whole queue */
+	SIM_SCHEME_PLACE,
+};
+
 struct sim_opts {
 	struct sched_policy_conf conf;
+	enum sim_scheme scheme;
 	unsigned nodes, gpus_per_node;
 	uint64_t restart_penalty; /* seconds paid on each resume after a preemption */
 	uint64_t checkpoint_interval; /* seconds of a run between checkpoints; 0: a

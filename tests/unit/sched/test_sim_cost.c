@@ -171,9 +171,88 @@ static void test_live_with_checkpoints(void **state)
 	(void)state;
 }
 
+/*
+ * The place scheme places on nodes, as the master does; the count scheme
+ * only counts GPUs. On 2 nodes of 4 GPUs under fifo: A and B (3 GPUs each,
+ * 100 s) arrive at 0 and C (2 GPUs, 10 s) at 1. By count 2 GPUs are free
+ * at 1, so C runs 1-11 (JCT 10). Placed, A holds 3 of n1 and B 3 of n2:
+ * the 2 free GPUs are on two nodes, and C, one task of 2 GPUs, waits until
+ * A and B end at 100 and runs 100-110 (JCT 109).
+ */
+static void test_place_scheme_places(void **state)
+{
+	struct sim_job jobs[] = {
+		{ 0, 0, 100, 3 },
+		{ 1, 0, 100, 3 },
+		{ 2, 1, 10, 2 },
+	};
+	struct sim_trace t = { jobs, 3, 3 };
+	struct sim_opts o;
+	struct sim_result res[3];
+	struct sim_stats st;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	sched_policy_conf_init(&o.conf, SCHED_POLICY_FIFO);
+	o.nodes = 2;
+	o.gpus_per_node = 4;
+	sim_run(&t, &o, res, &st);
+	assert_int_equal(res[2].start, 1);
+	assert_int_equal(res[2].jct, 10);
+
+	o.scheme = SIM_SCHEME_PLACE;
+	sim_run(&t, &o, res, &st);
+	assert_int_equal(res[0].end, 100);
+	assert_int_equal(res[1].end, 100);
+	assert_int_equal(res[2].start, 100);
+	assert_int_equal(res[2].jct, 109);
+}
+
+/*
+ * A preemption by placement: on 1 node of 2 GPUs under las (one level
+ * below 100 GPU-s), A (1 GPU, 1000 s) runs from 0; at 100, having had 100
+ * GPU-s, it is in the lower level; X and Y never get there (20 and 10). X (2 GPUs, 10 s) arrives at 100 and Y
+ * (1 GPU, 10 s) at 100 too, after X. By count X needs A's GPU: A is
+ * preempted for X, X runs 100-110; Y must not take the GPU that is free at
+ * 100 (X counts on it), so it waits behind X, then runs (with A back in
+ * the lower level after it) 110-120; A resumes at 110 alongside Y and ends
+ * at 110 + 900 = 1010.
+ */
+static void test_place_preempts_for_the_first(void **state)
+{
+	struct sim_job jobs[] = {
+		{ 0, 0, 1000, 1 },
+		{ 1, 100, 10, 2 },
+		{ 2, 100, 10, 1 },
+	};
+	struct sim_trace t = { jobs, 3, 3 };
+	struct sim_opts o;
+	struct sim_result res[3];
+	struct sim_stats st;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	sched_policy_conf_init(&o.conf, SCHED_POLICY_LAS);
+	o.conf.thresholds[0] = 100;
+	o.conf.nthresholds = 1;
+	o.conf.age_pct = 0;
+	o.nodes = 1;
+	o.gpus_per_node = 2;
+	o.scheme = SIM_SCHEME_PLACE;
+	sim_run(&t, &o, res, &st);
+	assert_int_equal(res[1].start, 100);
+	assert_int_equal(res[1].end, 110);
+	assert_int_equal(res[2].start, 110);
+	assert_int_equal(res[2].end, 120);
+	assert_int_equal(res[0].preemptions, 1);
+	assert_int_equal(res[0].end, 1010);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_place_scheme_places),
+		cmocka_unit_test(test_place_preempts_for_the_first),
 		cmocka_unit_test(test_checkpoints_lose_work_since),
 		cmocka_unit_test(test_live_protections_stop_thrash),
 		cmocka_unit_test(test_live_with_checkpoints),
