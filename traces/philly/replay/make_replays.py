@@ -10,6 +10,8 @@ gives the same bytes.
 
 Usage:
   make_replays.py --out DIR            every replay, into DIR
+  make_replays.py --out DIR --vcs 11cb48,6214e9
+                                       only those VCs' replays
   make_replays.py --list               the replays and their clusters, as CSV
   make_replays.py --vc 11cb48 --from 2017-10-01 --to 2017-11-30 --out DIR
                                        one VC between two dates (inclusive);
@@ -83,6 +85,7 @@ def main():
     ap.add_argument("--out", help="directory to write the replays into")
     ap.add_argument("--list", action="store_true", help="print the replays and clusters")
     ap.add_argument("--vc", help="only this VC (any job count)")
+    ap.add_argument("--vcs", help="with --out: only these of the replays, comma-separated")
     ap.add_argument("--from", dest="date_from", help="first submit day, YYYY-MM-DD")
     ap.add_argument("--to", dest="date_to", help="last submit day, YYYY-MM-DD")
     args = ap.parse_args()
@@ -115,7 +118,10 @@ def main():
                             "yes" if held else "no"])
     if args.out:
         os.makedirs(args.out, exist_ok=True)
+        want = set(args.vcs.split(",")) if args.vcs else None
         for vc, jobs, _ in todo:
+            if want is not None and vc not in want:
+                continue
             write_replay(os.path.join(args.out, "vc%s_tiresias.csv" % vc), jobs)
 
 
