@@ -40,7 +40,8 @@
  *         x4 per level up to ~48 GPU-days), so short jobs escape quickly and
  *         long ones are ordered by what they have received, without any
  *         duration estimate; ageing at 2000 % (a smaller factor thrashes
- *         through its short first levels). See docs/scheduler.md.
+ *         through its short first levels). See docs/scheduler.md,
+ *         which also says where it loses to the peer's dlas-gpu.
  *
  * Ownership: every input is borrowed; the plan owns its arrays and is freed
  * with sched_policy_plan_release().
@@ -62,7 +63,10 @@ enum sched_policy {
 	SCHED_POLICY__COUNT
 };
 
-/* The policy that needs no durations and does best on our traces. */
+/* The policy that needs no durations and does best on the vc11cb48 replay.
+ * On the per-VC Philly replays it misses the bar of beating the peer's
+ * dlas-gpu and staying within 1.15x of srtf on most rows, as every
+ * alternative tried did (docs/scheduler.md, "Per-VC replays"). */
 #define SCHED_POLICY_DEFAULT SCHED_POLICY_GLAS
 
 /* sched_policy_name: "fifo", ...; sched_policy_parse: the enum from a name,
