@@ -2,7 +2,7 @@
 """The default policy against the peer on every per-VC Philly replay.
 
 Generates the replays (traces/philly/replay/make_replays.py, into a temp
-dir unless --replays is given), runs `yard sim` on each replay and cluster
+dir unless --replays is given), runs `yard sim --scheme count` (the peer's scheme) on each replay and cluster
 of `make_replays.py --list` (the default policy, or the policy and flags of
 --flags), and prints the table of docs/scheduler.md ("Per-VC replays"):
 the peer's dlas-gpu and srtf average JCT
@@ -31,7 +31,9 @@ BAR_SRTF = 1.15
 
 
 def sim(yard, trace, cluster, flags):
-    out = subprocess.run([yard, "sim", "--trace", trace, "--cluster", cluster] + flags,
+    # the peer's cost model: GPUs counted, not placed
+    out = subprocess.run([yard, "sim", "--scheme", "count", "--trace", trace, "--cluster", cluster]
+                         + flags,
                          check=True, capture_output=True, text=True).stdout
     return float(re.search(r"avg JCT\s+([\d.]+)", out).group(1))
 
