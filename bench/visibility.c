@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 		struct master m;
 		char id[24], digest[80];
 		double ns;
-		int rc;
+		int rc = 0;
 		uint64_t ncode = n;
 
 		model(&m, sizes[s]);
