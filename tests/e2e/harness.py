@@ -390,6 +390,56 @@ def spec(command, name="t", replicas=1, gpus=0, cpus=0.1, memory=None, **extra):
     return s
 
 
+class SubmitLoad:
+    """`clients` threads submitting /bin/true jobs until `total` of them are
+    acknowledged (201), each through whatever the master is going through: a
+    refused connection or a 5xx is tried again, any other answer fails (the
+    thread stops, so the count falls short). acked: job id -> name. As a
+    context manager it starts on entry and stops the threads on exit; join()
+    waits for them to reach the total."""
+
+    def __init__(self, api, total, clients):
+        self.api, self.total = api, total
+        self.acked = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._submitter, args=(k,)) for k in range(clients)]
+
+    def _submitter(self, k):
+        n = 0
+        while not self.stop.is_set():
+            with self.lock:
+                if len(self.acked) >= self.total:
+                    return
+            name = f"load-{k}-{n}"
+            try:
+                status, doc = self.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
+            except OSError:
+                time.sleep(0.05)  # the master is down: try again
+                continue
+            if status == 201:
+                with self.lock:
+                    self.acked[doc["id"]] = name
+                n += 1
+            elif status >= 500:
+                time.sleep(0.05)
+            else:
+                raise TestFailure(f"submission answered HTTP {status}: {doc}")
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def join(self, timeout):
+        for t in self.threads:
+            t.join(timeout)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        return False
+
+
 def pid_alive(pid):
     try:
         os.kill(pid, 0)

@@ -4,10 +4,9 @@ acknowledged is lost."""
 import os
 import re
 import signal
-import threading
 import time
 
-from harness import TestFailure, check, check_eq, cluster, pid_alive, spec, wait_until
+from harness import SubmitLoad, check, check_eq, cluster, pid_alive, spec, wait_until
 
 COUNTER = "echo pid=$$; i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
 
@@ -70,46 +69,16 @@ def test_master_sigkill_under_submissions():
         _, long = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=100, d=0.05)], name="long"))
         pid = task_pid(c.api, long["id"])
 
-        acked = {}
-        lock = threading.Lock()
-        stop = threading.Event()
         total = 200
-
-        def submitter(k):
-            n = 0
-            while not stop.is_set():
-                with lock:
-                    if len(acked) >= total:
-                        return
-                name = f"load-{k}-{n}"
-                try:
-                    status, doc = c.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
-                except OSError:
-                    time.sleep(0.05)  # the master is down: try again
-                    continue
-                if status == 201:
-                    with lock:
-                        acked[doc["id"]] = name
-                    n += 1
-                elif status >= 500:
-                    time.sleep(0.05)
-                else:
-                    raise TestFailure(f"submission answered HTTP {status}: {doc}")
-
-        threads = [threading.Thread(target=submitter, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        try:
-            wait_until(lambda: len(acked) >= 60, 60, "60 acknowledged submissions")
+        with SubmitLoad(c.api, total, clients=8) as load:
+            wait_until(lambda: len(load.acked) >= 60, 60, "60 acknowledged submissions")
             c.master.kill(signal.SIGKILL)
             c.master.p.wait()
-            killed_at = len(acked)
+            killed_at = len(load.acked)
             check(pid_alive(pid), "the running task survives the master's SIGKILL")
             c.start_master()
-            for t in threads:
-                t.join(120)
-        finally:
-            stop.set()
+            load.join(120)
+        acked = load.acked
         check(killed_at < total, "the master was killed in the middle of the load")
         check(len(acked) >= total, f"all {total} submissions acknowledged in the end ({len(acked)})")
         for jid, name in acked.items():

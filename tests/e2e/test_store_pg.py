@@ -3,10 +3,9 @@ restart, and carries on when the PostgreSQL server restarts under it, losing
 nothing it acknowledged. Each test starts its own private server
 (pgserver.py); without PostgreSQL installed they fail, saying so."""
 import os
-import threading
 import time
 
-from harness import TestFailure, check, check_eq, cluster, spec, wait_until
+from harness import SubmitLoad, check, check_eq, cluster, spec, wait_until
 from pgserver import PgServer
 
 COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
@@ -57,48 +56,15 @@ def test_postgres_restart_under_a_running_master():
         _, long = c.api.submit(spec(["/bin/sh", "-c", COUNTER.format(n=80, d=0.05)], name="long"))
         wait_until(lambda: c.api.job(long["id"])["state"] == "running", 30, "the long job running")
 
-        acked = {}
-        errors = []
-        lock = threading.Lock()
-        stop = threading.Event()
         total = 120
-
-        def submitter(k):
-            n = 0
-            while not stop.is_set():
-                with lock:
-                    if len(acked) >= total:
-                        return
-                name = f"load-{k}-{n}"
-                try:
-                    status, doc = c.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
-                except OSError:
-                    time.sleep(0.05)
-                    continue
-                if status == 201:
-                    with lock:
-                        acked[doc["id"]] = name
-                    n += 1
-                elif status >= 500:
-                    with lock:
-                        errors.append(doc)
-                    time.sleep(0.05)
-                else:
-                    raise TestFailure(f"submission answered HTTP {status}: {doc}")
-
-        threads = [threading.Thread(target=submitter, args=(k,)) for k in range(4)]
-        for t in threads:
-            t.start()
-        try:
-            wait_until(lambda: len(acked) >= 30, 60, "30 acknowledged submissions")
+        with SubmitLoad(c.api, total, clients=4) as load:
+            wait_until(lambda: len(load.acked) >= 30, 60, "30 acknowledged submissions")
             pg.stop()
-            stopped_at = len(acked)
+            stopped_at = len(load.acked)
             wait_until(lambda: "commit failed" in master_log(c), 30, "a failed commit at the master")
             pg.start()
-            for t in threads:
-                t.join(120)
-        finally:
-            stop.set()
+            load.join(120)
+        acked = load.acked
         check(stopped_at < total, "PostgreSQL was restarted in the middle of the load")
         check(len(acked) >= total, f"all {total} submissions acknowledged in the end ({len(acked)})")
         check(c.master.alive(), "the master carried on")
