@@ -33,6 +33,7 @@
 	X(INTERNAL, "internal", 500, "internal error")                              \
 	X(IO, "io_error", 500, "input/output error")                                \
 	X(UNAVAILABLE, "unavailable", 503, "service unavailable")                   \
+	X(NOT_LEADER, "not_leader", 503, "this master is a standby, not the leader") \
 	X(NO_SPACE, "insufficient_storage", 507, "no space left on the server")
 
 /* Codes are negative: YE_INVALID_SPEC == -1, YE_BAD_REQUEST == -2, ... */
