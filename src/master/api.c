@@ -107,7 +107,10 @@ struct caller caller_of(const struct req *r)
 
 static void h_healthz(struct req *r)
 {
-	req_json(r, 200, json_pack("{s:b}", "ok", 1));
+	json_t *doc = json_pack("{s:b}", "ok", 1);
+
+	leader_health(r->m, doc);
+	req_json(r, 200, doc);
 }
 
 /* ---- code ---- */
@@ -1107,7 +1110,8 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 /* ---- the table ---- */
 
 static const struct route routes[] = {
-	{ "GET", "/healthz", h_healthz, PERM_PUBLIC, SCOPE_CLUSTER, 0, BODY_NONE, "liveness: {\"ok\": true}" },
+	{ "GET", "/healthz", h_healthz, PERM_PUBLIC, SCOPE_CLUSTER, ROUTE_ANY_ROLE, BODY_NONE,
+	  "liveness and role: {\"ok\": true, \"role\": \"leader\"|\"standby\", \"leader\": URL, \"epoch\": N}" },
 	{ "GET", "/metrics", h_metrics, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "Prometheus metrics: jobs and nodes by state, GPUs total/used" },
 	{ "GET", "/v1/whoami", h_whoami, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the caller's user and role" },
 	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "create a user (or admin) token (expires: seconds or a duration)" },

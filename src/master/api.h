@@ -47,7 +47,8 @@ enum scope {
 };
 
 enum route_flags {
-	ROUTE_AUDIT = 1 << 0, /* the request changes state: it goes into the audit log */
+	ROUTE_AUDIT = 1 << 0,    /* the request changes state: it goes into the audit log */
+	ROUTE_ANY_ROLE = 1 << 1, /* a standby answers it too (master/leader.h) */
 };
 
 struct route {

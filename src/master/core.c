@@ -115,6 +115,9 @@ void core_remove_node(struct master *m, struct node *n)
 
 int core_batch_open(struct master *m)
 {
+	/* a standby writes nothing into the store it shares (leader.h) */
+	if (m->leadership.state == LEADER_STANDBY)
+		return YERR(NOT_LEADER);
 	if (!m->txn_open) {
 		errbuf_reset(&m->batch_eb);
 		m->batch_err = m->sops->begin(m->store, &m->batch_eb);

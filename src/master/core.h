@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "common/spec.h"
 #include "common/state.h"
+#include "master/leader.h"
 #include "master/ratelimit.h"
 #include "master/store.h"
 #include "master/tls.h"
@@ -226,6 +227,7 @@ struct master {
 	size_t nteams, ateams;
 	const struct store_ops *sops;
 	struct store *store;
+	struct leadership leadership; /* this master's role among those of the store (leader.h) */
 	bool txn_open;          /* a batch transaction is open */
 	int batch_err;          /* first write error of the batch */
 	bool store_lost;        /* the store could not be read again after a failed commit:
@@ -285,7 +287,7 @@ struct master {
 	struct MHD_Daemon *mhd;
 	uv_loop_t loop;
 	uv_poll_t mhd_poll;
-	uv_timer_t mhd_timer, tick;
+	uv_timer_t mhd_timer, tick, lease_tick;
 	uv_prepare_t prepare;
 	uv_async_t stop_async;
 	struct req *held;       /* suspended requests (intrusive list) */

@@ -14,6 +14,7 @@
 #include "base/xalloc.h"
 #include "master/api.h"
 #include "master/audit.h"
+#include "master/leader.h"
 #include "master/static.h"
 #include "master/visibility.h"
 
@@ -244,14 +245,14 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 		http_run(m);
 }
 
-void http_release_all(struct master *m)
+void http_release_all(struct master *m, const struct errbuf *why)
 {
 	struct errbuf eb = ERRBUF_INIT;
 
 	error(&eb, YERR(UNAVAILABLE), "the master is shutting down");
 	while (m->held) {
 		struct req *r = m->held;
-		req_error(r, &eb);
+		req_error(r, why ? why : &eb);
 		release(m, r);
 	}
 }
@@ -403,6 +404,13 @@ static bool req_begin(struct req *r)
 		else
 			error(&eb, YERR(NOT_FOUND), "no route '%s'", r->url);
 		goto fail;
+	}
+	/* a standby (or a leader unsure of its lease) answers for the leader
+	 * nothing but its health (master/leader.h) */
+	if (!(r->route->flags & ROUTE_ANY_ROLE) && !leader_serving(r->m)) {
+		leader_refuse(r);
+		r->handled = true;
+		return false;
 	}
 	/* a revoked or expired token names its caller (for the audit log) and
 	 * is then no token at all; refused says why */
@@ -557,7 +565,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		/* refused before the handler: the audit entry goes into this
 		 * loop turn's batch; the refusal does not wait for it */
-		if (r->route && (r->route->flags & ROUTE_AUDIT))
+		if (r->route && (r->route->flags & ROUTE_AUDIT) && r->err_code != YERR(NOT_LEADER))
 			audit_record(r);
 		return queue(r);
 	}

@@ -127,7 +127,8 @@ const char *req_query(struct req *r, const char *name);
  * error, eb its message; a failed commit turns waiting replies into errors)
  * and releases those whose condition holds or whose time is up. */
 void http_wake(struct master *m, int commit_err, const struct errbuf *eb);
-/* http_release_all answers every held request with 503 (at shutdown). */
-void http_release_all(struct master *m);
+/* http_release_all answers every held request with why (NULL: 503, the
+ * master is shutting down). */
+void http_release_all(struct master *m, const struct errbuf *why);
 
 #endif

@@ -44,11 +44,27 @@ static int write_token_file(struct master *m, const char *name, const char *tok,
 	return ret;
 }
 
+/* A leader that learnt another master leads: every held request is
+ * answered not_leader, and the model is dropped (a standby has none). */
+static void step_down(struct master *m, const struct errbuf *why)
+{
+	struct errbuf eb = ERRBUF_INIT;
+
+	fprintf(stderr, "yard master: stepping down: %s\n", why->msg);
+	leader_deposed(m);
+	error(&eb, YERR(NOT_LEADER), "this master stepped down: another master leads now; retry");
+	http_release_all(m, &eb);
+	execs_clear(m);
+	core_clear(m);
+}
+
 /* Commits the open batch. On failure the model is reloaded from the store,
- * which holds exactly what was acknowledged. */
+ * which holds exactly what was acknowledged; a commit the lease's fence
+ * refused makes this master a standby. */
 static int batch_commit(struct master *m, struct errbuf *eb)
 {
 	int rc = m->batch_err;
+	bool unsure = m->leadership.state == LEADER_UNSURE;
 
 	if (!m->txn_open)
 		return 0;
@@ -56,11 +72,20 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 		*eb = m->batch_eb;
 		m->sops->rollback(m->store);
 	} else {
+		leader_committing(m);
 		rc = m->sops->commit(m->store, eb);
+		leader_committed(m, rc);
 	}
 	m->txn_open = false;
 	m->batch_err = 0;
 	datasets_collect_garbage(m, rc == 0);
+	if (!rc && unsure && m->leadership.state == LEADER_LEADING)
+		/* agents could not be answered while unsure: none is lost for it */
+		jobs_restore_leases(m);
+	if (rc == YERR(NOT_LEADER)) {
+		step_down(m, eb);
+		return rc;
+	}
 	if (rc) {
 		struct errbuf leb = ERRBUF_INIT;
 		fprintf(stderr, "yard master: commit failed: %s\n", eb->msg);
@@ -96,13 +121,16 @@ static void on_prepare(uv_prepare_t *h)
 	struct errbuf eb = ERRBUF_INIT;
 	int rc;
 
-	if (m->sched_needed || m->nfresh)
+	bool leads = m->leadership.state != LEADER_STANDBY;
+
+	if (leads && (m->sched_needed || m->nfresh))
 		jobs_schedule(m);
 	rc = batch_commit(m, &eb);
 	http_wake(m, rc, &eb);
 	http_run(m);
 	/* MHD_run may have produced more changes (resumed requests): commit them too */
-	if (m->sched_needed || m->nfresh)
+	leads = m->leadership.state != LEADER_STANDBY;
+	if (leads && (m->sched_needed || m->nfresh))
 		jobs_schedule(m);
 	if (m->txn_open) {
 		rc = batch_commit(m, &eb);
@@ -119,6 +147,9 @@ static void on_tick(uv_timer_t *t)
 {
 	struct master *m = t->data;
 
+	/* a master that may not answer agents now loses none of them */
+	if (!leader_serving(m))
+		return;
 	jobs_tick(m);
 	/* queue positions of jobs placed by fresh-only plans, and waiting
 	 * reasons in general, are refreshed by a full plan at most every tick */
@@ -131,6 +162,31 @@ static void on_tick(uv_timer_t *t)
 		/* tokens' last use: at most one store write a minute each */
 		auth_tick(m, wall_us());
 	}
+}
+
+static int master_lead(struct master *m, struct errbuf *eb);
+
+/* The lease: a standby tries to take it, a leader renews it (an empty
+ * batch when nothing else was committed for a renew_ms). */
+static void on_lease_tick(uv_timer_t *t)
+{
+	struct master *m = t->data;
+	struct errbuf eb = ERRBUF_INIT;
+
+	if (m->leadership.state != LEADER_STANDBY) {
+		if (leader_tick(m))
+			core_batch_open(m);
+		return;
+	}
+	if (!leader_try(m))
+		return;
+	if (master_lead(m, &eb)) {
+		fprintf(stderr, "yard master: cannot take over: %s\n", eb.msg);
+		step_down(m, &eb);
+		return;
+	}
+	fprintf(stderr, "yard master: leading at epoch %" PRIu64 " with %zu nodes and %zu jobs\n",
+		m->leadership.epoch, m->nnodes, m->njobs);
 }
 
 static void on_stop(uv_async_t *a)
@@ -331,6 +387,36 @@ static int master_tls(struct master *m, const struct master_config *cfg, struct 
 	return ret;
 }
 
+/* Loads the model and starts serving as the leader: at start, or when a
+ * standby takes over (every node then gets a fresh lease). */
+static int master_lead(struct master *m, struct errbuf *eb)
+{
+	int ret;
+
+	core_clear(m);
+	free(m->job_key);
+	m->job_key = NULL;
+	ret = core_load(m, eb);
+	if (!ret && !m->ntokens)
+		ret = first_start(m, eb);
+	if (!ret)
+		ret = m->sops->get_meta(m->store, "job_token_key", &m->job_key, eb);
+	if (!ret && !m->job_key) {
+		/* the key of every job token (auth.h); made once, kept with the state */
+		char key[65];
+		random_hex(key, 32);
+		m->job_key = xstrdup(key);
+		core_save_meta(m, "job_token_key", key);
+		ret = batch_commit(m, eb);
+	}
+	if (ret)
+		return ret;
+	jobs_restore_leases(m);
+	nodes_await(m);
+	m->sched_needed = true;
+	return 0;
+}
+
 int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb)
 {
 	struct master *m = xcalloc(1, sizeof(*m));
@@ -378,35 +464,16 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	if (ret)
 		goto out;
 	ret = m->sops->open(cfg->store ? cfg->store : m->data_dir, &m->store, &created, eb);
-	if (ret)
-		goto out;
-	ret = core_load(m, eb);
-	if (ret)
-		goto out;
-	if (!m->ntokens) {
-		ret = first_start(m, eb);
-		if (ret)
-			goto out;
-	}
-	ret = m->sops->get_meta(m->store, "job_token_key", &m->job_key, eb);
-	if (!ret && !m->job_key) {
-		/* the key of every job token (auth.h); made once, kept with the state */
-		char key[65];
-		random_hex(key, 32);
-		m->job_key = xstrdup(key);
-		core_save_meta(m, "job_token_key", key);
-		ret = batch_commit(m, eb);
-	}
-	if (ret)
-		goto out;
-	jobs_restore_leases(m);
-	nodes_await(m);
-	m->sched_needed = true;
-	ret = master_tls(m, cfg, eb);
+	if (!ret)
+		ret = master_tls(m, cfg, eb);
 	if (!ret)
 		ret = http_start(m, cfg->listen, eb);
 	if (ret)
 		goto out;
+	leader_init(m, cfg->advertise_url, cfg->leader_lease_ms, cfg->leader_renew_ms);
+	/* a standby loads the model when it takes over */
+	if (leader_try(m))
+		ret = master_lead(m, eb);
 out:
 	free(dir);
 	if (ret) {
@@ -441,6 +508,11 @@ int master_run(struct master *m)
 	uv_timer_init(&m->loop, &m->tick);
 	m->tick.data = m;
 	uv_timer_start(&m->tick, on_tick, TICK_MS, TICK_MS);
+	uv_timer_init(&m->loop, &m->lease_tick);
+	m->lease_tick.data = m;
+	if (m->leadership.shared)
+		uv_timer_start(&m->lease_tick, on_lease_tick, m->leadership.renew_ms / 2,
+			       m->leadership.renew_ms / 2);
 	uv_prepare_init(&m->loop, &m->prepare);
 	m->prepare.data = m;
 	uv_prepare_start(&m->prepare, on_prepare);
@@ -454,12 +526,13 @@ int master_run(struct master *m)
 		struct errbuf eb = ERRBUF_INIT;
 		batch_commit(m, &eb);
 	}
-	http_release_all(m);
+	http_release_all(m, NULL);
 	for (int i = 0; i < 3; i++)
 		MHD_run(m->mhd);
 	uv_close((uv_handle_t *)&m->mhd_poll, NULL);
 	uv_close((uv_handle_t *)&m->mhd_timer, NULL);
 	uv_close((uv_handle_t *)&m->tick, NULL);
+	uv_close((uv_handle_t *)&m->lease_tick, NULL);
 	uv_close((uv_handle_t *)&m->prepare, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
@@ -504,6 +577,7 @@ void master_free(struct master *m)
 	free(m->web_dir);
 	free(m->url);
 	tls_identity_release(&m->tls);
+	leader_release(&m->leadership);
 	free(m);
 }
 
@@ -541,6 +615,11 @@ static void master_usage(FILE *out)
 		     "                   [--store postgres://USER@HOST/DB]   (keep the state in\n"
 		     "                    PostgreSQL, a URI or libpq keywords, PG* variables for the\n"
 		     "                    rest; default: SQLite in DIR/state.db)\n"
+		     "                   [--advertise-url URL]   (how other masters and clients reach\n"
+		     "                    this one; default: the listening address)\n"
+		     "                   [--leader-lease DURATION] [--leader-renew DURATION]   (masters\n"
+		     "                    on one PostgreSQL store: one leads, the others stand by and\n"
+		     "                    take over once its lease lapses; defaults %dms and %dms)\n"
 		     "                   [--web-dir DIR]   (the web UI; default DIR of yard/web if there)\n"
 		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
 		     "                   [--tls-self-signed [--tls-san NAME|IP]...]   (https with a\n"
@@ -551,7 +630,7 @@ static void master_usage(FILE *out)
 		     "                   [--visibility team|open]   (team, the default: a job's logs,\n"
 		     "                    metrics, code and params are its owner's, its team's and the\n"
 		     "                    admins'; open: every user sees all)\n",
-		RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
+		LEADER_LEASE_MS, LEADER_RENEW_MS, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 }
 
 int cmd_master(int argc, char **argv)
@@ -617,6 +696,17 @@ int cmd_master(int argc, char **argv)
 		} else if (!strcmp(a, "--thresholds") && v) {
 			cfg.thresholds = v;
 			i++;
+		} else if (!strcmp(a, "--advertise-url") && v) {
+			cfg.advertise_url = v;
+			i++;
+		} else if ((!strcmp(a, "--leader-lease") || !strcmp(a, "--leader-renew")) && v) {
+			uint64_t ms;
+			if (parse_duration_str(v, &ms) || !ms || ms > 600 * 1000) {
+				fprintf(stderr, "yard master: %s '%s': expected a duration of 1ms to 10m\n", a, v);
+				return 2;
+			}
+			*(!strcmp(a, "--leader-lease") ? &cfg.leader_lease_ms : &cfg.leader_renew_ms) = (unsigned)ms;
+			i++;
 		} else if (!strcmp(a, "--lease") && v) {
 			uint64_t ms;
 			if (parse_duration_str(v, &ms) || !ms || ms > 3600 * 1000) {
@@ -634,6 +724,26 @@ int cmd_master(int argc, char **argv)
 	if (!cfg.data_dir) {
 		master_usage(stderr);
 		return 2;
+	}
+	if (cfg.advertise_url && strncmp(cfg.advertise_url, "http://", 7) &&
+	    strncmp(cfg.advertise_url, "https://", 8)) {
+		fprintf(stderr, "yard master: --advertise-url '%s': expected http://HOST:PORT or https://HOST:PORT\n",
+			cfg.advertise_url);
+		return 2;
+	}
+	if (cfg.advertise_url && cfg.advertise_url[strcspn(cfg.advertise_url, ", \t\r\n")]) {
+		fprintf(stderr, "yard master: --advertise-url '%s': one URL, without spaces or commas\n",
+			cfg.advertise_url);
+		return 2;
+	}
+	{
+		unsigned lease = cfg.leader_lease_ms ? cfg.leader_lease_ms : LEADER_LEASE_MS;
+		unsigned renew = cfg.leader_renew_ms ? cfg.leader_renew_ms : LEADER_RENEW_MS;
+		if (2 * renew > lease) {
+			fprintf(stderr, "yard master: --leader-renew %u ms must be at most half of --leader-lease"
+				" (%u ms): the lease would lapse between renewals\n", renew, lease);
+			return 2;
+		}
 	}
 	cfg.policies = policies;
 	cfg.teams = teams;

@@ -51,6 +51,11 @@ struct master_config {
 	const char *rate_limit;
 	/* "team" (NULL: the default) or "open" (master/visibility.h) */
 	const char *visibility;
+	/* Several masters on one store (master/leader.h): the URL others reach
+	 * this one at (NULL: the bound one), and the leader's lease and how
+	 * often it is renewed (0: LEADER_LEASE_MS, LEADER_RENEW_MS). */
+	const char *advertise_url;
+	unsigned leader_lease_ms, leader_renew_ms;
 };
 
 struct master;

@@ -20,6 +20,7 @@
 #ifndef YARD_MASTER_STORE_H
 #define YARD_MASTER_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,7 @@ enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, ST
 
 /* The schema version this master writes (one migration step per version
  * in each backend; docs/design-notes.md lists them). */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 struct store; /* the backend's private state */
 
@@ -71,6 +72,15 @@ struct store_audit {
 /* audit query callback, newest entry first; returning non-zero stops the
  * query with that code. */
 typedef int (*store_audit_fn)(void *ctx, const struct store_audit *e);
+
+/* Who holds the lease of a shared store (store_ops.lease_acquire). */
+struct store_lease {
+	uint64_t epoch; /* the lease's epoch: one more at every change of holder */
+	bool mine;      /* taken by this call: the caller leads at epoch */
+	bool live;      /* held by another master whose lease has not expired */
+	char *url;      /* the holder's advertised URL, or NULL (owned) */
+};
+void store_lease_release(struct store_lease *l);
 
 struct store_ops {
 	const char *name;
@@ -122,6 +132,21 @@ struct store_ops {
 	 * since, newest first, at most limit of them */
 	int (*audit_query)(struct store *st, const char *user, int64_t since, size_t limit,
 			   store_audit_fn fn, void *ctx, struct errbuf *eb);
+
+	/* Leadership, for masters that share one store (master/leader.h). A
+	 * backend that one master alone opens (SQLite) leaves both NULL: its
+	 * master always leads. Expiry is by the store server's clock, so the
+	 * masters' clocks need not agree. */
+	/* lease_acquire takes the lease when it is free or has expired, as
+	 * holder (a name for messages) advertising url, for lease_ms; *out
+	 * says who holds it now (outside a transaction; release *out) */
+	int (*lease_acquire)(struct store *st, const char *holder, const char *url,
+			     unsigned lease_ms, struct store_lease *out, struct errbuf *eb);
+	/* lease_fence: from now on every commit checks, inside its own
+	 * transaction, that the lease is still at epoch and renews it for
+	 * lease_ms; a commit that finds another epoch applies nothing and fails
+	 * with YERR(NOT_LEADER). epoch 0: commits check nothing. */
+	void (*lease_fence)(struct store *st, uint64_t epoch, unsigned lease_ms);
 };
 
 extern const struct store_ops store_sqlite_ops;

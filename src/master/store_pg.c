@@ -27,6 +27,8 @@ struct store {
 	char *name; /* the store in messages: the connection string less its password */
 	int in_txn;
 	int queued; /* writes sent in pipeline mode whose answers are not read yet */
+	uint64_t fence_epoch; /* lease_fence: every commit runs yard_fence first (0: none) */
+	unsigned fence_ms;
 };
 
 /* Writes in a transaction are sent without waiting for their answers
@@ -75,6 +77,24 @@ static const char *const migrations[] = {
 	" time bigint NOT NULL, \"user\" text, role text, token text, addr text,"
 	" method text NOT NULL, path text NOT NULL, status integer NOT NULL, code text);"
 	"CREATE INDEX audit_user ON audit (\"user\", id);",
+	/* 2: the leader lease (one row): its epoch, one more at every change
+	 * of holder; the holder's name, advertised URL and server process (the
+	 * one a standby may end, below); when it expires, by the server's
+	 * clock. yard_fence(epoch, ms) is what every commit of the leader runs
+	 * last: it renews the lease if it is still at epoch, and otherwise
+	 * fails the transaction with SQLSTATE YF001. */
+	"CREATE TABLE leader (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL,"
+	" holder text, url text, pid integer, expires_at timestamptz NOT NULL);"
+	"INSERT INTO leader VALUES (1, 0, NULL, NULL, NULL, '-infinity');"
+	"CREATE FUNCTION yard_fence(e bigint, ms bigint) RETURNS void LANGUAGE plpgsql AS $$"
+	" BEGIN"
+	"  UPDATE leader SET expires_at = clock_timestamp() + ms * interval '1 millisecond',"
+	"   pid = pg_backend_pid() WHERE id = 1 AND epoch = e;"
+	"  IF NOT FOUND THEN"
+	"   RAISE EXCEPTION 'the lease of epoch % was taken by another master', e"
+	"    USING ERRCODE = 'YF001';"
+	"  END IF;"
+	" END $$;",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -108,6 +128,24 @@ static const struct {
 	{ "a_query",
 	  "SELECT id, time, \"user\", role, token, addr, method, path, status, code FROM audit"
 	  " WHERE ($1::text IS NULL OR \"user\" = $1) AND time >= $2 ORDER BY id DESC LIMIT $3" },
+	{ "l_fence", "SELECT yard_fence($1, $2)" },
+	/* takes an expired lease; answers the row as it was, and the new
+	 * epoch when taken */
+	{ "l_take",
+	  "WITH t AS (UPDATE leader SET epoch = epoch + 1, holder = $1, url = $2, pid = pg_backend_pid(),"
+	  " expires_at = clock_timestamp() + $3 * interval '1 millisecond'"
+	  " WHERE id = 1 AND expires_at < clock_timestamp() RETURNING epoch)"
+	  " SELECT (SELECT epoch FROM t), epoch, url, expires_at > clock_timestamp() FROM leader WHERE id = 1" },
+	/* a holder whose lease expired while its server process kept the row
+	 * locked (a transaction its master never ended: the master's machine
+	 * vanished between the fence and the COMMIT) would stop every takeover
+	 * until the server noticed; the processes that lock the table are
+	 * ended instead, once the lease has expired (another standby's try
+	 * among them, which tries again) */
+	{ "l_end",
+	  "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+	  " WHERE l.relation = 'leader'::regclass AND l.granted AND l.pid <> pg_backend_pid()"
+	  " AND EXISTS (SELECT 1 FROM leader WHERE id = 1 AND expires_at < clock_timestamp())" },
 };
 
 /* ---- the store's name: its connection string without the password ---- */
@@ -215,6 +253,7 @@ static void add_first_line(struct strbuf *sb, const char *msg)
 
 /* Reports a failed statement (res, or NULL when it could not be sent):
  * YERR(NO_SPACE) where the server's disk is full (SQLSTATE 53100),
+ * YERR(NOT_LEADER) where yard_fence found the lease taken (YF001),
  * YERR(IO) otherwise. */
 static int pg_error(struct store *st, struct errbuf *eb, const PGresult *res, const char *what)
 {
@@ -222,7 +261,9 @@ static int pg_error(struct store *st, struct errbuf *eb, const PGresult *res, co
 	const char *msg = res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
 							   : PQerrorMessage(st->conn);
 	struct strbuf sb = STRBUF_INIT;
-	int code = state && !strcmp(state, "53100") ? YERR(NO_SPACE) : YERR(IO);
+	int code = state && !strcmp(state, "53100")   ? YERR(NO_SPACE)
+		   : state && !strcmp(state, "YF001") ? YERR(NOT_LEADER)
+						      : YERR(IO);
 
 	add_first_line(&sb, msg);
 	if (PQstatus(st->conn) != CONNECTION_OK && strcmp(what, "connect"))
@@ -605,6 +646,16 @@ static int pg_commit(struct store *st, struct errbuf *eb)
 		ret = error(eb, YERR(IO), "store '%s': cannot commit: the connection was lost", st->name);
 		goto out;
 	}
+	if (st->fence_epoch) {
+		/* last in the pipeline: its lock on the lease row is held from
+		 * here to the COMMIT, one round trip */
+		char epoch[24], ms[16];
+		const char *vals[] = { epoch, ms };
+		snprintf(epoch, sizeof(epoch), "%" PRIu64, st->fence_epoch);
+		snprintf(ms, sizeof(ms), "%u", st->fence_ms);
+		if ((ret = pg_write(st, "l_fence", 2, vals, "renew the lease", eb)))
+			goto out;
+	}
 	if ((ret = pg_settle(st, eb)))
 		goto out;
 	res = PQexec(st->conn, "COMMIT");
@@ -848,6 +899,59 @@ static int pg_audit_query(struct store *st, const char *user, int64_t since, siz
 	return pg_rows(st, "a_query", 3, vals, audit_row, &q, "read the audit log", eb);
 }
 
+/* ---- the leader lease ---- */
+
+void store_lease_release(struct store_lease *l)
+{
+	free(l->url);
+	l->url = NULL;
+}
+
+static int lease_row(void *ctx, const PGresult *res)
+{
+	struct store_lease *out = ctx;
+
+	out->mine = !PQgetisnull(res, 0, 0);
+	out->epoch = (uint64_t)col_i64(res, out->mine ? 0 : 1);
+	out->url = col(res, 2) ? xstrdup(col(res, 2)) : NULL;
+	out->live = !out->mine && col(res, 3) && !strcmp(col(res, 3), "t");
+	return 0;
+}
+
+static int pg_lease_acquire(struct store *st, const char *holder, const char *url, unsigned lease_ms,
+			    struct store_lease *out, struct errbuf *eb)
+{
+	char ms[16];
+	const char *vals[] = { holder, url, ms };
+	PGresult *res;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(ms, sizeof(ms), "%u", lease_ms);
+	if ((ret = pg_begin(st, eb)))
+		return ret;
+	/* a lock held by a vanished holder is not waited for (l_end) */
+	ret = pg_simple(st, "SET LOCAL lock_timeout = '200ms'", "take the lease", eb);
+	if (!ret)
+		ret = pg_rows(st, "l_take", 3, vals, lease_row, out, "take the lease", eb);
+	if (ret) {
+		pg_rollback(st);
+		store_lease_release(out);
+		memset(out, 0, sizeof(*out));
+		struct errbuf leb = ERRBUF_INIT;
+		if (PQstatus(st->conn) == CONNECTION_OK && !pg_exec(st, "l_end", 0, NULL, &res, "end a holder", &leb))
+			PQclear(res);
+		return ret;
+	}
+	return pg_commit(st, eb);
+}
+
+static void pg_lease_fence(struct store *st, uint64_t epoch, unsigned lease_ms)
+{
+	st->fence_epoch = epoch;
+	st->fence_ms = lease_ms;
+}
+
 const struct store_ops store_pg_ops = {
 	.name = "postgres",
 	.open = pg_open,
@@ -866,4 +970,6 @@ const struct store_ops store_pg_ops = {
 	.metrics_cursor_set = pg_metrics_cursor_set,
 	.audit_append = pg_audit_append,
 	.audit_query = pg_audit_query,
+	.lease_acquire = pg_lease_acquire,
+	.lease_fence = pg_lease_fence,
 };

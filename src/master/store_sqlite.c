@@ -48,6 +48,9 @@ static const char *const migrations[] = {
 	" user TEXT, role TEXT, token TEXT, addr TEXT, method TEXT NOT NULL, path TEXT NOT NULL,"
 	" status INTEGER NOT NULL, code TEXT);"
 	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);",
+	/* 2: the leader lease of masters that share a store: PostgreSQL's
+	 * alone, as one master alone opens a state.db (nothing to do here) */
+	"",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
