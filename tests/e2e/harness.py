@@ -34,6 +34,12 @@ def api_routes():
     return rows
 
 
+def store_schema_version():
+    """The store's schema version this build writes (STORE_SCHEMA_VERSION)."""
+    with open(os.path.join(ROOT, "src", "master", "store.h")) as f:
+        return int(re.search(r"#define STORE_SCHEMA_VERSION (\d+)", f.read()).group(1))
+
+
 class TestFailure(AssertionError):
     pass
 

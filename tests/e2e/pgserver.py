@@ -15,21 +15,25 @@ PGTMP = os.path.join(ROOT, "tests", "pg", "pgtmp.sh")
 PREFIX = "yard-pg-e2e-"  # pgtmp.sh run's dirs are yard-pg-XXXXXX; sweep() takes both
 
 
-def _pgtmp(*args, check=True):
-    r = subprocess.run([PGTMP, *args], capture_output=True, text=True, timeout=180)
+def _pgtmp(*args, check=True, env=None):
+    r = subprocess.run([PGTMP, *args], capture_output=True, text=True, timeout=180,
+                       env=dict(os.environ, **env) if env else None)
     if check and r.returncode:
         raise TestFailure(f"pgtmp.sh {' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
     return r
 
 
 class PgServer:
-    def __init__(self):
+    """listen: more addresses than 127.0.0.1 to listen on (a bridge's, so
+    that network namespaces reach the server through it)."""
+
+    def __init__(self, listen=None):
         self.dir = tempfile.mkdtemp(prefix=PREFIX)
         with open(os.path.join(self.dir, "owner"), "w") as f:
             f.write(str(os.getpid()))
         try:
             # url: postgres://yard:PASSWORD@127.0.0.1:PORT/yard
-            self.url = _pgtmp("init", self.dir).stdout.strip()
+            self.url = _pgtmp("init", self.dir, env=({"PGTMP_LISTEN": listen} if listen else None)).stdout.strip()
         except BaseException:
             self.close()
             raise

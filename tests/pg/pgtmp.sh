@@ -4,7 +4,9 @@
 # that socket and on 127.0.0.1 at a free port, and nothing of it outlives
 # `destroy` (or the end of `run`).
 #
-#   pgtmp.sh init DIR        initdb into DIR/data, start, create database "yard";
+#   pgtmp.sh init DIR        initdb into DIR/data, start, create database "yard"
+#                            (PGTMP_LISTEN=ADDR,...: also listen there, and let
+#                            hosts of the server's own subnets in by password);
 #                            writes DIR/url (postgres://yard:PASSWORD@127.0.0.1:PORT/yard,
 #                            password authentication) and DIR/socket-url (the unix
 #                            socket, no password), and prints the url
@@ -57,8 +59,10 @@ free_port() {
 start() {
 	dir=$1
 	port=$(cat "$dir/port") || die "'$dir' holds no server (no port file)"
+	listen=127.0.0.1
+	[ -f "$dir/listen" ] && listen=$(cat "$dir/listen")
 	as_owner "$PGBIN/pg_ctl" start -w -t 60 -D "$dir/data" -l "$dir/server.log" \
-		-o "-p $port -k $dir/sock -c listen_addresses=127.0.0.1" >/dev/null ||
+		-o "-p $port -k $dir/sock -c listen_addresses=$listen" >/dev/null ||
 		{ tail -n 20 "$dir/server.log" >&2; return 1; }
 }
 
@@ -85,6 +89,11 @@ init() {
 		--auth-local=trust --auth-host=scram-sha-256 --pwfile="$dir/pwfile" >"$dir/initdb.log" 2>&1 ||
 		{ cat "$dir/initdb.log" >&2; die "initdb failed"; }
 	rm -f "$dir/pwfile"
+	if [ -n "${PGTMP_LISTEN:-}" ]; then
+		# more addresses (a test's network namespaces reach it on a bridge)
+		printf '127.0.0.1,%s\n' "$PGTMP_LISTEN" >"$dir/listen"
+		echo "host all all samenet scram-sha-256" >>"$dir/data/pg_hba.conf"
+	fi
 	# a port another server took between free_port and the start: try again
 	for try in 1 2 3 4 5; do
 		free_port >"$dir/port" || die "cannot find a free port"
