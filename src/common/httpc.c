@@ -367,6 +367,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 			  struct httpc_response *res, struct errbuf *eb)
 {
 	bool tried[HTTPC_URLS_MAX] = { false };
+	struct errbuf standby = ERRBUF_INIT; /* the last standby's not_leader, if one answered */
 	struct strbuf names = STRBUF_INIT;
 	unsigned hops = 0, ntried = 0;
 	bool all_refused = true;
@@ -388,7 +389,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 		}
 		if (!ret) {
 			all_refused = false;
-			ret = httpc_error_from_reply(res, eb);
+			ret = httpc_error_from_reply(res, &standby);
 			if (leader && hops < HTTPC_LEADER_HOPS)
 				next = leader_index(c, leader);
 			free(leader);
@@ -406,6 +407,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 			/* it may have been processed: not sent again, but the
 			 * next request starts at the next master */
 			all_refused = false;
+			standby.code = 0; /* this failure is the news, not a standby's */
 			c->cur = (i + 1) % c->nurls;
 			break;
 		}
@@ -417,6 +419,12 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 		c->cur = next;
 	}
 	c->refused = ret && all_refused;
+	if (ret && standby.code) {
+		/* a standby answered, the rest had no connection: that is why */
+		ret = standby.code;
+		if (eb)
+			*eb = standby;
+	}
 	if (ret && ntried > 1 && eb) {
 		char *why = xstrdup(eb->msg);
 		error(eb, ret, "%s (masters tried: %s)", why, names.buf);

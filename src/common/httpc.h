@@ -100,9 +100,10 @@ int httpc_urls_check(const char *list, const char *opt, struct errbuf *eb);
  * eb, and, with several masters, the masters tried; a master whose
  * certificate or key is not trusted (struct httpc_tls) returns
  * YERR(FORBIDDEN) with what failed and how to trust it, which retrying does
- * not mend; standbys only, none naming a leader that answers, return
- * YERR(NOT_LEADER) with the last standby's message (res holds its 503), so
- * that no caller takes a standby's answer for the leader's; any other HTTP
+ * not mend; when no leader answered but a standby did (none naming a
+ * leader that answers), YERR(NOT_LEADER) with the last standby's message,
+ * so that no caller takes a standby's answer for the leader's (res holds
+ * the last reply, the standby's 503 when it was last); any other HTTP
  * status returns 0 with res->status set (a 429 only after c->retry_429
  * waits and tries more). Caller releases res, also after an error. */
 int httpc_request(struct httpc *c, const char *method, const char *path,
