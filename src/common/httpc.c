@@ -367,6 +367,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 			  struct httpc_response *res, struct errbuf *eb)
 {
 	bool tried[HTTPC_URLS_MAX] = { false };
+	struct errbuf last = ERRBUF_INIT;    /* the last failure; eb gets only the outcome */
 	struct errbuf standby = ERRBUF_INIT; /* the last standby's not_leader, if one answered */
 	struct strbuf names = STRBUF_INIT;
 	unsigned hops = 0, ntried = 0;
@@ -382,7 +383,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 			tried[i] = true;
 		}
 		ret = request_once(c, c->urls[i], method, path, body, body_len, content_type, res,
-				   &rc, eb);
+				   &rc, &last);
 		if (!ret && !standby_answer(res, c->urls[i], &leader)) {
 			all_refused = false;
 			break; /* the leader's answer, or a master's of before standbys */
@@ -422,14 +423,12 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 	if (ret && standby.code) {
 		/* a standby answered, the rest had no connection: that is why */
 		ret = standby.code;
-		if (eb)
-			*eb = standby;
+		last = standby;
 	}
-	if (ret && ntried > 1 && eb) {
-		char *why = xstrdup(eb->msg);
-		error(eb, ret, "%s (masters tried: %s)", why, names.buf);
-		free(why);
-	}
+	if (ret && ntried > 1)
+		error_field(eb, ret, last.field, "%s (masters tried: %s)", last.msg, names.buf);
+	else if (ret && eb)
+		*eb = last;
 	strbuf_release(&names);
 	return ret;
 }
