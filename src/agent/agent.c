@@ -113,20 +113,18 @@ static void session_unref(struct session *s)
 }
 
 /* Records how a request to the master went, for fencing (on_tick): an
- * answer renews our view of the lease; a failure says whether anything
- * listened (a master that is down is not a partition). */
-static void session_contact(struct session *s, bool ok, void *curl)
+ * answer of the leader renews our view of the lease (a standby's does not:
+ * httpc fails with not_leader, and callers pass no status); a failure says
+ * whether anything listened (masters that are down are not a partition). */
+static void session_contact(struct session *s, bool ok, const struct httpc *c)
 {
-	long oserr = 0;
-	if (!ok && curl)
-		curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &oserr);
 	pthread_mutex_lock(&s->lock);
 	if (ok) {
 		s->last_ok_ms = boot_ms();
 		s->refused = false;
 		s->back += s->failing;
 	} else {
-		s->refused = oserr == ECONNREFUSED;
+		s->refused = c && c->refused;
 	}
 	s->failing = !ok;
 	pthread_mutex_unlock(&s->lock);
@@ -300,7 +298,7 @@ static int register_once(struct session *s, struct errbuf *eb)
 	json_decref(aj);
 out:
 	if (ret && status <= 0)
-		session_contact(s, false, c.curl); /* nothing listens: a master that is down */
+		session_contact(s, false, &c); /* nothing listens: a master that is down */
 	json_decref(reply);
 	httpc_release(&c);
 	return ret;
@@ -421,7 +419,7 @@ static void *poll_thread(void *arg)
 		struct errbuf eb = ERRBUF_INIT;
 		int ret = httpc_json(&c, "GET", path, NULL, &reply, &status, &eb);
 		free(path);
-		session_contact(s, status > 0, c.curl);
+		session_contact(s, status > 0, &c);
 		if (ret == 0 && json_is_object(reply)) {
 			backoff = 0;
 			rev = json_integer_value(json_object_get(reply, "rev"));
@@ -799,7 +797,7 @@ static void ship_round(struct shipper *sh)
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *reply = NULL;
 	int ret = httpc_json(&sh->c, "POST", path, body, &reply, &status, &eb);
-	session_contact(sh->s, status > 0, sh->c.curl);
+	session_contact(sh->s, status > 0, &sh->c);
 	json_decref(reply);
 	json_decref(body);
 	free(path);
@@ -2186,7 +2184,9 @@ static void on_signal(int sig)
 
 static int agent_usage(void)
 {
-	fprintf(stderr, "usage: yard agent --master URL --name NAME --work-dir DIR [--gpus auto|none|sim:N[:MODEL]]\n"
+	fprintf(stderr, "usage: yard agent --master URL[,URL...] --name NAME --work-dir DIR\n"
+			"                  (the masters sharing a store: the agent finds the leader)\n"
+			"                  [--gpus auto|none|sim:N[:MODEL]]\n"
 			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n"
 			"                  [--ports LOW-HIGH]   (task ports, default 30000-32000)\n"
 			"                  [--pool NAME] [--label KEY=VALUE ...]\n"
@@ -2196,7 +2196,6 @@ static int agent_usage(void)
 			"                  [--s3-endpoint URL [--s3-region R] --s3-credentials FILE]\n"
 			"                  [--ca FILE] [--pin sha256//BASE64]   (trust an https master:\n"
 			"                   its CA's certificates, or the pin it prints)\n"
-
 			"                  [--run-as USER|UID|FIRST-LAST]   (tasks run as that user, or a uid\n"
 			"                   of the range per job; never root; the agent must run as root)\n");
 	return 2;
@@ -2314,20 +2313,18 @@ int cmd_agent(int argc, char **argv)
 		cfg.s3_key = s3_key;
 		cfg.s3_secret = s3_secret;
 	}
-	if (cfg.master_ca || cfg.master_pin) {
-		struct httpc_tls tls = { cfg.master_ca, cfg.master_pin };
-		if (httpc_tls_check(&tls, "--ca", "--pin", &eb)) {
-			fprintf(stderr, "yard agent: %s\n", eb.msg);
-			return 2;
-		}
-		/* tasks get the CA file's path in YARD_CA: it must not depend on their cwd */
-		if (cfg.master_ca && !(ca_path = realpath(cfg.master_ca, NULL))) {
-			fprintf(stderr, "yard agent: --ca '%s': %s\n", cfg.master_ca,
-				strerror(errno));
-			return 2;
-		}
-		cfg.master_ca = ca_path;
+	struct httpc_tls tls = { cfg.master_ca, cfg.master_pin };
+	if (httpc_urls_check(cfg.master_url, "--master", &eb) ||
+	    httpc_tls_check(&tls, "--ca", "--pin", &eb)) {
+		fprintf(stderr, "yard agent: %s\n", eb.msg);
+		return 2;
 	}
+	/* tasks get the CA file's path in YARD_CA: it must not depend on their cwd */
+	if (cfg.master_ca && !(ca_path = realpath(cfg.master_ca, NULL))) {
+		fprintf(stderr, "yard agent: --ca '%s': %s\n", cfg.master_ca, strerror(errno));
+		return 2;
+	}
+	cfg.master_ca = ca_path;
 	memset(&ra, 0, sizeof(ra));
 	if (run_as) {
 		if (runas_parse(run_as, &ra, &eb)) {

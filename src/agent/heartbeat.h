@@ -9,8 +9,12 @@
  * them again elsewhere. A master that is down (nothing listens: a refused
  * connection) starts nothing elsewhere, and every node gets a fresh lease
  * from its restart, so while the agent finds no master listening the
- * countdown does not run. fence_basis() and fence_due() are that rule; the
- * agent (fence() in agent.c) and the shims apply it, each from its own view.
+ * countdown does not run. With several masters on one store (httpc.h), no
+ * master listens when none of those tried did, and only the leader's
+ * answers count: a standby's not_leader is no answer, so an agent that
+ * reaches standbys but not the leader fences on time. fence_basis() and
+ * fence_due() are that rule; the agent (fence() in agent.c) and the shims
+ * apply it, each from its own view.
  *
  * The agent fences while it lives. For a dead (or stopped, or hung) agent
  * the shims fence: the agent publishes its view of the lease in one file per

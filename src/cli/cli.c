@@ -49,7 +49,8 @@ void cli_usage(void *stream)
 		if (!(commands[i].flags & TASK_HELPER))
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\nRun 'yard COMMAND --help' for a command's options. The master and token\n"
-		     "come from --master/--token, YARD_MASTER/YARD_TOKEN or ~/.config/yard/config.\n");
+		     "come from --master/--token, YARD_MASTER/YARD_TOKEN or ~/.config/yard/config;\n"
+		     "a master may be a list URL1,URL2 of masters sharing a store (the leader is found).\n");
 }
 
 int cli_main(int argc, char **argv)

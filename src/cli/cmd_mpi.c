@@ -165,8 +165,8 @@ int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv)
 		reply = NULL;
 		errbuf_reset(&eb);
 		if (client_exec_get(&c, id, exec, 25, &reply, &eb)) {
-			if (eb.code == YERR(UNAVAILABLE)) {
-				sleep(1); /* the master restarts or is busy: ask again */
+			if (eb.code == YERR(UNAVAILABLE) || eb.code == YERR(NOT_LEADER)) {
+				sleep(1); /* the master restarts, is busy or fails over: ask again */
 				continue;
 			}
 			fprintf(stderr, "yard mpi-rsh: lost the command on '%s': %s\n", host, eb.msg);

@@ -95,6 +95,7 @@ int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cf
 {
 	static const struct cli_config_opts none;
 	const char *from_ca = "the config file's ca", *from_pin = "the config file's pin";
+	const char *from_master = "the config file's master";
 	const char *master, *token, *ca, *pin;
 	char *path = NULL;
 	struct strbuf text = STRBUF_INIT;
@@ -102,7 +103,7 @@ int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cf
 
 	if (!opts)
 		opts = &none;
-	master = pick(opts->master, "--master", "YARD_MASTER", NULL);
+	master = pick(opts->master, "--master", "YARD_MASTER", &from_master);
 	token = pick(opts->token, "--token", "YARD_TOKEN", NULL);
 	if (!master || !token) {
 		path = cli_config_path();
@@ -138,6 +139,8 @@ int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cf
 		free(cfg->pin);
 		cfg->pin = NULL;
 	}
+	if (cfg->master && (ret = httpc_urls_check(cfg->master, from_master, eb)))
+		goto out;
 	ret = httpc_tls_check(&(struct httpc_tls){ cfg->ca, cfg->pin }, from_ca, from_pin, eb);
 out:
 	free(path);

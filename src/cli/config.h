@@ -9,8 +9,10 @@
  *   token = yard_u_...
  *   pin = sha256//...        (or: ca = /path/to/ca.pem)
  *
- * The file's ca and pin belong to the file's master: they are used only
- * when the master comes from the file too.
+ * The master may be a comma-separated list, wherever it comes from: the
+ * masters sharing one store (`master = https://m1:7420,https://m2:7420`),
+ * whose leader httpc finds. The file's ca and pin belong to the file's
+ * master(s): they are used only when the master comes from the file too.
  */
 #ifndef YARD_CLI_CONFIG_H
 #define YARD_CLI_CONFIG_H
@@ -48,8 +50,9 @@ char *cli_config_path(void);
 /* cli_config_resolve fills cfg by precedence: the options (opts may be
  * NULL), the environment, the config file (a missing file is not an error).
  * A master that is still unknown is left NULL: the caller decides whether it
- * matters. A ca or pin that is not usable (httpc_tls_check) is an error
- * naming where it came from. */
+ * matters. A master list with an entry that is not an http(s) URL
+ * (httpc_urls_check), or a ca or pin that is not usable (httpc_tls_check),
+ * is an error naming where it came from and the bad entry. */
 int cli_config_resolve(const struct cli_config_opts *opts, struct cli_config *cfg,
 		       struct errbuf *eb);
 

@@ -42,8 +42,9 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 	      size_t nopts, int argc, char **argv, int *npos)
 {
 	const struct cli_option common[] = {
-		{ "master", 0, CLI_OPT_STRING, &ctx->opt_master, "URL",
-		  "the master's URL (default: $YARD_MASTER, then the config file)" },
+		{ "master", 0, CLI_OPT_STRING, &ctx->opt_master, "URL[,URL...]",
+		  "the master's URL, or a comma list of masters sharing a store, whose\n"
+		  "leader is found (default: $YARD_MASTER, then the config file)" },
 		{ "token", 0, CLI_OPT_STRING, &ctx->opt_token, "TOKEN",
 		  "the API token (default: $YARD_TOKEN, then the config file)" },
 		{ "ca", 0, CLI_OPT_STRING, &ctx->opt_ca, "FILE",

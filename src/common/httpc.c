@@ -7,16 +7,42 @@
 #include <curl/curl.h>
 #include <time.h>
 
+/* Adds the URL of n bytes to c's list, without its trailing slashes;
+ * returns its index. */
+static size_t add_url(struct httpc *c, const char *url, size_t n)
+{
+	while (n && url[n - 1] == '/')
+		n--;
+	c->urls = xrealloc(c->urls, (c->nurls + 1) * sizeof(*c->urls));
+	c->urls[c->nurls] = xstrndup(url, n);
+	return c->nurls++;
+}
+
 void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
 		const char *token)
 {
-	size_t n = strlen(base_url);
-	while (n && base_url[n - 1] == '/')
-		n--;
 	c->curl = curl_easy_init();
 	if (!c->curl)
 		die("cannot initialise libcurl");
-	c->base_url = xstrndup(base_url, n);
+	c->urls = NULL;
+	c->nurls = 0;
+	for (const char *p = base_url;;) {
+		size_t n, m;
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, ",");
+		for (m = n; m && p[m - 1] == ' '; m--)
+			;
+		if (m && c->nurls < HTTPC_URLS_MAX)
+			add_url(c, p, m);
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	if (!c->nurls)
+		add_url(c, "", 0); /* nothing to reach: every request fails as it did */
+	c->cur = 0;
+	c->refused = false;
 	c->token = token ? xstrdup(token) : NULL;
 	c->ca_file = tls && tls->ca_file ? xstrdup(tls->ca_file) : NULL;
 	c->pin = tls && tls->pin ? xstrdup(tls->pin) : NULL;
@@ -30,12 +56,61 @@ void httpc_release(struct httpc *c)
 {
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
-	free(c->base_url);
+	for (size_t i = 0; i < c->nurls; i++)
+		free(c->urls[i]);
+	free(c->urls);
 	free(c->token);
 	free(c->ca_file);
 	free(c->pin);
 	c->curl = NULL;
-	c->base_url = c->token = c->ca_file = c->pin = NULL;
+	c->urls = NULL;
+	c->nurls = c->cur = 0;
+	c->token = c->ca_file = c->pin = NULL;
+}
+
+const char *httpc_url(const struct httpc *c)
+{
+	return c->urls[c->cur];
+}
+
+/* Whether the n bytes at url are an http:// or https:// URL with a host. */
+static bool url_valid(const char *url, size_t n)
+{
+	size_t skip = n > 7 && !strncmp(url, "http://", 7)    ? 7
+		    : n > 8 && !strncmp(url, "https://", 8) ? 8
+							    : 0;
+
+	if (!skip || url[skip] == '/' || url[skip] == ':')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)url[i] <= ' ' || url[i] == 0x7f)
+			return false;
+	return true;
+}
+
+int httpc_urls_check(const char *list, const char *opt, struct errbuf *eb)
+{
+	size_t count = 0;
+
+	for (const char *p = list;;) {
+		size_t n, m;
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, ",");
+		for (m = n; m && p[m - 1] == ' '; m--)
+			;
+		if (!url_valid(p, m))
+			return error(eb, YERR(BAD_REQUEST),
+				     "%s '%s': '%.*s' is not an http:// or https:// URL", opt, list,
+				     (int)m, p);
+		if (++count > HTTPC_URLS_MAX)
+			return error(eb, YERR(BAD_REQUEST), "%s '%s': more than %d masters", opt,
+				     list, HTTPC_URLS_MAX);
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	return 0;
 }
 
 void httpc_set_token(struct httpc *c, const char *token)
@@ -57,7 +132,8 @@ void httpc_response_release(struct httpc_response *res)
 	free(res->size_hdr);
 	free(res->eof_hdr);
 	free(res->content_type);
-	res->offset_hdr = res->size_hdr = res->eof_hdr = res->content_type = NULL;
+	free(res->leader_hdr);
+	res->offset_hdr = res->size_hdr = res->eof_hdr = res->content_type = res->leader_hdr = NULL;
 	res->status = 0;
 }
 
@@ -100,6 +176,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	take_header(&res->size_hdr, data, len, "X-Yard-Size:");
 	take_header(&res->eof_hdr, data, len, "X-Yard-Eof:");
 	take_header(&res->content_type, data, len, "Content-Type:");
+	take_header(&res->leader_hdr, data, len, "X-Yard-Leader:");
 	return len;
 }
 
@@ -123,8 +200,8 @@ static void set_tls(struct httpc *c)
 
 /* A failed transfer as the user should read it: trust failures say what to
  * give, the rest is the transport's message. */
-static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const char *detail,
-			  struct errbuf *eb)
+static int transfer_error(struct httpc *c, const char *master, const char *url, CURLcode rc,
+			  const char *detail, struct errbuf *eb)
 {
 	const char *why = detail && *detail ? detail : curl_easy_strerror(rc);
 
@@ -132,23 +209,23 @@ static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const c
 	case CURLE_PEER_FAILED_VERIFICATION:
 		return error(eb, YERR(FORBIDDEN),
 			     "master %s: certificate not trusted: %s (give --ca FILE or --pin "
-			     "sha256//...)", c->base_url, why);
+			     "sha256//...)", master, why);
 	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
 		return error(eb, YERR(FORBIDDEN),
 			     "master %s: the certificate's public key does not match the pin '%s'",
-			     c->base_url, c->pin ? c->pin : "");
+			     master, c->pin ? c->pin : "");
 	case CURLE_SSL_CACERT_BADFILE:
 		return error(eb, YERR(FORBIDDEN), "master %s: cannot use the CA file '%s': %s",
-			     c->base_url, c->ca_file ? c->ca_file : "(system)", why);
+			     master, c->ca_file ? c->ca_file : "(system)", why);
 	case CURLE_GOT_NOTHING:
 	case CURLE_RECV_ERROR:
-		if (!strncmp(c->base_url, "http://", 7))
+		if (!strncmp(master, "http://", 7))
 			return error(eb, YERR(UNAVAILABLE),
 				     "cannot reach '%s': %s (does the master serve https?)", url,
 				     why);
 		break;
 	case CURLE_SSL_CONNECT_ERROR:
-		if (!strncmp(c->base_url, "https://", 8))
+		if (!strncmp(master, "https://", 8))
 			return error(eb, YERR(UNAVAILABLE),
 				     "cannot reach '%s': %s (does the master serve plain http?)",
 				     url, why);
@@ -159,9 +236,11 @@ static int transfer_error(struct httpc *c, const char *url, CURLcode rc, const c
 	return error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url, why);
 }
 
-static int request_once(struct httpc *c, const char *method, const char *path,
+/* One request to the master at base (one of c->urls); OUT *rc_out: how
+ * the transfer went. */
+static int request_once(struct httpc *c, const char *base, const char *method, const char *path,
 			const void *body, size_t body_len, const char *content_type,
-			struct httpc_response *res, struct errbuf *eb)
+			struct httpc_response *res, CURLcode *rc_out, struct errbuf *eb)
 {
 	CURL *h = c->curl;
 	struct curl_slist *hdrs = NULL;
@@ -172,7 +251,7 @@ static int request_once(struct httpc *c, const char *method, const char *path,
 
 	httpc_response_release(res);
 	curl_easy_reset(h);
-	strbuf_addf(&url, "%s%s", c->base_url, path);
+	strbuf_addf(&url, "%s%s", base, path);
 	curl_easy_setopt(h, CURLOPT_URL, url.buf);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -209,8 +288,9 @@ static int request_once(struct httpc *c, const char *method, const char *path,
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	rc = curl_easy_perform(h);
+	*rc_out = rc;
 	if (rc != CURLE_OK) {
-		ret = transfer_error(c, url.buf, rc, detail, eb);
+		ret = transfer_error(c, base, url.buf, rc, detail, eb);
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
@@ -221,12 +301,144 @@ out:
 	return ret;
 }
 
+/* Whether two URLs have the same scheme. */
+static bool same_scheme(const char *a, const char *b)
+{
+	size_t n = strcspn(a, ":");
+
+	return n == strcspn(b, ":") && !strncasecmp(a, b, n);
+}
+
+/*
+ * Whether res is a standby's answer (503 not_leader); if so, *leader gets
+ * the leader it names (caller frees), or NULL when it names none, or one
+ * of another scheme than base's (never sent from https to plain http).
+ */
+static bool standby_answer(const struct httpc_response *res, const char *base, char **leader)
+{
+	json_t *doc, *e;
+	const char *code, *l;
+	bool standby;
+
+	*leader = NULL;
+	if (res->status != 503)
+		return false;
+	doc = json_loadb(res->body.buf, res->body.len, 0, NULL);
+	e = json_object_get(doc, "error");
+	code = json_string_value(json_object_get(e, "code"));
+	standby = code && !strcmp(code, "not_leader");
+	l = json_string_value(json_object_get(e, "leader"));
+	if (standby && !l && json_object_get(e, "leader") == NULL)
+		l = res->leader_hdr; /* the body names none: the header may */
+	if (standby && l && url_valid(l, strlen(l)) && same_scheme(l, base))
+		*leader = xstrdup(l);
+	json_decref(doc);
+	return standby;
+}
+
+/* The index in c->urls of a leader URL, added when it is not there; SIZE_MAX
+ * when the list is full. */
+static size_t leader_index(struct httpc *c, const char *leader)
+{
+	size_t n = strlen(leader);
+
+	while (n && leader[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < c->nurls; i++)
+		if (strlen(c->urls[i]) == n && !strncasecmp(c->urls[i], leader, n))
+			return i;
+	return c->nurls < HTTPC_URLS_MAX ? add_url(c, leader, n) : SIZE_MAX;
+}
+
+/* Whether a failed transfer provably sent nothing: no connection was made. */
+static bool never_connected(CURLcode rc)
+{
+	return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+	       rc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+/*
+ * One request to the leader among c's masters: from c->cur, each URL at
+ * most once for a standby naming no leader or a connection not made, plus
+ * up to HTTPC_LEADER_HOPS leaders named by standbys (httpc.h's header).
+ */
+static int request_leader(struct httpc *c, const char *method, const char *path,
+			  const void *body, size_t body_len, const char *content_type,
+			  struct httpc_response *res, struct errbuf *eb)
+{
+	bool tried[HTTPC_URLS_MAX] = { false };
+	struct errbuf last = ERRBUF_INIT;    /* the last failure; eb gets only the outcome */
+	struct errbuf standby = ERRBUF_INIT; /* the last standby's not_leader, if one answered */
+	struct strbuf names = STRBUF_INIT;
+	unsigned hops = 0, ntried = 0;
+	bool all_refused = true;
+	int ret;
+
+	for (;;) {
+		size_t i = c->cur, next = SIZE_MAX;
+		char *leader = NULL;
+		CURLcode rc = CURLE_OK;
+		if (!tried[i]) {
+			strbuf_addf(&names, "%s%s", ntried++ ? ", " : "", c->urls[i]);
+			tried[i] = true;
+		}
+		ret = request_once(c, c->urls[i], method, path, body, body_len, content_type, res,
+				   &rc, &last);
+		if (!ret && !standby_answer(res, c->urls[i], &leader)) {
+			all_refused = false;
+			break; /* the leader's answer, or a master's of before standbys */
+		}
+		if (!ret) {
+			all_refused = false;
+			ret = httpc_error_from_reply(res, &standby);
+			if (leader && hops < HTTPC_LEADER_HOPS)
+				next = leader_index(c, leader);
+			free(leader);
+			if (next != SIZE_MAX && next != i) {
+				hops++;
+				c->cur = next;
+				continue;
+			}
+			next = SIZE_MAX; /* it names none, or itself: the next master */
+		} else if (never_connected(rc)) {
+			long oserr = 0;
+			curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &oserr);
+			all_refused = all_refused && oserr == ECONNREFUSED;
+		} else {
+			/* it may have been processed: not sent again, but the
+			 * next request starts at the next master */
+			all_refused = false;
+			standby.code = 0; /* this failure is the news, not a standby's */
+			c->cur = (i + 1) % c->nurls;
+			break;
+		}
+		for (size_t k = 1; k <= c->nurls && next == SIZE_MAX; k++)
+			if (!tried[(i + k) % c->nurls])
+				next = (i + k) % c->nurls;
+		if (next == SIZE_MAX || next == i)
+			break; /* one round: every master tried */
+		c->cur = next;
+	}
+	c->refused = ret && all_refused;
+	if (ret && standby.code) {
+		/* a standby answered, the rest had no connection: that is why */
+		ret = standby.code;
+		last = standby;
+	}
+	if (ret && ntried > 1)
+		error_field(eb, ret, last.field, "%s (masters tried: %s)", last.msg, names.buf);
+	else if (ret && eb)
+		*eb = last;
+	strbuf_release(&names);
+	return ret;
+}
+
 int httpc_request(struct httpc *c, const char *method, const char *path,
 		  const void *body, size_t body_len, const char *content_type,
 		  struct httpc_response *res, struct errbuf *eb)
 {
 	for (unsigned tries = 0;; tries++) {
-		int ret = request_once(c, method, path, body, body_len, content_type, res, eb);
+		int ret = request_leader(c, method, path, body, body_len, content_type, res, eb);
 		curl_off_t after = 0;
 		if (ret || res->status != 429 || tries >= c->retry_429)
 			return ret;

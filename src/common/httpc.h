@@ -2,6 +2,17 @@
  * A small blocking HTTP client over libcurl, shared by the agent and the CLI.
  * One struct httpc per thread (it keeps its connection alive between calls).
  * curl_global_init is done once by main() before any thread starts.
+ *
+ * Several masters may share one store, one leading and the others standing
+ * by (docs/faults.md). A client is given their URLs as one comma-separated
+ * list and finds the leader itself: a standby answers every request but
+ * GET /healthz with 503 not_leader, naming the leader when it knows one, and
+ * has done nothing, so the request goes again to the leader it names, or to
+ * the next URL. A request that provably reached no server (no connection:
+ * refused, no route, no such host) goes to the next URL too. One that may
+ * have been processed (a timeout or a reset once connected) is never sent
+ * again, since a second submit could make a second job: it fails as it
+ * would with one master, and the client's next request goes to the next URL.
  */
 #ifndef YARD_HTTPC_H
 #define YARD_HTTPC_H
@@ -28,7 +39,14 @@ struct httpc_tls {
 
 struct httpc {
 	void *curl;          /* CURL *, owned */
-	char *base_url;      /* owned, no trailing slash: "http://127.0.0.1:7420" */
+	char **urls;         /* owned: the masters, each without trailing slash,
+				"http://127.0.0.1:7420"; leaders that a standby
+				named are added (at most HTTPC_URLS_MAX in all) */
+	size_t nurls;        /* >= 1 */
+	size_t cur;          /* index in urls of the master requests go to now */
+	bool refused;        /* OUT of the last httpc_request: it failed because
+				no master it tried listened (every connection was
+				refused): masters that are down, not a partition */
 	char *token;         /* owned or NULL: sent as a bearer token */
 	char *ca_file, *pin; /* owned or NULL: struct httpc_tls */
 	long timeout_ms;     /* whole-request limit; 0 = none */
@@ -43,6 +61,10 @@ struct httpc {
 };
 
 #define HTTPC_RETRY_AFTER_MAX_S 10
+#define HTTPC_URLS_MAX 16
+/* leaders named by standbys followed by one httpc_request, beyond the one
+ * round of its URLs */
+#define HTTPC_LEADER_HOPS 3
 
 struct httpc_response {
 	long status;           /* HTTP status, 0 when no response came */
@@ -51,23 +73,39 @@ struct httpc_response {
 	char *size_hdr;        /* X-Yard-Size (owned) */
 	char *eof_hdr;         /* X-Yard-Eof (owned) */
 	char *content_type;    /* owned or NULL */
+	char *leader_hdr;      /* X-Yard-Leader (owned): the leader a standby names */
 };
 
-/* httpc_init prepares a client of base_url; tls (may be NULL: the system's
- * CAs) and token are copied. */
+/* httpc_init prepares a client of base_url, one URL or a comma-separated
+ * list of them (the masters sharing one store, spaces around commas
+ * skipped; the first is used first); tls (may be NULL: the system's CAs)
+ * and token are copied, and apply to every master. */
 void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
 		const char *token);
 void httpc_release(struct httpc *c);
 void httpc_set_token(struct httpc *c, const char *token);
 
-/* httpc_request sends METHOD base_url+path (path starts with '/', already
- * escaped) with an optional body and content type. A transport failure
- * returns YERR(UNAVAILABLE) with the curl message in eb; a master whose
+/* httpc_url: the master the next request goes to first (for messages). */
+const char *httpc_url(const struct httpc *c);
+
+/* httpc_urls_check checks a list as httpc_init takes it: every entry is an
+ * http:// or https:// URL with a host. The error names opt (the option or
+ * variable the list came from) and the bad entry. */
+int httpc_urls_check(const char *list, const char *opt, struct errbuf *eb);
+
+/* httpc_request sends METHOD url+path (path starts with '/', already
+ * escaped) with an optional body and content type, to the leader among the
+ * client's masters (the header's comment: what is sent again and where).
+ * A transport failure returns YERR(UNAVAILABLE) with the curl message in
+ * eb, and, with several masters, the masters tried; a master whose
  * certificate or key is not trusted (struct httpc_tls) returns
  * YERR(FORBIDDEN) with what failed and how to trust it, which retrying does
- * not mend; any HTTP status returns 0 with res->status set (a 429 only
- * after c->retry_429 waits and tries more). Caller releases
- * res, also after an error. */
+ * not mend; when no leader answered but a standby did (none naming a
+ * leader that answers), YERR(NOT_LEADER) with the last standby's message,
+ * so that no caller takes a standby's answer for the leader's (res holds
+ * the last reply, the standby's 503 when it was last); any other HTTP
+ * status returns 0 with res->status set (a 429 only after c->retry_429
+ * waits and tries more). Caller releases res, also after an error. */
 int httpc_request(struct httpc *c, const char *method, const char *path,
 		  const void *body, size_t body_len, const char *content_type,
 		  struct httpc_response *res, struct errbuf *eb);

@@ -105,6 +105,37 @@ export interface RawReply {
   body: Response;
 }
 
+/**
+ * leaderAddress: where the browser goes when a reply is a standby master's 503 not_leader
+ * naming the leader (several masters sharing one store): the leader's address with the token
+ * in the fragment, as a sign-in link, since this origin's storage is not the leader's. Null
+ * when the reply is not one, names no leader, names this origin (no loop), or a leader of
+ * another scheme than this page's (never from https to http).
+ */
+export function leaderAddress(status: number, body: string, here: string, token: string | null): string | null {
+  if (status !== 503) return null;
+  let leader: unknown;
+  try {
+    const e = JSON.parse(body)?.error;
+    if (e?.code !== 'not_leader') return null;
+    leader = e.leader;
+  } catch {
+    return null;
+  }
+  if (typeof leader !== 'string') return null;
+  let to: URL;
+  const cur = new URL(here);
+  try {
+    to = new URL(leader);
+  } catch {
+    return null;
+  }
+  if (to.protocol !== cur.protocol || to.origin === cur.origin) return null;
+  return leader.replace(/\/+$/, '') + '/' + (token ? `#token=${encodeURIComponent(token)}` : '');
+}
+
+let movingTo: string | null = null;
+
 /** request: a call with the bearer token; errors become ApiError (HTTP) or NetError (no reply). */
 export async function request(method: string, path: string, body?: BodyInit | null, contentType?: string): Promise<Response> {
   const headers: Record<string, string> = {};
@@ -121,7 +152,15 @@ export async function request(method: string, path: string, body?: BodyInit | nu
   // A proxy in front of a master that is down (the dev server, a load balancer) answers 5xx
   // without the master's JSON error document: that is a connection failure too.
   if (res.status >= 500) {
-    const info = parseApiError(res.status, await res.text().catch(() => ''));
+    const text = await res.text().catch(() => '');
+    const to = leaderAddress(res.status, text, window.location.href, getToken());
+    if (to) {
+      // a standby did nothing: the leader's page asks again
+      if (movingTo !== to) window.location.assign(to);
+      movingTo = to;
+      throw new NetError('this master is a standby: moving to the leader');
+    }
+    const info = parseApiError(res.status, text);
     if (info.code.startsWith('http_')) {
       setReconnecting(true);
       throw new NetError(`the master is not answering (HTTP ${res.status})`);

@@ -176,6 +176,57 @@ static void test_resolve_trust(void **state)
 	free(path);
 }
 
+/* A master may be a list wherever it comes from; an entry that is not an
+ * http(s) URL is named, with where the list came from. */
+static void test_resolve_lists(void **state)
+{
+	char dir[] = "/tmp/yard-cfg-XXXXXX";
+	char *path = config_home(dir, "master = http://m1:7420, http://m2:7420\ntoken = t\n");
+	struct cli_config cfg = CLI_CONFIG_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
+	assert_string_equal(cfg.master, "http://m1:7420, http://m2:7420");
+	cli_config_release(&cfg);
+
+	setenv("YARD_MASTER", "https://e1:1,https://e2:2/", 1);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), 0);
+	assert_string_equal(cfg.master, "https://e1:1,https://e2:2/");
+	cli_config_release(&cfg);
+
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .master = "http://o1,http://o2" },
+					    &cfg, &eb), 0);
+	assert_string_equal(cfg.master, "http://o1,http://o2");
+	cli_config_release(&cfg);
+
+	/* bad entries, named with their origin */
+	errbuf_reset(&eb);
+	assert_int_equal(cli_config_resolve(&(struct cli_config_opts){ .master = "http://o1,o2:7420" },
+					    &cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "--master 'http://o1,o2:7420': 'o2:7420' is not an http:// or "
+				    "https:// URL");
+	cli_config_release(&cfg);
+	setenv("YARD_MASTER", "http://e1,,http://e2", 1);
+	errbuf_reset(&eb);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "YARD_MASTER 'http://e1,,http://e2': '' is not an http:// or "
+				    "https:// URL");
+	cli_config_release(&cfg);
+	unsetenv("YARD_MASTER");
+	rm_rf(dir);
+	free(path);
+
+	char dir2[] = "/tmp/yard-cfg-XXXXXX";
+	path = config_home(dir2, "master = http://m1:7420,ftp://m2\ntoken = t\n");
+	errbuf_reset(&eb);
+	assert_int_equal(cli_config_resolve(NULL, &cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "the config file's master 'http://m1:7420,ftp://m2': 'ftp://m2' "
+				    "is not an http:// or https:// URL");
+	cli_config_release(&cfg);
+	rm_rf(dir2);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +234,7 @@ int main(void)
 		cmocka_unit_test(test_parse_bad_line),
 		cmocka_unit_test(test_resolve_precedence),
 		cmocka_unit_test(test_resolve_trust),
+		cmocka_unit_test(test_resolve_lists),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
