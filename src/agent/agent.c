@@ -400,19 +400,26 @@ static void *poll_thread(void *arg)
 		}
 		httpc_set_token(&c, token);
 		/* an answer at least every third of the lease: fencing (fence())
-		 * counts from the last one. A poll that hangs past its wait is a
-		 * connection lost without a reset (a partition). */
+		 * counts from the last one. A poll that hangs past its wait by a
+		 * sixth of the lease (1 to 5 s) is a connection lost without a
+		 * reset (a partition, or a master whose machine vanished: the next
+		 * poll then goes to the next master, in time to answer before the
+		 * fence at two thirds). */
 		pthread_mutex_lock(&s->lock);
-		unsigned wait_s = s->lease_ms ? (unsigned)(s->lease_ms / 3000) : POLL_WAIT_S;
+		uint64_t lease_ms = s->lease_ms;
 		pthread_mutex_unlock(&s->lock);
+		unsigned wait_s = lease_ms ? (unsigned)(lease_ms / 3000) : POLL_WAIT_S;
+		long slack_ms = lease_ms ? (long)(lease_ms / 6) : 5000;
 		if (wait_s < 1)
 			wait_s = 1;
 		if (wait_s > POLL_WAIT_S)
 			wait_s = POLL_WAIT_S;
-		c.timeout_ms = (wait_s + 5) * 1000L;
+		c.timeout_ms = wait_s * 1000L + (slack_ms < 1000 ? 1000 : slack_ms > 5000 ? 5000 : slack_ms);
 		char *esc = url_escape(id);
+		/* after a failure, the first answer comes at once: a master that
+		 * took over (or came back) renews the lease view now, not a wait later */
 		char *path = xasprintf("/v1/agents/%s/work?rev=%" JSON_INTEGER_FORMAT "&wait=%u", esc, rev,
-				       wait_s);
+				       backoff ? 0 : wait_s);
 		free(esc);
 		json_t *reply = NULL;
 		long status = 0;
