@@ -164,11 +164,10 @@ void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjo
 			j->level = 0;
 			j->level_base = j->attained;
 			j->level_since = at;
-			j->served = 0;
 			j->waited = 0;
 			j->promotions++;
-		} else {
-			j->waited += dt;
+		} else if (j->level) {
+			j->waited += dt; /* below level 0: starving */
 		}
 	}
 	j->accounted_at = now;

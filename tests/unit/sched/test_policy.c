@@ -299,11 +299,15 @@ static void test_las_ageing_bounds_starvation(void **state)
 	assert_int_equal(lng.level_base, 4 * 1010);
 
 	/* once promoted, its levels count from there: it demotes after another
-	 * 3250 GPU-seconds (813 s), and is preempted and promoted again */
+	 * 3250 GPU-seconds (813 s), and is preempted */
 	resumed = run_stream(&c, 3060 + 813 + 10, &lng, &nc);
 	assert_int_equal(lng.level, 1);
 	assert_false(lng.running);
-	assert_int_equal(lng.served, 813);     /* preempted at the demotion */
+	assert_int_equal(lng.served, 1010 + 813); /* preempted at the demotion */
+	/* its next promotion waits twice all it has run, not twice the 813 s
+	 * since the last one: a job promoted and demoted again at once would
+	 * otherwise be promoted again at once, for ever */
+	assert_int_equal(sched_policy_promotion_at(&c, &lng), 3060 + 813 + 2 * (1010 + 813));
 
 	/* a batch caller that accounts late still sees the promotion dated
 	 * at the second the limit was reached */
