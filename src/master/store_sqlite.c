@@ -554,20 +554,27 @@ static char *blob_path(const struct store *st, const char *name)
 	return xasprintf("%s/%s", st->dir, name);
 }
 
+/* Makes the dir that holds path (a blob's dir the master did not make). */
+static int make_parent(const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int ret = -1;
+
+	if (slash) {
+		*slash = 0;
+		ret = mkdir_p(dir, 0700);
+	}
+	free(dir);
+	return ret;
+}
+
 /* Opens path with flags, making its parent dir when it is missing. */
 static int open_making_dir(const char *path, int flags)
 {
 	int fd = open(path, flags, 0644);
 
-	if (fd < 0 && errno == ENOENT && (flags & O_CREAT)) {
-		char *dir = xstrdup(path), *slash = strrchr(dir, '/');
-		if (slash) {
-			*slash = 0;
-			if (!mkdir_p(dir, 0700))
-				fd = open(path, flags, 0644);
-		}
-		free(dir);
-	}
+	if (fd < 0 && errno == ENOENT && (flags & O_CREAT) && !make_parent(path))
+		fd = open(path, flags, 0644);
 	return fd;
 }
 
@@ -643,9 +650,11 @@ static int sqlite_blob_put_file(struct store *st, const char *name, const char *
 		goto out;
 	}
 	close(fd);
-	if (rename(path, dst) || fsync_parent_dir(dst)) {
+	if (rename(path, dst) && !(errno == ENOENT && !make_parent(dst) && !rename(path, dst))) {
 		ret = error(eb, yerr_of_errno(errno), "cannot store '%s': %s", dst, strerror(errno));
 		unlink(path);
+	} else if (fsync_parent_dir(dst)) {
+		ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", dst, strerror(errno));
 	}
 out:
 	free(dst);
