@@ -21,6 +21,7 @@ alternate so that what else the machine does falls on both. Nothing here
 asserts on time.
 
 usage: bench/blobs.py [--yard build/yard] [--runs N] [--log-mib N] [--code-mib N]
+                      [--archives N] [--stores sqlite,postgres]
 """
 import argparse
 import hashlib
@@ -204,11 +205,13 @@ def main():
     ap.add_argument("--log-mib", type=int, default=64)
     ap.add_argument("--code-mib", type=int, default=32)
     ap.add_argument("--archives", type=int, default=4)
+    ap.add_argument("--stores", default="sqlite,postgres",
+                    help="which stores, comma-separated (sqlite alone: a master before blobs)")
     args = ap.parse_args()
     os.environ["YARD"] = os.path.abspath(args.yard)
     import harness as h
     h.YARD = os.environ["YARD"]
-    results = {"sqlite": [], "postgres": []}
+    results = {s: [] for s in args.stores.split(",")}
     for i in range(args.runs):
         for store in results:
             r = one_run(h, store, args.log_mib, args.code_mib, args.archives)
@@ -219,7 +222,7 @@ def main():
     print()
     print(f"medians of {args.runs} runs ({args.log_mib} MiB of log text, {args.archives} archives "
           f"of {args.code_mib} MiB; MB/s is MiB/s)")
-    print(f"{'':34}{'sqlite':>12}{'postgres':>12}")
+    print(f"{'':34}" + "".join(f"{s:>12}" for s in results))
     rows = [("log append, 1 MiB chunks (MB/s)", "log_append_1m"),
             ("log append, 64 KiB chunks (MB/s)", "log_append_64k"),
             ("log read by offset (MB/s)", "log_read"),
@@ -227,11 +230,11 @@ def main():
             ("code download (MB/s)", "code_down")]
     for label, key in rows:
         vals = [statistics.median(r[key] for r in results[s]) for s in results]
-        print(f"{label:34}{vals[0]:12.1f}{vals[1]:12.1f}")
+        print(f"{label:34}" + "".join(f"{v:12.1f}" for v in vals))
     for label, disk, held in (("on disk per GiB of log text (MiB)", "disk_log", "held_log"),
                               ("on disk per GiB of archives (MiB)", "disk_code", "held_code")):
         vals = [statistics.median(r[disk] / r[held] * 1024 for r in results[s]) for s in results]
-        print(f"{label:34}{vals[0]:12.0f}{vals[1]:12.0f}")
+        print(f"{label:34}" + "".join(f"{v:12.0f}" for v in vals))
 
 
 if __name__ == "__main__":

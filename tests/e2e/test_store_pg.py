@@ -33,7 +33,15 @@ def test_master_on_postgres_runs_jobs_and_restarts():
             check_eq(c.api.log(jid).decode(), f"hello {i}\n", f"log of job {jid}")
         wait_until(lambda: c.api.job(long["id"])["state"] == "running", 30, "the long job running")
         check_eq(pg.sql("SELECT count(*) FROM jobs"), [str(len(ids) + 1)], "job rows in PostgreSQL")
-        check_eq(pg.sql("SELECT version FROM schema_version"), ["1"], "the schema version")
+        check_eq(pg.sql("SELECT version FROM schema_version"), ["2"], "the schema version")
+        # the logs are rows of the store, not files of the data dir
+        for jid, i in ids.items():
+            tid = c.api.job(jid)["tasks"][0]["id"]
+            check_eq(pg.sql(f"SELECT rtrim(convert_from(string_agg(data, ''::bytea ORDER BY off), 'UTF8'), E'\\n')"
+                            f" FROM blobs WHERE name = 'logs/{tid}.stdout'"), [f"hello {i}"],
+                     f"the log of job {jid} in PostgreSQL")
+        logs_dir = os.path.join(c.data_dir, "logs")
+        check_eq(os.listdir(logs_dir) if os.path.isdir(logs_dir) else [], [], "log files in the data dir")
 
         c.master.stop()
         c.start_master()
