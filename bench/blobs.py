@@ -21,7 +21,7 @@ alternate so that what else the machine does falls on both. Nothing here
 asserts on time.
 
 usage: bench/blobs.py [--yard build/yard] [--runs N] [--log-mib N] [--code-mib N]
-                      [--archives N] [--stores sqlite,postgres]
+                      [--archives N] [--stores sqlite,postgres] [--pg-storage default|lz4|external]
 """
 import argparse
 import hashlib
@@ -135,7 +135,16 @@ def du(path):
     return int(r.stdout.split()[0]) if r.returncode == 0 else 0
 
 
-def one_run(h, store, log_mib, code_mib, archives):
+# --pg-storage: how PostgreSQL keeps the column data, set after the master
+# made the table (a measurement knob: the schema keeps the default)
+PG_STORAGE = {
+    "default": None,  # EXTENDED: TOAST, compressed with default_toast_compression (pglz)
+    "lz4": "ALTER TABLE blobs ALTER COLUMN data SET COMPRESSION lz4",
+    "external": "ALTER TABLE blobs ALTER COLUMN data SET STORAGE EXTERNAL",  # TOAST, not compressed
+}
+
+
+def one_run(h, store, log_mib, code_mib, archives, pg_storage="default"):
     pg = None
     args = ["--rate-limit", "0"]
     if store == "postgres":
@@ -146,6 +155,8 @@ def one_run(h, store, log_mib, code_mib, archives):
     try:
         with h.cluster(f"bench-blobs-{store}", lease="10m", master_args=args) as c:
             c.start_master()
+            if pg and PG_STORAGE[pg_storage]:
+                pg.sql(PG_STORAGE[pg_storage])
             admin = Conn(c.url, c.admin_token)
             agent, jid, task = placed_task(c, admin)
             data = log_text(log_mib * MIB)
@@ -207,6 +218,7 @@ def main():
     ap.add_argument("--archives", type=int, default=4)
     ap.add_argument("--stores", default="sqlite,postgres",
                     help="which stores, comma-separated (sqlite alone: a master before blobs)")
+    ap.add_argument("--pg-storage", default="default", choices=sorted(PG_STORAGE))
     args = ap.parse_args()
     os.environ["YARD"] = os.path.abspath(args.yard)
     import harness as h
@@ -214,7 +226,7 @@ def main():
     results = {s: [] for s in args.stores.split(",")}
     for i in range(args.runs):
         for store in results:
-            r = one_run(h, store, args.log_mib, args.code_mib, args.archives)
+            r = one_run(h, store, args.log_mib, args.code_mib, args.archives, args.pg_storage)
             results[store].append(r)
             print(f"run {i + 1} {store:8}: log append {r['log_append_1m']:6.1f} MB/s (1 MiB chunks), "
                   f"{r['log_append_64k']:6.1f} MB/s (64 KiB), log read {r['log_read']:6.1f} MB/s, "

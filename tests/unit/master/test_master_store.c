@@ -1000,6 +1000,27 @@ static void test_pg_blob_rollback(void **state)
 	ops->close(st);
 }
 
+/* PostgreSQL: the pieces' TOAST is compressed with lz4 where the server
+ * has it (the test's server does: Debian builds it with lz4). */
+static void test_pg_blobs_lz4(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char out[16];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	ops->close(st);
+	assert_int_equal(b->sql(b, "SELECT 'lz4' = ANY (enumvals) FROM pg_settings"
+				   " WHERE name = 'default_toast_compression'", out, sizeof(out)), 0);
+	assert_string_equal(out, "t");
+	assert_int_equal(b->sql(b, "SELECT attcompression FROM pg_attribute WHERE attrelid ="
+				   " 'blobs'::regclass AND attname = 'data'", out, sizeof(out)), 0);
+	assert_string_equal(out, "l");
+}
+
 /* A store at schema version 1 (before blobs) is upgraded to this master's,
  * keeping its rows, and then takes blobs. */
 static void test_upgrade_from_v1(void **state)
@@ -1046,6 +1067,7 @@ int main(void)
 		BOTH(test_blob_append_read),
 		BOTH(test_blob_put_file),
 		ON(pg_backend, test_pg_blob_rollback),
+		ON(pg_backend, test_pg_blobs_lz4),
 		BOTH(test_upgrade_from_v1),
 		ON(sqlite_backend, test_sqlite_unversioned),
 		ON(pg_backend, test_pg_foreign_tables_refused),
