@@ -163,8 +163,11 @@ static void h_code_put(struct req *r)
 	}
 }
 
-/* A blob's bytes that the store gave in memory, sent in its reads of at
- * most STORE_BLOB_READ_MAX as the answer goes out. */
+/* A blob's bytes that the store gave in memory, sent in reads of
+ * BLOB_STREAM_READ as the answer goes out (what one answer holds in memory:
+ * a hundred agents fetching one checkpoint at once hold 100 MiB). */
+#define BLOB_STREAM_READ ((uint64_t)1 << 20)
+
 struct blob_stream {
 	struct master *m;
 	char name[96];
@@ -186,7 +189,8 @@ static ssize_t blob_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		free(bs->cur.buf);
 		bs->cur.buf = NULL;
 		bs->cur.len = 0;
-		if (bs->m->sops->blob_read(bs->m->store, bs->name, at, bs->n - pos, &bs->cur, &eb) ||
+		uint64_t want = bs->n - pos < BLOB_STREAM_READ ? bs->n - pos : BLOB_STREAM_READ;
+		if (bs->m->sops->blob_read(bs->m->store, bs->name, at, want, &bs->cur, &eb) ||
 		    !bs->cur.len) {
 			fprintf(stderr, "yard master: cannot send blob '%s' at %" PRIu64 ": %s\n", bs->name,
 				at, eb.msg[0] ? eb.msg : "it ends early");
