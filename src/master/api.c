@@ -258,31 +258,39 @@ static struct MHD_Response *blob_response(struct master *m, const char *name, ui
 	return resp;
 }
 
-static void h_code_get(struct req *r)
+/* Answers with the whole blob name, or 404 "no WHAT 'KEY'" when the store
+ * has none. */
+static void reply_whole_blob(struct req *r, const char *name, const char *ctype, const char *what,
+			     const char *key)
 {
 	struct errbuf eb = ERRBUF_INIT;
-	const char *d = r->cap[0];
 	struct MHD_Response *resp;
 	uint64_t size, len;
-	char name[CODE_NAME_MAX];
-	int rc;
+	int rc = r->m->sops->blob_size(r->m->store, name, &size, &eb);
 
-	if (strncmp(d, "sha256:", 7) || strlen(d) != 71 || strspn(d + 7, "0123456789abcdef") != 64) {
-		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
-		return;
-	}
-	code_blob_name(name, d + 7);
-	rc = r->m->sops->blob_size(r->m->store, name, &size, &eb);
 	if (rc == YERR(NOT_FOUND)) {
-		reply_err(r, YERR(NOT_FOUND), "no code '%s'", d);
+		reply_err(r, YERR(NOT_FOUND), "no %s '%s'", what, key);
 		return;
 	}
 	if (rc || !(resp = blob_response(r->m, name, 0, size, &len, &eb))) {
 		req_error(r, &eb);
 		return;
 	}
-	MHD_add_response_header(resp, "Content-Type", "application/gzip");
+	MHD_add_response_header(resp, "Content-Type", ctype);
 	req_set_response(r, 200, resp);
+}
+
+static void h_code_get(struct req *r)
+{
+	const char *d = r->cap[0];
+	char name[CODE_NAME_MAX];
+
+	if (strncmp(d, "sha256:", 7) || strlen(d) != 71 || strspn(d + 7, "0123456789abcdef") != 64) {
+		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
+		return;
+	}
+	code_blob_name(name, d + 7);
+	reply_whole_blob(r, name, "application/gzip", "code", d);
 }
 
 /* ---- datasets (docs/datasets.md) ---- */
@@ -326,27 +334,14 @@ static void h_blob_put(struct req *r)
 static void h_blob_get(struct req *r)
 {
 	const char *d = r->cap[0];
-	struct MHD_Response *resp;
-	struct stat st;
-	char *path;
-	int fd;
+	char name[DATASETS_NAME_MAX];
 
 	if (!dataset_digest_valid(d)) {
 		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
 		return;
 	}
-	path = datasets_blob_path(r->m, d);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0 || fstat(fd, &st)) {
-		if (fd >= 0)
-			close(fd);
-		reply_err(r, YERR(NOT_FOUND), "no chunk '%s'", d);
-		return;
-	}
-	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-	req_set_response(r, 200, resp);
+	datasets_chunk_name(name, d);
+	reply_whole_blob(r, name, "application/octet-stream", "chunk", d);
 }
 
 static void h_datasets_post(struct req *r)

@@ -18,9 +18,9 @@
  * alike: one version is the same tables in each.
  *
  * Beside the rows the store keeps blobs: byte strings named by short
- * relative paths ("logs/12.stdout", "code/HEX.tar.gz"), either appended by
- * offset (task logs) or put whole from a file (content-addressed archives,
- * whose name is their digest). SQLite keeps each blob as the file of that
+ * relative paths ("logs/12.stdout", "code/HEX.tar.gz", "blobs/HEX"), either
+ * appended by offset (task logs) or put whole (content-addressed archives,
+ * dataset chunks and manifests, whose names are their digests). SQLite keeps each blob as the file of that
  * name under its data dir, written and fdatasync'd at once (what a
  * rollback does not undo: the file is the truth about what is held);
  * PostgreSQL keeps them as rows of the table blobs (name, off, data), written
@@ -161,6 +161,10 @@ struct store_ops {
 	 * must be on the data dir's filesystem (SQLite renames it into place). */
 	int (*blob_put_file)(struct store *st, const char *name, const char *path,
 			     struct errbuf *eb);
+	/* blob_put is blob_put_file of len bytes in memory (a dataset chunk, a
+	 * manifest) */
+	int (*blob_put)(struct store *st, const char *name, const void *data, size_t len,
+			struct errbuf *eb);
 	/* blob_size: *out the size of blob name; YERR(NOT_FOUND) when there is
 	 * no such blob (*out 0) */
 	int (*blob_size)(struct store *st, const char *name, uint64_t *out, struct errbuf *eb);
@@ -170,6 +174,10 @@ struct store_ops {
 	 * when there is no such blob. */
 	int (*blob_read)(struct store *st, const char *name, uint64_t off, uint64_t len,
 			 struct store_blob_range *out, struct errbuf *eb);
+	/* blob_delete removes blob name, if there is one. Unlike the other
+	 * writes it may also run outside a transaction, taking effect at once
+	 * (garbage collected after the commit that dropped the last use). */
+	int (*blob_delete)(struct store *st, const char *name, struct errbuf *eb);
 };
 
 extern const struct store_ops store_sqlite_ops;

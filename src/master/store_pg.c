@@ -120,6 +120,7 @@ static const struct {
 	  " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)" },
 	{ "b_size", "SELECT off + length(data) FROM blobs WHERE name = $1 ORDER BY off DESC LIMIT 1" },
 	{ "b_insert", "INSERT INTO blobs (name, off, data) VALUES ($1, $2::bigint, $3::bytea)" },
+	{ "b_delete", "DELETE FROM blobs WHERE name = $1" },
 	/* the pieces that hold [$2, $3): from the last one starting at or before $2 */
 	{ "b_read",
 	  "SELECT off, data FROM blobs WHERE name = $1 AND off < $3::bigint AND off >= coalesce("
@@ -985,6 +986,33 @@ out:
 	return ret;
 }
 
+/* In PG_BLOB_PIECE slices, as pg_blob_put_file. */
+static int pg_blob_put(struct store *st, const char *name, const void *data, size_t len,
+		       struct errbuf *eb)
+{
+	uint64_t size;
+	size_t off = 0;
+	int ret = pg_blob_size(st, name, &size, eb);
+
+	if (ret != YERR(NOT_FOUND))
+		return ret; /* there already (0), or an error */
+	errbuf_reset(eb);
+	ret = 0;
+	do {
+		size_t n = len - off < PG_BLOB_PIECE ? len - off : PG_BLOB_PIECE;
+		ret = insert_piece(st, name, off, (const char *)data + off, n, eb);
+		off += n;
+	} while (!ret && off < len);
+	return ret;
+}
+
+static int pg_blob_delete(struct store *st, const char *name, struct errbuf *eb)
+{
+	const char *vals[] = { name };
+
+	return pg_write(st, "b_delete", 1, vals, "delete a blob", eb);
+}
+
 static int pg_blob_read(struct store *st, const char *name, uint64_t off, uint64_t len,
 			struct store_blob_range *out, struct errbuf *eb)
 {
@@ -1051,6 +1079,8 @@ const struct store_ops store_pg_ops = {
 	.audit_query = pg_audit_query,
 	.blob_append = pg_blob_append,
 	.blob_put_file = pg_blob_put_file,
+	.blob_put = pg_blob_put,
 	.blob_size = pg_blob_size,
 	.blob_read = pg_blob_read,
+	.blob_delete = pg_blob_delete,
 };

@@ -661,6 +661,34 @@ out:
 	return ret;
 }
 
+/* Written as NAME.tmp, fsync'd, renamed, the dir fsync'd (write_file_atomic). */
+static int sqlite_blob_put(struct store *st, const char *name, const void *data, size_t len,
+			   struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	int ret = 0;
+
+	if (path_exists(path))
+		goto out;
+	if (write_file_atomic(path, data, len, 0600) &&
+	    !(errno == ENOENT && !make_parent(path) && !write_file_atomic(path, data, len, 0600)))
+		ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s", path, strerror(errno));
+out:
+	free(path);
+	return ret;
+}
+
+static int sqlite_blob_delete(struct store *st, const char *name, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	int ret = 0;
+
+	if (unlink(path) && errno != ENOENT)
+		ret = error(eb, yerr_of_errno(errno), "cannot remove '%s': %s", path, strerror(errno));
+	free(path);
+	return ret;
+}
+
 static int sqlite_blob_size(struct store *st, const char *name, uint64_t *out, struct errbuf *eb)
 {
 	char *path = blob_path(st, name);
@@ -724,6 +752,8 @@ const struct store_ops store_sqlite_ops = {
 	.audit_query = sqlite_audit_query,
 	.blob_append = sqlite_blob_append,
 	.blob_put_file = sqlite_blob_put_file,
+	.blob_put = sqlite_blob_put,
 	.blob_size = sqlite_blob_size,
 	.blob_read = sqlite_blob_read,
+	.blob_delete = sqlite_blob_delete,
 };

@@ -955,8 +955,59 @@ static void test_blob_put_file(void **state)
 	free(out);
 }
 
+/* Chunks put from memory, idempotently by name, and deleted: in a
+ * transaction or, as the garbage collection after a commit does, outside
+ * one. */
+static void test_blob_put_delete(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	const size_t n = (2 << 20) + 5;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char *data = xmalloc(n), *out = xmalloc(n);
+	int created;
+
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i % 253);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", data, n, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", "other", 5, &eb), 0); /* held: kept */
+	assert_int_equal(ops->blob_put(st, "manifests/m1.json", "{}", 2, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/empty", "", 0, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), (int64_t)n);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/empty"), 0);
+	assert_int_equal(blob_read_all(ops, st, "blobs/c1", 0, n, out), n);
+	assert_memory_equal(out, data, n);
+	assert_int_equal(blob_read_all(ops, st, "manifests/m1.json", 0, 10, out), 2);
+	assert_memory_equal(out, "{}", 2);
+	/* deleted in a transaction, and outside one; an absent one is no error */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "blobs/c1", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "manifests/m1.json", &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "blobs/absent", &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), -1);
+	assert_int_equal(blob_size_or_none(ops, st, "manifests/m1.json"), -1);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/empty"), 0);
+	ops->close(st);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), -1);
+	/* and put again once gone */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", data, 100, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), 100);
+	ops->close(st);
+	free(data);
+	free(out);
+}
+
 /* PostgreSQL: blobs are rows of the transaction, so a rolled-back batch and
- * one whose commit fails leave none of its appends and archives. */
+ * one whose commit fails leave none of its appends, archives and chunks,
+ * and remove none it deleted. */
 static void test_pg_blob_rollback(void **state)
 {
 	struct backend *b = *state;
@@ -978,7 +1029,14 @@ static void test_pg_blob_rollback(void **state)
 	path = temp_file(b, 5000, 3);
 	assert_int_equal(ops->blob_put_file(st, "code/cc.tar.gz", path, &eb), 0);
 	free(path);
+	assert_int_equal(ops->blob_put(st, "blobs/dd", "chunk", 5, &eb), 0);
 	assert_int_equal(blob_size_or_none(ops, st, "code/cc.tar.gz"), 5000);
+	ops->rollback(st);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/dd"), -1);
+	/* nor is a delete of a rolled-back batch done */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "logs/1.stdout", &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/1.stdout"), -1);
 	ops->rollback(st);
 	assert_int_equal(blob_size_or_none(ops, st, "logs/1.stdout"), 4);
 	assert_int_equal(blob_size_or_none(ops, st, "logs/2.stdout"), -1);
@@ -1066,6 +1124,7 @@ int main(void)
 		BOTH(test_migrate_newer_refused),
 		BOTH(test_blob_append_read),
 		BOTH(test_blob_put_file),
+		BOTH(test_blob_put_delete),
 		ON(pg_backend, test_pg_blob_rollback),
 		ON(pg_backend, test_pg_blobs_lz4),
 		BOTH(test_upgrade_from_v1),
