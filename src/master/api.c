@@ -186,10 +186,11 @@ static ssize_t blob_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	if (at < bs->cur_off || at >= bs->cur_off + bs->cur.len) {
 		struct errbuf eb = ERRBUF_INIT;
+		uint64_t want = bs->n - pos < BLOB_STREAM_READ ? bs->n - pos : BLOB_STREAM_READ;
+
 		free(bs->cur.buf);
 		bs->cur.buf = NULL;
 		bs->cur.len = 0;
-		uint64_t want = bs->n - pos < BLOB_STREAM_READ ? bs->n - pos : BLOB_STREAM_READ;
 		if (bs->m->sops->blob_read(bs->m->store, bs->name, at, want, &bs->cur, &eb) ||
 		    !bs->cur.len) {
 			fprintf(stderr, "yard master: cannot send blob '%s' at %" PRIu64 ": %s\n", bs->name,
@@ -239,8 +240,14 @@ static struct MHD_Response *blob_response(struct master *m, const char *name, ui
 	if (m->sops->blob_read(m->store, name, off, n, &br, eb))
 		return NULL;
 	if (br.fd >= 0) {
+		resp = MHD_create_response_from_fd_at_offset64(br.len, br.fd, off);
+		if (!resp) {
+			close(br.fd);
+			error(eb, YERR(INTERNAL), "cannot send blob '%s' from offset %" PRIu64, name, off);
+			return NULL;
+		}
 		*len = br.len;
-		return MHD_create_response_from_fd_at_offset64(br.len, br.fd, off);
+		return resp;
 	}
 	if (br.len == n || br.len < STORE_BLOB_READ_MAX) {
 		*len = br.len;

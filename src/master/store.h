@@ -20,12 +20,12 @@
  * Beside the rows the store keeps blobs: byte strings named by short
  * relative paths ("logs/12.stdout", "code/HEX.tar.gz", "blobs/HEX"), either
  * appended by offset (task logs) or put whole (content-addressed archives,
- * dataset chunks and manifests, whose names are their digests). SQLite keeps each blob as the file of that
- * name under its data dir, written and fdatasync'd at once (what a
- * rollback does not undo: the file is the truth about what is held);
- * PostgreSQL keeps them as rows of the table blobs (name, off, data), written
- * in the transaction like any row, so that whichever master leads reads
- * them and a rolled-back batch leaves none.
+ * dataset chunks and manifests, whose names are their digests). SQLite
+ * keeps each blob as the file of that name under its data dir, written and
+ * fdatasync'd at once (what a rollback does not undo: the file is the truth
+ * about what is held); PostgreSQL keeps them as rows of the table blobs
+ * (name, off, data), written in the transaction like any row, so that
+ * whichever master leads reads them and a rolled-back batch leaves none.
  */
 #ifndef YARD_MASTER_STORE_H
 #define YARD_MASTER_STORE_H
