@@ -13,6 +13,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "master/codeindex.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/jobs.h"
@@ -115,13 +116,16 @@ static void h_healthz(struct req *r)
 
 /* ---- code ---- */
 
-/* Moves a streamed upload into the content store data/code/HEX.tar.gz;
- * OUT hex: its digest. Replies with the error itself and returns -1. */
+/* Puts a streamed upload into the store as the blob code/HEX.tar.gz, in the
+ * open batch (its reply waits for the commit); OUT hex: its digest.
+ * Replies with the error itself and returns -1. */
 static int store_upload(struct req *r, char hex[65])
 {
+	struct errbuf eb = ERRBUF_INIT;
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
-	char *dst;
+	char name[CODE_NAME_MAX];
+	int rc;
 
 	if (r->upload_fd < 0) {
 		reply_err(r, YERR(INTERNAL), "the upload lost its temp file");
@@ -130,22 +134,21 @@ static int store_upload(struct req *r, char hex[65])
 	EVP_DigestFinal_ex(r->sha, md, &mdlen);
 	for (unsigned i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (fsync(r->upload_fd)) {
-		reply_err(r, yerr_of_errno(errno), "cannot sync '%s': %s",
-			  r->upload_tmp, strerror(errno));
-		return -1;
-	}
 	close(r->upload_fd);
 	r->upload_fd = -1;
-	dst = xasprintf("%s/code/%s.tar.gz", r->m->data_dir, hex);
-	if (rename(r->upload_tmp, dst) || fsync_parent_dir(dst)) {
-		reply_err(r, YERR(IO), "cannot store '%s': %s", dst, strerror(errno));
-		free(dst);
+	if ((rc = core_batch_open(r->m))) {
+		req_error(r, &r->m->batch_eb);
 		return -1;
 	}
+	code_blob_name(name, hex);
+	rc = r->m->sops->blob_put_file(r->m->store, name, r->upload_tmp, &eb);
+	/* the temp file is taken, even on error */
 	free(r->upload_tmp);
 	r->upload_tmp = NULL;
-	free(dst);
+	if (rc) {
+		req_error(r, &eb);
+		return -1;
+	}
 	return 0;
 }
 
@@ -163,31 +166,141 @@ static void h_code_put(struct req *r)
 	}
 }
 
+/* A blob's bytes that the store gave in memory, sent in reads of
+ * BLOB_STREAM_READ as the answer goes out (what one answer holds in memory:
+ * a hundred agents fetching one checkpoint at once hold 100 MiB). */
+#define BLOB_STREAM_READ ((uint64_t)1 << 20)
+
+struct blob_stream {
+	struct master *m;
+	char name[96];
+	uint64_t off, n;        /* the range sent: n bytes from off */
+	struct store_blob_range cur; /* bytes from cur_off (buf owned) */
+	uint64_t cur_off;
+};
+
+static ssize_t blob_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct blob_stream *bs = cls;
+	uint64_t at = bs->off + pos;
+	size_t k;
+
+	if (pos >= bs->n)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (at < bs->cur_off || at >= bs->cur_off + bs->cur.len) {
+		struct errbuf eb = ERRBUF_INIT;
+		uint64_t want = bs->n - pos < BLOB_STREAM_READ ? bs->n - pos : BLOB_STREAM_READ;
+
+		free(bs->cur.buf);
+		bs->cur.buf = NULL;
+		bs->cur.len = 0;
+		if (bs->m->sops->blob_read(bs->m->store, bs->name, at, want, &bs->cur, &eb) ||
+		    !bs->cur.len) {
+			fprintf(stderr, "yard master: cannot send blob '%s' at %" PRIu64 ": %s\n", bs->name,
+				at, eb.msg[0] ? eb.msg : "it ends early");
+			if (bs->cur.fd >= 0)
+				close(bs->cur.fd);
+			bs->cur.fd = -1;
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		if (bs->cur.fd >= 0) {
+			/* a backend that reads from files gives one: read from it */
+			ssize_t got = pread(bs->cur.fd, buf, max < bs->cur.len ? max : bs->cur.len, (off_t)at);
+			close(bs->cur.fd);
+			bs->cur.fd = -1;
+			bs->cur.len = 0;
+			return got > 0 ? got : MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		bs->cur_off = at;
+	}
+	k = (size_t)(bs->cur_off + bs->cur.len - at);
+	if (k > max)
+		k = max;
+	memcpy(buf, bs->cur.buf + (at - bs->cur_off), k);
+	return (ssize_t)k;
+}
+
+static void blob_stream_free(void *cls)
+{
+	struct blob_stream *bs = cls;
+
+	free(bs->cur.buf);
+	free(bs);
+}
+
+/* An answer of at most n bytes of blob name from off: sent from the file
+ * when the store keeps it in one (sendfile), else from memory, read in
+ * pieces as it goes out when it is longer than one read. OUT *len: the
+ * bytes it holds. NULL (eb says why) when the store cannot read it. */
+static struct MHD_Response *blob_response(struct master *m, const char *name, uint64_t off,
+					  uint64_t n, uint64_t *len, struct errbuf *eb)
+{
+	struct store_blob_range br;
+	struct blob_stream *bs;
+	struct MHD_Response *resp;
+
+	*len = 0;
+	if (m->sops->blob_read(m->store, name, off, n, &br, eb))
+		return NULL;
+	if (br.fd >= 0) {
+		resp = MHD_create_response_from_fd_at_offset64(br.len, br.fd, off);
+		if (!resp) {
+			close(br.fd);
+			error(eb, YERR(INTERNAL), "cannot send blob '%s' from offset %" PRIu64, name, off);
+			return NULL;
+		}
+		*len = br.len;
+		return resp;
+	}
+	if (br.len == n || br.len < STORE_BLOB_READ_MAX) {
+		*len = br.len;
+		return MHD_create_response_from_buffer(br.len, br.buf, MHD_RESPMEM_MUST_FREE);
+	}
+	bs = xcalloc(1, sizeof(*bs));
+	bs->m = m;
+	snprintf(bs->name, sizeof(bs->name), "%s", name);
+	bs->off = off;
+	bs->n = n;
+	bs->cur = br;
+	bs->cur_off = off;
+	resp = MHD_create_response_from_callback(n, 64 * 1024, blob_stream_read, bs, blob_stream_free);
+	*len = n;
+	return resp;
+}
+
+/* Answers with the whole blob name, or 404 "no WHAT 'KEY'" when the store
+ * has none. */
+static void reply_whole_blob(struct req *r, const char *name, const char *ctype, const char *what,
+			     const char *key)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct MHD_Response *resp;
+	uint64_t size, len;
+	int rc = r->m->sops->blob_size(r->m->store, name, &size, &eb);
+
+	if (rc == YERR(NOT_FOUND)) {
+		reply_err(r, YERR(NOT_FOUND), "no %s '%s'", what, key);
+		return;
+	}
+	if (rc || !(resp = blob_response(r->m, name, 0, size, &len, &eb))) {
+		req_error(r, &eb);
+		return;
+	}
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	req_set_response(r, 200, resp);
+}
+
 static void h_code_get(struct req *r)
 {
 	const char *d = r->cap[0];
-	struct MHD_Response *resp;
-	struct stat st;
-	char *path;
-	int fd;
+	char name[CODE_NAME_MAX];
 
 	if (strncmp(d, "sha256:", 7) || strlen(d) != 71 || strspn(d + 7, "0123456789abcdef") != 64) {
 		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
 		return;
 	}
-	path = xasprintf("%s/code/%s.tar.gz", r->m->data_dir, d + 7);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		if (fd >= 0)
-			close(fd);
-		reply_err(r, YERR(NOT_FOUND), "no code '%s'", d);
-		free(path);
-		return;
-	}
-	free(path);
-	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
-	MHD_add_response_header(resp, "Content-Type", "application/gzip");
-	req_set_response(r, 200, resp);
+	code_blob_name(name, d + 7);
+	reply_whole_blob(r, name, "application/gzip", "code", d);
 }
 
 /* ---- datasets (docs/datasets.md) ---- */
@@ -231,27 +344,14 @@ static void h_blob_put(struct req *r)
 static void h_blob_get(struct req *r)
 {
 	const char *d = r->cap[0];
-	struct MHD_Response *resp;
-	struct stat st;
-	char *path;
-	int fd;
+	char name[DATASETS_NAME_MAX];
 
 	if (!dataset_digest_valid(d)) {
 		reply_err(r, YERR(BAD_REQUEST), "'%s' is not a sha256 digest", d);
 		return;
 	}
-	path = datasets_blob_path(r->m, d);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0 || fstat(fd, &st)) {
-		if (fd >= 0)
-			close(fd);
-		reply_err(r, YERR(NOT_FOUND), "no chunk '%s'", d);
-		return;
-	}
-	resp = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-	req_set_response(r, 200, resp);
+	datasets_chunk_name(name, d);
+	reply_whole_blob(r, name, "application/octet-stream", "chunk", d);
 }
 
 static void h_datasets_post(struct req *r)
@@ -523,19 +623,22 @@ static void h_job_cancel(struct req *r)
 /* Replies with log bytes of r->task_id from r->offset (headers included). */
 static void logs_reply(struct req *r, struct task *t)
 {
-	uint64_t size = logs_size(r->m, t->id, r->stream), off = r->offset, n = 0;
+	uint64_t size = logs_size(r->m, t, r->stream), off = r->offset, n = 0;
 	struct MHD_Response *resp = NULL;
 	char buf[32];
 
 	if (off < size) {
-		char *path = logs_path(r->m, t->id, r->stream);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		free(path);
-		n = size - off;
-		if (r->limit && n > r->limit)
-			n = r->limit;
-		if (fd >= 0)
-			resp = MHD_create_response_from_fd_at_offset64(n, fd, off);
+		struct errbuf eb = ERRBUF_INIT;
+		char name[LOGS_NAME_MAX];
+		uint64_t want = size - off;
+		if (r->limit && want > r->limit)
+			want = r->limit;
+		logs_name(name, t->id, r->stream);
+		resp = blob_response(r->m, name, off, want, &n, &eb);
+		if (!resp) {
+			req_error(r, &eb);
+			return;
+		}
 	}
 	if (!resp) {
 		n = 0;
@@ -590,7 +693,7 @@ static void h_job_logs(struct req *r)
 	}
 	r->task_id = t->id;
 	if (follow && !strcmp(follow, "1") && !task_state_is_final(t->state) &&
-	    logs_size(r->m, t->id, r->stream) <= r->offset) {
+	    logs_size(r->m, t, r->stream) <= r->offset) {
 		r->wait = WAIT_LOGS;
 		r->deadline_ms = mono_ms() + LOG_FOLLOW_MS;
 		return;
@@ -956,8 +1059,8 @@ static void h_task_log_size(struct req *r)
 
 	if (t)
 		req_json(r, 200, json_pack("{s:I, s:I}", "stdout",
-					   (json_int_t)logs_size(r->m, t->id, LOG_STDOUT), "stderr",
-					   (json_int_t)logs_size(r->m, t->id, LOG_STDERR)));
+					   (json_int_t)logs_size(r->m, t, LOG_STDOUT), "stderr",
+					   (json_int_t)logs_size(r->m, t, LOG_STDERR)));
 }
 
 static void h_exec_post(struct req *r)
@@ -1099,7 +1202,7 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 			return true;
 		}
 		if (now_ms < r->deadline_ms && !task_state_is_final(t->state) &&
-		    logs_size(r->m, t->id, r->stream) <= r->offset)
+		    logs_size(r->m, t, r->stream) <= r->offset)
 			return false;
 		logs_reply(r, t);
 		return true;

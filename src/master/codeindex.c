@@ -92,3 +92,8 @@ void codeindex_free(struct codeindex **ixp)
 	free(ix);
 	*ixp = NULL;
 }
+
+void code_blob_name(char out[CODE_NAME_MAX], const char *hex)
+{
+	snprintf(out, CODE_NAME_MAX, "code/%.64s.tar.gz", hex);
+}

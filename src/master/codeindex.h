@@ -16,6 +16,11 @@
 
 struct codeindex; /* private to codeindex.c */
 
+/* The store's blob of an archive (code or checkpoint) of sha256 hex:
+ * "code/HEX.tar.gz" (store.h's blobs), written into out. */
+#define CODE_NAME_MAX 80
+void code_blob_name(char out[CODE_NAME_MAX], const char *hex);
+
 /* codeindex_add lists job_id under digest (NULL: nothing); *ix is made on
  * first use. Adding the id last added under digest again does nothing. */
 void codeindex_add(struct codeindex **ix, const char *digest, uint64_t job_id);

@@ -72,7 +72,10 @@ struct task {
 	 * (a "@yard {\"checkpoint\": N}" line in its output); 0: none. In memory
 	 * only: the agent reports it again after a master restart. */
 	uint64_t checkpoint_at;
+	/* bytes held of each output stream: as the task was last saved until
+	 * log_size_known, then as the store said and appends made it (logs.h) */
 	uint64_t log_size[LOG_STREAM__COUNT];
+	bool log_size_known[LOG_STREAM__COUNT]; /* in memory only */
 	size_t live_slot;       /* 1 + index in master->live, 0 when not holding resources */
 };
 

@@ -45,32 +45,37 @@ int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb)
 	return 0;
 }
 
-char *datasets_blob_path(const struct master *m, const char *digest)
+void datasets_chunk_name(char out[DATASETS_NAME_MAX], const char *digest)
 {
-	return xasprintf("%s/blobs/%s", m->data_dir, digest + 7);
+	snprintf(out, DATASETS_NAME_MAX, "blobs/%.64s", digest + 7);
 }
 
-static char *manifest_path(const struct master *m, const char *digest)
+static void manifest_name(char out[DATASETS_NAME_MAX], const char *digest)
 {
-	return xasprintf("%s/manifests/%s.json", m->data_dir, digest + 7);
+	snprintf(out, DATASETS_NAME_MAX, "manifests/%.64s.json", digest + 7);
 }
 
-/* The size of a held chunk, or -1. */
+/* The size of a held chunk, or -1 (also when the store cannot say: a
+ * chunk thought missing is uploaded again, which is harmless). */
 static int64_t blob_size(const struct master *m, const char *digest)
 {
-	char *path = datasets_blob_path(m, digest);
-	struct stat st;
-	int rc = stat(path, &st);
+	struct errbuf eb = ERRBUF_INIT;
+	char name[DATASETS_NAME_MAX];
+	uint64_t size;
+	int rc;
 
-	free(path);
-	return rc ? -1 : (int64_t)st.st_size;
+	datasets_chunk_name(name, digest);
+	rc = m->sops->blob_size(m->store, name, &size, &eb);
+	if (rc && rc != YERR(NOT_FOUND))
+		fprintf(stderr, "yard master: chunk '%s': %s\n", digest, eb.msg);
+	return rc ? -1 : (int64_t)size;
 }
 
 int datasets_blob_put(struct master *m, const char *digest, const void *data, size_t len,
 		      bool *created, struct errbuf *eb)
 {
-	char hex[SHA256_HEX_LEN + 1], *path;
-	int ret = 0;
+	char hex[SHA256_HEX_LEN + 1], name[DATASETS_NAME_MAX];
+	int ret;
 
 	*created = false;
 	if (!dataset_digest_valid(digest))
@@ -83,13 +88,14 @@ int datasets_blob_put(struct master *m, const char *digest, const void *data, si
 			     digest);
 	if (blob_size(m, digest) == (int64_t)len)
 		return 0;
-	path = datasets_blob_path(m, digest);
-	if (write_file_atomic(path, data, len, 0600))
-		ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s", path,
-			    strerror(errno));
-	else
+	if ((ret = core_batch_open(m))) {
+		*eb = m->batch_eb;
+		return ret;
+	}
+	datasets_chunk_name(name, digest);
+	ret = m->sops->blob_put(m->store, name, data, len, eb);
+	if (!ret)
 		*created = true;
-	free(path);
 	return ret;
 }
 
@@ -141,14 +147,38 @@ struct dataset_version *datasets_version(struct dataset *ds, unsigned n)
 
 json_t *datasets_manifest(const struct master *m, const char *digest)
 {
-	char *path;
-	json_t *doc;
+	struct strbuf sb = STRBUF_INIT;
+	struct errbuf eb = ERRBUF_INIT;
+	char name[DATASETS_NAME_MAX];
+	json_t *doc = NULL;
 
 	if (!dataset_digest_valid(digest))
 		return NULL;
-	path = manifest_path(m, digest);
-	doc = json_load_file(path, 0, NULL);
-	free(path);
+	manifest_name(name, digest);
+	for (;;) {
+		struct store_blob_range br;
+		int rc = m->sops->blob_read(m->store, name, sb.len, UINT64_MAX, &br, &eb);
+		if (rc) {
+			if (rc != YERR(NOT_FOUND))
+				fprintf(stderr, "yard master: manifest '%s': %s\n", digest, eb.msg);
+			goto out;
+		}
+		if (br.fd >= 0) {
+			char buf[65536];
+			ssize_t n;
+			while ((n = pread(br.fd, buf, sizeof(buf), (off_t)sb.len)) > 0)
+				strbuf_add(&sb, buf, (size_t)n);
+			close(br.fd);
+			break;
+		}
+		strbuf_add(&sb, br.buf, br.len);
+		free(br.buf);
+		if (!br.len)
+			break;
+	}
+	doc = json_loadb(sb.buf, sb.len, 0, NULL);
+out:
+	strbuf_release(&sb);
 	return doc;
 }
 
@@ -305,15 +335,15 @@ int datasets_create(struct master *m, const struct caller *c, const json_t *body
 				     "of %s (%" PRIu64 " bytes)", team, ns, need, qs, q->bytes);
 		}
 	}
+	if ((ret = core_batch_open(m))) {
+		*eb = m->batch_eb;
+		return ret;
+	}
 	{
-		char *path = manifest_path(m, digest);
-		char *text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
-		int rc = write_file_atomic(path, text, strlen(text), 0600);
-		if (rc)
-			ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s",
-				    path, strerror(errno));
+		char *text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS), mname[DATASETS_NAME_MAX];
+		manifest_name(mname, digest);
+		ret = m->sops->blob_put(m->store, mname, text, strlen(text), eb);
 		free(text);
-		free(path);
 		if (ret)
 			return ret;
 	}
@@ -419,6 +449,8 @@ static bool job_uses(const struct job *j, const char *name, unsigned n)
 static void collect_garbage(struct master *m, const json_t *dropped)
 {
 	json_t *keep = json_object(), *kept_manifests = json_object(), *d;
+	struct errbuf eb = ERRBUF_INIT;
+	char name[DATASETS_NAME_MAX];
 	size_t i;
 
 	for (size_t k = 0; k < m->ndatasets; k++)
@@ -444,17 +476,17 @@ static void collect_garbage(struct master *m, const json_t *dropped)
 		if (man)
 			add_chunks(set, man);
 		json_object_foreach(set, key, val) {
-			if (!json_object_get(keep, key)) {
-				char *p = datasets_blob_path(m, key);
-				unlink(p);
-				free(p);
+			if (!json_object_get(keep, key) && dataset_digest_valid(key)) {
+				datasets_chunk_name(name, key);
+				if (m->sops->blob_delete(m->store, name, &eb))
+					fprintf(stderr, "yard master: %s\n", eb.msg);
+				errbuf_reset(&eb);
 			}
 		}
-		{
-			char *p = manifest_path(m, dg);
-			unlink(p);
-			free(p);
-		}
+		manifest_name(name, dg);
+		if (m->sops->blob_delete(m->store, name, &eb))
+			fprintf(stderr, "yard master: %s\n", eb.msg);
+		errbuf_reset(&eb);
 		json_decref(set);
 		json_decref(man);
 	}

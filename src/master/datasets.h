@@ -1,8 +1,9 @@
 /*
  * Datasets on the master (docs/datasets.md): a content-addressed chunk store
- * (DATA_DIR/blobs/HEX, written as tmp + fsync + rename), manifests
- * (DATA_DIR/manifests/HEX.json) and named, versioned datasets whose rows
- * live in the store. Team quotas bound the unique chunk bytes of a team's
+ * (the store's blobs blobs/HEX: with SQLite files of the data dir, written
+ * as tmp + fsync + rename), manifests (blobs manifests/HEX.json) and named,
+ * versioned datasets whose rows live in the store. Chunks and manifests are
+ * written in the batch (their replies wait for its commit). Team quotas bound the unique chunk bytes of a team's
  * datasets. Everything runs on the master's loop thread.
  */
 #ifndef YARD_MASTER_DATASETS_H
@@ -15,13 +16,16 @@
 #include "base/error.h"
 #include "master/core.h"
 
-/* datasets_open creates DATA_DIR/blobs and DATA_DIR/manifests. */
+/* datasets_open creates DATA_DIR/blobs and DATA_DIR/manifests (SQLite's
+ * blobs; unused with PostgreSQL). */
 int datasets_open(struct master *m, struct errbuf *eb);
 /* datasets_add_quota parses "TEAM=SIZE" (--data-quota). */
 int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb);
 
-/* datasets_blob_path: DATA_DIR/blobs/HEX of a valid digest (caller frees). */
-char *datasets_blob_path(const struct master *m, const char *digest);
+/* datasets_chunk_name: the store's blob of a chunk of a valid digest,
+ * "blobs/HEX" (store.h), written into out. */
+#define DATASETS_NAME_MAX 96
+void datasets_chunk_name(char out[DATASETS_NAME_MAX], const char *digest);
 /* datasets_blob_put stores one chunk under its digest after checking that
  * data hashes to it (YERR(DIGEST_MISMATCH) if not). OUT: *created false when
  * the chunk was already held. */

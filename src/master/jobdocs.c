@@ -86,7 +86,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
 	for (size_t i = 0; i < j->ntasks; i++) {
-		const struct task *t = j->tasks[i];
+		struct task *t = j->tasks[i];
 		json_t *td = json_object();
 		json_object_set_new(td, "id", json_integer((json_int_t)t->id));
 		json_object_set_new(td, "role", json_string(t->role));
@@ -103,8 +103,8 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 		json_object_set_new(td, "finished_at", time_json(t->finished_at));
 		json_object_set_new(td, "log_size",
 				    json_pack("{s:I, s:I}", "stdout",
-					      (json_int_t)logs_size(m, t->id, LOG_STDOUT), "stderr",
-					      (json_int_t)logs_size(m, t->id, LOG_STDERR)));
+					      (json_int_t)logs_size(m, t, LOG_STDOUT), "stderr",
+					      (json_int_t)logs_size(m, t, LOG_STDERR)));
 		json_array_append_new(tasks, td);
 	}
 	json_object_set_new(d, "tasks", tasks);

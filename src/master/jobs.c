@@ -186,7 +186,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 	jcode = json_object_get(body, "code");
 	if (jcode && !json_is_null(jcode)) {
 		const char *hex;
-		char *path;
+		char name[CODE_NAME_MAX];
+		uint64_t size;
 		bool ok = true;
 
 		code = json_string_value(jcode);
@@ -198,9 +199,17 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		hex = code + 7;
 		for (const char *p = hex; *p; p++)
 			ok &= (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
-		path = xasprintf("%s/code/%s.tar.gz", m->data_dir, hex);
-		ok = ok && path_exists(path);
-		free(path);
+		if (ok) {
+			struct errbuf seb = ERRBUF_INIT;
+			int rc;
+			code_blob_name(name, hex);
+			rc = m->sops->blob_size(m->store, name, &size, &seb);
+			if (rc && rc != YERR(NOT_FOUND)) {
+				ret = error(eb, rc, "%s", seb.msg);
+				goto out;
+			}
+			ok = !rc;
+		}
 		if (!ok) {
 			ret = error_field(eb, YERR(BAD_REQUEST), "code",
 					  "code: '%s' was not uploaded (POST /v1/code first)", code);

@@ -1,8 +1,10 @@
 /*
- * Task logs at the master: one file per task and stream under
- * DATA_DIR/logs/ (TASKID.stdout, TASKID.stderr). The file is the truth about
- * how many bytes the master holds; appends are idempotent by offset
- * (log_chunk_decide) and fdatasync'd before they are acknowledged.
+ * Task logs at the master: one blob of the store (store.h) per task and
+ * stream, named logs/TASKID.stdout and logs/TASKID.stderr (with SQLite,
+ * the files of those names under DATA_DIR; with PostgreSQL, rows). The
+ * store is the truth about how many bytes the master holds; appends are
+ * idempotent by offset (log_chunk_decide), written in the loop turn's batch
+ * and acknowledged once it is committed.
  */
 #ifndef YARD_MASTER_LOGS_H
 #define YARD_MASTER_LOGS_H
@@ -12,14 +14,20 @@
 
 #include "master/core.h"
 
-/* logs_path: a new string, caller frees. */
-char *logs_path(const struct master *m, uint64_t task_id, enum log_stream s);
-/* logs_size: bytes held for the stream (0 when nothing was shipped yet). */
-uint64_t logs_size(const struct master *m, uint64_t task_id, enum log_stream s);
-/* logs_append stores the len bytes that start at offset; *have gets the size
+/* LOGS_NAME_MAX: room for a log's blob name. */
+#define LOGS_NAME_MAX 48
+/* logs_name writes the blob name of a task's stream into out. */
+void logs_name(char out[LOGS_NAME_MAX], uint64_t task_id, enum log_stream s);
+/* logs_size: bytes held for the stream (0 when nothing was shipped yet).
+ * Asked of the store once per task and stream, then kept in the task
+ * (t->log_size) as appends change it; a store that cannot answer gives
+ * what the task's record says. */
+uint64_t logs_size(struct master *m, struct task *t, enum log_stream s);
+/* logs_append stores the len bytes that start at offset (in the open batch,
+ * opened on demand: the reply waits for its commit); *have gets the size
  * held afterwards. YERR(CONFLICT) when offset is past the held size (a gap;
  * *have tells the agent where to resume), YERR(IO)/YERR(NO_SPACE) when the
- * disk fails. */
+ * store fails. */
 int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t offset,
 		const void *data, size_t len, uint64_t *have, struct errbuf *eb);
 /* logs_stream_parse: "stdout"/"stderr" (NULL: stdout), or -1. */

@@ -16,6 +16,16 @@
  * one transaction (keeping every row) and refuses, naming both versions, a
  * store newer than STORE_SCHEMA_VERSION. Both backends number their steps
  * alike: one version is the same tables in each.
+ *
+ * Beside the rows the store keeps blobs: byte strings named by short
+ * relative paths ("logs/12.stdout", "code/HEX.tar.gz", "blobs/HEX"), either
+ * appended by offset (task logs) or put whole (content-addressed archives,
+ * dataset chunks and manifests, whose names are their digests). SQLite
+ * keeps each blob as the file of that name under its data dir, written and
+ * fdatasync'd at once (what a rollback does not undo: the file is the truth
+ * about what is held); PostgreSQL keeps them as rows of the table blobs
+ * (name, off, data), written in the transaction like any row, so that
+ * whichever master leads reads them and a rolled-back batch leaves none.
  */
 #ifndef YARD_MASTER_STORE_H
 #define YARD_MASTER_STORE_H
@@ -31,7 +41,7 @@ enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, ST
 
 /* The schema version this master writes (one migration step per version
  * in each backend; docs/design-notes.md lists them). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 struct store; /* the backend's private state */
 
@@ -81,6 +91,18 @@ struct store_lease {
 	char *url;      /* the holder's advertised URL, or NULL (owned) */
 };
 void store_lease_release(struct store_lease *l);
+/* What blob_read gives: len bytes of a blob from the offset asked, either
+ * as an open file to read them from at that offset (fd >= 0, caller closes;
+ * an answer can sendfile() them) or as bytes in memory (fd -1, buf owned by
+ * the caller). */
+struct store_blob_range {
+	int fd;
+	char *buf;
+	uint64_t len;
+};
+
+/* A read into memory gives at most this many bytes; read on for more. */
+#define STORE_BLOB_READ_MAX ((uint64_t)4 << 20)
 
 struct store_ops {
 	const char *name;
@@ -147,6 +169,38 @@ struct store_ops {
 	 * lease_ms; a commit that finds another epoch applies nothing and fails
 	 * with YERR(NOT_LEADER). epoch 0: commits check nothing. */
 	void (*lease_fence)(struct store *st, uint64_t epoch, unsigned lease_ms);
+	/* Blobs (see the head of this file). Names are [A-Za-z0-9._/-]
+	 * without "..", checked by the caller. Writes inside a transaction. */
+	/* blob_append stores the len bytes of data that start at off of blob
+	 * name, idempotent by offset (common/logoffset.h's log_chunk_decide):
+	 * bytes the blob holds already are skipped; an off past its size is
+	 * refused with YERR(CONFLICT). OUT have: its size afterwards (at a
+	 * refusal, the size held). A missing blob is one of 0 bytes. */
+	int (*blob_append)(struct store *st, const char *name, uint64_t off, const void *data,
+			   size_t len, uint64_t *have, struct errbuf *eb);
+	/* blob_put_file makes the whole file at path the blob name, unless a
+	 * blob of that name exists (content-addressed names: it holds the same
+	 * bytes). path is taken: it is gone after the call, even on error; it
+	 * must be on the data dir's filesystem (SQLite renames it into place). */
+	int (*blob_put_file)(struct store *st, const char *name, const char *path,
+			     struct errbuf *eb);
+	/* blob_put is blob_put_file of len bytes in memory (a dataset chunk, a
+	 * manifest) */
+	int (*blob_put)(struct store *st, const char *name, const void *data, size_t len,
+			struct errbuf *eb);
+	/* blob_size: *out the size of blob name; YERR(NOT_FOUND) when there is
+	 * no such blob (*out 0) */
+	int (*blob_size)(struct store *st, const char *name, uint64_t *out, struct errbuf *eb);
+	/* blob_read: the bytes of blob name from off, at most len of them (and
+	 * at most STORE_BLOB_READ_MAX when they come in memory), into *out;
+	 * fewer (0 at or past the end) where the blob ends. YERR(NOT_FOUND)
+	 * when there is no such blob. */
+	int (*blob_read)(struct store *st, const char *name, uint64_t off, uint64_t len,
+			 struct store_blob_range *out, struct errbuf *eb);
+	/* blob_delete removes blob name, if there is one. Unlike the other
+	 * writes it may also run outside a transaction, taking effect at once
+	 * (garbage collected after the commit that dropped the last use). */
+	int (*blob_delete)(struct store *st, const char *name, struct errbuf *eb);
 };
 
 extern const struct store_ops store_sqlite_ops;

@@ -1,4 +1,6 @@
-/* The SQLite backend of struct store_ops: WAL, synchronous=FULL. */
+/* The SQLite backend of struct store_ops: WAL, synchronous=FULL; blobs are
+ * the files of their names under the data dir (DATA/logs/12.stdout,
+ * DATA/code/HEX.tar.gz), the layout of masters before blobs were ops. */
 #include "base/compat.h"
 #include "master/store.h"
 
@@ -6,8 +8,10 @@
 
 #include "base/fsutil.h"
 #include "base/xalloc.h"
+#include "common/logoffset.h"
 
 struct store {
+	char *dir;      /* owned: the data dir, which holds state.db and the blobs */
 	sqlite3 *db;
 	sqlite3_stmt *put[STORE_KIND__COUNT];
 	sqlite3_stmt *del[STORE_KIND__COUNT];
@@ -48,7 +52,10 @@ static const char *const migrations[] = {
 	" user TEXT, role TEXT, token TEXT, addr TEXT, method TEXT NOT NULL, path TEXT NOT NULL,"
 	" status INTEGER NOT NULL, code TEXT);"
 	"CREATE INDEX IF NOT EXISTS audit_user ON audit (user, id);",
-	/* 2: the leader lease of masters that share a store: PostgreSQL's
+	/* 2: blobs (PostgreSQL's table blobs): none here, they are files under
+	 * the data dir as before */
+	"",
+	/* 3: the leader lease of masters that share a store: PostgreSQL's
 	 * alone, as one master alone opens a state.db (nothing to do here) */
 	"",
 };
@@ -115,6 +122,7 @@ static void sqlite_close(struct store *st)
 	for (size_t i = 0; i < ARRAY_SIZE(row_stmts); i++)
 		sqlite3_finalize(*row_stmt(st, i));
 	sqlite3_close(st->db);
+	free(st->dir);
 	free(st);
 }
 
@@ -207,6 +215,7 @@ static int sqlite_open(const char *dir, struct store **out, int *created, struct
 	char *sql = NULL;
 	int rc, ret = 0;
 
+	st->dir = xstrdup(dir);
 	*created = !path_exists(path);
 	rc = sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
@@ -541,6 +550,191 @@ static int sqlite_audit_query(struct store *st, const char *user, int64_t since,
 	return ret;
 }
 
+/* ---- blobs: files under the data dir ---- */
+
+static char *blob_path(const struct store *st, const char *name)
+{
+	return xasprintf("%s/%s", st->dir, name);
+}
+
+/* Makes the dir that holds path (a blob's dir the master did not make). */
+static int make_parent(const char *path)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	int ret = -1;
+
+	if (slash) {
+		*slash = 0;
+		ret = mkdir_p(dir, 0700);
+	}
+	free(dir);
+	return ret;
+}
+
+/* Opens path with flags, making its parent dir when it is missing. */
+static int open_making_dir(const char *path, int flags)
+{
+	int fd = open(path, flags, 0644);
+
+	if (fd < 0 && errno == ENOENT && (flags & O_CREAT) && !make_parent(path))
+		fd = open(path, flags, 0644);
+	return fd;
+}
+
+/* An append is written and fdatasync'd before it returns (a new file's
+ * directory too); a failed write is cut off again so that a retry appends
+ * cleanly. The file's size is the truth about what is held. */
+static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, const void *data,
+			      size_t len, uint64_t *have, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	struct log_chunk_decision d;
+	struct stat sb;
+	int fd, ret = 0;
+
+	*have = 0;
+	fd = open_making_dir(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &sb)) {
+		ret = error(eb, YERR(IO), "cannot stat '%s': %s", path, strerror(errno));
+		goto out_close;
+	}
+	*have = (uint64_t)sb.st_size;
+	d = log_chunk_decide(*have, off, len);
+	if (d.action == LOG_CHUNK_GAP) {
+		ret = error(eb, YERR(CONFLICT), "blob '%s': offset %" PRIu64 " is past the %" PRIu64
+			    " bytes held", name, off, *have);
+		goto out_close;
+	}
+	if (d.action == LOG_CHUNK_APPEND) {
+		if (write_all(fd, (const char *)data + d.skip, len - d.skip) || fdatasync(fd)) {
+			int e = errno;
+			if (ftruncate(fd, sb.st_size)) {
+				/* the size stays the truth; nothing more to do */
+			}
+			ret = error(eb, yerr_of_errno(e), "cannot write '%s': %s", path, strerror(e));
+			goto out_close;
+		}
+		*have += len - d.skip;
+		if (!sb.st_size && fsync_parent_dir(path)) {
+			ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", path,
+				    strerror(errno));
+			goto out_close;
+		}
+	}
+out_close:
+	close(fd);
+out:
+	free(path);
+	return ret;
+}
+
+/* The file is synced, then renamed into place (the dir synced): a blob is
+ * whole or absent after a crash. */
+static int sqlite_blob_put_file(struct store *st, const char *name, const char *path,
+				struct errbuf *eb)
+{
+	char *dst = blob_path(st, name);
+	int fd, ret = 0;
+
+	if (path_exists(dst)) {
+		unlink(path);
+		goto out;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd)) {
+		ret = error(eb, yerr_of_errno(errno), "cannot sync '%s': %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		goto out;
+	}
+	close(fd);
+	if (rename(path, dst) && !(errno == ENOENT && !make_parent(dst) && !rename(path, dst))) {
+		ret = error(eb, yerr_of_errno(errno), "cannot store '%s': %s", dst, strerror(errno));
+		unlink(path);
+	} else if (fsync_parent_dir(dst)) {
+		ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", dst, strerror(errno));
+	}
+out:
+	free(dst);
+	return ret;
+}
+
+/* Written as NAME.tmp, fsync'd, renamed, the dir fsync'd (write_file_atomic). */
+static int sqlite_blob_put(struct store *st, const char *name, const void *data, size_t len,
+			   struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	int ret = 0;
+
+	if (path_exists(path))
+		goto out;
+	if (write_file_atomic(path, data, len, 0600) &&
+	    !(errno == ENOENT && !make_parent(path) && !write_file_atomic(path, data, len, 0600)))
+		ret = error(eb, yerr_of_errno(errno), "cannot write '%s': %s", path, strerror(errno));
+out:
+	free(path);
+	return ret;
+}
+
+static int sqlite_blob_delete(struct store *st, const char *name, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	int ret = 0;
+
+	if (unlink(path) && errno != ENOENT)
+		ret = error(eb, yerr_of_errno(errno), "cannot remove '%s': %s", path, strerror(errno));
+	free(path);
+	return ret;
+}
+
+static int sqlite_blob_size(struct store *st, const char *name, uint64_t *out, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	struct stat sb;
+	int ret = 0;
+
+	*out = 0;
+	if (!stat(path, &sb))
+		*out = (uint64_t)sb.st_size;
+	else if (errno == ENOENT)
+		ret = error(eb, YERR(NOT_FOUND), "no blob '%s'", name);
+	else
+		ret = error(eb, yerr_of_errno(errno), "cannot stat '%s': %s", path, strerror(errno));
+	free(path);
+	return ret;
+}
+
+/* The file itself, for sendfile(). */
+static int sqlite_blob_read(struct store *st, const char *name, uint64_t off, uint64_t len,
+			    struct store_blob_range *out, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	struct stat sb;
+	int ret = 0;
+
+	out->buf = NULL;
+	out->len = 0;
+	out->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (out->fd < 0 || fstat(out->fd, &sb)) {
+		ret = error(eb, errno == ENOENT ? YERR(NOT_FOUND) : yerr_of_errno(errno),
+			    "cannot read '%s': %s", path, strerror(errno));
+		if (out->fd >= 0)
+			close(out->fd);
+		out->fd = -1;
+	} else if ((uint64_t)sb.st_size > off) {
+		out->len = (uint64_t)sb.st_size - off;
+		if (out->len > len)
+			out->len = len;
+	}
+	free(path);
+	return ret;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sqlite_open,
@@ -559,4 +753,10 @@ const struct store_ops store_sqlite_ops = {
 	.metrics_cursor_set = sqlite_metrics_cursor_set,
 	.audit_append = sqlite_audit_append,
 	.audit_query = sqlite_audit_query,
+	.blob_append = sqlite_blob_append,
+	.blob_put_file = sqlite_blob_put_file,
+	.blob_put = sqlite_blob_put,
+	.blob_size = sqlite_blob_size,
+	.blob_read = sqlite_blob_read,
+	.blob_delete = sqlite_blob_delete,
 };

@@ -94,7 +94,14 @@ def test_datasets_master():
         r = c.cli("data", "rm", "digits", check_rc=1)
         check(str(job["id"]) in r.stderr.decode(), f"yard data rm names the job: {r.stderr!r}")
         c.api.json("POST", f"/v1/jobs/{job['id']}/cancel", expect=200)
+        chunks_of = lambda n: {ch for f in c.api.json("GET", f"/v1/datasets/digits/{n}", expect=200)[1]
+                               ["manifest"]["files"] for ch in f["chunks"]}
+        only_v1 = chunks_of(1) - chunks_of(2)
+        check(only_v1, "digits@1 has a chunk digits@2 does not")
         c.cli("data", "rm", "digits@1", check_rc=0)
+        for ch in only_v1:
+            st, _, _ = c.api.request("GET", "/v1/blobs/" + ch)
+            check_eq(st, 404, f"chunk {ch} of digits@1 alone is gone with it")
         # digits@2 still has every chunk it needs; version numbers are not reused
         v3src = os.path.join(c.dir, "one.txt")
         with open(v3src, "w") as f:

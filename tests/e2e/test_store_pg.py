@@ -1,8 +1,13 @@
 """A master on PostgreSQL (--store): it runs jobs, keeps them across its own
 restart, and carries on when the PostgreSQL server restarts under it, losing
-nothing it acknowledged. Each test starts its own private server
+nothing it acknowledged; another master on the same database, on a data dir
+of its own, serves what the first one kept (logs, code, dataset chunks). Each test starts its own private server
 (pgserver.py); without PostgreSQL installed they fail, saying so."""
+import hashlib
+import io
 import os
+import shutil
+import tarfile
 import time
 
 from harness import SubmitLoad, check, check_eq, cluster, spec, store_schema_version, wait_until
@@ -34,6 +39,14 @@ def test_master_on_postgres_runs_jobs_and_restarts():
         wait_until(lambda: c.api.job(long["id"])["state"] == "running", 30, "the long job running")
         check_eq(pg.sql("SELECT count(*) FROM jobs"), [str(len(ids) + 1)], "job rows in PostgreSQL")
         check_eq(pg.sql("SELECT version FROM schema_version"), [str(store_schema_version())], "the schema version")
+        # the logs are rows of the store, not files of the data dir
+        for jid, i in ids.items():
+            tid = c.api.job(jid)["tasks"][0]["id"]
+            check_eq(pg.sql(f"SELECT rtrim(convert_from(string_agg(data, ''::bytea ORDER BY off), 'UTF8'), E'\\n')"
+                            f" FROM blobs WHERE name = 'logs/{tid}.stdout'"), [f"hello {i}"],
+                     f"the log of job {jid} in PostgreSQL")
+        logs_dir = os.path.join(c.data_dir, "logs")
+        check_eq(os.listdir(logs_dir) if os.path.isdir(logs_dir) else [], [], "log files in the data dir")
 
         c.master.stop()
         c.start_master()
@@ -47,6 +60,59 @@ def test_master_on_postgres_runs_jobs_and_restarts():
                  "its log")
         log = master_log(c)
         check(pg.password not in log, "the master's log never shows the store's password")
+
+
+def targz(files):
+    """A tar.gz of {path: bytes}, as a job's code upload."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for path, data in files.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_another_data_dir_serves_what_the_first_kept():
+    """Everything a master keeps is reachable by whichever master uses the
+    database: a master started on a fresh data dir (another machine taking
+    over, holding only the token files) serves the first one's task logs,
+    code archive and dataset chunk, and runs a new job from that code."""
+    with PgServer() as pg, cluster("pgtakeover", master_args=["--store", pg.url]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="none")
+        code = targz({"hello.txt": b"hi from the code\n"})
+        st, body, _ = c.api.request("POST", "/v1/code", raw=code, ctype="application/gzip")
+        check_eq(st, 201, f"code upload: {body[:200]!r}")
+        digest = "sha256:" + hashlib.sha256(code).hexdigest()
+        _, job = c.api.submit(spec(["/bin/cat", "hello.txt"], name="first"), code=digest)
+        check_eq(c.api.wait_job(job["id"])["state"], "succeeded", "the job run from the code")
+        check_eq(c.api.log(job["id"]), b"hi from the code\n", "its log on the first master")
+        chunk = b"a dataset chunk\n" * 1000
+        cdig = "sha256:" + hashlib.sha256(chunk).hexdigest()
+        st, body, _ = c.api.request("PUT", "/v1/blobs/" + cdig, raw=chunk)
+        check_eq(st, 201, f"chunk upload: {body[:200]!r}")
+
+        c.master.stop()
+        first_dir, c.data_dir = c.data_dir, os.path.join(c.dir, "master-b")
+        os.makedirs(c.data_dir)
+        for f in ("admin-token", "join-token"):
+            shutil.copy(os.path.join(first_dir, f), c.data_dir)
+        shutil.rmtree(first_dir)
+        c.start_master()
+        check_eq(c.api.log(job["id"]), b"hi from the code\n", "the log, from the second master")
+        st, got, _ = c.api.request("GET", f"/v1/code/{digest}")
+        check_eq((st, got == code), (200, True), "the code archive, from the second master")
+        st, got, _ = c.api.request("GET", "/v1/blobs/" + cdig)
+        check_eq((st, got == chunk), (200, True), "the dataset chunk, from the second master")
+        _, again = c.api.submit(spec(["/bin/cat", "hello.txt"], name="again"), code=digest)
+        check_eq(c.api.wait_job(again["id"], timeout=60)["state"], "succeeded",
+                 "a job of the same code on the second master")
+        check_eq(c.api.log(again["id"]), b"hi from the code\n", "its log")
+        for sub in ("logs", "code", "blobs"):
+            d = os.path.join(c.data_dir, sub)
+            left = [n for n in os.listdir(d) if not n.startswith("upload.")] if os.path.isdir(d) else []
+            check_eq(left, [], f"files in the second master's {sub}/")
 
 
 def test_postgres_restart_under_a_running_master():

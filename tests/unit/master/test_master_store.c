@@ -774,6 +774,341 @@ static void test_pg_failed_statement_fails_commit(void **state)
 	ops->close(st);
 }
 
+/* ---- blobs ---- */
+
+/* Reads [off, off + len) of a blob whole, through as many reads as it
+ * takes, into out (len bytes); returns the bytes read (fewer at its end). */
+static uint64_t blob_read_all(const struct store_ops *ops, struct store *st, const char *name,
+			      uint64_t off, uint64_t len, char *out)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	uint64_t got = 0;
+
+	while (got < len) {
+		struct store_blob_range br;
+		assert_int_equal(ops->blob_read(st, name, off + got, len - got, &br, &eb), 0);
+		if (br.fd >= 0) {
+			assert_null(br.buf);
+			assert_int_equal(pread(br.fd, out + got, br.len, (off_t)(off + got)), (ssize_t)br.len);
+			close(br.fd);
+		} else {
+			assert_true(br.len <= STORE_BLOB_READ_MAX);
+			if (br.len)
+				memcpy(out + got, br.buf, br.len);
+			free(br.buf);
+		}
+		assert_true(br.len <= len - got);
+		if (!br.len)
+			break;
+		got += br.len;
+	}
+	return got;
+}
+
+/* The size of a blob, or -1 when there is none. */
+static int64_t blob_size_or_none(const struct store_ops *ops, struct store *st, const char *name)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	uint64_t size = 99;
+	int rc = ops->blob_size(st, name, &size, &eb);
+
+	if (rc == YERR(NOT_FOUND)) {
+		assert_int_equal(size, 0);
+		return -1;
+	}
+	assert_int_equal(rc, 0);
+	return (int64_t)size;
+}
+
+/* Appends by offset, as logs.c ships them: a gap is refused with the size
+ * held, bytes held already are skipped, and reads give any range. */
+static void test_blob_append_read(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store_blob_range br;
+	struct store *st;
+	uint64_t have = 0;
+	char out[64];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/7.stdout"), -1);
+	assert_int_equal(ops->blob_read(st, "logs/7.stdout", 0, 10, &br, &eb), YERR(NOT_FOUND));
+	errbuf_reset(&eb);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	/* a first chunk that does not start at 0 leaves a hole: refused */
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 3, "abc", 3, &have, &eb), YERR(CONFLICT));
+	assert_int_equal(have, 0);
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	errbuf_reset(&eb);
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 0, "hello", 5, &have, &eb), 0);
+	assert_int_equal(have, 5);
+	/* overlapping: "lo" is held, " wor" is new */
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 3, "lo wor", 6, &have, &eb), 0);
+	assert_int_equal(have, 9);
+	/* a resend of held bytes: nothing */
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 1, "ell", 3, &have, &eb), 0);
+	assert_int_equal(have, 9);
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 20, "xyz", 3, &have, &eb), YERR(CONFLICT));
+	assert_int_equal(have, 9);
+	errbuf_reset(&eb);
+	/* inside the transaction its reads see it */
+	assert_int_equal(blob_size_or_none(ops, st, "logs/7.stdout"), 9);
+	assert_int_equal(ops->blob_append(st, "logs/7.stderr", 0, "e", 1, &have, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 9, "ld\n", 3, &have, &eb), 0);
+	assert_int_equal(have, 12);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/7.stdout"), 12);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/7.stderr"), 1);
+	memset(out, 0, sizeof(out));
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 0, 100, out), 12);
+	assert_string_equal(out, "hello world\n");
+	/* ranges inside one append, across appends, at and past the end */
+	memset(out, 0, sizeof(out));
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 3, 4, out), 4);
+	assert_string_equal(out, "lo w");
+	memset(out, 0, sizeof(out));
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 8, 3, out), 3);
+	assert_string_equal(out, "rld");
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 12, 5, out), 0);
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 50, 5, out), 0);
+	/* and it goes on from where it is */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/7.stdout", 10, "d\nmore", 6, &have, &eb), 0);
+	assert_int_equal(have, 16);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	memset(out, 0, sizeof(out));
+	assert_int_equal(blob_read_all(ops, st, "logs/7.stdout", 0, 100, out), 16);
+	assert_string_equal(out, "hello world\nmore");
+	ops->close(st);
+}
+
+/* A temp file of n bytes, a pattern that seed changes, on the store's
+ * filesystem (SQLite renames it into its dir). Caller frees the path. */
+static char *temp_file(struct backend *b, size_t n, unsigned seed)
+{
+	char *path = xasprintf("%s/put.XXXXXX", b->ops == &store_sqlite_ops ? b->dir : "/tmp");
+	int fd = mkstemp(path);
+	char *data = xmalloc(n ? n : 1);
+
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)((i * 131 + seed) % 251);
+	assert_int_equal(write_all(fd, data, n), 0);
+	close(fd);
+	free(data);
+	return path;
+}
+
+/* Archives put whole from a file (more than one piece of PostgreSQL's),
+ * idempotently by name, read back in any range; an empty one exists. */
+static void test_blob_put_file(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	const size_t n = (3 << 20) + 17;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char *path, *out = xmalloc(n + 10), small[16];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	path = temp_file(b, n, 1);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put_file(st, "code/aa.tar.gz", path, &eb), 0);
+	assert_int_equal(path_exists(path), 0); /* taken */
+	free(path);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "code/aa.tar.gz"), (int64_t)n);
+	/* the same name again (the same digest): kept as it is */
+	path = temp_file(b, 100, 2);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put_file(st, "code/aa.tar.gz", path, &eb), 0);
+	assert_int_equal(path_exists(path), 0);
+	free(path);
+	/* an empty one */
+	path = temp_file(b, 0, 0);
+	assert_int_equal(ops->blob_put_file(st, "code/empty.tar.gz", path, &eb), 0);
+	free(path);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "code/aa.tar.gz"), (int64_t)n);
+	assert_int_equal(blob_size_or_none(ops, st, "code/empty.tar.gz"), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "code/bb.tar.gz"), -1);
+	assert_int_equal(blob_read_all(ops, st, "code/aa.tar.gz", 0, n + 10, out), n);
+	for (size_t i = 0; i < n; i++)
+		if (out[i] != (char)((i * 131 + 1) % 251))
+			fail_msg("byte %zu of the archive: %d, expected %d", i, out[i], (char)((i * 131 + 1) % 251));
+	/* a range across the boundary of two pieces */
+	assert_int_equal(blob_read_all(ops, st, "code/aa.tar.gz", (1 << 20) - 3, 10, small), 10);
+	for (size_t i = 0; i < 10; i++)
+		assert_int_equal(small[i], (char)((((1 << 20) - 3 + i) * 131 + 1) % 251));
+	assert_int_equal(blob_read_all(ops, st, "code/empty.tar.gz", 0, 10, small), 0);
+	ops->close(st);
+	free(out);
+}
+
+/* Chunks put from memory, idempotently by name, and deleted: in a
+ * transaction or, as the garbage collection after a commit does, outside
+ * one. */
+static void test_blob_put_delete(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	const size_t n = (2 << 20) + 5;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char *data = xmalloc(n), *out = xmalloc(n);
+	int created;
+
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i % 253);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", data, n, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", "other", 5, &eb), 0); /* held: kept */
+	assert_int_equal(ops->blob_put(st, "manifests/m1.json", "{}", 2, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/empty", "", 0, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), (int64_t)n);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/empty"), 0);
+	assert_int_equal(blob_read_all(ops, st, "blobs/c1", 0, n, out), n);
+	assert_memory_equal(out, data, n);
+	assert_int_equal(blob_read_all(ops, st, "manifests/m1.json", 0, 10, out), 2);
+	assert_memory_equal(out, "{}", 2);
+	/* deleted in a transaction, and outside one; an absent one is no error */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "blobs/c1", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "manifests/m1.json", &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "blobs/absent", &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), -1);
+	assert_int_equal(blob_size_or_none(ops, st, "manifests/m1.json"), -1);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/empty"), 0);
+	ops->close(st);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), -1);
+	/* and put again once gone */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_put(st, "blobs/c1", data, 100, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/c1"), 100);
+	ops->close(st);
+	free(data);
+	free(out);
+}
+
+/* PostgreSQL: blobs are rows of the transaction, so a rolled-back batch and
+ * one whose commit fails leave none of its appends, archives and chunks,
+ * and remove none it deleted. */
+static void test_pg_blob_rollback(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	uint64_t have;
+	char *path, out[16];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/1.stdout", 0, "kept", 4, &have, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/1.stdout", 4, " lost", 5, &have, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/2.stdout", 0, "lost", 4, &have, &eb), 0);
+	path = temp_file(b, 5000, 3);
+	assert_int_equal(ops->blob_put_file(st, "code/cc.tar.gz", path, &eb), 0);
+	free(path);
+	assert_int_equal(ops->blob_put(st, "blobs/dd", "chunk", 5, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "code/cc.tar.gz"), 5000);
+	ops->rollback(st);
+	assert_int_equal(blob_size_or_none(ops, st, "blobs/dd"), -1);
+	/* nor is a delete of a rolled-back batch done */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_delete(st, "logs/1.stdout", &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/1.stdout"), -1);
+	ops->rollback(st);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/1.stdout"), 4);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/2.stdout"), -1);
+	assert_int_equal(blob_size_or_none(ops, st, "code/cc.tar.gz"), -1);
+
+	/* a failed statement in the batch: its commit fails, with its blobs */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/1.stdout", 4, " lost", 5, &have, &eb), 0);
+	ops->put(st, STORE_JOB, "not-a-number", "{}", &eb);
+	errbuf_reset(&eb);
+	assert_int_not_equal(ops->commit(st, &eb), 0);
+	errbuf_reset(&eb);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/1.stdout"), 4);
+	memset(out, 0, sizeof(out));
+	assert_int_equal(blob_read_all(ops, st, "logs/1.stdout", 0, 10, out), 4);
+	assert_string_equal(out, "kept");
+	assert_int_equal(b->sql(b, "SELECT count(*) FROM blobs", out, sizeof(out)), 0);
+	assert_string_equal(out, "1");
+	ops->close(st);
+}
+
+/* PostgreSQL: the pieces' TOAST is compressed with lz4 where the server
+ * has it (the test's server does: Debian builds it with lz4). */
+static void test_pg_blobs_lz4(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char out[16];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	ops->close(st);
+	assert_int_equal(b->sql(b, "SELECT 'lz4' = ANY (enumvals) FROM pg_settings"
+				   " WHERE name = 'default_toast_compression'", out, sizeof(out)), 0);
+	assert_string_equal(out, "t");
+	assert_int_equal(b->sql(b, "SELECT attcompression FROM pg_attribute WHERE attrelid ="
+				   " 'blobs'::regclass AND attname = 'data'", out, sizeof(out)), 0);
+	assert_string_equal(out, "l");
+}
+
+/* A store at schema version 1 (before blobs) is upgraded to this master's,
+ * keeping its rows, and then takes blobs. */
+static void test_upgrade_from_v1(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	uint64_t have;
+	char out[32];
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+	ops->close(st);
+	if (b->ops == &store_pg_ops)
+		assert_int_equal(b->sql(b, "DROP TABLE blobs", NULL, 0), 0);
+	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 1", NULL, 0), 0);
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(created, 0);
+	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
+	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
+	check_filled(ops, st);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/5.stderr", 0, "x", 1, &have, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/5.stderr"), 1);
+	ops->close(st);
+}
+
 /* a case on one backend, named after both */
 #define ON(b, f) { #b ": " #f, f, setup, teardown, &b }
 #define BOTH(f) ON(sqlite_backend, f), ON(pg_backend, f)
@@ -787,6 +1122,12 @@ int main(void)
 		BOTH(test_metrics),
 		BOTH(test_audit_append_query),
 		BOTH(test_migrate_newer_refused),
+		BOTH(test_blob_append_read),
+		BOTH(test_blob_put_file),
+		BOTH(test_blob_put_delete),
+		ON(pg_backend, test_pg_blob_rollback),
+		ON(pg_backend, test_pg_blobs_lz4),
+		BOTH(test_upgrade_from_v1),
 		ON(sqlite_backend, test_sqlite_unversioned),
 		ON(pg_backend, test_pg_foreign_tables_refused),
 		cmocka_unit_test(test_pg_display),
