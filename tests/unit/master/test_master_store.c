@@ -1095,7 +1095,8 @@ static void test_upgrade_from_v1(void **state)
 	fill(ops, st);
 	ops->close(st);
 	if (b->ops == &store_pg_ops)
-		assert_int_equal(b->sql(b, "DROP TABLE blobs", NULL, 0), 0);
+		assert_int_equal(b->sql(b, "DROP TABLE blobs; DROP TABLE leader;"
+					" DROP FUNCTION yard_fence(bigint, bigint)", NULL, 0), 0);
 	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 1", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
