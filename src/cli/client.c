@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "cli/client.h"
 
+#include "base/crypto.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 
@@ -8,6 +9,9 @@
 #define REQUEST_TIMEOUT_MS 60000L
 /* Answers 429 (over the token's rate limit) waited out before one is shown. */
 #define CLIENT_RETRY_429 5
+/* A submission is sent again (with its idempotency key) for this long
+ * while no master answers or none leads: a standby takes over in seconds. */
+#define SUBMIT_RETRY_MS 30000
 /* A 256 MiB code upload over a slow link may take a while. */
 #define UPLOAD_TIMEOUT_MS 1800000L
 
@@ -85,12 +89,23 @@ int client_submit(struct client *c, json_t *spec, const char *code, json_t **out
 		  struct errbuf *eb)
 {
 	json_t *body = json_object();
+	char key[33];
 	int ret;
 
+	/* one key for every try: a submission whose reply was lost (a master
+	 * failing over, a connection reset) is answered with the job it made */
+	random_hex(key, 16);
 	json_object_set(body, "spec", spec);
 	if (code)
 		json_object_set_new(body, "code", json_string(code));
-	ret = get_json(c, "POST", "/v1/jobs", body, out, eb);
+	json_object_set_new(body, "idempotency_key", json_string(key));
+	for (unsigned waited = 0, ms = 100;; waited += ms, ms = ms < 1000 ? 2 * ms : ms) {
+		ret = get_json(c, "POST", "/v1/jobs", body, out, eb);
+		if ((ret != YERR(UNAVAILABLE) && ret != YERR(NOT_LEADER)) || waited >= SUBMIT_RETRY_MS)
+			break;
+		errbuf_reset(eb);
+		usleep(ms * 1000);
+	}
 	json_decref(body);
 	return ret;
 }

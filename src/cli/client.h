@@ -37,7 +37,9 @@ int client_whoami(struct client *c, json_t **out, struct errbuf *eb);
 int client_code_upload(struct client *c, const void *data, size_t len, char **digest,
 		       json_t **out, struct errbuf *eb);
 
-/* POST /v1/jobs {"spec": spec, "code": code} (code omitted when NULL) -> the job. */
+/* POST /v1/jobs {"spec": spec, "code": code} (code omitted when NULL) -> the
+ * job, with an idempotency key of its own: sent again with it for up to 30 s
+ * while no master answers or none leads (a failover), it makes one job. */
 int client_submit(struct client *c, json_t *spec, const char *code, json_t **out,
 		  struct errbuf *eb);
 

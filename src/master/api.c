@@ -482,13 +482,14 @@ static void h_jobs_post(struct req *r)
 	struct caller c = caller_of(r);
 	json_t *body = body_json(r);
 	struct job *j;
+	bool again;
 
 	if (!body)
 		return;
-	if (jobs_submit(r->m, &c, body, &j, &eb))
+	if (jobs_submit(r->m, &c, body, &j, &again, &eb))
 		req_error(r, &eb);
 	else
-		req_json(r, 201, jobs_job_json(r->m, j, true));
+		req_json(r, again ? 200 : 201, jobs_job_json(r->m, j, true));
 	json_decref(body);
 }
 

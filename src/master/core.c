@@ -159,6 +159,8 @@ void core_save_job(struct master *m, struct job *j)
 			      "running_at", (json_int_t)j->running_at);
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
 	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
+	if (j->submit_key)
+		json_object_set_new(d, "submit_key", json_string(j->submit_key));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
 	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
@@ -380,6 +382,31 @@ static char *get_str(json_t *d, const char *k)
 static void job_free(struct job *j);
 static void task_free(struct task *t);
 
+static char *submit_key_of(const char *user, const char *key)
+{
+	return xasprintf("%s\n%s", user, key);
+}
+
+void core_index_submit_key(struct master *m, const struct job *j)
+{
+	if (j->submit_key && j->user) {
+		char *k = submit_key_of(j->user, j->submit_key);
+		codeindex_add(&m->submit_keys, k, j->id);
+		free(k);
+	}
+}
+
+struct job *core_find_submit_key(const struct master *m, const char *user, const char *key)
+{
+	char *k = submit_key_of(user, key);
+	size_t n = 0;
+	const uint64_t *ids = codeindex_find(m->submit_keys, k, &n);
+	struct job *j = ids && n && ids[0] <= m->njobs ? m->jobs[ids[0] - 1] : NULL;
+
+	free(k);
+	return j;
+}
+
 /* Jobs and tasks are indexed by id (id N is arr[N - 1]); ids are loaded in
  * increasing order, and one missing from the store leaves a NULL hole. */
 #define DENSE_PUT(arr, n, alloc, id, item)                      \
@@ -419,6 +446,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->running_at = get_u64(d, "running_at");
 	j->finished_at = get_u64(d, "finished_at");
 	j->checkpoint = get_str(d, "checkpoint");
+	j->submit_key = get_str(d, "submit_key");
 	j->preemptions = (unsigned)get_u64(d, "preemptions");
 	if (json_is_array(json_object_get(d, "data")))
 		j->data = json_incref(json_object_get(d, "data"));
@@ -427,6 +455,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	json_decref(d);
 	codeindex_add(&m->code_index, j->code, j->id);
 	codeindex_add(&m->code_index, j->checkpoint, j->id);
+	core_index_submit_key(m, j);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
 		job_free(j);
@@ -729,6 +758,7 @@ static void job_free(struct job *j)
 	free(j->team);
 	free(j->code);
 	free(j->checkpoint);
+	free(j->submit_key);
 	free(j->spec_text);
 	if (j->spec) {
 		spec_release(j->spec);
@@ -768,6 +798,7 @@ void core_set_checkpoint(struct master *m, struct job *j, const char *digest)
 void core_clear(struct master *m)
 {
 	codeindex_free(&m->code_index);
+	codeindex_free(&m->submit_keys);
 	for (size_t i = 0; i < m->njobs; i++)
 		job_free(m->jobs[i]);
 	for (size_t i = 0; i < m->ntasks; i++)

@@ -83,6 +83,7 @@ struct job {
 	uint64_t id;
 	char *name, *user, *team, *code; /* owned; team and code may be NULL */
 	char *checkpoint;       /* owned or NULL: "sha256:HEX" of the latest checkpoint */
+	char *submit_key;       /* owned or NULL: the submission's idempotency_key (jobs.h) */
 	char *spec_text;        /* owned canonical spec, compact JSON */
 	struct job_spec *spec;  /* owned parsed spec, only while the job is not final */
 	enum job_state state;
@@ -274,6 +275,7 @@ struct master {
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	bool visibility_open;   /* --visibility open: every user sees every job and dataset */
 	struct codeindex *code_index; /* owned or NULL: jobs by code and checkpoint digest */
+	struct codeindex *submit_keys; /* owned or NULL: jobs by "USER\nidempotency_key" */
 	struct token *tokens;   /* owned */
 	struct ratelimit ratelimit; /* requests per token (--rate-limit) */
 	size_t ntokens, atokens;
@@ -296,6 +298,12 @@ struct master {
 	struct req *held;       /* suspended requests (intrusive list) */
 	unsigned short port;
 };
+
+/* A job's submission key (struct job submit_key), per user: indexed at
+ * load and submit, found by jobs_submit to answer a resent submission with
+ * the job it made. */
+void core_index_submit_key(struct master *m, const struct job *j);
+struct job *core_find_submit_key(const struct master *m, const char *user, const char *key);
 
 /* core_batch_open opens the batch transaction unless it is open. Returns 0
  * when the batch takes writes, else its first error: the commit will fail

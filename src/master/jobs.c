@@ -154,21 +154,60 @@ static struct sched_label *spec_sched_labels(const struct job_spec *spec)
 	return l;
 }
 
+/* A submission's idempotency_key: NULL when absent, else checked. */
+static int submit_key(const json_t *body, const char **out, struct errbuf *eb)
+{
+	const json_t *k = json_object_get(body, "idempotency_key");
+	const char *s = json_string_value(k);
+	size_t n = s ? strlen(s) : 0;
+
+	*out = NULL;
+	if (!k || json_is_null(k))
+		return 0;
+	if (!n || n > 128 || s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")])
+		return error_field(eb, YERR(BAD_REQUEST), "idempotency_key",
+				   "idempotency_key: expected 1 to 128 of A-Z a-z 0-9 . _ : -");
+	*out = s;
+	return 0;
+}
+
+/* A submission sent again with the key of one that made job prev (its reply
+ * was lost): the same spec and code answer prev, anything else is refused. */
+static int submit_again(const struct job *prev, const struct job_spec *spec, const char *code,
+			struct errbuf *eb)
+{
+	json_t *canon = spec_to_json(spec);
+	char *text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	bool same = text && !strcmp(text, prev->spec_text) &&
+		    !strcmp(code ? code : "", prev->code ? prev->code : "");
+
+	free(text);
+	json_decref(canon);
+	if (same)
+		return 0;
+	return error_field(eb, YERR(CONFLICT), "idempotency_key",
+			   "idempotency_key: it made job %" PRIu64 " of another spec or code; a new "
+			   "submission needs a new key", prev->id);
+}
+
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body, struct job **out,
-		struct errbuf *eb)
+		bool *again, struct errbuf *eb)
 {
 	struct job_spec *spec = xcalloc(1, sizeof(*spec));
 	const json_t *jspec, *jcode;
-	const char *code = NULL;
+	const char *code = NULL, *key = NULL;
 	struct job *j = NULL;
 	json_t *canon = NULL, *data = NULL;
 	int ret = 0;
 
 	*out = NULL;
+	*again = false;
 	if (!json_is_object(body)) {
 		ret = error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
 		goto out;
 	}
+	if ((ret = submit_key(body, &key, eb)))
+		goto out;
 	jspec = json_object_get(body, "spec");
 	if (!json_is_object(jspec)) {
 		ret = error_field(eb, YERR(INVALID_SPEC), "spec", "spec: expected an object");
@@ -215,6 +254,13 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 					  "code: '%s' was not uploaded (POST /v1/code first)", code);
 			goto out;
 		}
+	}
+	if (key && (j = core_find_submit_key(m, c->user, key))) {
+		if (!(ret = submit_again(j, spec, code, eb))) {
+			*out = j;
+			*again = true;
+		}
+		goto out;
 	}
 	if (m->nnodes && !spec->wait_for_nodes) {
 		/* admission: a job no state of the cluster could run is refused (with
@@ -278,7 +324,9 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 	j->user = xstrdup(c->user);
 	j->team = spec->team ? xstrdup(spec->team) : c->team ? xstrdup(c->team) : NULL;
 	j->code = code ? xstrdup(code) : NULL;
+	j->submit_key = key ? xstrdup(key) : NULL;
 	codeindex_add(&m->code_index, j->code, j->id);
+	core_index_submit_key(m, j);
 	canon = spec_to_json(spec);
 	j->spec_text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	j->spec = spec;

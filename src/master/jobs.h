@@ -16,13 +16,16 @@ struct strbuf;
 
 struct caller;
 
-/* jobs_submit validates body ({"spec": {...}, "code": "sha256:..."}) of
- * caller c, checks the cluster can ever hold it, and creates the job
- * (queued) and its tasks, c's, of the spec's team (which c's token must
- * name, else YERR(FORBIDDEN)) or c's team. On error nothing is created and
- * eb says why (field set for spec errors). */
+/* jobs_submit validates body ({"spec": {...}, "code": "sha256:...",
+ * "idempotency_key": K}) of caller c, checks the cluster can ever hold it,
+ * and creates the job (queued) and its tasks, c's, of the spec's team
+ * (which c's token must name, else YERR(FORBIDDEN)) or c's team. A key c
+ * submitted with before answers the job it made (*again true) when spec and
+ * code are the same, else YERR(CONFLICT): a client that lost the reply (a
+ * master that failed over) sends it again without making a second job. On
+ * error nothing is created and eb says why (field set for spec errors). */
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body,
-		struct job **out, struct errbuf *eb);
+		struct job **out, bool *again, struct errbuf *eb);
 /* jobs_cancel: YERR(CONFLICT) when the job is already final. */
 int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb);
 /* jobs_schedule runs the scheduler and starts what it placed. */

@@ -78,7 +78,10 @@ void leader_init(struct master *m, const char *advertise_url, unsigned lease_ms,
 	if (advertise_url || m->url)
 		l->url = xstrdup(advertise_url ? advertise_url : m->url);
 	gethostname(host, sizeof(host) - 1);
-	l->holder = xasprintf("%s:%d", host, (int)getpid());
+	/* who this master is, across its restarts: its host and data dir */
+	char *dir = realpath(m->data_dir, NULL);
+	l->holder = xasprintf("%s:%s", host, dir ? dir : m->data_dir);
+	free(dir);
 	l->lease_ms = lease_ms ? lease_ms : LEADER_LEASE_MS;
 	l->renew_ms = renew_ms ? renew_ms : LEADER_RENEW_MS;
 }
@@ -101,7 +104,9 @@ bool leader_try(struct master *m)
 	if (!l->shared)
 		return true;
 	l->try_ms = start;
-	if (m->sops->lease_acquire(m->store, l->holder, l->url, l->lease_ms, &lease, &eb)) {
+	l->tried = true;
+	/* the first try takes back a lease this master held before a restart */
+	if (m->sops->lease_acquire(m->store, l->holder, l->url, !l->tried, l->lease_ms, &lease, &eb)) {
 		if (!l->store_error_said)
 			fprintf(stderr, "yard master: standby: %s (trying again every %u ms)\n", eb.msg,
 				l->renew_ms);
@@ -146,6 +151,18 @@ void leader_committed(struct master *m, int rc)
 		l->valid_until_ms = l->commit_start_ms + l->lease_ms;
 		move(m, LEADER_EV_RENEW);
 	}
+}
+
+void leader_release_lease(struct master *m)
+{
+	struct leadership *l = &m->leadership;
+	struct errbuf eb = ERRBUF_INIT;
+
+	if (!l->shared || l->state == LEADER_STANDBY)
+		return;
+	m->sops->lease_fence(m->store, 0, 0);
+	if (m->sops->lease_release(m->store, l->epoch, &eb))
+		fprintf(stderr, "yard master: cannot release the lease: %s\n", eb.msg);
 }
 
 void leader_deposed(struct master *m)

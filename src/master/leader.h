@@ -29,9 +29,10 @@
 #include "base/error.h"
 
 /* A master's role, as a state x event table (leader.c). */
+/* LEADING first: a master zeroed by a test leads, as one on SQLite does */
 #define LEADER_STATES(X)                                                              \
-	X(STANDBY, "standby") /* another master leads, or none yet: answers not_leader */ \
 	X(LEADING, "leader")  /* holds the lease: serves */                           \
+	X(STANDBY, "standby") /* another master leads, or none yet: answers not_leader */ \
 	X(UNSURE, "unsure")   /* led, but could not renew in time: serves nothing */
 
 enum leader_state {
@@ -68,13 +69,14 @@ struct leadership {
 	enum leader_state state;
 	uint64_t epoch;            /* the lease's epoch as last seen */
 	char *url;                 /* this master's advertised URL (owned) */
-	char *holder;              /* this master in the lease row: "HOST:PID" (owned) */
+	char *holder;              /* this master in the lease row: "HOST:DATA_DIR" (owned) */
 	char *leader_url;          /* a standby's: the live leader's URL, or NULL (owned) */
 	unsigned lease_ms, renew_ms;
 	uint64_t valid_until_ms;   /* LEADING: mono_ms until which the lease is surely ours */
 	uint64_t commit_start_ms;  /* mono_ms before the commit being made was sent */
 	uint64_t try_ms;           /* mono_ms of the last lease_acquire (STANDBY) */
 	bool store_error_said;     /* a standby's failing store was reported once */
+	bool tried;                /* leader_try ran once (the first may reclaim) */
 };
 
 struct master;
@@ -101,6 +103,10 @@ void leader_committed(struct master *m, int rc);
 /* leader_tick: LEADING: a renewal is due (true: the caller opens an empty
  * batch, so the next commit renews), or the lease lapsed (UNSURE). */
 bool leader_tick(struct master *m);
+
+/* leader_release_lease: a leader stopping ends its lease at once, so a
+ * standby takes over without waiting for it to expire. */
+void leader_release_lease(struct master *m);
 
 /* leader_deposed: the step down's bookkeeping (STANDBY, no fence). */
 void leader_deposed(struct master *m);

@@ -525,6 +525,7 @@ int master_run(struct master *m)
 	{
 		struct errbuf eb = ERRBUF_INIT;
 		batch_commit(m, &eb);
+		leader_release_lease(m);
 	}
 	http_release_all(m, NULL);
 	for (int i = 0; i < 3; i++)

@@ -159,11 +159,16 @@ struct store_ops {
 	 * backend that one master alone opens (SQLite) leaves both NULL: its
 	 * master always leads. Expiry is by the store server's clock, so the
 	 * masters' clocks need not agree. */
-	/* lease_acquire takes the lease when it is free or has expired, as
-	 * holder (a name for messages) advertising url, for lease_ms; *out
-	 * says who holds it now (outside a transaction; release *out) */
-	int (*lease_acquire)(struct store *st, const char *holder, const char *url,
+	/* lease_acquire takes the lease when it is free or has expired, or,
+	 * with reclaim, when holder (the master's identity: its host and data
+	 * dir) holds it already (this master, started again), advertising url,
+	 * for lease_ms; *out says who holds it now (outside a transaction;
+	 * release *out) */
+	int (*lease_acquire)(struct store *st, const char *holder, const char *url, bool reclaim,
 			     unsigned lease_ms, struct store_lease *out, struct errbuf *eb);
+	/* lease_release ends the lease of epoch at once (a leader stopping),
+	 * so that a standby need not wait for it to expire */
+	int (*lease_release)(struct store *st, uint64_t epoch, struct errbuf *eb);
 	/* lease_fence: from now on every commit checks, inside its own
 	 * transaction, that the lease is still at epoch and renews it for
 	 * lease_ms; a commit that finds another epoch applies nothing and fails

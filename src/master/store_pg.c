@@ -149,12 +149,13 @@ static const struct {
 	  "SELECT id, time, \"user\", role, token, addr, method, path, status, code FROM audit"
 	  " WHERE ($1::text IS NULL OR \"user\" = $1) AND time >= $2 ORDER BY id DESC LIMIT $3" },
 	{ "l_fence", "SELECT yard_fence($1, $2)" },
+	{ "l_release", "UPDATE leader SET expires_at = '-infinity' WHERE id = 1 AND epoch = $1" },
 	/* takes an expired lease; answers the row as it was, and the new
 	 * epoch when taken */
 	{ "l_take",
 	  "WITH t AS (UPDATE leader SET epoch = epoch + 1, holder = $1, url = $2, pid = pg_backend_pid(),"
 	  " expires_at = clock_timestamp() + $3 * interval '1 millisecond'"
-	  " WHERE id = 1 AND expires_at < clock_timestamp() RETURNING epoch)"
+	  " WHERE id = 1 AND (expires_at < clock_timestamp() OR ($4 AND holder = $1)) RETURNING epoch)"
 	  " SELECT (SELECT epoch FROM t), epoch, url, expires_at > clock_timestamp() FROM leader WHERE id = 1" },
 	/* a holder whose lease expired while its server process kept the row
 	 * locked (a transaction its master never ended: the master's machine
@@ -952,22 +953,25 @@ static int lease_row(void *ctx, const PGresult *res)
 	return 0;
 }
 
-static int pg_lease_acquire(struct store *st, const char *holder, const char *url, unsigned lease_ms,
-			    struct store_lease *out, struct errbuf *eb)
+static int pg_lease_acquire(struct store *st, const char *holder, const char *url, bool reclaim,
+			    unsigned lease_ms, struct store_lease *out, struct errbuf *eb)
 {
 	char ms[16];
-	const char *vals[] = { holder, url, ms };
+	const char *vals[] = { holder, url, ms, reclaim ? "t" : "f" };
 	PGresult *res;
 	int ret;
+
+	uint64_t fence = st->fence_epoch;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(ms, sizeof(ms), "%u", lease_ms);
 	if ((ret = pg_begin(st, eb)))
 		return ret;
+	st->fence_epoch = 0; /* this transaction is the lease's own */
 	/* a lock held by a vanished holder is not waited for (l_end) */
 	ret = pg_simple(st, "SET LOCAL lock_timeout = '200ms'", "take the lease", eb);
 	if (!ret)
-		ret = pg_rows(st, "l_take", 3, vals, lease_row, out, "take the lease", eb);
+		ret = pg_rows(st, "l_take", 4, vals, lease_row, out, "take the lease", eb);
 	if (ret) {
 		pg_rollback(st);
 		store_lease_release(out);
@@ -975,9 +979,25 @@ static int pg_lease_acquire(struct store *st, const char *holder, const char *ur
 		struct errbuf leb = ERRBUF_INIT;
 		if (PQstatus(st->conn) == CONNECTION_OK && !pg_exec(st, "l_end", 0, NULL, &res, "end a holder", &leb))
 			PQclear(res);
+		st->fence_epoch = fence;
 		return ret;
 	}
-	return pg_commit(st, eb);
+	ret = pg_commit(st, eb);
+	st->fence_epoch = fence;
+	return ret;
+}
+
+static int pg_lease_release(struct store *st, uint64_t epoch, struct errbuf *eb)
+{
+	char e[24];
+	const char *vals[] = { e };
+	PGresult *res;
+	int ret;
+
+	snprintf(e, sizeof(e), "%" PRIu64, epoch);
+	if (!(ret = pg_exec(st, "l_release", 1, vals, &res, "release the lease", eb)))
+		PQclear(res);
+	return ret;
 }
 
 static void pg_lease_fence(struct store *st, uint64_t epoch, unsigned lease_ms)
@@ -1183,6 +1203,7 @@ const struct store_ops store_pg_ops = {
 	.audit_query = pg_audit_query,
 	.lease_acquire = pg_lease_acquire,
 	.lease_fence = pg_lease_fence,
+	.lease_release = pg_lease_release,
 	.blob_append = pg_blob_append,
 	.blob_put_file = pg_blob_put_file,
 	.blob_put = pg_blob_put,

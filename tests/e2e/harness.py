@@ -174,10 +174,12 @@ class Api:
     def job(self, jid):
         return self.json("GET", f"/v1/jobs/{jid}", expect=200)[1]
 
-    def submit(self, spec, code=None, token=None):
+    def submit(self, spec, code=None, token=None, key=None):
         body = {"spec": spec}
         if code:
             body["code"] = code
+        if key:
+            body["idempotency_key"] = key
         return self.json("POST", "/v1/jobs", body, token=token)
 
     def wait_job(self, jid, states=("succeeded", "failed", "cancelled"), timeout=60):
@@ -399,10 +401,12 @@ def spec(command, name="t", replicas=1, gpus=0, cpus=0.1, memory=None, **extra):
 class SubmitLoad:
     """`clients` threads submitting /bin/true jobs until `total` of them are
     acknowledged (201), each through whatever the master is going through: a
-    refused connection or a 5xx is tried again, any other answer fails (the
-    thread stops, so the count falls short). acked: job id -> name. As a
-    context manager it starts on entry and stops the threads on exit; join()
-    waits for them to reach the total."""
+    refused connection, a timeout or a 5xx is tried again with the same
+    idempotency_key (the job's name), so that a submission whose reply was
+    lost is answered (200) with the job it made rather than making a second;
+    any other answer fails (the thread stops, so the count falls short).
+    acked: job id -> name. As a context manager it starts on entry and stops
+    the threads on exit; join() waits for them to reach the total."""
 
     def __init__(self, api, total, clients):
         self.api, self.total = api, total
@@ -419,11 +423,11 @@ class SubmitLoad:
                     return
             name = f"load-{k}-{n}"
             try:
-                status, doc = self.api.submit(spec(["/bin/true"], name=name, cpus=0.01))
+                status, doc = self.api.submit(spec(["/bin/true"], name=name, cpus=0.01), key=name)
             except OSError:
                 time.sleep(0.05)  # the master is down: try again
                 continue
-            if status == 201:
+            if status in (200, 201):
                 with self.lock:
                     self.acked[doc["id"]] = name
                 n += 1

@@ -142,7 +142,9 @@ def test_paused_leader_cannot_commit():
                  "jobs the old leader stored")
         check_eq(c.pg.sql("SELECT count(*) FROM jobs WHERE doc::json->>'name' = 'while-paused'"), ["1"],
                  "jobs the new leader stored")
-        # and it follows: a client given the old leader's URL reaches the new one
+        # and it names the leader, so a client given the old leader's URL reaches the new one
+        wait_until(lambda: (health(c.urls["m1"]) or {}).get("leader") == c.urls["m2"], 10,
+                   "m1 to name the leader")
         st, doc = old.json("GET", "/v1/jobs")
         check_eq((st, doc["error"].get("leader")), (503, c.urls["m2"]), f"not_leader names the leader: {doc}")
 

@@ -177,3 +177,34 @@ def test_listing_follows_every_change():
         a = listed(api, holder["id"])["attained_gpu_seconds"]
         wait_until(lambda: listed(api, holder["id"])["attained_gpu_seconds"] > a, 10,
                    f"the holder's attained GPU seconds to grow past {a} in the listing")
+
+
+def test_submission_sent_again_makes_one_job():
+    """A submission with an idempotency_key sent again (its reply was lost)
+    answers the job it made, also after a restart of the master; the same
+    key with another spec is refused; another user's key is their own."""
+    with cluster("idem") as c:
+        c.start_master()
+        s = spec(["/bin/true"], name="once", cpus=0.01)
+        st, first = c.api.submit(s, key="run-42")
+        check_eq(st, 201, f"the first submission: {first}")
+        st, again = c.api.submit(s, key="run-42")
+        check_eq((st, again["id"]), (200, first["id"]), "the same submission sent again")
+        st, doc = c.api.submit(spec(["/bin/false"], name="once", cpus=0.01), key="run-42")
+        check_eq((st, doc["error"]["code"], doc["error"]["field"]), (409, "conflict", "idempotency_key"),
+                 f"the key with another spec: {doc}")
+        check(f"job {first['id']}" in doc["error"]["message"], f"the refusal names the job: {doc}")
+        for bad in ("", "x" * 129, "a b", "é", 7):
+            st, doc = c.api.json("POST", "/v1/jobs", {"spec": s, "idempotency_key": bad})
+            check_eq((st, doc["error"]["field"]), (400, "idempotency_key"), f"key {bad!r}: {doc}")
+            check("é" not in doc["error"]["message"], "the refusal does not echo the key")
+        bob = c.user_token("bob")
+        st, other = c.api.submit(s, key="run-42", token=bob)
+        check_eq(st, 201, f"bob's own run-42: {other}")
+        check(other["id"] != first["id"], "bob's run-42 is a job of its own")
+        c.master.stop()
+        c.start_master()
+        st, again = c.api.submit(s, key="run-42")
+        check_eq((st, again["id"]), (200, first["id"]), "sent again after the master restarted")
+        st, doc = c.api.json("GET", "/v1/jobs")
+        check_eq(sorted(j["name"] for j in doc["jobs"]), ["once", "once"], "jobs stored")

@@ -97,16 +97,21 @@ static int reset(void **state)
 	return 0;
 }
 
-static struct store_lease acquire(struct store *st, const char *name, unsigned ms)
+static struct store_lease acquire_as(struct store *st, const char *name, bool reclaim, unsigned ms)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	struct store_lease l;
 	char url[64];
 
 	snprintf(url, sizeof(url), "http://%s:7420", name);
-	if (store_pg_ops.lease_acquire(st, name, url, ms, &l, &eb))
+	if (store_pg_ops.lease_acquire(st, name, url, reclaim, ms, &l, &eb))
 		fail_msg("lease_acquire %s: %s", name, eb.msg);
 	return l;
+}
+
+static struct store_lease acquire(struct store *st, const char *name, unsigned ms)
+{
+	return acquire_as(st, name, false, ms);
 }
 
 static int put_job(struct store *st, const char *key, struct errbuf *eb)
@@ -228,7 +233,7 @@ static void test_vanished_holder_ended(void **state)
 	PQclear(res);
 	usleep(300 * 1000);
 	/* expired, but locked: this try fails (and ends the holder) */
-	assert_int_not_equal(store_pg_ops.lease_acquire(b, "b", "http://b:7420", 1000, &lb, &eb), 0);
+	assert_int_not_equal(store_pg_ops.lease_acquire(b, "b", "http://b:7420", false, 1000, &lb, &eb), 0);
 	errbuf_reset(&eb);
 	lb = acquire(b, "b", 1000);
 	assert_true(lb.mine);
@@ -242,6 +247,50 @@ static void test_vanished_holder_ended(void **state)
 	store_pg_ops.close(b);
 }
 
+/* A master started again (the same holder: host and data dir) takes back
+ * the lease its old self holds, at once, and the old self is fenced; a
+ * leader that stops releases its lease, so a standby takes it at once. */
+static void test_reclaim_and_release(void **state)
+{
+	struct store *old = open_store(), *again = open_store(), *b = open_store();
+	struct errbuf eb = ERRBUF_INIT;
+	struct store_lease l;
+
+	(void)state;
+	l = acquire(old, "a", 60000);
+	assert_true(l.mine);
+	store_pg_ops.lease_fence(old, l.epoch, 60000);
+	store_lease_release(&l);
+	/* another holder, or the same one not reclaiming, waits */
+	l = acquire(b, "b", 60000);
+	assert_false(l.mine);
+	store_lease_release(&l);
+	l = acquire_as(again, "a", false, 60000);
+	assert_false(l.mine);
+	store_lease_release(&l);
+	l = acquire_as(again, "a", true, 60000);
+	assert_true(l.mine);
+	assert_int_equal(l.epoch, 2);
+	store_lease_release(&l);
+	store_pg_ops.lease_fence(again, 2, 60000);
+	assert_int_equal(put_job(old, "1", &eb), YERR(NOT_LEADER));
+	errbuf_reset(&eb);
+	assert_int_equal(store_pg_ops.lease_release(again, 2, &eb), 0);
+	l = acquire(b, "b", 60000);
+	assert_true(l.mine);
+	assert_int_equal(l.epoch, 3);
+	/* a release of an epoch that is over ends nothing */
+	assert_int_equal(store_pg_ops.lease_release(again, 2, &eb), 0);
+	store_lease_release(&l);
+	l = acquire(again, "a", 60000);
+	assert_false(l.mine);
+	assert_true(l.live);
+	store_lease_release(&l);
+	store_pg_ops.close(old);
+	store_pg_ops.close(again);
+	store_pg_ops.close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +298,7 @@ int main(void)
 		cmocka_unit_test_setup(test_takeover_fences_the_old_leader, reset),
 		cmocka_unit_test_setup(test_commits_renew, reset),
 		cmocka_unit_test_setup(test_vanished_holder_ended, reset),
+		cmocka_unit_test_setup(test_reclaim_and_release, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

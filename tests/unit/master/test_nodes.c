@@ -22,6 +22,9 @@ struct fixture {
 
 
 /* the submitter of the tests' jobs */
+/* jobs_submit's answer that a submission was one sent again (none here) */
+static bool again_;
+
 static const struct caller alice = { .role = ROLE_USER, .user = "alice" };
 static int setup(void **state)
 {
@@ -209,7 +212,7 @@ static void test_image_job_waits_then_runs(void **state)
 	/* refused on a cluster with no container runtime, but with wait_for_nodes */
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), YERR(INVALID_SPEC));
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &again_, &eb), YERR(INVALID_SPEC));
 	assert_string_equal(eb.field, "image");
 	assert_string_equal(eb.msg, "image: 'pytorch:1.13' needs a node with a container runtime, "
 				    "but none of the 1 node in pool 'default' has one (set "
@@ -217,10 +220,10 @@ static void test_image_job_waits_then_runs(void **state)
 	json_decref(body);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"image\": \"pytorch:1.13\","
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}, \"placement\": {\"wait_for_nodes\": true}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &img, &again_, &eb), 0);
 	json_decref(body);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &plain, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &plain, &again_, &eb), 0);
 	json_decref(body);
 	commit(f);
 	jobs_schedule(&f->m);
@@ -315,7 +318,7 @@ static void test_staging_progress_and_failure(void **state)
 				"\"gpus\": [{\"index\": 0}]}", &n, &eb), 0);
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"restart\": {\"max\": 1},"
 		     " \"tasks\": {\"worker\": {\"gpus\": 1}}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &eb), 0);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &again_, &eb), 0);
 	json_decref(body);
 	commit(f);
 	jobs_schedule(&f->m);
@@ -461,7 +464,7 @@ static void test_remove(void **state)
 	/* a task on n1 that keeps running through a disconnect holds it */
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"gpus\": 1}}, "
 		     "\"on_disconnect\": \"keep\", \"placement\": {\"labels\": {}}}}");
-	if (jobs_submit(&f->m, &alice, body, &j, &eb))
+	if (jobs_submit(&f->m, &alice, body, &j, &again_, &eb))
 		fail_msg("submit: %s", eb.msg);
 	json_decref(body);
 	commit(f);
