@@ -43,7 +43,7 @@ USER = "postgres"  # initdb and postgres refuse root
 NODES = ("n1", "n2")
 
 
-def _free_port():
+def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -116,8 +116,8 @@ class PatroniCluster:
         atexit.register(self.close)
         self.timings = {"ttl": ttl, "loop_wait": loop_wait, "retry_timeout": retry_timeout}
         self.password = secrets.token_hex(12)
-        self.ports = {n: _free_port() for n in NODES}  # PostgreSQL
-        self.rest = {n: _free_port() for n in NODES}  # Patroni's REST API
+        self.ports = {n: free_port() for n in NODES}  # PostgreSQL
+        self.rest = {n: free_port() for n in NODES}  # Patroni's REST API
         try:
             self._start()
         except BaseException:
@@ -151,7 +151,7 @@ class PatroniCluster:
         self.psql(leader, "CREATE DATABASE yard OWNER yard", db="postgres")
 
     def _start_etcd(self):
-        client, peer = _free_port(), _free_port()
+        client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
         peer_url = f"http://127.0.0.1:{peer}"
         argv = [ETCD, "--name", "e1", "--data-dir", os.path.join(self.dir, "etcd"),

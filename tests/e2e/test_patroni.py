@@ -7,12 +7,11 @@ masters reconnect through their multi-host URL (target_session_attrs=
 read-write), a leader serves again, and every acknowledged job is there and
 runs once; the job running across it stays in its first attempt."""
 import os
-import signal
 import time
 
 from ha import FailoverApi, health
 from harness import YARD, Proc, SubmitLoad, check, check_eq, cluster, spec, wait_until
-from patroni import PatroniCluster, _free_port
+from patroni import PatroniCluster, free_port
 
 COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
 
@@ -66,10 +65,10 @@ def test_postgres_primary_lost_under_submissions():
         check_eq(pg.psql(first, "SHOW synchronous_standby_names"), [replica],
                  "the primary's synchronous standby")
         # two masters on the store: m1 leads, m2 stands by
-        c.port = _free_port()
+        c.port = free_port()
         c.start_master()
         wait_until(lambda: (health(c.url) or {}).get("role") == "leader", 30, "m1 to lead")
-        port2 = _free_port()
+        port2 = free_port()
         url2 = f"http://127.0.0.1:{port2}"
         m2 = Proc("master-m2", [YARD, "master", "--listen", f"127.0.0.1:{port2}", "--data-dir",
                                 os.path.join(c.dir, "master-m2"), "--lease", c.lease, *c.master_args],
