@@ -65,7 +65,7 @@ def test_postgres_primary_lost_under_submissions():
         check_eq(pg.psql(first, "SHOW synchronous_standby_names"), [replica],
                  "the primary's synchronous standby")
         # two masters on the store: m1 leads, m2 stands by
-        c.port = free_port()
+        c.port = free_port()  # a real port, not 0: it is what the lease row advertises
         c.start_master()
         wait_until(lambda: (health(c.url) or {}).get("role") == "leader", 30, "m1 to lead")
         port2 = free_port()
@@ -88,6 +88,7 @@ def test_postgres_primary_lost_under_submissions():
         total = 240
         with SubmitLoad(api, total, clients=8) as load:
             wait_until(lambda: len(load.acked) >= 60, 60, "60 acknowledged submissions")
+            check_eq(api.job(long)["state"], "running", "the long job when the primary is killed")
             pg.kill_node(first)
             killed = time.monotonic()
             at_kill = len(load.acked)
