@@ -59,8 +59,8 @@ def run_one(fn, name):
 
 def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
-    in network namespaces (netns.py), container engines (engines.py) and
-    PostgreSQL servers (pgserver.py);
+    in network namespaces (netns.py), container engines (engines.py),
+    PostgreSQL servers (pgserver.py) and Patroni clusters (patroni.py);
     only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
@@ -75,6 +75,10 @@ def sweep_leftovers():
     swept = pgserver.sweep()
     if swept:
         print(f"swept PostgreSQL servers of dead tests {' '.join(swept)}", flush=True)
+    import patroni
+    swept = patroni.sweep()
+    if swept:
+        print(f"swept Patroni clusters of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():
