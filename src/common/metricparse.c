@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "base/utf8.h"
 #include "base/xalloc.h"
 
 /* A bounded cursor over one line: nothing here reads at or past end. */
@@ -130,7 +131,7 @@ bool metric_name_valid(const char *name, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)name[i] < 0x20 || (unsigned char)name[i] == 0x7f)
 			return false;
-	return true;
+	return utf8_valid(name, len); /* names are stored and shown as text */
 }
 
 /* Appends PREFIX NAME @ step unless the value or the name cannot be a point. */

@@ -64,7 +64,7 @@
  *      1875/1875 ━━━━━━━ 3s 1ms/step - accuracy: 0.9145 - loss: 0.2950
  *    Each is a point without a step (the master numbers them).
  *
- * Series names are 1..METRIC_NAME_MAX bytes without control characters
+ * Series names are 1..METRIC_NAME_MAX bytes of UTF-8 without control characters
  * (metric_name_valid); a member or field whose name is not is skipped. A
  * line gives at most METRIC_LINE_POINTS points (the first ones), so that a
  * batch of points stays bounded by its lines.
@@ -123,7 +123,7 @@ void metric_parser_load(struct metric_parser *p, const json_t *doc);
 size_t metric_parse_line(struct metric_parser *p, const char *line, size_t len,
 			 struct metric_points *out);
 
-/* metric_name_valid: 1..METRIC_NAME_MAX bytes, none below 0x20 nor 0x7f. */
+/* metric_name_valid: 1..METRIC_NAME_MAX bytes of UTF-8, none below 0x20 nor 0x7f. */
 bool metric_name_valid(const char *name, size_t len);
 
 #endif

@@ -22,6 +22,7 @@
 #include <endian.h>
 
 #include "base/strbuf.h"
+#include "base/utf8.h"
 #include "base/xalloc.h"
 #include "common/logoffset.h"
 
@@ -435,6 +436,18 @@ static int pg_write(struct store *st, const char *stmt, int n, const char *const
 
 /* Runs a prepared statement with text values and an answer in format
  * (0 text, 1 binary): *out (caller PQclears) when it succeeded. */
+/* A read's values are text that came from outside (a user named in a query,
+ * a series name): text that is not UTF-8 can equal nothing the server
+ * holds (the database is UTF-8, and it would refuse the statement), so
+ * such a read finds nothing rather than fail. */
+static bool texts_utf8(int n, const char *const *vals)
+{
+	for (int i = 0; i < n; i++)
+		if (vals[i] && !utf8_valid(vals[i], strlen(vals[i])))
+			return false;
+	return true;
+}
+
 static int pg_exec_format(struct store *st, const char *stmt, int n, const char *const *vals,
 			  int format, PGresult **out, const char *what, struct errbuf *eb)
 {
@@ -444,6 +457,10 @@ static int pg_exec_format(struct store *st, const char *stmt, int n, const char 
 	*out = NULL;
 	if ((ret = pg_ready(st, eb)) || (ret = pg_settle(st, eb)))
 		return ret;
+	if (!texts_utf8(n, vals)) {
+		*out = PQmakeEmptyPGresult(st->conn, PGRES_TUPLES_OK);
+		return 0;
+	}
 	res = PQexecPrepared(st->conn, stmt, n, vals, NULL, NULL, format);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
 		ret = pg_error(st, eb, res, what);
@@ -474,6 +491,8 @@ static int pg_rows(struct store *st, const char *stmt, int n, const char *const 
 
 	if ((ret = pg_ready(st, eb)) || (ret = pg_settle(st, eb)))
 		return ret;
+	if (!texts_utf8(n, vals))
+		return 0;
 	if (!PQsendQueryPrepared(st->conn, stmt, n, vals, NULL, NULL, 0))
 		return pg_error(st, eb, NULL, what);
 	if (!PQsetSingleRowMode(st->conn))
