@@ -130,6 +130,7 @@ bench: deps build
 	$(PYTHON) bench/load.py --yard $(BUILD)/yard
 	$(PYTHON) bench/store.py --yard $(BUILD)/yard
 	$(PYTHON) bench/blobs.py --yard $(BUILD)/yard
+	$(PYTHON) bench/failover.py --yard $(BUILD)/yard --takeover-only
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test

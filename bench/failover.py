@@ -11,17 +11,20 @@ Kubernetes' default lease (15 s) and Slurm's SlurmctldTimeout (120 s).
 At the end the running job must still be in its first attempt with its
 whole log: a failover that a task noticed is reported, not timed.
 
-Durable submit throughput on PostgreSQL beside SQLite is bench/store.py;
-log and blob throughput into the shared store beside local files is
-bench/blobs.py. Nothing here asserts on time.
+Then, unless --takeover-only, the store's two other numbers, each beside its
+peer in one run: durable submit throughput with 8 clients on PostgreSQL and
+on SQLite (bench/store.py --runs 1), and log (and archive) throughput into
+the shared store from one node beside writing local files (bench/blobs.py
+--runs 1). Nothing here asserts on time.
 
 usage: bench/failover.py [--yard build/yard] [--kills N] [--clients N]
-                         [--leader-lease D] [--leader-renew D]
+                         [--leader-lease D] [--leader-renew D] [--takeover-only]
 """
 import argparse
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -77,6 +80,7 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--leader-lease", default=None, help="yard master --leader-lease (default: its own)")
     ap.add_argument("--leader-renew", default=None)
+    ap.add_argument("--takeover-only", action="store_true", help="skip bench/store.py and bench/blobs.py")
     args = ap.parse_args()
     os.environ["YARD"] = os.path.abspath(args.yard)
     import harness as h
@@ -132,6 +136,12 @@ def main():
     print(f"takeover over {len(times)} leader kills, --leader-lease {lease}, --leader-renew {renew}: "
           f"p50 {statistics.median(times):.3f} s, max {max(times):.3f} s, min {min(times):.3f} s")
     print("anchors: Kubernetes' default lease 15 s (leader election); Slurm's SlurmctldTimeout 120 s")
+    if args.takeover_only:
+        return
+    for script in ("store.py", "blobs.py"):
+        print(f"--- bench/{script} --runs 1", flush=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), "--yard", args.yard,
+                        "--runs", "1"], check=False)
 
 
 if __name__ == "__main__":

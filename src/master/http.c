@@ -235,6 +235,12 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 				req_error(r, eb);
 			release(m, r);
 			released = true;
+		} else if (!leader_serving(m)) {
+			/* a long poll held before this master's lease ran out is not
+			 * answered from a model another master may have moved on */
+			leader_refuse(r);
+			release(m, r);
+			released = true;
 		} else if (api_poll_ready(r, now)) {
 			release(m, r);
 			released = true;
