@@ -17,15 +17,12 @@ server, the namespaces and what the daemons left.
 """
 import json
 import os
-import re
 import signal
 import subprocess
-import urllib.error
 import urllib.request
 
-from harness import YARD, Api, Proc, TestFailure, wait_until
-from multinode import MultinodeCluster
-from netns import Topology
+from harness import YARD, Api, Proc, wait_until
+from multinode import MultinodeCluster, multinode
 from pgserver import PgServer
 
 PORT = 7420
@@ -159,35 +156,16 @@ class HACluster(MultinodeCluster):
         return super().close()
 
 
-class ha:
+class ha(multinode):
     """Context manager: a Topology of masters and agents and an HACluster
     on it, closed even when the test fails; sanitizer reports or leftovers
     fail the test."""
 
     def __init__(self, name, masters=("m1", "m2"), agents=("a1", "a2"), **kw):
-        self.name, self.masters, self.agents, self.kw = name, masters, agents, kw
-        self.topo = self.c = None
+        super().__init__(name, names=list(masters) + list(agents), **kw)
+        self.masters, self.agents = masters, agents
 
-    def __enter__(self):
-        self.topo = Topology(names=list(self.masters) + list(self.agents)).start()
-        try:
-            self.c = HACluster(self.name, self.topo, self.masters, **self.kw)
-            self.c.agent_nodes = list(self.agents)
-        except BaseException:
-            self.topo.close()
-            raise
-        return self.c
-
-    def __exit__(self, et, ev, tb):
-        try:
-            findings = self.c.close()
-        finally:
-            errors = self.topo.close()
-        if et is None and (findings or errors):
-            raise TestFailure("\n".join(findings + [f"topology cleanup: {e}" for e in errors]))
-        return False
-
-
-def parse_epoch(log):
-    m = re.findall(r"epoch (\d+)", log)
-    return int(m[-1]) if m else None
+    def make(self, topo):
+        c = HACluster(self.name, topo, self.masters, **self.kw)
+        c.agent_nodes = list(self.agents)
+        return c

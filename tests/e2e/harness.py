@@ -449,6 +449,19 @@ class SubmitLoad:
         self.stop.set()
         return False
 
+    def check_stored(self, api, what="afterwards"):
+        """Every acknowledged job is stored by api's master with its name,
+        and no name is stored twice (each was sent with its key)."""
+        st, doc = api.json("GET", "/v1/jobs?limit=100000")
+        check_eq(st, 200, f"the job list {what}")
+        names = [j["name"] for j in doc["jobs"]]
+        for jid, name in self.acked.items():
+            status, j = api.json("GET", f"/v1/jobs/{jid}")
+            check_eq(status, 200, f"acknowledged job {jid} ({name}) {what}")
+            check_eq(j["name"], name, f"name of acknowledged job {jid}")
+        dups = sorted(n for n in set(names) if names.count(n) > 1)
+        check(not dups, f"submissions stored more than once {what}: {dups[:10]}")
+
 
 def pid_alive(pid):
     try:

@@ -69,10 +69,14 @@ class multinode:
         self.topo = None
         self.c = None
 
+    def make(self, topo):
+        """The cluster on topo (a subclass makes another kind)."""
+        return MultinodeCluster(self.name, topo, **self.kw)
+
     def __enter__(self):
         self.topo = Topology(nodes=self.nodes, names=self.names).start()
         try:
-            self.c = MultinodeCluster(self.name, self.topo, **self.kw)
+            self.c = self.make(self.topo)
         except BaseException:
             self.topo.close()
             raise

@@ -66,14 +66,7 @@ def test_leader_sigkill_under_submissions():
         check(took < 10, f"the standby took over in {took:.2f} s")
         check_eq(c.leader(), "m2", "the master that leads")
         api = c.master_api("m2")
-        st, doc = api.json("GET", "/v1/jobs?limit=10000")
-        check_eq(st, 200, "the job list from the new leader")
-        names = [j["name"] for j in doc["jobs"]]
-        for jid, name in acked.items():
-            status, j = api.json("GET", f"/v1/jobs/{jid}")
-            check_eq(status, 200, f"acknowledged job {jid} ({name}) on the new leader")
-            check_eq(j["name"], name, f"name of acknowledged job {jid}")
-            check_eq(names.count(name), 1, f"jobs named {name}")
+        load.check_stored(api, "on the new leader")
         for jid in acked:
             j = api.wait_job(jid, timeout=180)
             check_eq(j["state"], "succeeded", f"load job {jid} (reason {j.get('reason')})")
@@ -149,6 +142,17 @@ def test_paused_leader_cannot_commit():
         check_eq((st, doc["error"].get("leader")), (503, c.urls["m2"]), f"not_leader names the leader: {doc}")
 
 
+def start_upgraded(c, token_fixture):
+    """Starts c's master on the version-1 store put in place, with the admin
+    token of the master that wrote it, and checks the upgrade."""
+    with open(os.path.join(FIXTURES, token_fixture)) as f, \
+            open(os.path.join(c.data_dir, "admin-token"), "w") as out:
+        out.write(f.read())
+    c.start_master()
+    with open(c.master.logpath, errors="replace") as f:
+        check_upgraded(c, f.read())
+
+
 def check_upgraded(c, log):
     check(re.search(rf"schema upgraded from version 1 to {store_schema_version()}", log),
           f"the master's log says it upgraded the store:\n{log[-2000:]}")
@@ -166,12 +170,7 @@ def test_store_upgrade_from_version_1():
                             os.path.join(FIXTURES, "store_v1_pg.sql")], capture_output=True, text=True)
         check_eq(r.returncode, 0, f"psql of the fixture: {r.stderr}")
         os.makedirs(c.data_dir)
-        with open(os.path.join(FIXTURES, "store_v1_pg.admin-token")) as f, \
-                open(os.path.join(c.data_dir, "admin-token"), "w") as out:
-            out.write(f.read())
-        c.start_master()
-        with open(c.master.logpath, errors="replace") as f:
-            check_upgraded(c, f.read())
+        start_upgraded(c, "store_v1_pg.admin-token")
         check_eq(pg.sql("SELECT version FROM schema_version"), [str(store_schema_version())], "the schema version")
     # SQLite: its state.db
     with cluster("upgradesqlite") as c:
@@ -180,9 +179,4 @@ def test_store_upgrade_from_version_1():
         with open(os.path.join(FIXTURES, "store_v1_sqlite.sql")) as f:
             db.executescript(f.read())
         db.close()
-        with open(os.path.join(FIXTURES, "store_v1_sqlite.admin-token")) as f, \
-                open(os.path.join(c.data_dir, "admin-token"), "w") as out:
-            out.write(f.read())
-        c.start_master()
-        with open(c.master.logpath, errors="replace") as f:
-            check_upgraded(c, f.read())
+        start_upgraded(c, "store_v1_sqlite.admin-token")
