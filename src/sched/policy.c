@@ -30,13 +30,13 @@ static const uint64_t las_thresholds[] = { 3250, 7200, 18000 };
 #define GLAS_RATIO 4
 #define GLAS_LEVELS 10
 
-/* Ageing (conf age_pct): promote a waiting job once it has waited K times
- * as long as it has run since it last entered level 0. The smallest K per
- * policy that keeps the vc11cb48 numbers (docs/scheduler.md): las within
- * 1 % of the peer's dlas-gpu with K = 4; glas's short first levels make a
- * promoted job demote and be promoted again quickly, so a small K thrashes
- * (K = 8 costs 8 % of average JCT on 4x8) and K = 20 leaves its numbers as
- * they were while still bounding the wait. */
+/* Ageing (conf age_pct): promote a waiting job once it has waited, below
+ * level 0 since it last entered level 0, K times as long as it has run in
+ * all. The K per policy from the vc11cb48 numbers (docs/scheduler.md,
+ * Ageing): las within 3 % of the peer's dlas-gpu with K = 4; glas's short
+ * first levels demote a promoted job again within seconds, so a small K
+ * costs it (K = 8: 6 % of average JCT on 4x8) and K = 20 stays within 1 % of
+ * ageing off while still bounding the wait. */
 #define LAS_AGE_PCT 400
 #define GLAS_AGE_PCT 2000
 
@@ -101,8 +101,9 @@ static uint64_t to_next_level(const struct sched_policy_conf *conf, const struct
 	return thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
 }
 
-/* Ageing: how long j may wait (since it last entered level 0 and ran) before
- * it is promoted; UINT64_MAX when it cannot be. */
+/* Ageing: how long j may wait below level 0 (since it last entered level 0)
+ * before it is promoted: K times all it has run; UINT64_MAX when it cannot
+ * be. */
 static uint64_t age_limit(const struct sched_policy_conf *conf, const struct sched_pjob *j)
 {
 	if (!conf->age_pct || !uses_levels(conf) || !j->level || !j->served)

@@ -27,8 +27,9 @@
  *         preemption). Greedy: a job that does not fit is skipped. Needs no
  *         durations. Preempts running jobs that a higher level displaces.
  *         Ageing (conf age_pct, default 400 %): a waiting job below level 0
- *         that has waited 4x as long as it ran since it last entered level 0
- *         is promoted to level 0 (Tiresias's starvation rule), so a long job
+ *         that has waited there, since it last entered level 0, 4x as long
+ *         as it has run in all is promoted to level 0 (Tiresias's
+ *         starvation rule, against all its service), so a long job
  *         cannot starve behind a stream of short ones; 0 turns it off (the
  *         peer's dlas-gpu runs have it off).
  *   fair  per-team shares and quotas: progressive filling across teams by
@@ -92,9 +93,10 @@ struct sched_policy_conf {
 	const struct sched_team *teams; /* fair: indexed by sched_pjob.team; borrowed */
 	size_t nteams;
 	/* las/glas/fair ageing, Tiresias's starvation rule: a waiting job below
-	 * level 0 is promoted to level 0 once the time it has waited since it
-	 * last entered level 0 (counted from its first run there) reaches
-	 * age_pct % of the time it has run since then. 0 = off (no promotion). */
+	 * level 0 is promoted to level 0 once the time it has waited below
+	 * level 0 since it last entered level 0 reaches age_pct % of all the
+	 * time it has run (not just since then: a promoted job demoted again at
+	 * once would be promoted again at once). 0 = off (no promotion). */
 	unsigned age_pct;
 	/* Protection of running work (all 0/false: none, the simulator's
 	 * default). A running preemptible job is "protected" when
@@ -142,11 +144,12 @@ struct sched_pjob {
 	uint64_t started_at;     /* when the current run started (running jobs) */
 	unsigned level;          /* las level (0 = highest) */
 	uint64_t level_since;    /* when it entered its level or went back to waiting */
-	/* Ageing state (conf age_pct), all since the job last entered level 0
-	 * (submission or promotion): */
-	uint64_t level_base;     /* attained GPU-seconds then; levels count from it */
-	uint64_t served;         /* seconds run since */
-	uint64_t waited;         /* seconds waited since, once served > 0 */
+	/* Ageing state (conf age_pct): */
+	uint64_t level_base;     /* attained GPU-seconds when it last entered level 0
+				    (submission or promotion); levels count from it */
+	uint64_t served;         /* seconds run, in all */
+	uint64_t waited;         /* seconds waited below level 0 since it last
+				    entered level 0, once it has run */
 	unsigned promotions;     /* times promoted to level 0 */
 };
 
