@@ -7,6 +7,7 @@ lost, and the old leader, back, commits nothing.
 
 Also here: a store written by the previous schema version (both backends)
 is migrated and every job is still in it."""
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import time
 from ha import ha, health
 from harness import ROOT, SubmitLoad, check, check_eq, cluster, spec, store_schema_version, wait_until
 from pgserver import PgServer
+from test_fence import TICK, lines as tick_lines
 
 # a job's log, line by line, long enough to run across a failover
 COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
@@ -151,6 +153,51 @@ def start_upgraded(c, token_fixture):
     c.start_master()
     with open(c.master.logpath, errors="replace") as f:
         check_upgraded(c, f.read())
+
+
+def test_agent_that_reaches_only_the_standby_fences():
+    """An agent cut off from the leader but not from the standby gets only
+    not_leader answers: they are no contact, so it fences its task by its
+    two thirds of the lease, before the leader declares its node lost and
+    starts the job on the other agent; the two attempts never overlap."""
+    lease = 6.0
+    with ha("failhalf", lease=f"{lease:g}s") as c:
+        c.start_masters()
+        c.start_agents(gpus="sim:1")
+        mark = os.path.join(c.dir, "half.lines")
+        st, doc = c.api.submit(spec(["/bin/sh", "-c", TICK, "tick", mark], name="half", gpus=1,
+                                    restart={"max": 1}))
+        check_eq(st, 201, f"submit: {doc}")
+        jid = doc["id"]
+        wait_until(lambda: len(tick_lines(mark)) >= 3, 60, "the job to write its lines")
+        node = c.api.job(jid)["tasks"][0]["node"]
+        other = next(a for a in c.agent_nodes if a != node)
+        leader_addr = c.topo.node("m1").addr
+        # inside the agent's namespace only: the leader is unreachable, the standby is not
+        r = subprocess.run(c.topo.argv(node, ["ip", "route", "add", "unreachable", leader_addr + "/32"],
+                                       cgroups=False), capture_output=True, text=True)
+        check_eq(r.returncode, 0, f"route to the leader cut in {node}: {r.stderr}")
+        cut = time.time()
+        wait_until(lambda: any(a == 1 for a, _, _ in tick_lines(mark)), lease * 4,
+                   "the job's second attempt to write its lines")
+        time.sleep(1)  # both attempts would be writing now if the first one still ran
+        runs = tick_lines(mark)
+        first = [x for x in runs if x[0] == 0]
+        second = [x for x in runs if x[0] == 1]
+        check_eq(sorted({(a, n) for a, n, _ in runs}), [(0, node), (1, other)],
+                 f"the first attempt on {node}, the second on {other}: {runs[-5:]}")
+        check(first[-1][2] < second[0][2] and runs == first + second,
+              f"the attempts never overlap: first ends {first[-1][2] - cut:.2f} s after the cut, "
+              f"second starts {second[0][2] - cut:.2f} s after")
+        check(first[-1][2] - cut < lease * 5 / 6 + 1,
+              f"the fenced attempt stopped {first[-1][2] - cut:.2f} s after the cut")
+        # the master saw the node lost; on the node the task was stopped (the
+        # agent fenced it: it had no answer from the leader)
+        task = c.api.job(jid)["tasks"][0]
+        check_eq((task["state"], task["reason"]["code"]), ("lost", "node_lost"), f"the first task: {task}")
+        with open(os.path.join(c.dir, f"agent-{node}", "tasks", str(task["id"]), "exit.json")) as f:
+            ex = json.load(f)
+        check_eq(ex["signal"], 15, f"the first attempt was stopped on its node (fenced): {ex}")
 
 
 def check_upgraded(c, log):
