@@ -3,6 +3,8 @@
  * visibility rule answers "may this caller read this digest?" by looking
  * at the jobs that have it, not at every job (a scan of 100,000 jobs took
  * 4.7 ms of the master's one thread per GET /v1/code: bench/visibility).
+ * The same map of strings to job ids finds the job of a submission's
+ * idempotency key (core_find_submit_key).
  *
  * Entries are only ever added (jobs are never deleted): a job whose
  * checkpoint has moved on stays listed under the old digest, so a reader
