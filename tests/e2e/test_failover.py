@@ -197,7 +197,9 @@ def test_agent_that_reaches_only_the_standby_fences():
         check_eq((task["state"], task["reason"]["code"]), ("lost", "node_lost"), f"the first task: {task}")
         with open(os.path.join(c.dir, f"agent-{node}", "tasks", str(task["id"]), "exit.json")) as f:
             ex = json.load(f)
-        check_eq(ex["signal"], 15, f"the first attempt was stopped on its node (fenced): {ex}")
+        # by the agent (SIGTERM) or by its shim, whichever counted first
+        check(ex["signal"] == 15 or "no answer from the master" in ex["reason"],
+              f"the first attempt was stopped on its node (fenced): {ex}")
 
 
 def check_upgraded(c, log):
