@@ -5,6 +5,7 @@ loopback port 0 in a temp dir, started and awaited by their readiness lines
 import hashlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -73,15 +74,21 @@ def wait_until(pred, timeout, what, interval=0.02):
 
 
 class Proc:
-    """A daemon whose stdout+stderr go to a log file; ready when a line matches."""
+    """A daemon whose stdout+stderr go to a log file; ready when a line
+    matches. user: run as that user (from root; no runuser in between, so
+    the pid is the daemon's own)."""
 
-    def __init__(self, name, argv, logpath, env=None, ready=None, timeout=30):
+    def __init__(self, name, argv, logpath, env=None, ready=None, timeout=30, user=None):
         self.name = name
         self.argv = argv
         self.logpath = logpath
         self.log = open(logpath, "ab")
-        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
-                                  env=env, start_new_session=True)
+        kw = {}
+        if user and os.getuid() == 0:
+            pw = pwd.getpwnam(user)
+            kw = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log,
+                                  env=env, start_new_session=True, **kw)
         self.lines = []
         self.ready_match = None
         self._ready = threading.Event()

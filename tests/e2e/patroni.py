@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 
-from harness import TestFailure, kill_task_leftovers, pid_alive, wait_until
+from harness import Proc, TestFailure, kill_task_leftovers, pid_alive, wait_until
 
 PREFIX = "yard-patroni-e2e-"
 PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
@@ -75,35 +75,6 @@ def check_installed():
         raise TestFailure(f"user '{USER}' does not exist: PostgreSQL cannot run as root")
 
 
-class _Daemon:
-    """A process whose stdout+stderr go to a log file, in a session of its
-    own, as `user` when given (no runuser in between: pid is the daemon's)."""
-
-    def __init__(self, name, argv, logpath, user=None, env=None):
-        self.name, self.logpath = name, logpath
-        self.log = open(logpath, "ab")
-        kw = {}
-        if user and os.getuid() == 0:
-            pw = pwd.getpwnam(user)
-            kw = {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": []}
-        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                                  env=env, start_new_session=True, **kw)
-
-    def kill(self, sig=signal.SIGKILL):
-        if self.p.poll() is None:
-            try:
-                os.kill(self.p.pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def tail(self, n=30):
-        try:
-            with open(self.logpath, "rb") as f:
-                return b"\n".join(f.read().splitlines()[-n:]).decode(errors="replace")
-        except OSError:
-            return ""
-
-
 class PatroniCluster:
     def __init__(self, ttl=10, loop_wait=1, retry_timeout=5):
         check_installed()
@@ -111,7 +82,7 @@ class PatroniCluster:
         with open(os.path.join(self.dir, "owner"), "w") as f:
             f.write(str(os.getpid()))
         self.etcd = None
-        self.patroni = {}  # node name -> _Daemon
+        self.patroni = {}  # node name -> harness.Proc
         self.closed = False
         atexit.register(self.close)
         self.timings = {"ttl": ttl, "loop_wait": loop_wait, "retry_timeout": retry_timeout}
@@ -159,7 +130,7 @@ class PatroniCluster:
                 "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
                 "--initial-cluster", f"e1={peer_url}", "--initial-cluster-state", "new",
                 "--initial-cluster-token", os.path.basename(self.dir)]
-        self.etcd = _Daemon("etcd", argv, os.path.join(self.dir, "etcd.log"), env={"PATH": "/usr/bin:/bin"})
+        self.etcd = Proc("etcd", argv, os.path.join(self.dir, "etcd.log"), env={"PATH": "/usr/bin:/bin"})
         try:
             wait_until(lambda: (_get_json(self.etcd_url + "/health") or {}).get("health") == "true"
                        or self.etcd.p.poll() is not None, 30, "etcd to be healthy", interval=0.1)
@@ -217,8 +188,8 @@ class PatroniCluster:
     def _start_patroni(self, n):
         d = self.node_dir(n)
         env = {"PATH": "/usr/bin:/bin", "HOME": d, "LANG": "C.UTF-8"}
-        self.patroni[n] = _Daemon("patroni-" + n, [PATRONI, os.path.join(d, "patroni.yml")],
-                                  os.path.join(d, "patroni.log"), user=USER, env=env)
+        self.patroni[n] = Proc("patroni-" + n, [PATRONI, os.path.join(d, "patroni.yml")],
+                               os.path.join(d, "patroni.log"), user=USER, env=env)
 
     # ---- state ----
 
@@ -314,7 +285,7 @@ class PatroniCluster:
             self.etcd.p.wait()
         kill_task_leftovers(self.dir)
         for p in list(self.patroni.values()) + ([self.etcd] if self.etcd else []):
-            p.log.close()
+            p.stop()  # the log, once the pump has read the last of it
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self):
