@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "common/spec_after.h"
 #include "common/spec_fields.h"
 
 /* Limits of a spec (see spec.h). */
@@ -1549,7 +1550,7 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 
 const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
-	"on_disconnect", NULL };
+	"on_disconnect", "after", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1606,10 +1607,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((v = field(doc, "pool")) && (ret = get_name(v, "pool", &spec->pool, eb)) < 0)
 		goto out;
-	if (spec->pool && !strcmp(spec->pool, "default")) {
-		free(spec->pool);
-		spec->pool = NULL;
-	}
+	if (spec->pool && !strcmp(spec->pool, "default"))
+		free(spec->pool), spec->pool = NULL;
 	if ((ret = get_priority(field(doc, "priority"), &spec->priority, eb)) < 0)
 		goto out;
 	if ((ret = get_on_disconnect(field(doc, "on_disconnect"), &spec->keep_on_disconnect, eb)) < 0)
@@ -1620,8 +1619,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((ret = get_timeout(field(doc, "timeout"), &spec->timeout_ms, eb)) < 0)
 		goto out;
-	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) < 0)
-		goto out;
+	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) == 0)
+		ret = spec_after_parse(field(doc, "after"), spec, eb);
 out:
 	return ret;
 }
@@ -1680,6 +1679,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "params", spec->params ? json_deep_copy(spec->params) : json_object());
 	json_object_set_new(doc, "env", spec->env ? json_deep_copy(spec->env) : json_object());
 	json_object_set_new(doc, "tasks", tasks);
+	json_object_set_new(doc, "data", json_null());
 	if (spec->ndata) {
 		json_t *data = json_array();
 		for (size_t i = 0; i < spec->ndata; i++) {
@@ -1688,8 +1688,6 @@ json_t *spec_to_json(const struct job_spec *spec)
 				"mount", d->mount, "sha256", d->sha256 ? json_string(d->sha256) : json_null()));
 		}
 		json_object_set_new(doc, "data", data);
-	} else {
-		json_object_set_new(doc, "data", json_null());
 	}
 	json_t *labels = json_object();
 	for (size_t i = 0; i < spec->nlabels; i++)
@@ -1715,6 +1713,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 				: json_integer((json_int_t)(spec->preempt_grace_ms / 1000)),
 			"preemptible", (int)spec->preemptible));
 	json_object_set_new(doc, "on_disconnect", json_string(spec->keep_on_disconnect ? "keep" : "stop"));
+	spec_after_to_json(spec, doc);
 	return doc;
 }
 
@@ -1746,6 +1745,7 @@ void spec_release(struct job_spec *spec)
 		free(spec->data[i].name);
 	}
 	free(spec->data);
+	free(spec->after);
 	spec_init(spec);
 }
 

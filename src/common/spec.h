@@ -54,6 +54,8 @@
  *               stops the job's tasks before its lease ends, so the job, started
  *               elsewhere, never runs twice; keep: they run on, and the master
  *               waits for the node instead of starting the job elsewhere
+ *   after       [ID, ...] or {any: [ID, ...]}: the jobs it starts after
+ *               (common/spec_after.h, docs/pipelines.md)
  * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
@@ -127,6 +129,9 @@ struct job_spec {
 	bool keep_on_disconnect; /* on_disconnect: keep (default stop) */
 	struct spec_data *data; /* owned, in document order */
 	size_t ndata;
+	uint64_t *after;       /* owned: the job ids of `after` (spec_after.h) */
+	size_t nafter;
+	bool after_any;        /* after: {any: ...}: any outcome will do, not only success */
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document

@@ -30,7 +30,8 @@ enum job_state {
 	X(RESTART, "restart")             /* a task failed or was lost, restart left */ \
 	X(CANCEL, "cancel")               /* the owner or an admin cancelled */      \
 	X(TIMEOUT, "timeout")             /* the spec's timeout passed */            \
-	X(PREEMPT, "preempt")             /* the scheduler took its resources back */
+	X(PREEMPT, "preempt")             /* the scheduler took its resources back */ \
+	X(DEPENDENCY_FAILED, "dependency_failed") /* a job of its spec's after ended otherwise */
 
 enum job_event {
 #define X_(n, s) JOB_EV_##n,

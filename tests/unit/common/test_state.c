@@ -16,6 +16,7 @@ static const struct edge job_edges[] = {
 	{ JOB_QUEUED, JOB_EV_PLACED, JOB_STARTING },
 	{ JOB_QUEUED, JOB_EV_CANCEL, JOB_CANCELLED },
 	{ JOB_QUEUED, JOB_EV_TIMEOUT, JOB_FAILED },
+	{ JOB_QUEUED, JOB_EV_DEPENDENCY_FAILED, JOB_FAILED },
 	{ JOB_STARTING, JOB_EV_ALL_RUNNING, JOB_RUNNING },
 	{ JOB_STARTING, JOB_EV_ALL_SUCCEEDED, JOB_SUCCEEDED },
 	{ JOB_STARTING, JOB_EV_TASK_FAILED, JOB_FAILED },
@@ -133,6 +134,9 @@ static void test_job_refused_sample(void **state)
 	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_ALL_RUNNING), -1);
 	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_ALL_SUCCEEDED), -1);
 	assert_int_equal(job_transition(JOB_QUEUED, JOB_EV_RESTART), -1);
+	/* only a queued job fails for its dependency: one that started never does */
+	assert_int_equal(job_transition(JOB_STARTING, JOB_EV_DEPENDENCY_FAILED), -1);
+	assert_int_equal(job_transition(JOB_RUNNING, JOB_EV_DEPENDENCY_FAILED), -1);
 	assert_int_equal(job_transition(JOB_RUNNING, JOB_EV_PLACED), -1);
 	assert_int_equal(job_transition(JOB_RUNNING, JOB_EV_ALL_RUNNING), -1);
 	assert_int_equal(job_transition(JOB_CANCELLED, JOB_EV_CANCEL), -1);
@@ -216,7 +220,7 @@ static void test_names(void **state)
 	static const char *const job_states[] = { "queued", "starting", "running", "succeeded",
 		"failed", "cancelled" };
 	static const char *const job_events[] = { "placed", "all_running", "all_succeeded",
-		"task_failed", "restart", "cancel", "timeout", "preempt" };
+		"task_failed", "restart", "cancel", "timeout", "preempt", "dependency_failed" };
 	static const char *const task_states[] = { "pending", "assigned", "running", "stopping",
 		"succeeded", "failed", "killed", "lost" };
 	static const char *const task_events[] = { "assign", "started", "exited_ok", "exited_fail",
