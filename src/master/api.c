@@ -485,19 +485,6 @@ static void h_job_get(struct req *r)
 	}
 }
 
-static void h_job_cancel(struct req *r)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	struct job *j = path_job(r);
-
-	if (!j)
-		return;
-	if (jobs_cancel(r->m, j, &eb))
-		req_error(r, &eb);
-	else
-		req_json(r, 200, jobs_job_json(r->m, j, true));
-}
-
 /* Replies with log bytes of r->task_id from r->offset (headers included). */
 static void logs_reply(struct req *r, struct task *t)
 {
@@ -1115,6 +1102,9 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list jobs, newest first (state, user, limit)" },
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks" },
 	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "cancel a job (its owner, its team or an admin)" },
+	{ "POST", "/v1/jobs/{id}/hold", h_job_hold, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "hold a queued job: it stays queued, never started, until released (its owner, its team or an admin)" },
+	{ "POST", "/v1/jobs/{id}/release", h_job_release, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "release a held job (409 when not held)" },
+	{ "POST", "/v1/jobs/{id}", h_job_update, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "change a job's priority, {\"priority\": \"low\", \"normal\" or \"high\"} (its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },

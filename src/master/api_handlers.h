@@ -26,4 +26,10 @@ void h_tokens_list(struct req *r);
 void h_token_revoke(struct req *r);
 void h_audit(struct req *r);
 
+/* api_control.c */
+void h_job_cancel(struct req *r);
+void h_job_hold(struct req *r);
+void h_job_release(struct req *r);
+void h_job_update(struct req *r);
+
 #endif

@@ -162,6 +162,8 @@ void core_save_job(struct master *m, struct job *j)
 	if (j->submit_key)
 		json_object_set_new(d, "submit_key", json_string(j->submit_key));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
+	if (j->held_by)
+		json_object_set_new(d, "held_by", json_string(j->held_by));
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
 	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
@@ -448,6 +450,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->checkpoint = get_str(d, "checkpoint");
 	j->submit_key = get_str(d, "submit_key");
 	j->preemptions = (unsigned)get_u64(d, "preemptions");
+	j->held_by = get_str(d, "held_by");
 	if (json_is_array(json_object_get(d, "data")))
 		j->data = json_incref(json_object_get(d, "data"));
 	if (json_is_array(json_object_get(d, "events")))
@@ -768,6 +771,7 @@ static void job_free(struct job *j)
 	free(j->reason_msg);
 	free(j->tasks);
 	free(j->wait_msg);
+	free(j->held_by);
 	json_decref(j->data);
 	json_decref(j->events);
 	free(j->doc[0]);

@@ -105,6 +105,9 @@ struct job {
 	unsigned queue_position; /* 0 when not waiting */
 	char wait_code[32];
 	char *wait_msg;         /* owned or NULL */
+	char *held_by;          /* owned or NULL: the user who held it (control.h); persisted */
+	bool blocked;           /* not given to the scheduler: held or waiting for a job of its
+	                         * after (control.h); wait_code/wait_msg say which; in memory */
 	size_t queue_slot;      /* 1 + index in master->queue, 0 when not queued */
 	/* owned or NULL: the job's history, oldest first, the last
 	 * JOB_EVENTS_MAX: [{"at": us, "state": NAME, "attempt": N, "reason":

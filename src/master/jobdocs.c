@@ -61,7 +61,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "user", json_string(j->user));
 	json_object_set_new(d, "team", j->team ? json_string(j->team) : json_null());
 	json_object_set_new(d, "state", json_string(job_state_name(j->state)));
-	if (j->state == JOB_QUEUED && j->queue_position && !j->reason_code)
+	if (j->state == JOB_QUEUED && (j->blocked || (j->queue_position && !j->reason_code)))
 		json_object_set_new(d, "reason", reason_json(j->wait_code, j->wait_msg));
 	else
 		json_object_set_new(d, "reason", reason_json(j->reason_code, j->reason_msg));
@@ -386,3 +386,26 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 	return json_pack("{s:I, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks);
 }
 
+uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)
+{
+	uint64_t us = 0;
+	for (size_t i = 0; i < j->ntasks; i++) {
+		const struct task *t = j->tasks[i];
+		uint64_t end = t->finished_at ? t->finished_at : now_us;
+		if (t->started_at && t->ngpus && end > t->started_at)
+			us += (end - t->started_at) * t->ngpus;
+	}
+	return us / 1000000;
+}
+
+struct task *jobs_current_task(const struct job *j, const char *role, unsigned index)
+{
+	for (size_t i = 0; i < j->ntasks; i++) {
+		struct task *t = j->tasks[i];
+		if (t->attempt != j->attempt)
+			continue;
+		if (!role || (!strcmp(t->role, role) && t->index == index))
+			return t;
+	}
+	return NULL;
+}

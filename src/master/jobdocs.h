@@ -33,4 +33,13 @@ json_t *jobs_work_json(struct master *m, const struct node *n);
 #define JOBS_AHEAD_SHOWN 10
 json_t *jobs_ahead_json(const struct master *m, const struct job *j);
 
+/* jobs_current_task: the task of job j's latest attempt named role/index
+ * (role NULL: the first task), or NULL. */
+struct task *jobs_current_task(const struct job *j, const char *role, unsigned index);
+
+/* jobs_attained_gpu_s: the GPU-seconds j's tasks have held their GPUs, over
+ * every attempt, up to now_us (wall clock) for the ones that still do: the
+ * attained service of least-attained-service scheduling. */
+uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us);
+
 #endif

@@ -13,6 +13,7 @@
 #include "launch/launch.h"
 #include "master/auth.h"
 #include "master/codeindex.h"
+#include "master/control.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/visibility.h"
@@ -214,8 +215,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		goto out;
 	}
 	ret = spec_from_json(jspec, spec, eb);
-	if (!ret)
-		ret = launch_validate(spec, eb);
+	if (!ret && !(ret = launch_validate(spec, eb)))
+		ret = control_check_after(m, c, spec, eb);
 	if (!ret && !visibility_team(c, spec->team))
 		ret = error_field(eb, YERR(FORBIDDEN), "team", "team: '%s' may not submit to team '%s' "
 				  "(its token names %s%s%s)", c->user, spec->team,
@@ -448,16 +449,23 @@ static void job_check_progress(struct master *m, struct job *j)
 	}
 }
 
+int jobs_end(struct master *m, struct job *j, enum job_event ev, const char *code, const char *msg)
+{
+	if (!job_event(m, j, ev))
+		return -1;
+	job_set_reason(j, code, msg);
+	job_stop_tasks(m, j, NULL);
+	core_save_job(m, j);
+	return 0;
+}
+
 int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb)
 {
 	if (job_state_is_final(j->state))
 		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is already %s", j->id,
 			     job_state_name(j->state));
-	if (!job_event(m, j, JOB_EV_CANCEL))
+	if (jobs_end(m, j, JOB_EV_CANCEL, "cancelled", "cancelled by request"))
 		return error(eb, YERR(CONFLICT), "job %" PRIu64 " cannot be cancelled", j->id);
-	job_set_reason(j, "cancelled", "cancelled by request");
-	job_stop_tasks(m, j, NULL);
-	core_save_job(m, j);
 	return 0;
 }
 
@@ -862,8 +870,8 @@ static void pjob_sync(const struct sched_policy_conf *conf, struct job *j, bool 
  * them for every queued job; the job's cached document goes only when one
  * of them changes, so a listing after a plan that moved nothing costs no
  * rebuilds. */
-static void job_set_wait(struct master *m, struct job *j, unsigned position, const char *code,
-			 const char *msg)
+void jobs_set_wait(struct master *m, struct job *j, unsigned position, const char *code,
+		   const char *msg)
 {
 	char c[sizeof(j->wait_code)];
 
@@ -965,7 +973,8 @@ static void world_build(struct master *m, struct world_build *b, struct job *con
 	b->holds = xcalloc(m->nlive + 1, sizeof(*b->holds));
 	for (size_t i = 0; i < ncand; i++) {
 		struct job *j = cand[i];
-		if (!j || j->state != JOB_QUEUED || !j->spec || job_previous_attempt_live(j))
+		if (!j || j->state != JOB_QUEUED || !j->spec || j->blocked || /* control.h */
+		    job_previous_attempt_live(j))
 			continue;
 		b->jt[n] = xcalloc(j->ntasks + 1, sizeof(struct task *));
 		queued_sched_job(j, &b->wj[n].job, b->jt[n]);
@@ -1041,8 +1050,8 @@ static void apply_decision(struct master *m, const struct world_build *b,
 		s = e;
 	}
 	for (size_t k = 0; k < d->nwaits; k++)
-		job_set_wait(m, b->jobs[d->waits[k].job], d->waits[k].position, d->waits[k].code,
-			     d->waits[k].message);
+		jobs_set_wait(m, b->jobs[d->waits[k].job], d->waits[k].position, d->waits[k].code,
+			      d->waits[k].message);
 }
 
 /* A full decision looks at the whole queue; between full decisions, jobs
@@ -1058,6 +1067,7 @@ void jobs_schedule(struct master *m)
 
 	m->sched_passes++;
 	m->sched_needed = false;
+	control_sweep(m);
 	world_build(m, &b, full ? m->queue : m->fresh, full ? m->nqueue : m->nfresh, !full);
 	if (!full && !sched_new_only_ok(&b.w)) {
 		world_release(m, &b);
@@ -1589,28 +1599,4 @@ int nodes_remove(struct master *m, struct node *n, struct errbuf *eb)
 			auth_revoke(m, &m->tokens[i], wall_us());
 	nodes_apply_event(m, n, NODE_EV_REMOVE);
 	return 0;
-}
-
-uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)
-{
-	uint64_t us = 0;
-	for (size_t i = 0; i < j->ntasks; i++) {
-		const struct task *t = j->tasks[i];
-		uint64_t end = t->finished_at ? t->finished_at : now_us;
-		if (t->started_at && t->ngpus && end > t->started_at)
-			us += (end - t->started_at) * t->ngpus;
-	}
-	return us / 1000000;
-}
-
-struct task *jobs_current_task(const struct job *j, const char *role, unsigned index)
-{
-	for (size_t i = 0; i < j->ntasks; i++) {
-		struct task *t = j->tasks[i];
-		if (t->attempt != j->attempt)
-			continue;
-		if (!role || (!strcmp(t->role, role) && t->index == index))
-			return t;
-	}
-	return NULL;
 }

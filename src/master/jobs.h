@@ -26,6 +26,14 @@ struct caller;
  * error nothing is created and eb says why (field set for spec errors). */
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body,
 		struct job **out, bool *again, struct errbuf *eb);
+/* jobs_end ends job j with event ev (a final state in j's) for the reason
+ * code/msg, stopping its tasks; -1 (nothing changed) when the state table
+ * refuses ev in j's state. */
+int jobs_end(struct master *m, struct job *j, enum job_event ev, const char *code, const char *msg);
+/* jobs_set_wait sets queued job j's queue position (0: none) and waiting
+ * reason code/msg as a listing shows them. */
+void jobs_set_wait(struct master *m, struct job *j, unsigned position, const char *code,
+		   const char *msg);
 /* jobs_cancel: YERR(CONFLICT) when the job is already final. */
 int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb);
 /* jobs_schedule runs the scheduler and starts what it placed. */
@@ -81,13 +89,5 @@ int nodes_drain(struct master *m, struct node *n, const char *reason, const char
 int nodes_resume(struct master *m, struct node *n, struct errbuf *eb);
 int nodes_remove(struct master *m, struct node *n, struct errbuf *eb);
 
-/* jobs_current_task: the task of job j's latest attempt named role/index
- * (role NULL: the first task), or NULL. */
-struct task *jobs_current_task(const struct job *j, const char *role, unsigned index);
-
-/* jobs_attained_gpu_s: the GPU-seconds j's tasks have held their GPUs, over
- * every attempt, up to now_us (wall clock) for the ones that still do: the
- * attained service of least-attained-service scheduling. */
-uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us);
 
 #endif

@@ -1,0 +1,153 @@
+#include "base/compat.h"
+#include "master/control.h"
+
+#include "base/xalloc.h"
+#include "common/spec.h"
+#include "common/state.h"
+#include "master/jobs.h"
+#include "master/visibility.h"
+
+int control_check_after(struct master *m, const struct caller *c, const struct job_spec *spec,
+			struct errbuf *eb)
+{
+	for (size_t i = 0; i < spec->nafter; i++) {
+		struct job *d = core_job(m, spec->after[i]);
+		char field[32];
+
+		if (d && visibility_job(m, c, d))
+			continue;
+		snprintf(field, sizeof(field), "after%s[%zu]", spec->after_any ? ".any" : "", i);
+		return error_field(eb, YERR(INVALID_SPEC), field, "%s: no job %" PRIu64, field,
+				   spec->after[i]);
+	}
+	return 0;
+}
+
+enum dep_verdict { DEP_MET, DEP_WAIT, DEP_FAILED };
+
+/* dep_verdict: what j's dependencies say now; OUT: msg, the reason of a
+ * wait or a failure. */
+static enum dep_verdict dep_verdict(struct master *m, const struct job *j, char *msg, size_t size)
+{
+	const struct job_spec *s = j->spec;
+
+	for (size_t i = 0; i < s->nafter; i++) {
+		struct job *d = core_job(m, s->after[i]);
+		uint64_t id = s->after[i];
+
+		if (!d) {
+			snprintf(msg, size, "dependency job %" PRIu64 " is gone", id);
+			return DEP_FAILED;
+		}
+		if (!job_state_is_final(d->state)) {
+			snprintf(msg, size, "waits for job %" PRIu64 " to %s", id,
+				 s->after_any ? "finish" : "succeed");
+			return DEP_WAIT;
+		}
+		if (!s->after_any && d->state != JOB_SUCCEEDED) {
+			snprintf(msg, size, "dependency job %" PRIu64 " %s", id,
+				 d->state == JOB_CANCELLED ? "was cancelled" : "failed");
+			return DEP_FAILED;
+		}
+	}
+	return DEP_MET;
+}
+
+/* sweep_once marks m's queued jobs and gathers (OUT: fail, nfail) those to
+ * fail. */
+static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
+{
+	char msg[160];
+
+	*nfail = 0;
+	for (size_t i = 0; i < m->nqueue; i++) {
+		struct job *j = m->queue[i];
+		enum dep_verdict v;
+
+		if (!j || j->state != JOB_QUEUED || !j->spec)
+			continue;
+		v = j->spec->nafter ? dep_verdict(m, j, msg, sizeof(msg)) : DEP_MET;
+		if (v == DEP_FAILED) {
+			fail[(*nfail)++] = j;
+			continue;
+		}
+		j->blocked = j->held_by || v == DEP_WAIT;
+		if (j->held_by) {
+			snprintf(msg, sizeof(msg), "held by %s", j->held_by);
+			jobs_set_wait(m, j, 0, "held", msg);
+		} else if (v == DEP_WAIT) {
+			jobs_set_wait(m, j, 0, "dependency", msg);
+		}
+	}
+}
+
+void control_sweep(struct master *m)
+{
+	struct job **fail;
+	size_t nfail;
+	char msg[160];
+
+	if (!m->nqueue)
+		return;
+	fail = xcalloc(m->nqueue, sizeof(*fail));
+	/* failing a job may fail the jobs after it: sweep until none fails */
+	for (;;) {
+		sweep_once(m, fail, &nfail);
+		if (!nfail)
+			break;
+		for (size_t k = 0; k < nfail; k++) {
+			dep_verdict(m, fail[k], msg, sizeof(msg));
+			fail[k]->blocked = false;
+			jobs_end(m, fail[k], JOB_EV_DEPENDENCY_FAILED, "dependency", msg);
+		}
+	}
+	free(fail);
+}
+
+int control_hold(struct master *m, struct job *j, const char *by, struct errbuf *eb)
+{
+	if (j->state != JOB_QUEUED)
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is %s: only a queued job can be held",
+			     j->id, job_state_name(j->state));
+	if (j->held_by)
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is already held by %s", j->id,
+			     j->held_by);
+	j->held_by = xstrdup(by);
+	j->blocked = true;
+	core_save_job(m, j);
+	m->sched_needed = true;
+	return 0;
+}
+
+int control_release(struct master *m, struct job *j, struct errbuf *eb)
+{
+	if (!j->held_by)
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is not held", j->id);
+	free(j->held_by);
+	j->held_by = NULL;
+	j->blocked = false;
+	core_save_job(m, j);
+	m->sched_needed = true;
+	return 0;
+}
+
+int control_set_priority(struct master *m, struct job *j, const char *name, struct errbuf *eb)
+{
+	static const char *const names[] = { "low", "normal", "high" };
+	int p = -1;
+
+	for (size_t i = 0; name && i < ARRAY_SIZE(names); i++)
+		if (!strcmp(name, names[i]))
+			p = (int)i;
+	if (p < 0)
+		return error_field(eb, YERR(BAD_REQUEST), "priority",
+				   "priority: expected low, normal or high, got '%s'",
+				   name ? name : "(not a string)");
+	if (job_state_is_final(j->state))
+		return error(eb, YERR(CONFLICT), "job %" PRIu64 " is already %s", j->id,
+			     job_state_name(j->state));
+	j->priority = (enum spec_priority)p;
+	core_save_job(m, j);
+	m->sched_needed = true;
+	return 0;
+}
