@@ -161,6 +161,27 @@ int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb
 	return get_json(c, "POST", path, NULL, out, eb);
 }
 
+int client_job_action(struct client *c, uint64_t id, const char *action, json_t **out,
+		      struct errbuf *eb)
+{
+	char path[80];
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64 "/%s", id, action);
+	return get_json(c, "POST", path, NULL, out, eb);
+}
+
+int client_job_priority(struct client *c, uint64_t id, const char *priority, json_t **out,
+			struct errbuf *eb)
+{
+	char path[80];
+	json_t *body = json_pack("{s:s}", "priority", priority);
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%" PRIu64, id);
+	ret = get_json(c, "POST", path, body, out, eb);
+	json_decref(body);
+	return ret;
+}
+
 int client_exec_start(struct client *c, uint64_t id, const char *host, char *const *argv,
 		      json_t **out, struct errbuf *eb)
 {

@@ -59,6 +59,12 @@ int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_
 
 /* POST /v1/jobs/{id}/cancel -> the job. */
 int client_cancel(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);
+/* POST /v1/jobs/{id}/ACTION (ACTION "hold" or "release") -> the job. */
+int client_job_action(struct client *c, uint64_t id, const char *action, json_t **out,
+		      struct errbuf *eb);
+/* POST /v1/jobs/{id} {"priority": priority} -> the job. */
+int client_job_priority(struct client *c, uint64_t id, const char *priority, json_t **out,
+			struct errbuf *eb);
 
 /* POST /v1/jobs/{id}/exec {"host", "argv"} -> the exec {"id", "task", ...}. */
 int client_exec_start(struct client *c, uint64_t id, const char *host, char *const *argv,

@@ -124,6 +124,10 @@ int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_hold(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_release(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_update(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_rerun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */

@@ -1,0 +1,170 @@
+"""Control after submit on a real master and agent: hold and release, a
+new priority (its owner yes, another user no), rerun from the old spec and
+code, and pipelines of jobs that start after others (a spec's `after`)."""
+import json
+import os
+import time
+
+from harness import check, check_eq, cluster, spec, wait_until
+
+SH = "/bin/sh"
+
+
+def test_hold_keeps_job_queued_until_release():
+    with cluster("hold") as c:
+        c.start_master()
+        # no node yet: the job stays queued while it is held
+        _, held = c.api.submit(spec([SH, "-c", "echo held-ran"], name="held"))
+        r = c.cli("hold", str(held["id"]), check_rc=0)
+        check_eq(r.stdout.decode().strip(), f"{held['id']} held", "yard hold's output")
+        st, doc = c.api.json("POST", f"/v1/jobs/{held['id']}/hold")
+        check_eq(st, 409, f"holding a held job again: {doc}")
+        check("already held by admin" in doc["error"]["message"], f"the conflict names the holder: {doc}")
+        c.start_agent("n1", gpus="sim:1")
+        # capacity is free: another job runs through while the held one waits
+        _, other = c.api.submit(spec([SH, "-c", "true"], name="other"))
+        check_eq(c.api.wait_job(other["id"])["state"], "succeeded", "the job that is not held")
+        j = c.api.job(held["id"])
+        check_eq(j["state"], "queued", "the held job's state while capacity is free")
+        check_eq(j["started_at"], None, "the held job never started")
+        check_eq(j["reason"]["code"], "held", f"the held job's reason: {j['reason']}")
+        check_eq(j["reason"]["message"], "held by admin", "the held job's reason message")
+        # the hold is kept in the store: a restarted master still holds it
+        c.master.stop()
+        c.start_master()  # the agent comes back to it
+        _, other2 = c.api.submit(spec([SH, "-c", "true"], name="other2"))
+        check_eq(c.api.wait_job(other2["id"])["state"], "succeeded", "a job after the restart")
+        j = c.api.job(held["id"])
+        check_eq((j["state"], j["reason"]["code"]), ("queued", "held"), "the hold after a master restart")
+        r = c.cli("release", str(held["id"]), check_rc=0)
+        check_eq(r.stdout.decode().strip(), f"{held['id']} released", "yard release's output")
+        check_eq(c.api.wait_job(held["id"])["state"], "succeeded", "the released job runs")
+        check_eq(c.api.log(held["id"]), b"held-ran\n", "the released job's output")
+        # only a queued job is held; release of one not held is a conflict
+        st, doc = c.api.json("POST", f"/v1/jobs/{held['id']}/hold")
+        check_eq(st, 409, f"holding a finished job: {doc}")
+        check("is succeeded: only a queued job can be held" in doc["error"]["message"],
+              f"the conflict names the state: {doc}")
+        r = c.cli("release", str(held["id"]), check_rc=None)
+        check(r.returncode != 0 and b"is not held" in r.stderr, f"release of a job not held: {r.stderr!r}")
+
+
+def test_priority_update_owner_yes_other_user_no():
+    with cluster("prio") as c:
+        c.start_master()
+        alice, bob = c.user_token("alice"), c.user_token("bob")
+        st, job = c.api.submit(spec([SH, "-c", "true"], name="p"), token=alice)
+        check_eq(st, 201, f"alice submits: {job}")
+        check_eq(job["priority"], "normal", "the priority at submit")
+        r = c.cli("update", str(job["id"]), "--priority", "high", "--output", "json",
+                  token=alice, check_rc=0)
+        check_eq(json.loads(r.stdout)["priority"], "high", "the priority after the owner's update")
+        check_eq(c.api.job(job["id"])["priority"], "high", "the job's priority as listed")
+        st, doc = c.api.json("POST", f"/v1/jobs/{job['id']}", {"priority": "low"}, token=bob)
+        check_eq(st, 403, f"bob changes alice's job: {doc}")
+        check_eq(c.api.job(job["id"])["priority"], "high", "the priority after bob's refusal")
+        st, doc = c.api.json("POST", f"/v1/jobs/{job['id']}", {"priority": "urgent"}, token=alice)
+        check_eq(st, 400, f"a bad priority: {doc}")
+        check("priority" in doc["error"]["message"] and "urgent" in doc["error"]["message"],
+              f"the error names field and value: {doc}")
+        r = c.cli("update", str(job["id"]), "--priority", "urgent", token=alice, check_rc=None)
+        check(r.returncode != 0 and b"urgent" in r.stderr, f"yard update with a bad priority: {r.stderr!r}")
+        # and the scheduler sees it: a low job queued behind... the job now runs
+        c.start_agent("n1", gpus="sim:1")
+        check_eq(c.api.wait_job(job["id"])["state"], "succeeded", "the updated job runs")
+
+
+RUN = "echo \"count=$YARD_PARAM_COUNT\"; cat data.txt\n"
+JOB = """\
+name: rerun-me
+command: ["/bin/sh", "run.sh"]
+params:
+  count: 1
+tasks:
+  worker: {cpus: 0.1}
+"""
+
+
+def test_rerun_same_spec_and_code_and_set():
+    with cluster("rerun") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        proj = os.path.join(c.dir, "proj")
+        os.makedirs(proj)
+        for name, text in {"job.yaml": JOB, "run.sh": RUN, "data.txt": "payload\n"}.items():
+            with open(os.path.join(proj, name), "w") as f:
+                f.write(text)
+        first = c.cli("submit", os.path.join(proj, "job.yaml"), check_rc=0).stdout.decode().strip()
+        check_eq(c.api.wait_job(first)["state"], "succeeded", "the first job")
+        # the project changes on disk: a rerun still runs the old code
+        with open(os.path.join(proj, "data.txt"), "w") as f:
+            f.write("changed\n")
+        again = c.cli("rerun", first, check_rc=0).stdout.decode().strip()
+        check(again.isdigit() and again != first, f"rerun prints a new job id: {again!r}")
+        a, b = c.api.wait_job(first), c.api.wait_job(again)
+        check_eq(b["state"], "succeeded", "the rerun job")
+        check_eq(b["code"], a["code"], "the rerun's code digest")
+        check_eq(b["spec"], a["spec"], "the rerun's spec")
+        check_eq(c.api.log(again), b"count=1\npayload\n", "the rerun's output (old code)")
+        third = c.cli("rerun", first, "--set", "params.count=5", check_rc=0).stdout.decode().strip()
+        t = c.api.wait_job(third)
+        check_eq(t["state"], "succeeded", "the rerun with --set")
+        check_eq(t["spec"]["params"]["count"], 5, "the field --set changed")
+        check_eq(c.api.log(third), b"count=5\npayload\n", "the output of the rerun with --set")
+        r = c.cli("rerun", first, "--set", "params", check_rc=2)
+        check(b"PATH=VALUE" in r.stderr, f"a --set that is not PATH=VALUE: {r.stderr!r}")
+
+
+def test_pipeline_runs_in_order():
+    with cluster("pipe") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        _, a = c.api.submit(spec([SH, "-c", "sleep 1"], name="a"))
+        _, b = c.api.submit(spec([SH, "-c", "sleep 0.5"], name="b", after=[a["id"]]))
+        _, cc = c.api.submit(spec([SH, "-c", "true"], name="c", after=[b["id"]]))
+        j = c.api.job(b["id"])
+        if j["state"] == "queued":
+            check_eq(j["reason"]["code"], "dependency", f"b's reason while a runs: {j['reason']}")
+            check_eq(j["reason"]["message"], f"waits for job {a['id']} to succeed", "b's reason message")
+        ja, jb, jc = (c.api.wait_job(x["id"]) for x in (a, b, cc))
+        for x in (ja, jb, jc):
+            check_eq(x["state"], "succeeded", f"pipeline step {x['name']}")
+        check(ja["finished_at"] <= jb["started_at"], f"b starts after a ended: {ja['finished_at']} {jb['started_at']}")
+        check(jb["finished_at"] <= jc["started_at"], f"c starts after b ended: {jb['finished_at']} {jc['started_at']}")
+
+
+def test_pipeline_first_step_fails():
+    with cluster("pipefail") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        _, a = c.api.submit(spec([SH, "-c", "sleep 0.5; exit 1"], name="a"))
+        _, b = c.api.submit(spec([SH, "-c", "true"], name="b", after=[a["id"]]))
+        _, cc = c.api.submit(spec([SH, "-c", "true"], name="c", after=[b["id"]]))
+        # d runs whatever a's outcome
+        _, d = c.api.submit(spec([SH, "-c", "true"], name="d", after={"any": [a["id"]]}))
+        check_eq(c.api.wait_job(a["id"])["state"], "failed", "the first step")
+        jb, jc = c.api.wait_job(b["id"]), c.api.wait_job(cc["id"])
+        for x, dep in ((jb, a["id"]), (jc, b["id"])):
+            check_eq(x["state"], "failed", f"step {x['name']} after a failed one")
+            check_eq(x["reason"]["code"], "dependency", f"step {x['name']}'s reason code")
+            check_eq(x["reason"]["message"], f"dependency job {dep} failed", f"step {x['name']}'s reason")
+            check_eq(x["started_at"], None, f"step {x['name']} never started")
+            check(all(t["state"] != "running" and t.get("started_at") is None for t in x["tasks"]),
+                  f"step {x['name']}'s tasks never ran: {x['tasks']}")
+        check_eq(c.api.wait_job(d["id"])["state"], "succeeded", "the after-any step")
+
+
+def test_after_unknown_or_invisible_job_refused():
+    with cluster("afterbad") as c:
+        c.start_master()
+        st, doc = c.api.submit(spec([SH, "-c", "true"], name="x", after=[9999]))
+        check_eq(st, 400, f"after an unknown job: {doc}")
+        check("after[0]" in doc["error"]["message"] and "9999" in doc["error"]["message"],
+              f"the error names the field and the id: {doc}")
+        alice, bob = c.user_token("alice"), c.user_token("bob")
+        _, mine = c.api.submit(spec([SH, "-c", "true"], name="m"), token=alice)
+        st, doc = c.api.submit(spec([SH, "-c", "true"], name="y", after=[mine["id"]]), token=bob)
+        check_eq(st, 400, f"after a job bob may not see: {doc}")
+        check(str(mine["id"]) in doc["error"]["message"], f"the error names the id: {doc}")
+        st, doc = c.api.submit(spec([SH, "-c", "true"], name="z", after=[mine["id"]]), token=alice)
+        check_eq(st, 201, f"after one's own job: {doc}")
