@@ -8,28 +8,16 @@
 #define WAIT_FIRST_MS 20
 #define WAIT_MAX_MS 500
 
-int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
+/* wait_one polls job id until it ends or the deadline (0: none) passes,
+ * and reports it; EXIT_OK when it succeeded. */
+static int wait_one(struct cli_ctx *ctx, uint64_t id, const char *timeout, uint64_t deadline,
+		    bool prefix)
 {
-	const char *timeout = NULL;
-	const struct cli_option opts[] = {
-		{ "timeout", 't', CLI_OPT_STRING, &timeout, "S",
-		  "give up after S seconds (or a duration: 90s, 15m, 2h)" },
-	};
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *job = NULL;
-	uint64_t id, limit_ms = 0, deadline = 0;
 	unsigned delay_ms = WAIT_FIRST_MS;
 	bool ok = false, timed_out = false;
-	int rc;
 
-	rc = cli_parse_job(ctx, "wait ID [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &id);
-	if (rc >= 0)
-		return rc;
-	if (timeout && parse_duration_str(timeout, &limit_ms) < 0)
-		return cli_usage_error(ctx, "--timeout expects seconds or a duration, got '%s'",
-				       timeout);
-	if (timeout)
-		deadline = mono_ms() + limit_ms;
 	for (;;) {
 		json_decref(job);
 		job = NULL;
@@ -37,17 +25,19 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 			return cli_fail(ctx, &eb);
 		if (cli_job_is_final(job, &ok))
 			break;
-		if (timeout && mono_ms() >= deadline) {
+		if (deadline && mono_ms() >= deadline) {
 			timed_out = true;
 			break;
 		}
-		if (timeout && mono_ms() + delay_ms > deadline)
+		if (deadline && mono_ms() + delay_ms > deadline)
 			delay_ms = (unsigned)(deadline - mono_ms()) + 1;
 		usleep(delay_ms * 1000);
 		delay_ms = delay_ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : delay_ms * 2;
 	}
 	if (ctx->json)
 		cli_print_json(job);
+	else if (prefix)
+		printf("%" PRIu64 " %s\n", id, cli_jstr(job, "state"));
 	else
 		printf("%s\n", cli_jstr(job, "state"));
 	if (timed_out) {
@@ -60,4 +50,38 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	json_decref(job);
 	return ok && !timed_out ? EXIT_OK : EXIT_FAIL;
+}
+
+/* yard wait ID... [--timeout S]: waits for every job in turn (one deadline
+ * for all); exits 0 only when every one succeeded. */
+int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *timeout = NULL;
+	const struct cli_option opts[] = {
+		{ "timeout", 't', CLI_OPT_STRING, &timeout, "S",
+		  "give up after S seconds (or a duration: 90s, 15m, 2h)" },
+	};
+	uint64_t id, limit_ms = 0, deadline = 0;
+	int npos, rc, status = EXIT_OK;
+
+	rc = cli_parse(ctx, "wait ID... [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &npos);
+	if (rc >= 0)
+		return rc;
+	if (npos < 1)
+		return cli_usage_error(ctx, "expected one or more job ids");
+	for (int i = 1; i <= npos; i++)
+		if (parse_u64_str(argv[i], &id) < 0 || !id)
+			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
+	if (timeout && parse_duration_str(timeout, &limit_ms) < 0)
+		return cli_usage_error(ctx, "--timeout expects seconds or a duration, got '%s'",
+				       timeout);
+	if (timeout)
+		deadline = mono_ms() + limit_ms;
+	for (int i = 1; i <= npos; i++) {
+		parse_u64_str(argv[i], &id);
+		rc = wait_one(ctx, id, timeout, deadline, npos > 1);
+		if (rc != EXIT_OK && status == EXIT_OK)
+			status = rc;
+	}
+	return status;
 }

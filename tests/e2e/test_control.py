@@ -168,3 +168,22 @@ def test_after_unknown_or_invisible_job_refused():
         check(str(mine["id"]) in doc["error"]["message"], f"the error names the id: {doc}")
         st, doc = c.api.submit(spec([SH, "-c", "true"], name="z", after=[mine["id"]]), token=alice)
         check_eq(st, 201, f"after one's own job: {doc}")
+
+
+def test_cancel_and_wait_take_many_ids():
+    with cluster("many") as c:
+        c.start_master()
+        # no node: both stay queued until cancelled
+        ids = [str(c.api.submit(spec([SH, "-c", "true"], name=f"q{i}"))[1]["id"]) for i in range(2)]
+        r = c.cli("cancel", *ids, check_rc=0)
+        check_eq(r.stdout.decode().splitlines(), [f"{i} cancelled" for i in ids], "yard cancel of two jobs")
+        for i in ids:
+            check_eq(c.api.job(i)["state"], "cancelled", f"job {i} after yard cancel")
+        r = c.cli("wait", *ids, check_rc=1)
+        check_eq(r.stdout.decode().splitlines(), [f"{i} cancelled" for i in ids], "yard wait of two cancelled jobs")
+        c.start_agent("n1", gpus="sim:1")
+        ok = [str(c.api.submit(spec([SH, "-c", "true"], name=f"ok{i}"))[1]["id"]) for i in range(2)]
+        r = c.cli("wait", *ok, "--timeout", "60", check_rc=0)
+        check_eq(r.stdout.decode().splitlines(), [f"{i} succeeded" for i in ok], "yard wait of two good jobs")
+        r = c.cli("cancel", ok[0], "x", check_rc=2)
+        check(b"'x' is not a job id" in r.stderr, f"a bad id among many: {r.stderr!r}")
