@@ -6,6 +6,7 @@ import { datasetName, fromFile, ignoredCode, type SourceFile } from '../lib/uplo
 import { formatBytes } from '../lib/format';
 import type { Dataset, Job } from '../lib/types';
 import { uploadCode, uploadDataset, type Progress } from '../transfer';
+import { loadResubmit } from '../lib/resubmit';
 import { RESUBMIT_KEY } from './job';
 
 type Errors = Record<string, string>;
@@ -65,17 +66,14 @@ export function SubmitPage() {
   const [from, setFrom] = useState<number | null>(null);
 
   useEffect(() => {
-    const raw = sessionStorage.getItem(RESUBMIT_KEY);
-    if (raw && window.location.hash.startsWith('#/submit/from/')) {
-      try {
-        const r = JSON.parse(raw) as { spec: Record<string, unknown>; code: string | null; from: number };
+    loadResubmit(window.location.hash, sessionStorage.getItem(RESUBMIT_KEY), (p) => getJson<Job>(p))
+      .then((r) => {
+        if (!r) return;
         setForm(specToForm(r.spec));
         setFrom(r.from);
         if (r.code) setKeepCode({ digest: r.code, from: r.from });
-      } catch {
-        /* ignore a broken entry */
-      }
-    }
+      })
+      .catch((e) => setTopErr(errorText(e)));
     getJson<{ datasets: Dataset[] }>('/v1/datasets')
       .then((r) => setDatasets(r.datasets ?? []))
       .catch(() => {});
