@@ -623,7 +623,7 @@ static void h_queue(struct req *r)
 				strbuf_addf(&sb, "%s%" PRIu64, first ? "" : ",", q[k]->id);
 				first = false;
 			}
-		if (j->queue_position) {
+		if (j->queue_position || j->blocked) { /* blocked: held or after (control.h) */
 			strbuf_addstr(&sb, "],\"reason\":{\"code\":");
 			http_json_string(&sb, j->wait_code);
 			strbuf_addstr(&sb, ",\"message\":");

@@ -29,6 +29,8 @@ def test_hold_keeps_job_queued_until_release():
         check_eq(j["started_at"], None, "the held job never started")
         check_eq(j["reason"]["code"], "held", f"the held job's reason: {j['reason']}")
         check_eq(j["reason"]["message"], "held by admin", "the held job's reason message")
+        q = {x["id"]: x for x in c.api.json("GET", "/v1/queue", expect=200)[1]["queue"]}
+        check_eq(q[held["id"]]["reason"], {"code": "held", "message": "held by admin"}, "the held job in the queue")
         # the hold is kept in the store: a restarted master still holds it
         c.master.stop()
         c.start_master()  # the agent comes back to it
