@@ -232,6 +232,10 @@ char *client_logs_path(uint64_t id, const struct client_log_req *req)
 	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/logs", id);
 	if (req->task)
 		add_query(&path, "task", req->task);
+	if (req->has_attempt) {
+		snprintf(num, sizeof(num), "%u", req->attempt);
+		add_query(&path, "attempt", num);
+	}
 	if (req->stream)
 		add_query(&path, "stream", req->stream);
 	snprintf(num, sizeof(num), "%" PRIu64, req->offset);

@@ -81,6 +81,8 @@ struct client_log_req {
 	uint64_t offset;
 	bool follow;        /* long poll up to 20 s when nothing is new */
 	uint64_t limit;     /* most bytes to return; 0: the server's default */
+	bool has_attempt;   /* false: the job's latest attempt */
+	unsigned attempt;   /* which attempt, numbered from 0 as the job's "attempt" */
 };
 
 /* One reply of the logs endpoint. */
@@ -94,7 +96,7 @@ struct client_log_chunk {
 void client_log_chunk_init(struct client_log_chunk *ch);
 void client_log_chunk_release(struct client_log_chunk *ch);
 
-/* GET /v1/jobs/{id}/logs?task=&stream=&offset=&follow=1&limit= into ch
+/* GET /v1/jobs/{id}/logs?task=&attempt=&stream=&offset=&follow=1&limit= into ch
  * (its data is replaced). A missing X-Yard-Offset header counts as
  * offset + bytes received. */
 int client_logs_read(struct client *c, uint64_t id, const struct client_log_req *req,

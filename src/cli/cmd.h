@@ -101,11 +101,37 @@ void cli_table_release(struct cli_table *t);
 /* Which log streams to read. */
 enum cli_streams { CLI_STREAM_STDOUT = 1 << 0, CLI_STREAM_STDERR = 1 << 1 };
 
-/* cli_logs_stream copies a task's log streams to our stdout/stderr (binary
- * safe); with follow, until the task's log reaches its end (one thread per
- * stream when both). Returns 0 or the failing request's error in eb. */
-int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const char *task, unsigned streams,
-		    bool follow, struct errbuf *eb);
+/* What `yard logs` prints (cli_logs_stream). */
+struct cli_logs_opts {
+	const char *task;       /* "ROLE/INDEX" or NULL: every task of the attempt */
+	bool has_attempt;       /* false: the job's latest attempt */
+	uint64_t attempt;       /* numbered from 0, as the job's "attempt" */
+	unsigned streams;       /* enum cli_streams */
+	bool follow;            /* until the job is final, across its restarts */
+	bool prefix;            /* "[ROLE/INDEX] " before each line even for one task (it is
+	                         * there anyway when more than one task is shown) */
+};
+
+/* cli_logs_stream copies the log streams of a job's tasks to our stdout and
+ * stderr: the bytes as stored for one task, each line prefixed
+ * "[ROLE/INDEX] " for several. With follow, until the job is final, going
+ * on with each later attempt after a line "--- attempt N (after: REASON)
+ * ---" on stderr. Returns 0 or the failing request's error in eb. */
+int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const struct cli_logs_opts *o,
+		    struct errbuf *eb);
+/* cli_log_prefix appends to out each whole line of pending + data[0..len)
+ * with prefix before it, and keeps the unended rest in pending; end: the
+ * rest too, ended with a newline. */
+void cli_log_prefix(struct strbuf *out, struct strbuf *pending, const char *prefix, const void *data,
+		    size_t len, bool end);
+/* cli_attempt_tasks: the names ("ROLE/INDEX") of the tasks of attempt
+ * `attempt` in a job document, in its order, only `task` when not NULL;
+ * *n (OUT) of them. Caller frees each and the array. */
+char **cli_attempt_tasks(const json_t *job, unsigned attempt, const char *task, size_t *n);
+/* cli_attempt_cause: why attempt `attempt` ended, "code: message" of the
+ * task that failed or was lost (else of any task with a reason, else the
+ * job's); caller frees. */
+char *cli_attempt_cause(const json_t *job, unsigned attempt);
 
 /* cli_sparkline appends to out a line of width block characters (▁..█, UTF-8)
  * that draws values[0..n): each character the mean of its share of the

@@ -90,7 +90,8 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		  "PATH must name a field of the spec, tasks.ROLE a role of FILE" },
 		{ "name", 0, CLI_OPT_STRING, &name, "NAME", "the job's name (overrides the spec's)" },
 		{ "follow", 'f', CLI_OPT_FLAG, &follow, NULL,
-		  "print the first task's output until the job ends; exit 0 if it succeeded" },
+		  "print every task's output, across restarts, until the job ends;\n"
+		  "exit 0 if it succeeded (yard logs -f)" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *doc = NULL, *job = NULL;
@@ -129,7 +130,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		printf("%" PRIu64 "\n", id);
 		fflush(stdout);
 	}
-	/* --follow: the first task's logs once it runs, then the job's outcome */
+	/* --follow: the tasks' logs once they run, then the job's outcome */
 	json_decref(job);
 	job = NULL;
 	if (wait_until_started(ctx, id, &job, &eb)) {
@@ -137,9 +138,10 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	/* a job that ended before it ran may have no task log: not an error then */
-	if (!ctx->json &&
-	    cli_logs_stream(ctx, id, NULL, CLI_STREAM_STDOUT | CLI_STREAM_STDERR, true, &eb) &&
-	    !cli_job_is_final(job, &ok)) {
+	/* every task's, from the attempt it started with on through its restarts */
+	struct cli_logs_opts lo = { .streams = CLI_STREAM_STDOUT | CLI_STREAM_STDERR, .follow = true,
+				    .has_attempt = true, .attempt = (uint64_t)cli_jint(job, "attempt") };
+	if (!ctx->json && cli_logs_stream(ctx, id, &lo, &eb) && !cli_job_is_final(job, &ok)) {
 		status = cli_fail(ctx, &eb);
 		goto out;
 	}

@@ -22,7 +22,6 @@
 #include "master/metrics.h"
 #include "master/visibility.h"
 
-#define LOG_FOLLOW_MS 20000
 #define WORK_WAIT_MAX_S 30
 
 void reply_err(struct req *r, int code, const char *fmt, ...)
@@ -75,7 +74,7 @@ json_t *body_json(struct req *r)
 	return doc;
 }
 
-static struct job *path_job(struct req *r)
+struct job *path_job(struct req *r)
 {
 	uint64_t id;
 	struct job *j = NULL;
@@ -483,87 +482,6 @@ static void h_job_get(struct req *r)
 		json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
 		req_json(r, 200, d);
 	}
-}
-
-/* Replies with log bytes of r->task_id from r->offset (headers included). */
-static void logs_reply(struct req *r, struct task *t)
-{
-	uint64_t size = logs_size(r->m, t, r->stream), off = r->offset, n = 0;
-	struct MHD_Response *resp = NULL;
-	char buf[32];
-
-	if (off < size) {
-		struct errbuf eb = ERRBUF_INIT;
-		char name[LOGS_NAME_MAX];
-		uint64_t want = size - off;
-		if (r->limit && want > r->limit)
-			want = r->limit;
-		logs_name(name, t->id, r->stream);
-		resp = blob_response(r->m, name, off, want, &n, &eb);
-		if (!resp) {
-			req_error(r, &eb);
-			return;
-		}
-	}
-	if (!resp) {
-		n = 0;
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-	snprintf(buf, sizeof(buf), "%" PRIu64, off + n);
-	MHD_add_response_header(resp, "X-Yard-Offset", buf);
-	snprintf(buf, sizeof(buf), "%" PRIu64, size);
-	MHD_add_response_header(resp, "X-Yard-Size", buf);
-	if (task_state_is_final(t->state) && off + n >= size)
-		MHD_add_response_header(resp, "X-Yard-Eof", "1");
-	req_set_response(r, 200, resp);
-}
-
-static void h_job_logs(struct req *r)
-{
-	const char *task = req_query(r, "task"), *stream = req_query(r, "stream");
-	const char *off = req_query(r, "offset"), *lim = req_query(r, "limit");
-	const char *follow = req_query(r, "follow");
-	struct job *j = path_job(r);
-	struct task *t = NULL;
-
-	if (!j)
-		return;
-	r->stream = logs_stream_parse(stream);
-	if (r->stream < 0) {
-		reply_err(r, YERR(BAD_REQUEST), "stream: expected stdout or stderr, got '%s'", stream);
-		return;
-	}
-	if ((off && parse_u64_str(off, &r->offset)) || (lim && parse_u64_str(lim, &r->limit))) {
-		reply_err(r, YERR(BAD_REQUEST), "offset and limit: expected integers >= 0");
-		return;
-	}
-	if (task) {
-		const char *slash = strrchr(task, '/');
-		uint64_t idx;
-		char *role;
-		if (!slash || parse_u64_str(slash + 1, &idx) || idx > UINT_MAX) {
-			reply_err(r, YERR(BAD_REQUEST), "task: expected ROLE/INDEX, got '%s'", task);
-			return;
-		}
-		role = xstrndup(task, (size_t)(slash - task));
-		t = jobs_current_task(j, role, (unsigned)idx);
-		free(role);
-	} else {
-		t = jobs_current_task(j, NULL, 0);
-	}
-	if (!t) {
-		reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " has no task '%s'", j->id, task ? task : "");
-		return;
-	}
-	r->task_id = t->id;
-	if (follow && !strcmp(follow, "1") && !task_state_is_final(t->state) &&
-	    logs_size(r->m, t, r->stream) <= r->offset) {
-		r->wait = WAIT_LOGS;
-		r->deadline_ms = mono_ms() + LOG_FOLLOW_MS;
-		return;
-	}
-	logs_reply(r, t);
 }
 
 static int by_position(const void *a, const void *b)
@@ -1060,18 +978,8 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 		req_json(r, 200, jobs_work_json(r->m, n));
 		return true;
 	}
-	if (r->wait == WAIT_LOGS) {
-		struct task *t = core_task(r->m, r->task_id);
-		if (!t) {
-			reply_err(r, YERR(NOT_FOUND), "task %" PRIu64 " is gone", r->task_id);
-			return true;
-		}
-		if (now_ms < r->deadline_ms && !task_state_is_final(t->state) &&
-		    logs_size(r->m, t, r->stream) <= r->offset)
-			return false;
-		logs_reply(r, t);
-		return true;
-	}
+	if (r->wait == WAIT_LOGS)
+		return api_logs_poll(r, now_ms);
 	return true;
 }
 
@@ -1105,7 +1013,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}/hold", h_job_hold, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "hold a queued job: it stays queued, never started, until released (its owner, its team or an admin)" },
 	{ "POST", "/v1/jobs/{id}/release", h_job_release, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "release a held job (409 when not held)" },
 	{ "POST", "/v1/jobs/{id}", h_job_update, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "change a job's priority, {\"priority\": \"low\", \"normal\" or \"high\"} (its owner, its team or an admin)" },
-	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes (task, stream, offset, limit, follow)" },
+	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes, of any attempt (task, attempt, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },

@@ -1,5 +1,5 @@
 /*
- * Private to the API's files (api.c, api_access.c): the helpers every
+ * Private to the API's files (api.c, api_access.c, api_logs.c): the helpers every
  * handler uses, and the handlers the route table in api.c names from the
  * other files.
  */
@@ -16,6 +16,8 @@ void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((for
 /* body_json: r's JSON body (new reference), or NULL after replying with an
  * error (not JSON, not an object, nested too deep). */
 json_t *body_json(struct req *r);
+/* path_job: the job of the route's {id}, or NULL after replying 404. */
+struct job *path_job(struct req *r);
 /* caller_of: r's caller as the visibility rule sees it. */
 struct caller caller_of(const struct req *r);
 
@@ -31,5 +33,9 @@ void h_job_cancel(struct req *r);
 void h_job_hold(struct req *r);
 void h_job_release(struct req *r);
 void h_job_update(struct req *r);
+/* api_logs.c */
+void h_job_logs(struct req *r);
+/* api_logs_poll: a held logs request (WAIT_LOGS): true once it is answered. */
+bool api_logs_poll(struct req *r, uint64_t now_ms);
 
 #endif

@@ -6,6 +6,7 @@
 #include <ctype.h>
 
 #include "base/clock.h"
+#include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "launch/launch.h"
@@ -164,6 +165,22 @@ bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf 
 	j->doc[whole] = text;
 	j->doc_len[whole] = len;
 	return true;
+}
+
+void jobs_oom_message(const struct task *t, char *buf, size_t len)
+{
+	char size[32];
+
+	if (!t->memory) {
+		snprintf(buf, len, "%s/%u ran out of memory: it had no limit of its own "
+			 "(tasks.%s.memory), so its node's memory ran out", t->role, t->index, t->role);
+		return;
+	}
+	format_size(t->memory, size, sizeof(size));
+	/* "2.0GiB" -> "2.0 GiB" */
+	size_t n = strcspn(size, "BKMGTP");
+	snprintf(buf, len, "%s/%u ran out of memory: the task's limit of %.*s %s (tasks.%s.memory) "
+		 "was reached", t->role, t->index, (int)n, size, size + n, t->role);
 }
 
 json_t *jobs_node_json(struct master *m, const struct node *n)

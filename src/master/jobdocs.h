@@ -25,6 +25,10 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole);
  * task that holds GPUs): then it is made anew each time and the function
  * returns false (what it appended is true only of this instant). */
 bool jobs_job_append(struct master *m, struct job *j, bool whole, struct strbuf *out);
+/* jobs_oom_message writes why t was killed out of memory into buf: the
+ * limit that was hit and the spec field it came from ("worker/0 ran out of
+ * memory: the task's limit of 2.0 GiB (tasks.worker.memory) was reached"). */
+void jobs_oom_message(const struct task *t, char *buf, size_t len);
 json_t *jobs_node_json(struct master *m, const struct node *n);
 /* jobs_work_json: the node's whole desired state, {"rev", "tasks": [...]} */
 json_t *jobs_work_json(struct master *m, const struct node *n);

@@ -1435,7 +1435,7 @@ static void task_exited(struct master *m, struct task *t, const json_t *r, bool 
 			 message ? message : "unknown error");
 	} else if (oom) {
 		rcode = "oom_killed";
-		snprintf(msg, sizeof(msg), "%s/%u was killed by the OOM killer", t->role, t->index);
+		jobs_oom_message(t, msg, sizeof(msg));
 	} else if (has_sig) {
 		rcode = "signal";
 		snprintf(msg, sizeof(msg), "%s/%u was killed by signal %d", t->role, t->index, sig);

@@ -57,3 +57,16 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 	core_job_changed(m, t->job);
 	return ret;
 }
+
+struct task *jobs_attempt_task(const struct job *j, unsigned attempt, const char *role,
+			       unsigned index)
+{
+	for (size_t i = 0; i < j->ntasks; i++) {
+		struct task *t = j->tasks[i];
+		if (t->attempt != attempt)
+			continue;
+		if (!role || (!strcmp(t->role, role) && t->index == index))
+			return t;
+	}
+	return NULL;
+}

@@ -33,4 +33,10 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 /* logs_stream_parse: "stdout"/"stderr" (NULL: stdout), or -1. */
 int logs_stream_parse(const char *s);
 
+/* jobs_attempt_task: the task of attempt `attempt` of job j (attempts are
+ * numbered from 0, as struct job's and struct task's attempt) named
+ * role/index; role NULL: the attempt's first task. NULL when there is none. */
+struct task *jobs_attempt_task(const struct job *j, unsigned attempt, const char *role,
+			       unsigned index);
+
 #endif

@@ -88,6 +88,9 @@ def test_oom_killed():
         check_eq(j["reason"]["code"], "oom_killed", "reason code of the job over its memory limit")
         check_eq(j["tasks"][0]["reason"]["code"] if j["tasks"][0]["reason"] else None, "oom_killed",
                  "task reason code")
+        # the message names the limit that was hit and where it came from
+        check_eq(j["reason"]["message"], "worker/0 ran out of memory: the task's limit of "
+                 "64.0 MiB (tasks.worker.memory) was reached", "message of an OOM kill")
 
 
 def test_timeout_and_drain():

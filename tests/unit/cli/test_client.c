@@ -211,13 +211,21 @@ static void test_logs(void **state)
 {
 	struct client c;
 	struct errbuf eb = ERRBUF_INIT;
-	struct client_log_req req = { "worker/1", "stderr", 100, true, 1 << 20 };
+	struct client_log_req req = { "worker/1", "stderr", 100, true, 1 << 20, false, 0 };
 	struct client_log_chunk ch;
 	char *path = client_logs_path(7, &req);
 
 	assert_string_equal(path,
 			    "/v1/jobs/7/logs?task=worker%2F1&stream=stderr&offset=100&follow=1&limit=1048576");
 	free(path);
+	/* an earlier attempt: asked for by number, 0 included */
+	req.has_attempt = true;
+	req.attempt = 0;
+	path = client_logs_path(7, &req);
+	assert_string_equal(path, "/v1/jobs/7/logs?task=worker%2F1&attempt=0&stream=stderr&offset=100"
+				  "&follow=1&limit=1048576");
+	free(path);
+	req.has_attempt = false;
 
 	client_log_chunk_init(&ch);
 	fake.status = 200;

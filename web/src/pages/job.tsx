@@ -3,7 +3,7 @@ import { getJson, postJson, errorText } from '../api';
 import { usePoll } from '../hooks';
 import { formatDuration, formatTime, isFinal, stateClass } from '../lib/format';
 import { timeline } from '../lib/cluster';
-import { taskNames } from '../lib/logs';
+import { attemptChoices, taskNames } from '../lib/logs';
 import { specToYaml } from '../lib/spec';
 import type { Job } from '../lib/types';
 import { LogView } from './logs';
@@ -15,6 +15,8 @@ export function JobPage({ id }: { id: number }) {
   const { data: job, error, refresh } = usePoll(() => getJson<Job>(`/v1/jobs/${id}`), 2000, [id]);
   const [actionMsg, setActionMsg] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // the attempt whose logs are shown; null: the latest, whichever it is
+  const [logAttempt, setLogAttempt] = useState<number | null>(null);
 
   if (!job)
     return (
@@ -167,7 +169,14 @@ export function JobPage({ id }: { id: number }) {
           </details>
         </section>
       </div>
-      <LogView job={job.id} tasks={taskNames(tasks)} live={live} />
+      <LogView
+        job={job.id}
+        tasks={taskNames(tasks, logAttempt)}
+        live={live && logAttempt == null}
+        attempt={logAttempt}
+        attempts={attemptChoices(tasks)}
+        onAttempt={setLogAttempt}
+      />
       <Charts job={job.id} live={live} />
     </article>
   );

@@ -1,12 +1,23 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { request, NetError, errorText } from '../api';
-import { countMatches, highlight } from '../lib/logs';
+import { countMatches, highlight, logsPath, type AttemptChoice } from '../lib/logs';
 
 const PAGE = 256 * 1024; // bytes per request
 const KEEP = 8 * 1024 * 1024; // the most text the view holds
 
-/** LogView: a task's stream, paged by offset; follows new bytes while "follow" is on. */
-export function LogView({ job, tasks, live }: { job: number; tasks: string[]; live: boolean }) {
+/**
+ * LogView: a task's stream of one attempt (null: the latest), paged by
+ * offset; follows new bytes while "follow" is on. With more than one
+ * attempt, a picker chooses which (onAttempt).
+ */
+export function LogView({ job, tasks, live, attempt = null, attempts = [], onAttempt }: {
+  job: number;
+  tasks: string[];
+  live: boolean;
+  attempt?: number | null;
+  attempts?: AttemptChoice[];
+  onAttempt?: (a: number | null) => void;
+}) {
   const [task, setTask] = useState(tasks[0] ?? 'worker/0');
   const [stream, setStream] = useState<'stdout' | 'stderr'>('stdout');
   const [text, setText] = useState('');
@@ -34,7 +45,7 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
       let more = false;
       let ended = false;
       try {
-        const res = await request('GET', `/v1/jobs/${job}/logs?task=${encodeURIComponent(task)}&stream=${stream}&offset=${offset.current}&limit=${PAGE}`);
+        const res = await request('GET', logsPath(job, task, stream, offset.current, PAGE, attempt));
         const buf = new Uint8Array(await res.arrayBuffer());
         if (!alive) return;
         const next = Number(res.headers.get('X-Yard-Offset') ?? offset.current + buf.length);
@@ -69,7 +80,7 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
       alive = false;
       if (timer) clearTimeout(timer);
     };
-  }, [job, task, stream, tasks.length > 0]);
+  }, [job, task, stream, attempt, tasks.length > 0]);
 
   const followRef = useRef(follow);
   followRef.current = follow;
@@ -81,7 +92,7 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
     const url = URL.createObjectURL(new Blob([text], { type: 'text/plain' }));
     const a = document.createElement('a');
     a.href = url;
-    a.download = `job-${job}-${task.replace('/', '-')}-${stream}.log`;
+    a.download = `job-${job}-${task.replace('/', '-')}${attempt == null ? '' : `-attempt${attempt}`}-${stream}.log`;
     a.click();
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   };
@@ -91,6 +102,25 @@ export function LogView({ job, tasks, live }: { job: number; tasks: string[]; li
     <section aria-labelledby="logs-h" class="logs">
       <h2 id="logs-h">Logs</h2>
       <div class="toolbar">
+        {attempts.length > 1 && (
+          <label>
+            Attempt
+            <select
+              data-testid="log-attempt"
+              value={attempt == null ? '' : String(attempt)}
+              onChange={(e) => {
+                const v = (e.target as HTMLSelectElement).value;
+                onAttempt?.(v === '' ? null : Number(v));
+              }}
+            >
+              {attempts.map((a) => (
+                <option key={a.attempt} value={a.latest ? '' : String(a.attempt)}>
+                  {a.label}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <label>
           Task
           <select data-testid="log-task" value={task} onChange={(e) => setTask((e.target as HTMLSelectElement).value)}>
