@@ -27,6 +27,7 @@
 #include <uv.h>
 
 #include "agent/cache.h"
+#include "agent/outputs.h"
 #include "agent/cgroup.h"
 #include "agent/ckptwatch.h"
 #include "agent/docker.h"
@@ -1156,6 +1157,7 @@ static void task_stop_execs(struct agent *a, int64_t task)
 
 static void ckpt_upload(struct agent *a, const struct atask *t);
 static void task_put_user(struct agent *a, struct atask *t);
+static void task_upload_outputs(struct agent *a, const struct atask *t);
 
 /* The task has finished: hand its checkpoint to the master if it is its
  * attempt's first task, then its verdict to the shipper. */
@@ -1167,6 +1169,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 	    json_is_true(json_object_get(tj, "checkpoint_owner")))
 		ckpt_upload(a, t);
 	json_decref(tj);
+	task_upload_outputs(a, t);
 	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
 		stage_unhold(&a->cache, json_object_get(tj, "keys"));
 		json_decref(tj);
@@ -1348,34 +1351,17 @@ static void ckpt_upload(struct agent *a, const struct atask *t)
 {
 	int64_t task = t->rt.id, job = t->job;
 	char *dir = ckpt_path(a, job, "");
-	int rc;
 	struct strbuf tgz = STRBUF_INIT;
 	struct errbuf eb = ERRBUF_INIT;
 	struct httpc_response res;
-	DIR *d = opendir(dir);
-	bool empty = true;
-	struct dirent *de;
+	bool empty;
 
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	if (d)
-		closedir(d);
-	if (empty)
-		goto out;
-	if (t->rt.run_as) {
-		setfsgid(t->rt.gid);
-		setfsuid(t->rt.uid);
-	}
-	rc = codepack_create(dir, &tgz, 0, &eb);
-	if (t->rt.run_as) {
-		setfsuid(0);
-		setfsgid(0);
-	}
-	if (rc) {
+	if (outputs_pack(dir, t->rt.run_as, t->rt.uid, t->rt.gid, &tgz, &empty, &eb)) {
 		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
 		goto out;
 	}
+	if (empty)
+		goto out;
 	code_http_auth(a);
 	char *url = xasprintf("/v1/tasks/%" PRId64 "/checkpoint", task);
 	httpc_response_init(&res);
@@ -1400,6 +1386,18 @@ static void ckpt_upload(struct agent *a, const struct atask *t)
 	free(url);
 out:
 	strbuf_release(&tgz);
+	free(dir);
+}
+
+/* Hands TASKDIR/outputs to the master off the loop (outputs.h). */
+static void task_upload_outputs(struct agent *a, const struct atask *t)
+{
+	char *id, *token, *dir = xasprintf("%s/outputs", t->rt.dir);
+	session_creds(a->s, &id, &token);
+	outputs_upload(&a->loop, a->cfg->master_url, &(struct httpc_tls){ a->cfg->master_ca, a->cfg->master_pin },
+		       token, t->rt.id, dir, t->rt.run_as, t->rt.uid, t->rt.gid);
+	free(id);
+	free(token);
 	free(dir);
 }
 
