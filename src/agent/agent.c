@@ -1389,10 +1389,10 @@ out:
 	free(dir);
 }
 
-/* Hands TASKDIR/outputs to the master off the loop (outputs.h). */
+/* Hands WORK/outputs/TASK to the master off the loop (outputs.h). */
 static void task_upload_outputs(struct agent *a, const struct atask *t)
 {
-	char *id, *token, *dir = xasprintf("%s/outputs", t->rt.dir);
+	char *id, *token, *dir = xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
 	session_creds(a->s, &id, &token);
 	outputs_upload(&a->loop, a->cfg->master_url, &(struct httpc_tls){ a->cfg->master_ca, a->cfg->master_pin },
 		       token, t->rt.id, dir, t->rt.run_as, t->rt.uid, t->rt.gid);
@@ -1551,7 +1551,7 @@ static void task_hold_user(struct agent *a, struct atask *t)
 static int run_as_prepare(const struct agent_config *cfg, struct errbuf *eb)
 {
 	char *abs = realpath(cfg->work_dir, NULL), *p;
-	const char *subs[] = { "tasks", "checkpoints" };
+	const char *subs[] = { "tasks", "checkpoints", "outputs" };
 	int ret = 0;
 
 	if (!abs)

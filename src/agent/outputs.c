@@ -11,6 +11,7 @@
 #include <sys/fsuid.h>
 #include <time.h>
 
+#include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "common/codepack.h"
 
@@ -70,8 +71,10 @@ static void upload_work(uv_work_t *req)
 		fprintf(stderr, "yard agent: cannot pack the outputs of task %" PRId64 ": %s\n", u->task, eb.msg);
 		goto out;
 	}
-	if (empty)
+	if (empty) {
+		rm_rf(u->dir);
 		goto out;
+	}
 	httpc_init(&c, u->url, &(struct httpc_tls){ u->ca, u->pin }, u->token);
 	c.timeout_ms = 600000;
 	path = xasprintf("/v1/tasks/%" PRId64 "/outputs", u->task);
@@ -88,6 +91,8 @@ static void upload_work(uv_work_t *req)
 	if (res.status != 201)
 		fprintf(stderr, "yard agent: cannot hand the outputs of task %" PRId64 " to the master: %s (HTTP %ld)\n",
 			u->task, eb.msg[0] ? eb.msg : "refused", res.status);
+	else
+		rm_rf(u->dir); /* the master holds them now */
 	httpc_response_release(&res);
 	httpc_release(&c);
 	free(path);

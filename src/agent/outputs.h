@@ -1,6 +1,7 @@
 /*
  * A task's outputs (docs/api.md, "Outputs"): the dir a task writes as
- * YARD_OUTPUT_DIR (TASKDIR/outputs), packed as a tar.gz when the task ends
+ * YARD_OUTPUT_DIR (WORK/outputs/TASK: outside the task dir, which goes
+ * once the task's end is acknowledged, maybe before the upload), packed as a tar.gz when the task ends
  * and handed to the master as the outputs of that task (one per attempt, as
  * each attempt is a task of its own). The pack and the upload run on a
  * libuv worker thread, never on the agent's loop.
@@ -25,7 +26,8 @@ int outputs_pack(const char *dir, bool run_as, uid_t uid, gid_t gid, struct strb
 
 /* outputs_upload queues the pack and upload of dir as task's outputs
  * (POST /v1/tasks/{task}/outputs) on loop's worker threads and returns at
- * once; strings are copied. Failures are logged on stderr. */
+ * once; strings are copied. dir is removed once the master holds it (or
+ * when empty); failures are logged on stderr and leave it. */
 void outputs_upload(uv_loop_t *loop, const char *master_url, const struct httpc_tls *tls,
 		    const char *token, int64_t task, const char *dir, bool run_as, uid_t uid, gid_t gid);
 

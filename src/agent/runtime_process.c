@@ -21,7 +21,7 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 		free(p);
 	}
 	char *cwd = xasprintf("%s/code", t->dir);
-	char *data = xasprintf("%s/data", t->dir), *outs = xasprintf("%s/outputs", t->dir);
+	char *data = xasprintf("%s/data", t->dir), *outs = xasprintf("%s/outputs/%" PRId64, ctx->work_dir, t->id);
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
 	char *rel = xasprintf("%s/task-%" PRId64, ctx->cgroup_base, t->id);
