@@ -26,7 +26,7 @@ static int fetch_into(struct cli_ctx *ctx, const char *digest, const char *dir, 
 	unlink(tmp);
 	free(tmp);
 	if (!ret)
-		printf("%s -> %s\n", digest, dest);
+		fprintf(stderr, "%s -> %s\n", digest, dest);
 	return ret;
 }
 
@@ -44,6 +44,37 @@ static bool latest_of(const json_t *tasks, const json_t *tk)
 	return true;
 }
 
+int cli_outputs_fetch(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+		      const char *dir, struct errbuf *eb)
+{
+	json_t *reply = NULL, *tasks, *tk;
+	size_t i, got = 0;
+	int ret;
+
+	if ((ret = cli_outputs_get(ctx, id, task, attempt, &reply, eb)))
+		return ret;
+	tasks = json_object_get(reply, "tasks");
+	json_array_foreach(tasks, i, tk) {
+		const char *d = json_string_value(json_object_get(tk, "outputs"));
+		if (!d || (!attempt && !latest_of(tasks, tk)))
+			continue;
+		/* one task: into DIR; else DIR/ROLE-INDEX each */
+		char *dest = task ? xstrdup(dir)
+				  : xasprintf("%s/%s-%" PRId64, dir, cli_jstr(tk, "role"), cli_jint(tk, "index"));
+		ret = fetch_into(ctx, d, dir, dest, eb);
+		free(dest);
+		if (ret)
+			goto out;
+		got++;
+	}
+	if (!got)
+		ret = error(eb, YERR(NOT_FOUND), "job %" PRIu64 " has no outputs%s%s", id, task ? " of task " : "",
+			    task ? task : "");
+out:
+	json_decref(reply);
+	return ret;
+}
+
 int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *task = NULL, *attempt = NULL;
@@ -54,11 +85,10 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 		{ "checkpoint", 0, CLI_OPT_FLAG, &ckpt, NULL, "the job's latest checkpoint instead" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
-	json_t *reply = NULL, *tasks, *tk;
+	json_t *reply = NULL;
 	uint64_t id;
-	size_t i, got = 0;
-	int npos, rc, ret = EXIT_OK;
-	const char *dir;
+	int npos, rc;
+	const char *dir, *d;
 
 	rc = cli_parse(ctx, "download ID [--task ROLE/INDEX] [--attempt N] [--checkpoint] DIR", opts,
 		       ARRAY_SIZE(opts), argc, argv, &npos);
@@ -71,39 +101,14 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 	dir = argv[2];
 	if (mkdir_p(dir, 0755) < 0)
 		return cli_usage_error(ctx, "DIR: cannot create '%s': %s", dir, strerror(errno));
-	if (cli_outputs_get(ctx, id, task, attempt, &reply, &eb))
-		return cli_fail(ctx, &eb);
-	if (ckpt) {
-		const char *d = json_string_value(json_object_get(reply, "checkpoint"));
-		if (!d)
-			error(&eb, YERR(NOT_FOUND), "job %" PRIu64 " has no checkpoint", id);
+	if (!ckpt) {
+		rc = cli_outputs_fetch(ctx, id, task, attempt, dir, &eb);
+	} else if (!(rc = cli_outputs_get(ctx, id, NULL, NULL, &reply, &eb))) {
+		if (!(d = json_string_value(json_object_get(reply, "checkpoint"))))
+			rc = error(&eb, YERR(NOT_FOUND), "job %" PRIu64 " has no checkpoint", id);
 		else
-			fetch_into(ctx, d, dir, dir, &eb);
-		ret = eb.code ? cli_fail(ctx, &eb) : EXIT_OK;
-		goto out;
+			rc = fetch_into(ctx, d, dir, dir, &eb);
+		json_decref(reply);
 	}
-	tasks = json_object_get(reply, "tasks");
-	json_array_foreach(tasks, i, tk) {
-		const char *d = json_string_value(json_object_get(tk, "outputs"));
-		if (!d || (!attempt && !latest_of(tasks, tk)))
-			continue;
-		/* one task: into DIR; else DIR/ROLE-INDEX each */
-		char *dest = task ? xstrdup(dir)
-				  : xasprintf("%s/%s-%" PRId64, dir, cli_jstr(tk, "role"), cli_jint(tk, "index"));
-		rc = fetch_into(ctx, d, dir, dest, &eb);
-		free(dest);
-		if (rc) {
-			ret = cli_fail(ctx, &eb);
-			goto out;
-		}
-		got++;
-	}
-	if (!got) {
-		error(&eb, YERR(NOT_FOUND), "job %" PRIu64 " has no outputs%s%s", id, task ? " of task " : "",
-		      task ? task : "");
-		ret = cli_fail(ctx, &eb);
-	}
-out:
-	json_decref(reply);
-	return ret;
+	return rc ? cli_fail(ctx, &eb) : EXIT_OK;
 }

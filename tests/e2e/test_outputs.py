@@ -134,6 +134,19 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         with open(os.path.join(dc, "model.ckpt")) as f:
             check_eq(f.read(), "weights of attempt 0\n", "the job's checkpoint")
 
+        # a later job reads them as data: pushed as a dataset version
+        r = c.cli("data", "push", "--from-job", str(jid), "--task", "worker/0", "outs", token=alice,
+                  check_rc=0, timeout=300)
+        reader = ('set -e; test "$(cat "$YARD_DATA_DIR/m/who.txt")" = "worker/0 attempt 1"; '
+                  'sha256sum "$YARD_DATA_DIR/m/big.bin"')
+        st, rj = c.api.submit(spec(["/bin/sh", "-c", reader], name="reader",
+                                   data=[{"source": "yard://outs", "mount": "m"}]), token=alice)
+        check_eq(st, 201, f"submit the reader: {rj}")
+        rjob = c.api.wait_job(rj["id"], timeout=300)
+        check_eq(rjob["state"], "succeeded", "the reader found worker/0's outputs")
+        want = big_digest()
+        wait_until(lambda: want in c.api.log(rj["id"]).decode(), 30, "the reader read the 200 MB file whole")
+
         # someone who may not see the job whole
         eve = c.user_token("eve")
         st, _ = c.api.json("GET", f"/v1/jobs/{jid}/outputs", token=eve)
