@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import random
+import re
 
 from harness import check, check_eq, cluster, spec, wait_until
 
@@ -156,3 +157,30 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         check_eq(st, 403, "eve downloads an archive of alice's job's outputs")
         r = c.cli("download", str(jid), os.path.join(c.dir, "dl-eve"), token=eve, check_rc=1)
         check(b"may not" in r.stderr, f"yard download as eve: {r.stderr!r}")
+
+
+def test_run_as_outputs_are_the_tasks_and_packed_as_it():
+    """Under --run-as, YARD_OUTPUT_DIR is the task's user's, and the agent
+    packs it as that user: a file the task made unreadable stops the pack."""
+    first = 61000
+    with cluster("outputs-runas") as c:
+        c.start_master()
+        os.chmod(c.dir, 0o711)
+        c.start_agent("n1", gpus="sim:1", extra=["--run-as", f"{first}-{first + 9}"])
+        _, ok = c.api.submit(spec(["/bin/sh", "-c", 'id -u > "$YARD_OUTPUT_DIR/uid"'], name="ok"))
+        check_eq(c.api.wait_job(ok["id"], timeout=60)["state"], "succeeded", "the task wrote its outputs")
+        wait_until(lambda: c.api.json("GET", f"/v1/jobs/{ok['id']}/outputs")[1]["tasks"][0]["outputs"], 60,
+                   "the outputs handed in")
+        dest = os.path.join(c.dir, "dl")
+        c.cli("download", str(ok["id"]), "--task", "worker/0", dest, check_rc=0)
+        with open(os.path.join(dest, "uid")) as f:
+            uid = int(f.read())
+        check(first <= uid <= first + 9, f"the task ran as a uid of the range: {uid}")
+        _, bad = c.api.submit(spec(["/bin/sh", "-c", 'echo x > "$YARD_OUTPUT_DIR/h"; chmod 000 "$YARD_OUTPUT_DIR/h"'],
+                                   name="hidden"))
+        check_eq(c.api.wait_job(bad["id"], timeout=60)["state"], "succeeded", "the hiding task")
+        log_path = os.path.join(c.dir, "agent-n1.log")
+        wait_until(lambda: re.search(rf"cannot pack the outputs of task \d+: .*Permission denied",
+                                     open(log_path).read()), 30, "the agent says why it packed nothing")
+        check_eq(c.api.json("GET", f"/v1/jobs/{bad['id']}/outputs")[1]["tasks"][0]["outputs"], None,
+                 "outputs holding a file its task cannot read are not packed")
