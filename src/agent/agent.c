@@ -907,6 +907,8 @@ struct atask {
 	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
 	int64_t job;             /* the task's job (task.json) */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
+	bool uploading;          /* its checkpoint is being handed in; its end waits (exit) */
+	struct task_exit exit;
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
 	size_t nexec_ids, aexec_ids;
@@ -991,6 +993,8 @@ static void task_forget(struct agent *a, struct atask *t)
 	if (*pp)
 		*pp = t->next;
 	t->done = true;
+	if (t->uploading)
+		return; /* freed by ckpt_uploaded, once the worker lets go of it */
 	if (t->staging) {
 		/* freed by stage_done once the worker thread lets go of it */
 		stage_cancel(t);
@@ -1155,21 +1159,35 @@ static void task_stop_execs(struct agent *a, int64_t task)
 			kill(x->pid, SIGTERM);
 }
 
-static void ckpt_upload(struct agent *a, const struct atask *t);
+static int task_upload(struct agent *a, struct atask *t, bool ckpt);
 static void task_put_user(struct agent *a, struct atask *t);
-static void task_upload_outputs(struct agent *a, const struct atask *t);
+static void task_finish_rest(struct agent *a, struct atask *t, const struct task_exit *e);
 
-/* The task has finished: hand its checkpoint to the master if it is its
- * attempt's first task, then its verdict to the shipper. */
+/* The task has finished: its outputs go to the master (off the loop,
+ * outputs.h); so does its job's checkpoint if it is its attempt's first
+ * task, and then its end is reported (ckpt_uploaded), so that a restart
+ * never misses the checkpoint. */
 static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
 {
 	json_t *tj = NULL;
 	task_stop_execs(a, t->rt.id);
-	if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
-	    json_is_true(json_object_get(tj, "checkpoint_owner")))
-		ckpt_upload(a, t);
+	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
+		     json_is_true(json_object_get(tj, "checkpoint_owner"));
 	json_decref(tj);
-	task_upload_outputs(a, t);
+	task_upload(a, t, false);
+	if (owner && task_upload(a, t, true) == 0) {
+		t->uploading = true;
+		t->exit = *e;
+		if (t->exit_active)
+			uv_poll_stop(&t->exit_poll); /* readable until closed */
+		return;
+	}
+	task_finish_rest(a, t, e);
+}
+
+static void task_finish_rest(struct agent *a, struct atask *t, const struct task_exit *e)
+{
+	json_t *tj = NULL;
 	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
 		stage_unhold(&a->cache, json_object_get(tj, "keys"));
 		json_decref(tj);
@@ -1183,7 +1201,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 static void check_exit(struct agent *a, struct atask *t)
 {
 	struct task_exit e;
-	if (t->done || t->staging || t->ops->wait(&t->rt, &e) != 0)
+	if (t->done || t->staging || t->uploading || t->ops->wait(&t->rt, &e) != 0)
 		return;
 	if (t->start_active) {
 		/* read a "running" line that came just before the exit */
@@ -1342,63 +1360,43 @@ out:
 	return ret;
 }
 
-/* Packs the job's checkpoint dir and hands it to the master for task t.
- * A task with a user of its own (--run-as) is packed as that user (this
- * thread's file-system ids, setfsuid): the dir is the task's to change
- * while it is read, and nothing the task could not read itself (a file of
- * root's behind a link swapped in meanwhile) may end up in its checkpoint. */
-static void ckpt_upload(struct agent *a, const struct atask *t)
+/* The checkpoint of t's job is with the master (digest; NULL: not handed
+ * in): t's end goes on, or t is freed if it was forgotten meanwhile (the
+ * agent is stopping: the next one reports its end, after a new upload). */
+static void ckpt_uploaded(void *arg, const char *digest)
 {
-	int64_t task = t->rt.id, job = t->job;
-	char *dir = ckpt_path(a, job, "");
-	struct strbuf tgz = STRBUF_INIT;
-	struct errbuf eb = ERRBUF_INIT;
-	struct httpc_response res;
-	bool empty;
-
-	if (outputs_pack(dir, t->rt.run_as, t->rt.uid, t->rt.gid, &tgz, &empty, &eb)) {
-		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
-		goto out;
-	}
-	if (empty)
-		goto out;
-	code_http_auth(a);
-	char *url = xasprintf("/v1/tasks/%" PRId64 "/checkpoint", task);
-	httpc_response_init(&res);
-	for (int attempt = 0; attempt < 5; attempt++) {
-		errbuf_reset(&eb);
-		httpc_response_release(&res);
-		httpc_response_init(&res);
-		if (httpc_request(&a->code_http, "POST", url, tgz.buf, tgz.len, "application/gzip", &res,
-				  &eb) == 0 && res.status == 201)
-			break;
-		sleep_ms(200u << attempt);
-	}
-	json_t *doc = res.status == 201 ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
-	const char *digest = json_string_value(json_object_get(doc, "checkpoint"));
+	struct atask *t = arg;
 	if (digest)
-		ckpt_set_digest(a, job, digest);
+		ckpt_set_digest(t->a, t->job, digest);
+	t->uploading = false;
+	if (t->done)
+		task_forget(t->a, t);
 	else
-		fprintf(stderr, "yard agent: cannot hand the checkpoint of job %" PRId64 " to the master: %s (HTTP %ld)\n",
-			job, eb.msg[0] ? eb.msg : "refused", res.status);
-	json_decref(doc);
-	httpc_response_release(&res);
-	free(url);
-out:
-	strbuf_release(&tgz);
-	free(dir);
+		task_finish_rest(t->a, t, &t->exit);
 }
 
-/* Hands WORK/outputs/TASK to the master off the loop (outputs.h). */
-static void task_upload_outputs(struct agent *a, const struct atask *t)
+/* Queues the pack and upload of t's YARD_OUTPUT_DIR (WORK/outputs/TASK),
+ * or (ckpt) of its job's checkpoint dir, whose end goes on in
+ * ckpt_uploaded. A task with a user of its own (--run-as) is packed as
+ * that user (outputs_pack). 0 when queued. */
+static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 {
-	char *id, *token, *dir = xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
+	char *id, *token;
 	session_creds(a->s, &id, &token);
-	outputs_upload(&a->loop, a->cfg->master_url, &(struct httpc_tls){ a->cfg->master_ca, a->cfg->master_pin },
-		       token, t->rt.id, dir, t->rt.run_as, t->rt.uid, t->rt.gid);
+	char *dir = ckpt ? ckpt_path(a, t->job, "") : xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
+	char *path = xasprintf("/v1/tasks/%" PRId64 "/%s", t->rt.id, ckpt ? "checkpoint" : "outputs");
+	char *what = ckpt ? xasprintf("the checkpoint of job %" PRId64, t->job)
+			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
+	struct outputs_job j = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin }, path, dir,
+				 ckpt ? "checkpoint" : "outputs", what, t->rt.run_as, !ckpt, t->rt.uid, t->rt.gid,
+				 ckpt ? ckpt_uploaded : NULL, t };
+	int ret = outputs_queue(&a->loop, &j);
 	free(id);
 	free(token);
 	free(dir);
+	free(path);
+	free(what);
+	return ret;
 }
 
 /* "yard/NAME-HASH", HASH the first 8 hex digits of the sha256 of the

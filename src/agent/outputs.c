@@ -1,4 +1,5 @@
-/* A task's outputs, packed and handed to the master off the loop (outputs.h). */
+/* A task's outputs and checkpoint, packed and handed to the master off the
+ * loop (outputs.h). */
 #include "base/compat.h"
 #include "agent/outputs.h"
 
@@ -48,90 +49,103 @@ static void pause_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-struct upload {
+struct work {
 	uv_work_t req;
-	char *url, *ca, *pin, *token, *dir; /* owned */
-	int64_t task;
-	bool run_as;
-	uid_t uid;
-	gid_t gid;
+	struct outputs_job job; /* its strings owned */
+	char digest[80];        /* OUT of the worker: "" when nothing was handed in */
 };
 
-static void upload_work(uv_work_t *req)
+static void pack_post(uv_work_t *req)
 {
-	struct upload *u = req->data;
+	struct work *w = req->data;
+	const struct outputs_job *j = &w->job;
 	struct strbuf tgz = STRBUF_INIT;
 	struct errbuf eb = ERRBUF_INIT;
 	struct httpc c;
 	struct httpc_response res;
 	bool empty;
-	char *path;
 
-	if (outputs_pack(u->dir, u->run_as, u->uid, u->gid, &tgz, &empty, &eb)) {
-		fprintf(stderr, "yard agent: cannot pack the outputs of task %" PRId64 ": %s\n", u->task, eb.msg);
+	if (outputs_pack(j->dir, j->run_as, j->uid, j->gid, &tgz, &empty, &eb)) {
+		fprintf(stderr, "yard agent: cannot pack %s: %s\n", j->what, eb.msg);
 		goto out;
 	}
 	if (empty) {
-		rm_rf(u->dir);
+		if (j->remove)
+			rm_rf(j->dir);
 		goto out;
 	}
-	httpc_init(&c, u->url, &(struct httpc_tls){ u->ca, u->pin }, u->token);
+	httpc_init(&c, j->master_url, &j->tls, j->token);
 	c.timeout_ms = 600000;
-	path = xasprintf("/v1/tasks/%" PRId64 "/outputs", u->task);
 	httpc_response_init(&res);
 	for (int attempt = 0; attempt < 5; attempt++) {
 		errbuf_reset(&eb);
 		httpc_response_release(&res);
 		httpc_response_init(&res);
-		if (httpc_request(&c, "POST", path, tgz.buf, tgz.len, "application/gzip", &res, &eb) == 0 &&
+		if (httpc_request(&c, "POST", j->path, tgz.buf, tgz.len, "application/gzip", &res, &eb) == 0 &&
 		    res.status == 201)
 			break;
 		pause_ms(200u << attempt);
 	}
-	if (res.status != 201)
-		fprintf(stderr, "yard agent: cannot hand the outputs of task %" PRId64 " to the master: %s (HTTP %ld)\n",
-			u->task, eb.msg[0] ? eb.msg : "refused", res.status);
-	else
-		rm_rf(u->dir); /* the master holds them now */
+	json_t *doc = res.status == 201 ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
+	const char *digest = json_string_value(json_object_get(doc, j->key));
+	if (digest) {
+		snprintf(w->digest, sizeof(w->digest), "%s", digest);
+		if (j->remove)
+			rm_rf(j->dir); /* the master holds it now */
+	} else {
+		fprintf(stderr, "yard agent: cannot hand %s to the master: %s (HTTP %ld)\n", j->what,
+			eb.msg[0] ? eb.msg : "refused", res.status);
+	}
+	json_decref(doc);
 	httpc_response_release(&res);
 	httpc_release(&c);
-	free(path);
 out:
 	strbuf_release(&tgz);
 }
 
-static void upload_done(uv_work_t *req, int status)
-{
-	struct upload *u = req->data;
-
-	(void)status;
-	free(u->url);
-	free(u->ca);
-	free(u->pin);
-	free(u->token);
-	free(u->dir);
-	free(u);
-}
-
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
 
-void outputs_upload(uv_loop_t *loop, const char *master_url, const struct httpc_tls *tls,
-		    const char *token, int64_t task, const char *dir, bool run_as, uid_t uid, gid_t gid)
+static void work_free(struct work *w)
 {
-	struct upload *u = xcalloc(1, sizeof(*u));
+	free((char *)w->job.master_url);
+	free((char *)w->job.token);
+	free((char *)w->job.tls.ca_file);
+	free((char *)w->job.tls.pin);
+	free((char *)w->job.path);
+	free((char *)w->job.dir);
+	free((char *)w->job.key);
+	free((char *)w->job.what);
+	free(w);
+}
 
-	u->url = xstrdup(master_url);
-	u->ca = dup_or_null(tls ? tls->ca_file : NULL);
-	u->pin = dup_or_null(tls ? tls->pin : NULL);
-	u->token = dup_or_null(token);
-	u->dir = xstrdup(dir);
-	u->task = task;
-	u->run_as = run_as;
-	u->uid = uid;
-	u->gid = gid;
-	u->req.data = u;
-	if (uv_queue_work(loop, &u->req, upload_work, upload_done) != 0) {
-		fprintf(stderr, "yard agent: cannot queue the outputs of task %" PRId64 "\n", task);
-		upload_done(&u->req, 0);
+static void pack_post_done(uv_work_t *req, int status)
+{
+	struct work *w = req->data;
+
+	(void)status;
+	if (w->job.done)
+		w->job.done(w->job.arg, w->digest[0] ? w->digest : NULL);
+	work_free(w);
+}
+
+int outputs_queue(uv_loop_t *loop, const struct outputs_job *job)
+{
+	struct work *w = xcalloc(1, sizeof(*w));
+
+	w->job = *job;
+	w->job.master_url = xstrdup(job->master_url);
+	w->job.token = dup_or_null(job->token);
+	w->job.tls.ca_file = dup_or_null(job->tls.ca_file);
+	w->job.tls.pin = dup_or_null(job->tls.pin);
+	w->job.path = xstrdup(job->path);
+	w->job.dir = xstrdup(job->dir);
+	w->job.key = xstrdup(job->key);
+	w->job.what = xstrdup(job->what);
+	w->req.data = w;
+	if (uv_queue_work(loop, &w->req, pack_post, pack_post_done) != 0) {
+		fprintf(stderr, "yard agent: cannot queue the upload of %s\n", job->what);
+		work_free(w);
+		return -1;
 	}
+	return 0;
 }

@@ -1,10 +1,13 @@
 /*
- * A task's outputs (docs/api.md, "Outputs"): the dir a task writes as
- * YARD_OUTPUT_DIR (WORK/outputs/TASK: outside the task dir, which goes
- * once the task's end is acknowledged, maybe before the upload), packed as a tar.gz when the task ends
- * and handed to the master as the outputs of that task (one per attempt, as
- * each attempt is a task of its own). The pack and the upload run on a
- * libuv worker thread, never on the agent's loop.
+ * What a task leaves behind, packed and handed to the master on a libuv
+ * worker thread, never on the agent's loop:
+ *  - its outputs (docs/api.md, "Outputs"): the dir the task writes as
+ *    YARD_OUTPUT_DIR (WORK/outputs/TASK: outside the task dir, which goes
+ *    once the task's end is acknowledged, maybe before the upload), as the
+ *    outputs of that task, so one per attempt;
+ *  - its job's checkpoint dir, when it is its attempt's first task (the
+ *    agent reports the task's end only once that upload is done).
+ * Both are deterministic tar.gz archives (codepack.h).
  */
 #ifndef YARD_AGENT_OUTPUTS_H
 #define YARD_AGENT_OUTPUTS_H
@@ -18,17 +21,34 @@
 #include "base/strbuf.h"
 #include "common/httpc.h"
 
-/* outputs_pack packs dir as tar.gz into out (empty when dir is missing or
- * empty: *empty set). With run_as, as uid:gid (this thread's file-system
- * ids, setfsuid), so nothing the task could not read itself is packed. */
+/* outputs_pack packs dir as tar.gz into out (nothing, *empty set, when dir
+ * is missing or empty). With run_as, as uid:gid (this thread's file-system
+ * ids, setfsuid): the dir is the task's to change while it is read, and
+ * nothing the task could not read itself may end up in the archive. */
 int outputs_pack(const char *dir, bool run_as, uid_t uid, gid_t gid, struct strbuf *out, bool *empty,
 		 struct errbuf *eb);
 
-/* outputs_upload queues the pack and upload of dir as task's outputs
- * (POST /v1/tasks/{task}/outputs) on loop's worker threads and returns at
- * once; strings are copied. dir is removed once the master holds it (or
- * when empty); failures are logged on stderr and leave it. */
-void outputs_upload(uv_loop_t *loop, const char *master_url, const struct httpc_tls *tls,
-		    const char *token, int64_t task, const char *dir, bool run_as, uid_t uid, gid_t gid);
+/* One pack and POST, queued by outputs_queue. */
+struct outputs_job {
+	const char *master_url, *token; /* copied */
+	struct httpc_tls tls;           /* its strings copied */
+	const char *path;               /* copied: "/v1/tasks/ID/outputs" */
+	const char *dir;                /* copied: the dir to pack */
+	const char *key;                /* the reply's member naming the digest */
+	const char *what;               /* for messages: "the outputs of task 7" */
+	bool run_as, remove;            /* pack as uid:gid; remove dir once handed in (or empty) */
+	uid_t uid;
+	gid_t gid;
+	/* called on the loop when done (may be NULL): digest the master's
+	 * "sha256:HEX", NULL when nothing was handed in (empty, or failed:
+	 * logged on stderr) */
+	void (*done)(void *arg, const char *digest);
+	void *arg;
+};
+
+/* outputs_queue copies job and runs it on loop's worker threads; returns
+ * at once. 0, or -1 (logged) when it could not be queued: done is then
+ * never called. */
+int outputs_queue(uv_loop_t *loop, const struct outputs_job *job);
 
 #endif
