@@ -224,6 +224,7 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */

@@ -184,3 +184,36 @@ def test_run_as_outputs_are_the_tasks_and_packed_as_it():
                                      open(log_path).read()), 30, "the agent says why it packed nothing")
         check_eq(c.api.json("GET", f"/v1/jobs/{bad['id']}/outputs")[1]["tasks"][0]["outputs"], None,
                  "outputs holding a file its task cannot read are not packed")
+
+
+def test_outputs_retention_frees_final_jobs_only():
+    """--outputs-retention frees the outputs of a job final that long, its
+    archive gone from the store; a live job keeps its earlier attempt's."""
+    with cluster("outputs-keep", master_args=["--outputs-retention", "3s"]) as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:1")
+        _, done = c.api.submit(spec(["/bin/sh", "-c", 'echo kept > "$YARD_OUTPUT_DIR/f"'], name="done"))
+        # attempt 0 leaves outputs and fails; attempt 1 runs on
+        live_cmd = ('if [ "$YARD_RESTART_COUNT" = 0 ]; then echo a0 > "$YARD_OUTPUT_DIR/f"; exit 1; fi; '
+                    'sleep 300')
+        _, live = c.api.submit(spec(["/bin/sh", "-c", live_cmd], name="live", restart={"max": 1}))
+        check_eq(c.api.wait_job(done["id"], timeout=60)["state"], "succeeded", "the short job")
+
+        def outs(jid):
+            return [t["outputs"] for t in c.api.json("GET", f"/v1/jobs/{jid}/outputs", expect=200)[1]["tasks"]]
+        digest = wait_until(lambda: outs(done["id"])[0], 60, "the short job's outputs")
+        # SQLite keeps blobs as files under the data dir (PostgreSQL: rows)
+        sqlite = os.environ.get("YARD_E2E_STORE") != "postgres"
+        found = [os.path.join(d, f) for d, _, fs in os.walk(c.data_dir) for f in fs if digest[7:] in f]
+        check(found or not sqlite, f"the archive is in the store: {found}")
+        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
+        check_eq(st, 200, "the archive is served before it expires")
+        wait_until(lambda: outs(live["id"])[0], 60, "the live job's first attempt's outputs")
+        wait_until(lambda: c.api.job(live["id"])["state"] == "running" and c.api.job(live["id"])["attempt"] == 1,
+                   60, "the live job's second attempt runs")
+        wait_until(lambda: outs(done["id"]) == [None], 30, "the short job's outputs freed")
+        check(not any(os.path.exists(p) for p in found), f"the archive left the store: {found}")
+        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
+        check(st in (403, 404), f"the freed archive is not served: HTTP {st}")
+        check(outs(live["id"])[0], "the live job keeps its first attempt's outputs past the retention")
+        c.api.json("POST", f"/v1/jobs/{live['id']}/cancel", expect=200)
