@@ -22,7 +22,6 @@
 #include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <uv.h>
 
@@ -907,7 +906,7 @@ struct atask {
 	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
 	int64_t job;             /* the task's job (task.json) */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
-	bool uploading;          /* its checkpoint is being handed in; its end waits (exit) */
+	unsigned uploading;      /* its outputs, checkpoint being handed in; its end waits (exit) */
 	struct task_exit exit;
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
@@ -1161,29 +1160,6 @@ static void task_stop_execs(struct agent *a, int64_t task)
 
 static int task_upload(struct agent *a, struct atask *t, bool ckpt);
 static void task_put_user(struct agent *a, struct atask *t);
-static void task_finish_rest(struct agent *a, struct atask *t, const struct task_exit *e);
-
-/* The task has finished: its outputs go to the master (off the loop,
- * outputs.h); so does its job's checkpoint if it is its attempt's first
- * task, and then its end is reported (ckpt_uploaded), so that a restart
- * never misses the checkpoint. */
-static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
-{
-	json_t *tj = NULL;
-	task_stop_execs(a, t->rt.id);
-	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
-		     json_is_true(json_object_get(tj, "checkpoint_owner"));
-	json_decref(tj);
-	task_upload(a, t, false);
-	if (owner && task_upload(a, t, true) == 0) {
-		t->uploading = true;
-		t->exit = *e;
-		if (t->exit_active)
-			uv_poll_stop(&t->exit_poll); /* readable until closed */
-		return;
-	}
-	task_finish_rest(a, t, e);
-}
 
 static void task_finish_rest(struct agent *a, struct atask *t, const struct task_exit *e)
 {
@@ -1196,6 +1172,25 @@ static void task_finish_rest(struct agent *a, struct atask *t, const struct task
 	add_finished(a, t->rt.id);
 	ship_event(&a->sh, SHIP_FINISHED, t->rt.id, 0, e);
 	task_forget(a, t);
+}
+
+/* The task has finished: its outputs go to the master (off the loop,
+ * outputs.h), and its job's checkpoint if it is its attempt's first task;
+ * then its end is reported (task_uploaded), so that a restart never misses
+ * the checkpoint, and its user is held until its outputs are packed. */
+static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
+{
+	json_t *tj = NULL;
+	task_stop_execs(a, t->rt.id);
+	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
+		     json_is_true(json_object_get(tj, "checkpoint_owner"));
+	json_decref(tj);
+	t->exit = *e;
+	t->uploading = (task_upload(a, t, false) == 0) + (owner && task_upload(a, t, true) == 0);
+	if (!t->uploading)
+		task_finish_rest(a, t, e);
+	else if (t->exit_active)
+		uv_poll_stop(&t->exit_poll); /* readable until closed */
 }
 
 static void check_exit(struct agent *a, struct atask *t)
@@ -1360,24 +1355,32 @@ out:
 	return ret;
 }
 
-/* The checkpoint of t's job is with the master (digest; NULL: not handed
- * in): t's end goes on, or t is freed if it was forgotten meanwhile (the
- * agent is stopping: the next one reports its end, after a new upload). */
-static void ckpt_uploaded(void *arg, const char *digest)
+/* An upload of t's is over (digest: the master's; NULL: nothing handed
+ * in): after the last, t's end goes on, or t is freed if it was forgotten
+ * meanwhile (the agent is stopping: the next one reports its end, after a
+ * new upload). */
+static void task_uploaded(void *arg, const char *digest)
 {
 	struct atask *t = arg;
-	if (digest)
-		ckpt_set_digest(t->a, t->job, digest);
-	t->uploading = false;
+	if (--t->uploading)
+		return;
 	if (t->done)
 		task_forget(t->a, t);
 	else
 		task_finish_rest(t->a, t, &t->exit);
 }
 
+static void ckpt_uploaded(void *arg, const char *digest)
+{
+	struct atask *t = arg;
+	if (digest)
+		ckpt_set_digest(t->a, t->job, digest);
+	task_uploaded(arg, digest);
+}
+
 /* Queues the pack and upload of t's YARD_OUTPUT_DIR (WORK/outputs/TASK),
- * or (ckpt) of its job's checkpoint dir, whose end goes on in
- * ckpt_uploaded. A task with a user of its own (--run-as) is packed as
+ * or (ckpt) of its job's checkpoint dir; t's end goes on in
+ * task_uploaded. A task with a user of its own (--run-as) is packed as
  * that user (outputs_pack). 0 when queued. */
 static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 {
@@ -1389,7 +1392,7 @@ static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
 	struct outputs_job j = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin }, path, dir,
 				 ckpt ? "checkpoint" : "outputs", what, t->rt.run_as, !ckpt, t->rt.uid, t->rt.gid,
-				 ckpt ? ckpt_uploaded : NULL, t };
+				 ckpt ? ckpt_uploaded : task_uploaded, t };
 	int ret = outputs_queue(&a->loop, &j);
 	free(id);
 	free(token);

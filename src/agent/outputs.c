@@ -4,12 +4,15 @@
 #include "agent/outputs.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "base/fsutil.h"
@@ -95,6 +98,9 @@ static void pack_post(uv_work_t *req)
 	} else {
 		fprintf(stderr, "yard agent: cannot hand %s to the master: %s (HTTP %ld)\n", j->what,
 			eb.msg[0] ? eb.msg : "refused", res.status);
+		/* kept, out of reach of the next task to hold its uid */
+		if (j->remove && j->run_as && (chown(j->dir, 0, 0) < 0 || chmod(j->dir, 0700) < 0))
+			fprintf(stderr, "yard agent: cannot take back '%s': %s\n", j->dir, strerror(errno));
 	}
 	json_decref(doc);
 	httpc_response_release(&res);

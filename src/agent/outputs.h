@@ -5,8 +5,10 @@
  *    YARD_OUTPUT_DIR (WORK/outputs/TASK: outside the task dir, which goes
  *    once the task's end is acknowledged, maybe before the upload), as the
  *    outputs of that task, so one per attempt;
- *  - its job's checkpoint dir, when it is its attempt's first task (the
- *    agent reports the task's end only once that upload is done).
+ *  - its job's checkpoint dir, when it is its attempt's first task.
+ * The agent reports the task's end once both are done, and holds its user
+ * (--run-as) until then. Outputs that could not be handed in stay on the
+ * node, root's (mode 0700) when the task had a user of its own.
  * Both are deterministic tar.gz archives (codepack.h).
  */
 #ifndef YARD_AGENT_OUTPUTS_H
