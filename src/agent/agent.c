@@ -22,11 +22,11 @@
 #include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <sys/fsuid.h>
 #include <sys/wait.h>
 #include <uv.h>
 
 #include "agent/cache.h"
+#include "agent/outputs.h"
 #include "agent/cgroup.h"
 #include "agent/ckptwatch.h"
 #include "agent/docker.h"
@@ -906,6 +906,8 @@ struct atask {
 	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
 	int64_t job;             /* the task's job (task.json) */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
+	unsigned uploading;      /* its outputs, checkpoint being handed in; its end waits (exit) */
+	struct task_exit exit;
 	json_t *execs_wanted;    /* owned: the master's pending execs of the task */
 	int64_t *exec_ids;       /* execs started (never started twice) */
 	size_t nexec_ids, aexec_ids;
@@ -990,6 +992,8 @@ static void task_forget(struct agent *a, struct atask *t)
 	if (*pp)
 		*pp = t->next;
 	t->done = true;
+	if (t->uploading)
+		return; /* freed by ckpt_uploaded, once the worker lets go of it */
 	if (t->staging) {
 		/* freed by stage_done once the worker thread lets go of it */
 		stage_cancel(t);
@@ -1154,19 +1158,12 @@ static void task_stop_execs(struct agent *a, int64_t task)
 			kill(x->pid, SIGTERM);
 }
 
-static void ckpt_upload(struct agent *a, const struct atask *t);
+static int task_upload(struct agent *a, struct atask *t, bool ckpt);
 static void task_put_user(struct agent *a, struct atask *t);
 
-/* The task has finished: hand its checkpoint to the master if it is its
- * attempt's first task, then its verdict to the shipper. */
-static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
+static void task_finish_rest(struct agent *a, struct atask *t, const struct task_exit *e)
 {
 	json_t *tj = NULL;
-	task_stop_execs(a, t->rt.id);
-	if (taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
-	    json_is_true(json_object_get(tj, "checkpoint_owner")))
-		ckpt_upload(a, t);
-	json_decref(tj);
 	if (taskdir_read_json(t->rt.dir, "staged.json", &tj, NULL) == 0) {
 		stage_unhold(&a->cache, json_object_get(tj, "keys"));
 		json_decref(tj);
@@ -1177,10 +1174,29 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 	task_forget(a, t);
 }
 
+/* The task has finished: its outputs go to the master (off the loop,
+ * outputs.h), and its job's checkpoint if it is its attempt's first task;
+ * then its end is reported (task_uploaded), so that a restart never misses
+ * the checkpoint, and its user is held until its outputs are packed. */
+static void task_finish(struct agent *a, struct atask *t, const struct task_exit *e)
+{
+	json_t *tj = NULL;
+	task_stop_execs(a, t->rt.id);
+	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
+		     json_is_true(json_object_get(tj, "checkpoint_owner"));
+	json_decref(tj);
+	t->exit = *e;
+	t->uploading = (task_upload(a, t, false) == 0) + (owner && task_upload(a, t, true) == 0);
+	if (!t->uploading)
+		task_finish_rest(a, t, e);
+	else if (t->exit_active)
+		uv_poll_stop(&t->exit_poll); /* readable until closed */
+}
+
 static void check_exit(struct agent *a, struct atask *t)
 {
 	struct task_exit e;
-	if (t->done || t->staging || t->ops->wait(&t->rt, &e) != 0)
+	if (t->done || t->staging || t->uploading || t->ops->wait(&t->rt, &e) != 0)
 		return;
 	if (t->start_active) {
 		/* read a "running" line that came just before the exit */
@@ -1339,68 +1355,51 @@ out:
 	return ret;
 }
 
-/* Packs the job's checkpoint dir and hands it to the master for task t.
- * A task with a user of its own (--run-as) is packed as that user (this
- * thread's file-system ids, setfsuid): the dir is the task's to change
- * while it is read, and nothing the task could not read itself (a file of
- * root's behind a link swapped in meanwhile) may end up in its checkpoint. */
-static void ckpt_upload(struct agent *a, const struct atask *t)
+/* An upload of t's is over (digest: the master's; NULL: nothing handed
+ * in): after the last, t's end goes on, or t is freed if it was forgotten
+ * meanwhile (the agent is stopping: the next one reports its end, after a
+ * new upload). */
+static void task_uploaded(void *arg, const char *digest)
 {
-	int64_t task = t->rt.id, job = t->job;
-	char *dir = ckpt_path(a, job, "");
-	int rc;
-	struct strbuf tgz = STRBUF_INIT;
-	struct errbuf eb = ERRBUF_INIT;
-	struct httpc_response res;
-	DIR *d = opendir(dir);
-	bool empty = true;
-	struct dirent *de;
-
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	if (d)
-		closedir(d);
-	if (empty)
-		goto out;
-	if (t->rt.run_as) {
-		setfsgid(t->rt.gid);
-		setfsuid(t->rt.uid);
-	}
-	rc = codepack_create(dir, &tgz, 0, &eb);
-	if (t->rt.run_as) {
-		setfsuid(0);
-		setfsgid(0);
-	}
-	if (rc) {
-		fprintf(stderr, "yard agent: cannot pack the checkpoint of job %" PRId64 ": %s\n", job, eb.msg);
-		goto out;
-	}
-	code_http_auth(a);
-	char *url = xasprintf("/v1/tasks/%" PRId64 "/checkpoint", task);
-	httpc_response_init(&res);
-	for (int attempt = 0; attempt < 5; attempt++) {
-		errbuf_reset(&eb);
-		httpc_response_release(&res);
-		httpc_response_init(&res);
-		if (httpc_request(&a->code_http, "POST", url, tgz.buf, tgz.len, "application/gzip", &res,
-				  &eb) == 0 && res.status == 201)
-			break;
-		sleep_ms(200u << attempt);
-	}
-	json_t *doc = res.status == 201 ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
-	const char *digest = json_string_value(json_object_get(doc, "checkpoint"));
-	if (digest)
-		ckpt_set_digest(a, job, digest);
+	struct atask *t = arg;
+	if (--t->uploading)
+		return;
+	if (t->done)
+		task_forget(t->a, t);
 	else
-		fprintf(stderr, "yard agent: cannot hand the checkpoint of job %" PRId64 " to the master: %s (HTTP %ld)\n",
-			job, eb.msg[0] ? eb.msg : "refused", res.status);
-	json_decref(doc);
-	httpc_response_release(&res);
-	free(url);
-out:
-	strbuf_release(&tgz);
+		task_finish_rest(t->a, t, &t->exit);
+}
+
+static void ckpt_uploaded(void *arg, const char *digest)
+{
+	struct atask *t = arg;
+	if (digest)
+		ckpt_set_digest(t->a, t->job, digest);
+	task_uploaded(arg, digest);
+}
+
+/* Queues the pack and upload of t's YARD_OUTPUT_DIR (WORK/outputs/TASK),
+ * or (ckpt) of its job's checkpoint dir; t's end goes on in
+ * task_uploaded. A task with a user of its own (--run-as) is packed as
+ * that user (outputs_pack). 0 when queued. */
+static int task_upload(struct agent *a, struct atask *t, bool ckpt)
+{
+	char *id, *token;
+	session_creds(a->s, &id, &token);
+	char *dir = ckpt ? ckpt_path(a, t->job, "") : xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
+	char *path = xasprintf("/v1/tasks/%" PRId64 "/%s", t->rt.id, ckpt ? "checkpoint" : "outputs");
+	char *what = ckpt ? xasprintf("the checkpoint of job %" PRId64, t->job)
+			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
+	struct outputs_job j = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin }, path, dir,
+				 ckpt ? "checkpoint" : "outputs", what, t->rt.run_as, !ckpt, t->rt.uid, t->rt.gid,
+				 ckpt ? ckpt_uploaded : task_uploaded, t };
+	int ret = outputs_queue(&a->loop, &j);
+	free(id);
+	free(token);
 	free(dir);
+	free(path);
+	free(what);
+	return ret;
 }
 
 /* "yard/NAME-HASH", HASH the first 8 hex digits of the sha256 of the
@@ -1553,7 +1552,7 @@ static void task_hold_user(struct agent *a, struct atask *t)
 static int run_as_prepare(const struct agent_config *cfg, struct errbuf *eb)
 {
 	char *abs = realpath(cfg->work_dir, NULL), *p;
-	const char *subs[] = { "tasks", "checkpoints" };
+	const char *subs[] = { "tasks", "checkpoints", "outputs" };
 	int ret = 0;
 
 	if (!abs)

@@ -21,7 +21,7 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 		free(p);
 	}
 	char *cwd = xasprintf("%s/code", t->dir);
-	char *data = xasprintf("%s/data", t->dir);
+	char *data = xasprintf("%s/data", t->dir), *outs = xasprintf("%s/outputs/%" PRId64, ctx->work_dir, t->id);
 	char *ckpt = xasprintf("%s/checkpoints/%" JSON_INTEGER_FORMAT, ctx->work_dir,
 			       json_integer_value(json_object_get(task, "job")));
 	char *rel = xasprintf("%s/task-%" PRId64, ctx->cgroup_base, t->id);
@@ -47,8 +47,10 @@ json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_ta
 	    json_array_size(json_object_get(staged, "binds")))
 		json_object_set(conf, "data_binds", json_object_get(staged, "binds"));
 	json_decref(staged);
+	json_object_set_new(conf, "output_dir", json_string(outs));
 	free(cwd);
 	free(data);
+	free(outs);
 	free(ckpt);
 	free(rel);
 	json_decref(devs);

@@ -128,12 +128,15 @@ static char **build_env(struct shim *s)
 	const char *key;
 	json_t *v;
 	json_object_foreach(env, key, v) {
-		if (!json_is_string(v) || !strcmp(key, "YARD_CHECKPOINT_DIR") || !strcmp(key, "YARD_DATA_DIR"))
+		if (!json_is_string(v) || !strcmp(key, "YARD_CHECKPOINT_DIR") || !strcmp(key, "YARD_DATA_DIR") ||
+		    !strcmp(key, "YARD_OUTPUT_DIR"))
 			continue;
 		out[k++] = xasprintf("%s=%s", key, json_string_value(v));
 	}
 	out[k++] = xasprintf("YARD_CHECKPOINT_DIR=%s", conf_str(s, "checkpoint_dir"));
 	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
+	if (conf_str(s, "output_dir"))
+		out[k++] = xasprintf("YARD_OUTPUT_DIR=%s", conf_str(s, "output_dir"));
 	if (!json_object_get(env, "PATH"))
 		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
 	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url"))
@@ -236,6 +239,22 @@ static void block_signals(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* The task's YARD_OUTPUT_DIR (outputs.h), its user's when it runs as one. */
+static int make_output_dir(struct shim *s, struct errbuf *eb)
+{
+	const char *dir = conf_str(s, "output_dir");
+	json_t *ra = json_object_get(s->conf, "run_as");
+
+	if (!dir)
+		return 0;
+	if (mkdir_p(dir, 0755) < 0)
+		return error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
+	if (ra && chown(dir, (uid_t)json_integer_value(json_object_get(ra, "uid")),
+			(gid_t)json_integer_value(json_object_get(ra, "gid"))) < 0)
+		return error(eb, YERR(IO), "cannot give '%s' to the task's user: %s", dir, strerror(errno));
+	return 0;
+}
+
 /* Everything up to a running task; on failure eb says why. */
 static int start_task(struct shim *s, struct errbuf *eb)
 {
@@ -252,6 +271,8 @@ static int start_task(struct shim *s, struct errbuf *eb)
 		if (mkdir_p(dirs[i], 0755) < 0)
 			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
 	}
+	if ((ret = make_output_dir(s, eb)))
+		return ret;
 	if ((ret = setup_cgroup(s, eb)))
 		return ret;
 	if ((out_fd = open_out(s, "stdout", eb)) < 0 || (err_fd = open_out(s, "stderr", eb)) < 0) {

@@ -153,4 +153,10 @@ int client_json(struct client *c, const char *method, const char *path, json_t *
 int client_blob_put(struct client *c, const char *digest, const void *data, size_t len,
 		    struct errbuf *eb);
 
+/* client_archive_get downloads the archive of digest ("sha256:HEX", GET
+ * /v1/code/DIGEST: code, a checkpoint or a task's outputs) into path
+ * (written atomically), checked against the digest: YERR(IO) when it
+ * arrived with another. */
+int client_archive_get(struct client *c, const char *digest, const char *path, struct errbuf *eb);
+
 #endif

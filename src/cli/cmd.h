@@ -162,6 +162,18 @@ int cmd_audit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
 /* yard data push|ls|show|rm (cmd_data.c). */
 int cmd_data(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_outputs(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_download(struct cli_ctx *ctx, int argc, char **argv);
+/* cli_outputs_get: GET /v1/jobs/ID/outputs, filtered by task ("ROLE/INDEX")
+ * and attempt (either may be NULL); *out the reply (caller decrefs). */
+int cli_outputs_get(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+		    json_t **out, struct errbuf *eb);
+/* cli_outputs_fetch unpacks the outputs of job id into dir, each task's
+ * latest attempt (or attempt N) into dir/ROLE-INDEX, or the one task's into
+ * dir itself; each archive checked against its digest. YERR(NOT_FOUND)
+ * when none matched. */
+int cli_outputs_fetch(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+		      const char *dir, struct errbuf *eb);
 /* Task-side helpers of the MPI launcher (cmd_mpi.c). */
 int cmd_mpirun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "base/crypto.h"
+#include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
@@ -107,12 +108,37 @@ static ssize_t read_chunk(const struct push_file *f, uint64_t i, char *buf, stru
 	return got;
 }
 
+/* --from-job ID: job ID's outputs unpacked into a fresh temp dir (*tmp,
+ * caller removes and frees). -1 to go on, else the exit status. */
+static int push_from_job(struct cli_ctx *ctx, const char *job, const char *task, char **tmp)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	const char *base = getenv("TMPDIR");
+	uint64_t id;
+
+	if (parse_u64_str(job, &id))
+		return cli_usage_error(ctx, "--from-job: '%s' is not a job id", job);
+	*tmp = xasprintf("%s/yard-push-XXXXXX", base && *base ? base : "/tmp");
+	if (!mkdtemp(*tmp)) {
+		free(*tmp);
+		*tmp = NULL;
+		error(&eb, YERR(IO), "cannot create a temp dir: %s", strerror(errno));
+		return cli_fail(ctx, &eb);
+	}
+	if (cli_outputs_fetch(ctx, id, task, NULL, *tmp, &eb))
+		return cli_fail(ctx, &eb);
+	return -1;
+}
+
 static int data_push(struct cli_ctx *ctx, int argc, char **argv)
 {
-	const char *team = NULL;
+	const char *team = NULL, *from_job = NULL, *from_task = NULL;
 	const struct cli_option opts[] = {
 		{ "team", 0, CLI_OPT_STRING, &team, "TEAM", "the team whose quota it counts against" },
+		{ "from-job", 0, CLI_OPT_STRING, &from_job, "ID", "push job ID's outputs (yard download's layout)" },
+		{ "task", 0, CLI_OPT_STRING, &from_task, "ROLE/INDEX", "with --from-job: only this task's" },
 	};
+	char *tmp = NULL;
 	struct errbuf eb = ERRBUF_INIT;
 	struct push p = { NULL, 0, 0 };
 	json_t *files = json_array(), *where = json_object(), *reply = NULL, *body;
@@ -122,16 +148,18 @@ static int data_push(struct cli_ctx *ctx, int argc, char **argv)
 	struct stat st;
 	int npos, rc, ret = EXIT_OK;
 
-	rc = cli_parse(ctx, "data push DIR|FILE NAME [--team TEAM]", opts, ARRAY_SIZE(opts), argc, argv,
-		       &npos);
+	rc = cli_parse(ctx, "data push DIR|FILE NAME [--team TEAM] | --from-job ID [--task ROLE/INDEX] NAME",
+		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		goto out_rc;
-	if (npos != 2) {
-		rc = cli_usage_error(ctx, "expected DIR|FILE and NAME");
+	if (npos != (from_job ? 1 : 2)) {
+		rc = cli_usage_error(ctx, from_job ? "expected NAME after --from-job ID" : "expected DIR|FILE and NAME");
 		goto out_rc;
 	}
-	src = argv[1];
-	name = argv[2];
+	if (from_job && (rc = push_from_job(ctx, from_job, from_task, &tmp)) >= 0)
+		goto out_rc;
+	src = from_job ? tmp : argv[1];
+	name = argv[npos];
 	if (!dataset_name_valid(name)) {
 		rc = cli_usage_error(ctx, "'%s' is not a dataset name ([a-z0-9][a-z0-9_.-]{0,62})", name);
 		goto out_rc;
@@ -252,6 +280,9 @@ out_rc:
 	}
 	free(p.files);
 	free(buf);
+	if (tmp)
+		rm_rf(tmp);
+	free(tmp);
 	return ret;
 }
 

@@ -119,7 +119,7 @@ static void h_healthz(struct req *r)
 /* Puts a streamed upload into the store as the blob code/HEX.tar.gz, in the
  * open batch (its reply waits for the commit); OUT hex: its digest.
  * Replies with the error itself and returns -1. */
-static int store_upload(struct req *r, char hex[65])
+int store_upload(struct req *r, char hex[65])
 {
 	struct errbuf eb = ERRBUF_INIT;
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -768,7 +768,7 @@ static void h_status(struct req *r)
 	json_decref(body);
 }
 
-static struct task *path_agent_task(struct req *r)
+struct task *path_agent_task(struct req *r)
 {
 	uint64_t id;
 	struct task *t = NULL;
@@ -819,21 +819,6 @@ static void h_task_log(struct req *r)
 		return;
 	int rc = logs_append(r->m, t, s, offset, r->body.buf, r->body.len, &have, &eb);
 	reply_appended(r, rc, &eb, "size", have);
-}
-
-/* A task's checkpoint dir, packed by its agent when the task ended: the
- * content that a restart of the job starts from, on any node. */
-static void h_task_checkpoint(struct req *r)
-{
-	struct task *t = path_agent_task(r);
-	char hex[65], digest[80];
-
-	if (!t || store_upload(r, hex))
-		return;
-	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	core_set_checkpoint(r->m, t->job, digest);
-	req_json(r, 201, json_pack("{s:s, s:I}", "checkpoint", digest, "size",
-				   (json_int_t)r->upload_size));
 }
 
 static void h_task_log_size(struct req *r)
@@ -1016,6 +1001,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes, of any attempt (task, attempt, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
+	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint archives of a job's tasks, every attempt (task, attempt)" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position, reason and start estimate" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
@@ -1027,6 +1013,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, SCOPE_NODE, 0, BODY_JSON, "report task states; renews the lease" },
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, SCOPE_TASK, 0, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
 	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's checkpoint dir (tar.gz) as it ended; the job's restarts start from it" },
+	{ "POST", "/v1/tasks/{id}/outputs", h_task_outputs, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's YARD_OUTPUT_DIR (tar.gz) as it ended, kept per attempt" },
 	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, SCOPE_TASK, 0, BODY_NONE, "bytes of each stream the master holds" },
 	{ "POST", "/v1/tasks/{id}/metrics", h_task_metrics, PERM_AGENT, SCOPE_TASK, 0, BODY_METRICS, "store a batch of metric points idempotently by offset (stream, offset)" },
 };

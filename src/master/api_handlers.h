@@ -21,6 +21,19 @@ struct job *path_job(struct req *r);
 /* caller_of: r's caller as the visibility rule sees it. */
 struct caller caller_of(const struct req *r);
 
+/* path_job: the job of r's {id}, or NULL after replying 404. */
+struct job *path_job(struct req *r);
+/* path_agent_task: the task of r's {id}, or NULL after replying 404. */
+struct task *path_agent_task(struct req *r);
+/* store_upload puts r's streamed upload into the store as code/HEX.tar.gz
+ * in the open batch; OUT hex its digest. Replies with the error, -1. */
+int store_upload(struct req *r, char hex[65]);
+
+/* api_outputs.c */
+void h_task_checkpoint(struct req *r);
+void h_task_outputs(struct req *r);
+void h_job_outputs(struct req *r);
+
 /* api_access.c */
 void h_whoami(struct req *r);
 void h_tokens(struct req *r);

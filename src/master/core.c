@@ -195,6 +195,10 @@ void core_save_task(struct master *m, struct task *t)
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)t->finished_at));
 	json_object_set_new(d, "stdout", json_integer((json_int_t)t->log_size[LOG_STDOUT]));
 	json_object_set_new(d, "stderr", json_integer((json_int_t)t->log_size[LOG_STDERR]));
+	if (t->outputs) {
+		json_object_set_new(d, "outputs", json_string(t->outputs));
+		json_object_set_new(d, "outputs_size", json_integer((json_int_t)t->outputs_size));
+	}
 	snprintf(key, sizeof(key), "%" PRIu64, t->id);
 	put_doc(m, STORE_TASK, key, d);
 }
@@ -556,6 +560,8 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->preempted = json_is_true(json_object_get(d, "preempted"));
 	t->log_size[LOG_STDOUT] = get_u64(d, "stdout");
 	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
+	t->outputs = get_str(d, "outputs");
+	t->outputs_size = get_u64(d, "outputs_size");
 	json_decref(d);
 	if (!t->id || !t->job || !t->role || (unsigned)t->state >= TASK_STATE__COUNT ||
 	    (m->ntasks && t->id <= m->ntasks)) {
@@ -565,6 +571,7 @@ static int load_task(void *ctx, const char *key, const char *text)
 	DENSE_PUT(m->tasks, m->ntasks, m->atasks, t->id, t);
 	ALLOC_GROW(t->job->tasks, t->job->ntasks + 1, t->job->atasks);
 	t->job->tasks[t->job->ntasks++] = t;
+	codeindex_add(&m->code_index, t->outputs, t->job->id);
 	(void)key;
 	return 0;
 }
@@ -788,6 +795,7 @@ static void task_free(struct task *t)
 	free(t->gpus);
 	free(t->reason_code);
 	free(t->reason_msg);
+	free(t->outputs);
 	free(t);
 }
 

@@ -72,6 +72,8 @@ struct task {
 	 * (a "@yard {\"checkpoint\": N}" line in its output); 0: none. In memory
 	 * only: the agent reports it again after a master restart. */
 	uint64_t checkpoint_at;
+	char *outputs;          /* owned or NULL: "sha256:HEX" of its YARD_OUTPUT_DIR's tar.gz */
+	uint64_t outputs_size;  /* bytes of that archive */
 	/* bytes held of each output stream: as the task was last saved until
 	 * log_size_known, then as the store said and appends made it (logs.h) */
 	uint64_t log_size[LOG_STREAM__COUNT];
@@ -225,6 +227,7 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */

@@ -19,6 +19,7 @@
 #include "base/xalloc.h"
 #include "master/auth.h"
 #include "master/core.h"
+#include "master/outputs.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "sched/decide.h"
@@ -161,6 +162,7 @@ static void on_tick(uv_timer_t *t)
 		malloc_trim(0);
 		/* tokens' last use: at most one store write a minute each */
 		auth_tick(m, wall_us());
+		outputs_expire(m, wall_us());
 	}
 }
 
@@ -427,6 +429,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
+	m->outputs_retention_ms = cfg->outputs_retention_ms;
 	/* first: master_free closes the loop, whatever failed after this */
 	uv_loop_init(&m->loop);
 	ret = master_policies(m, cfg, eb);
@@ -613,6 +616,7 @@ static void master_usage(FILE *out)
 		     "                    since a job's last checkpoint, nor touch a job that has not\n"
 		     "                    checkpointed since it started; 0: off)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
+		     "                   [--outputs-retention DURATION] (free outputs of jobs final this long)\n"
 		     "                   [--store postgres://USER@HOST/DB]   (keep the state in\n"
 		     "                    PostgreSQL, a URI or libpq keywords, PG* variables for the\n"
 		     "                    rest; default: SQLite in DIR/state.db)\n"
@@ -707,6 +711,12 @@ int cmd_master(int argc, char **argv)
 				return 2;
 			}
 			*(!strcmp(a, "--leader-lease") ? &cfg.leader_lease_ms : &cfg.leader_renew_ms) = (unsigned)ms;
+			i++;
+		} else if (!strcmp(a, "--outputs-retention") && v) {
+			if (parse_duration_str(v, &cfg.outputs_retention_ms) || !cfg.outputs_retention_ms) {
+				fprintf(stderr, "yard master: --outputs-retention '%s': expected a duration such as 30d\n", v);
+				return 2;
+			}
 			i++;
 		} else if (!strcmp(a, "--lease") && v) {
 			uint64_t ms;

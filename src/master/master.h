@@ -18,6 +18,7 @@ struct master_config {
 	 * state; NULL: SQLite in data_dir (logs, code and tokens stay there) */
 	const char *store;
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
+	uint64_t outputs_retention_ms; /* outputs of jobs final this long are freed; 0: kept */
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
 	 * one; NULL entries or none: the default policy. */

@@ -97,7 +97,12 @@ static bool node_needs(const struct master *m, const char *node,
 
 static bool job_has_code(const struct job *j, const char *digest)
 {
-	return same(j->code, digest) || same(j->checkpoint, digest);
+	if (same(j->code, digest) || same(j->checkpoint, digest))
+		return true;
+	for (size_t i = 0; i < j->ntasks; i++)
+		if (same(j->tasks[i]->outputs, digest))
+			return true; /* a task's outputs (api_outputs.c) */
+	return false;
 }
 
 static bool job_has_manifest(const struct job *j, const char *digest)

@@ -1,0 +1,219 @@
+"""A job's outputs (docs/api.md, "Outputs"): each task's $YARD_OUTPUT_DIR is
+packed and handed to the master when the task ends, kept per task and per
+attempt, listed by `yard outputs` and fetched byte-exact by `yard download`,
+as is the job's checkpoint; those who may not see the job whole get 403."""
+import hashlib
+import json
+import os
+import random
+import re
+
+from harness import check, check_eq, cluster, spec, wait_until
+
+BIG = 200 << 20  # bytes of worker/0's big file
+SEED = 17
+
+# worker/0 writes a 200 MB deterministic file and small files; every task
+# writes its role/index/attempt; attempt 0 writes a checkpoint and fails,
+# attempt 1 (started from that checkpoint) succeeds.
+TASK = r'''
+import os, random, sys, time
+out = os.environ["YARD_OUTPUT_DIR"]
+idx = os.environ["YARD_TASK_INDEX"]
+att = os.environ.get("YARD_RESTART_COUNT", "0")
+ck = os.path.join(os.environ["YARD_CHECKPOINT_DIR"], "model.ckpt")
+os.makedirs(os.path.join(out, "sub"), exist_ok=True)
+with open(os.path.join(out, "who.txt"), "w") as f:
+    f.write("worker/%s attempt %s\n" % (idx, att))
+with open(os.path.join(out, "sub", "small.bin"), "wb") as f:
+    f.write(bytes(range(256)) * 3)
+if idx == "0":
+    rng = random.Random(SEED_)
+    with open(os.path.join(out, "big.bin"), "wb") as f:
+        left = BIG_
+        while left:
+            n = min(left, 8 << 20)
+            f.write(rng.randbytes(n))
+            left -= n
+ckd = os.environ["YARD_CHECKPOINT_DIR"]
+done = os.path.join(ckd, "done-" + att)
+if idx == "0":
+    if att == "0":
+        with open(ck + ".tmp", "w") as f:
+            f.write("weights of attempt 0\n")
+        os.rename(ck + ".tmp", ck)
+    open(done, "w").close()
+else:
+    # the job's tasks share the node's checkpoint dir: worker/1 ends once
+    # worker/0 has written everything, so that no task is stopped early
+    while not os.path.exists(done):
+        time.sleep(0.05)
+if att == "0":
+    sys.exit(3)
+if not os.path.exists(ck):
+    sys.exit(9)
+'''.replace("SEED_", str(SEED)).replace("BIG_", str(BIG))
+
+
+def sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+
+
+def big_digest():
+    rng = random.Random(SEED)
+    h = hashlib.sha256()
+    left = BIG
+    while left:
+        n = min(left, 8 << 20)
+        h.update(rng.randbytes(n))
+        left -= n
+    return h.hexdigest()
+
+
+def test_outputs_per_task_and_attempt_and_checkpoint():
+    with cluster("outputs") as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:2")
+        alice = c.user_token("alice")
+        st, job = c.api.submit(spec(["/usr/bin/python3", "-c", TASK], name="outs", replicas=2,
+                                    restart={"max": 1}), token=alice)
+        check_eq(st, 201, f"submit: {job}")
+        jid = job["id"]
+        j = c.api.wait_job(jid, timeout=300)
+        check_eq(j["state"], "succeeded", "the job succeeded on its second attempt")
+        check_eq(j["attempt"], 1, "the job restarted once")
+
+        def all_in():
+            st, doc = c.api.json("GET", f"/v1/jobs/{jid}/outputs", token=alice)
+            check_eq(st, 200, f"outputs listing: {doc}")
+            return doc if len([t for t in doc["tasks"] if t["outputs"]]) == 4 else None
+        doc = wait_until(all_in, 120, "the outputs of 2 tasks x 2 attempts")
+        check_eq(sorted((t["role"], t["index"], t["attempt"]) for t in doc["tasks"]),
+                 [("worker", 0, 0), ("worker", 0, 1), ("worker", 1, 0), ("worker", 1, 1)],
+                 "one entry per task and attempt")
+        check(doc["checkpoint"], f"the job has a checkpoint: {doc}")
+
+        # the CLI's listing, as text and JSON, filtered
+        r = c.cli("outputs", str(jid), token=alice, check_rc=0)
+        text = r.stdout.decode()
+        check(text.count("worker/0") == 2 and text.count("worker/1") == 2, f"yard outputs: {text}")
+        r = c.cli("outputs", str(jid), "--task", "worker/1", "--attempt", "0", "--output", "json",
+                  token=alice, check_rc=0)
+        one = json.loads(r.stdout)
+        check_eq([(t["role"], t["index"], t["attempt"]) for t in one["tasks"]], [("worker", 1, 0)],
+                 "yard outputs --task worker/1 --attempt 0")
+        r = c.cli("outputs", str(jid), "--task", "worker", token=alice, check_rc=1)
+        check(b"ROLE/INDEX" in r.stderr, f"a bad --task is refused by name: {r.stderr!r}")
+
+        # every task's latest attempt, byte-exact
+        dest = os.path.join(c.dir, "dl")
+        c.cli("download", str(jid), dest, token=alice, check_rc=0, timeout=300)
+        check_eq(sha_file(os.path.join(dest, "worker-0", "big.bin")), big_digest(),
+                 "worker/0's 200 MB file, downloaded")
+        for i in (0, 1):
+            with open(os.path.join(dest, f"worker-{i}", "who.txt")) as f:
+                check_eq(f.read(), f"worker/{i} attempt 1\n", f"worker/{i}'s latest attempt")
+            with open(os.path.join(dest, f"worker-{i}", "sub", "small.bin"), "rb") as f:
+                check_eq(f.read(), bytes(range(256)) * 3, f"worker/{i}'s small file")
+        check(not os.path.exists(os.path.join(dest, "worker-1", "big.bin")), "worker/1 wrote no big file")
+
+        # one task's first attempt, into the dir itself
+        d0 = os.path.join(c.dir, "dl-a0")
+        c.cli("download", str(jid), "--task", "worker/1", "--attempt", "0", d0, token=alice, check_rc=0)
+        with open(os.path.join(d0, "who.txt")) as f:
+            check_eq(f.read(), "worker/1 attempt 0\n", "worker/1's first attempt")
+
+        # the checkpoint
+        dc = os.path.join(c.dir, "dl-ck")
+        c.cli("download", str(jid), "--checkpoint", dc, token=alice, check_rc=0)
+        with open(os.path.join(dc, "model.ckpt")) as f:
+            check_eq(f.read(), "weights of attempt 0\n", "the job's checkpoint")
+
+        # a later job reads them as data: pushed as a dataset version
+        r = c.cli("data", "push", "--from-job", str(jid), "--task", "worker/0", "outs", token=alice,
+                  check_rc=0, timeout=300)
+        reader = ('set -e; test "$(cat "$YARD_DATA_DIR/m/who.txt")" = "worker/0 attempt 1"; '
+                  'sha256sum "$YARD_DATA_DIR/m/big.bin"')
+        st, rj = c.api.submit(spec(["/bin/sh", "-c", reader], name="reader",
+                                   data=[{"source": "yard://outs", "mount": "m"}]), token=alice)
+        check_eq(st, 201, f"submit the reader: {rj}")
+        rjob = c.api.wait_job(rj["id"], timeout=300)
+        check_eq(rjob["state"], "succeeded", "the reader found worker/0's outputs")
+        want = big_digest()
+        wait_until(lambda: want in c.api.log(rj["id"]).decode(), 30, "the reader read the 200 MB file whole")
+
+        # someone who may not see the job whole
+        eve = c.user_token("eve")
+        st, _ = c.api.json("GET", f"/v1/jobs/{jid}/outputs", token=eve)
+        check_eq(st, 403, "eve lists alice's job's outputs")
+        digest = [t for t in doc["tasks"] if t["attempt"] == 1 and t["index"] == 0][0]["outputs"]
+        st, _, _ = c.api.request("GET", f"/v1/code/{digest}", token=eve)
+        check_eq(st, 403, "eve downloads an archive of alice's job's outputs")
+        r = c.cli("download", str(jid), os.path.join(c.dir, "dl-eve"), token=eve, check_rc=1)
+        check(b"may not" in r.stderr, f"yard download as eve: {r.stderr!r}")
+
+
+def test_run_as_outputs_are_the_tasks_and_packed_as_it():
+    """Under --run-as, YARD_OUTPUT_DIR is the task's user's, and the agent
+    packs it as that user: a file the task made unreadable stops the pack."""
+    first = 61000
+    with cluster("outputs-runas") as c:
+        c.start_master()
+        os.chmod(c.dir, 0o711)
+        c.start_agent("n1", gpus="sim:1", extra=["--run-as", f"{first}-{first + 9}"])
+        _, ok = c.api.submit(spec(["/bin/sh", "-c", 'id -u > "$YARD_OUTPUT_DIR/uid"'], name="ok"))
+        check_eq(c.api.wait_job(ok["id"], timeout=60)["state"], "succeeded", "the task wrote its outputs")
+        wait_until(lambda: c.api.json("GET", f"/v1/jobs/{ok['id']}/outputs")[1]["tasks"][0]["outputs"], 60,
+                   "the outputs handed in")
+        dest = os.path.join(c.dir, "dl")
+        c.cli("download", str(ok["id"]), "--task", "worker/0", dest, check_rc=0)
+        with open(os.path.join(dest, "uid")) as f:
+            uid = int(f.read())
+        check(first <= uid <= first + 9, f"the task ran as a uid of the range: {uid}")
+        _, bad = c.api.submit(spec(["/bin/sh", "-c", 'echo x > "$YARD_OUTPUT_DIR/h"; chmod 000 "$YARD_OUTPUT_DIR/h"'],
+                                   name="hidden"))
+        check_eq(c.api.wait_job(bad["id"], timeout=60)["state"], "succeeded", "the hiding task")
+        log_path = os.path.join(c.dir, "agent-n1.log")
+        wait_until(lambda: re.search(rf"cannot pack the outputs of task \d+: .*Permission denied",
+                                     open(log_path).read()), 30, "the agent says why it packed nothing")
+        check_eq(c.api.json("GET", f"/v1/jobs/{bad['id']}/outputs")[1]["tasks"][0]["outputs"], None,
+                 "outputs holding a file its task cannot read are not packed")
+
+
+def test_outputs_retention_frees_final_jobs_only():
+    """--outputs-retention frees the outputs of a job final that long, its
+    archive gone from the store; a live job keeps its earlier attempt's."""
+    with cluster("outputs-keep", master_args=["--outputs-retention", "3s"]) as c:
+        c.start_master()
+        c.start_agent("a", gpus="sim:1")
+        _, done = c.api.submit(spec(["/bin/sh", "-c", 'echo kept > "$YARD_OUTPUT_DIR/f"'], name="done"))
+        # attempt 0 leaves outputs and fails; attempt 1 runs on
+        live_cmd = ('if [ "$YARD_RESTART_COUNT" = 0 ]; then echo a0 > "$YARD_OUTPUT_DIR/f"; exit 1; fi; '
+                    'sleep 300')
+        _, live = c.api.submit(spec(["/bin/sh", "-c", live_cmd], name="live", restart={"max": 1}))
+        check_eq(c.api.wait_job(done["id"], timeout=60)["state"], "succeeded", "the short job")
+
+        def outs(jid):
+            return [t["outputs"] for t in c.api.json("GET", f"/v1/jobs/{jid}/outputs", expect=200)[1]["tasks"]]
+        digest = wait_until(lambda: outs(done["id"])[0], 60, "the short job's outputs")
+        # SQLite keeps blobs as files under the data dir (PostgreSQL: rows)
+        sqlite = os.environ.get("YARD_E2E_STORE") != "postgres"
+        found = [os.path.join(d, f) for d, _, fs in os.walk(c.data_dir) for f in fs if digest[7:] in f]
+        check(found or not sqlite, f"the archive is in the store: {found}")
+        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
+        check_eq(st, 200, "the archive is served before it expires")
+        wait_until(lambda: outs(live["id"])[0], 60, "the live job's first attempt's outputs")
+        wait_until(lambda: c.api.job(live["id"])["state"] == "running" and c.api.job(live["id"])["attempt"] == 1,
+                   60, "the live job's second attempt runs")
+        wait_until(lambda: outs(done["id"]) == [None], 30, "the short job's outputs freed")
+        check(not any(os.path.exists(p) for p in found), f"the archive left the store: {found}")
+        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
+        check(st in (403, 404), f"the freed archive is not served: HTTP {st}")
+        check(outs(live["id"])[0], "the live job keeps its first attempt's outputs past the retention")
+        c.api.json("POST", f"/v1/jobs/{live['id']}/cancel", expect=200)
