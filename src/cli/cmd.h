@@ -69,6 +69,11 @@ int cli_fail(struct cli_ctx *ctx, const struct errbuf *eb);
 int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
 		  size_t nopts, int argc, char **argv, uint64_t *id);
 
+/* cli_parse_jobs is cli_parse for a command that takes one or more job
+ * ids (argv[1..*npos], each checked): -1 to go on, else the exit status. */
+int cli_parse_jobs(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+		   size_t nopts, int argc, char **argv, int *npos);
+
 /* cli_print_json pretty-prints doc on stdout, followed by a newline. */
 void cli_print_json(const json_t *doc);
 

@@ -10,14 +10,9 @@ int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv)
 	int npos, rc, status = EXIT_OK;
 	uint64_t id;
 
-	rc = cli_parse(ctx, "cancel ID...", NULL, 0, argc, argv, &npos);
+	rc = cli_parse_jobs(ctx, "cancel ID...", NULL, 0, argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
-	if (npos < 1)
-		return cli_usage_error(ctx, "expected one or more job ids");
-	for (int i = 1; i <= npos; i++)
-		if (parse_u64_str(argv[i], &id) < 0 || !id)
-			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
 	for (int i = 1; i <= npos; i++) {
 		struct errbuf eb = ERRBUF_INIT;
 		json_t *job = NULL;

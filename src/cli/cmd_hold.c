@@ -13,16 +13,9 @@ static int hold_or_release(struct cli_ctx *ctx, const char *action, int argc, ch
 	int npos, rc, status = EXIT_OK;
 
 	snprintf(synopsis, sizeof(synopsis), "%s ID...", action);
-	rc = cli_parse(ctx, synopsis, NULL, 0, argc, argv, &npos);
+	rc = cli_parse_jobs(ctx, synopsis, NULL, 0, argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
-	if (npos < 1)
-		return cli_usage_error(ctx, "expected one or more job ids");
-	for (int i = 1; i <= npos; i++) {
-		uint64_t id;
-		if (parse_u64_str(argv[i], &id) < 0 || !id)
-			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
-	}
 	for (int i = 1; i <= npos; i++) {
 		struct errbuf eb = ERRBUF_INIT;
 		json_t *job = NULL;

@@ -64,14 +64,9 @@ int cmd_wait(struct cli_ctx *ctx, int argc, char **argv)
 	uint64_t id, limit_ms = 0, deadline = 0;
 	int npos, rc, status = EXIT_OK;
 
-	rc = cli_parse(ctx, "wait ID... [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &npos);
+	rc = cli_parse_jobs(ctx, "wait ID... [--timeout S]", opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
-	if (npos < 1)
-		return cli_usage_error(ctx, "expected one or more job ids");
-	for (int i = 1; i <= npos; i++)
-		if (parse_u64_str(argv[i], &id) < 0 || !id)
-			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
 	if (timeout && parse_duration_str(timeout, &limit_ms) < 0)
 		return cli_usage_error(ctx, "--timeout expects seconds or a duration, got '%s'",
 				       timeout);

@@ -131,6 +131,22 @@ int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_op
 	return -1;
 }
 
+int cli_parse_jobs(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
+		   size_t nopts, int argc, char **argv, int *npos)
+{
+	uint64_t id;
+	int rc = cli_parse(ctx, synopsis, opts, nopts, argc, argv, npos);
+
+	if (rc >= 0)
+		return rc;
+	if (*npos < 1)
+		return cli_usage_error(ctx, "expected one or more job ids");
+	for (int i = 1; i <= *npos; i++)
+		if (parse_u64_str(argv[i], &id) < 0 || !id)
+			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
+	return -1;
+}
+
 void cli_print_json(const json_t *doc)
 {
 	if (doc)

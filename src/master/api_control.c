@@ -7,23 +7,10 @@
 #include "master/control.h"
 #include "master/jobs.h"
 
-/* the job of the route's {id}, or NULL after a 404 */
-static struct job *control_job(struct req *r)
-{
-	uint64_t id;
-	struct job *j = NULL;
-
-	if (!parse_u64_str(r->cap[0], &id))
-		j = core_job(r->m, id);
-	if (!j)
-		reply_err(r, YERR(NOT_FOUND), "no job '%s'", r->cap[0]);
-	return j;
-}
-
 void h_job_cancel(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
-	struct job *j = control_job(r);
+	struct job *j = path_job(r);
 
 	if (!j)
 		return;
@@ -36,7 +23,7 @@ void h_job_cancel(struct req *r)
 void h_job_hold(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
-	struct job *j = control_job(r);
+	struct job *j = path_job(r);
 	struct caller c = caller_of(r);
 
 	if (!j)
@@ -50,7 +37,7 @@ void h_job_hold(struct req *r)
 void h_job_release(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
-	struct job *j = control_job(r);
+	struct job *j = path_job(r);
 
 	if (!j)
 		return;
@@ -65,7 +52,7 @@ void h_job_release(struct req *r)
 void h_job_update(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
-	struct job *j = control_job(r);
+	struct job *j = path_job(r);
 	json_t *body, *p;
 	const char *key;
 

@@ -21,8 +21,6 @@ struct job *path_job(struct req *r);
 /* caller_of: r's caller as the visibility rule sees it. */
 struct caller caller_of(const struct req *r);
 
-/* path_job: the job of r's {id}, or NULL after replying 404. */
-struct job *path_job(struct req *r);
 /* path_agent_task: the task of r's {id}, or NULL after replying 404. */
 struct task *path_agent_task(struct req *r);
 /* store_upload puts r's streamed upload into the store as code/HEX.tar.gz
