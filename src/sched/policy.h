@@ -218,6 +218,9 @@ struct sched_policy_plan {
 	size_t nlast_;
 	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_, alloc_last_;
 	size_t alloc_last_id_;
+	struct sched_policy_key_ *keys_; /* the sort's keys and its room to merge */
+	bool *selected_;
+	size_t alloc_keys_, alloc_selected_;
 };
 
 /*
