@@ -963,6 +963,30 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 		}
 }
 
+uint64_t sched_policy_next_change_of(const struct sched_policy_conf *conf,
+				     const struct sched_pjob *j, uint64_t now)
+{
+	uint64_t next = UINT64_MAX, after = UINT64_MAX;
+
+	/* sched_policy_plan_fit's terms for one job */
+	if (uses_levels(conf)) {
+		if (j->running) {
+			if (j->gpus && j->level < conf->nthresholds)
+				after = to_next_level(conf, j);
+		} else {
+			after = age_wait_left(conf, j);
+		}
+		if (after != UINT64_MAX)
+			next = now + (after ? after : 1);
+	}
+	if (protects(conf) && conf->policy != SCHED_POLICY_GREEDY && conf->policy != SCHED_POLICY_FIFO) {
+		uint64_t at = protection_change(conf, j, now);
+		if (at != UINT64_MAX && at < next)
+			next = at > now ? at : now + 1;
+	}
+	return next;
+}
+
 void sched_policy_plan_release(struct sched_policy_plan *plan)
 {
 	free(plan->starts);

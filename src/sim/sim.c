@@ -590,17 +590,46 @@ static void plan_apply(struct replay *r, const struct sched_decision *d, uint64_
 	free(first);
 }
 
-/* place: decides over every job, each waiting one accounted to now. */
-static void decide_place(struct replay *r, uint64_t now, struct sched_decision *d)
+/* place: decides over every job, each waiting one accounted to now. True
+ * when the jobs ask for more GPUs than the cluster has. */
+static bool decide_place(struct replay *r, uint64_t now, struct sched_decision *d)
 {
 	struct sched_world w;
+	uint64_t demand = 0;
 
 	r->nsub = r->nrunning;
 	for (size_t c = 0; c < r->nclasses; c++)
 		for (size_t i = r->classes[c].first; i != NONE; i = r->wn[i].next)
 			sub_add(r, i, now);
+	for (size_t k = 0; k < r->nsub; k++)
+		demand += r->sub[k].gpus;
 	w = world_of(r, now);
 	sched_decide(&w, d);
+	return demand > (uint64_t)r->opts->nodes * r->opts->gpus_per_node;
+}
+
+/*
+ * place: when the decision just applied may next change with no arrival,
+ * end or promotion (those are events of their own): the next change of a
+ * running job (sched_policy_next_change_of: its next level, its protection
+ * beginning or ending). Not the decision's next_change: the policy counts
+ * GPUs, and its next_change also counts the next level of a job it would
+ * start that placement leaves waiting (fragmentation, gangs on whole
+ * nodes), which never comes while the job waits. The replay woke there for
+ * nothing, and the next plan set the same wake-up again as many seconds
+ * later, over and over while the job waited: every 8 s for an 8-GPU job in
+ * glas's first level (docs/scheduler.md, Replay speed).
+ */
+static uint64_t running_next_change(const struct replay *r, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (size_t k = 0; k < r->nrunning; k++) {
+		uint64_t at = sched_policy_next_change_of(r->conf, &r->sub[k], now);
+		if (at < next)
+			next = at;
+	}
+	return next;
 }
 
 /* The cluster: nodes n1, n2, ... of gpus_per_node GPUs, every GPU free. */
@@ -653,6 +682,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 
 	while (next < trace->njobs || r.nrunning || r.nwaiting) {
 		uint64_t t = UINT64_MAX, due;
+		bool contended = false;
 
 		/* the next event: an arrival, a completion, a policy change or
 		 * a promotion */
@@ -713,7 +743,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 		}
 
 		if (opts->scheme == SIM_SCHEME_PLACE)
-			decide_place(&r, now, &d);
+			contended = decide_place(&r, now, &d);
 		else
 			decide_count(&r, now, &d);
 		st->events++;
@@ -722,6 +752,12 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 		if (opts->scheme == SIM_SCHEME_PLACE && d.npreempts)
 			next_change = now;
 		plan_apply(&r, &d, now, opts, res, st);
+		/* place: the next change of the jobs that do run; when all fit
+		 * by count, the decision's own (no level matters then: the plan
+		 * says none, and fair, which asks placement, counts no job it
+		 * cannot place) */
+		if (opts->scheme == SIM_SCHEME_PLACE && !d.npreempts && contended)
+			next_change = running_next_change(&r, now);
 		if (r.nwaiting > st->peak_queue)
 			st->peak_queue = r.nwaiting;
 	}

@@ -422,6 +422,35 @@ static void test_plan_order_any_layout(void **state)
 	(void)state;
 }
 
+/* A job's own next change: a running job's next level (glas: 64 GPU-s
+ * first), a waiting one's promotion, the end of a protection. */
+static void test_next_change_of(void **state)
+{
+	struct sched_policy_conf c;
+	struct sched_pjob r, w;
+
+	sched_policy_conf_init(&c, SCHED_POLICY_GLAS);
+	job(&r, 1, 2, 0);
+	sched_policy_started(&r, 0);
+	sched_policy_account(&c, &r, 5); /* 10 GPU-s: 54 to go on 2 GPUs */
+	assert_int_equal(sched_policy_next_change_of(&c, &r, 5), 5 + 27);
+	job(&w, 2, 1, 0);
+	assert_true(sched_policy_next_change_of(&c, &w, 5) == UINT64_MAX); /* never ran */
+	sched_policy_started(&w, 0);
+	sched_policy_account(&c, &w, 100); /* 100 GPU-s: level 1 from 64 */
+	sched_policy_requeue(&w, 100);
+	assert_int_equal(w.level, 1);
+	/* promoted after 20 x 100 s of waiting */
+	assert_int_equal(sched_policy_next_change_of(&c, &w, 100), 2100);
+	assert_int_equal(sched_policy_next_change_of(&c, &w, 100),
+			 sched_policy_promotion_at(&c, &w));
+	c.min_run_s = 10; /* r's minimum run ends first */
+	assert_int_equal(sched_policy_next_change_of(&c, &r, 5), 10);
+	sched_policy_conf_init(&c, SCHED_POLICY_FIFO);
+	assert_true(sched_policy_next_change_of(&c, &r, 5) == UINT64_MAX);
+	(void)state;
+}
+
 static void test_names(void **state)
 {
 	for (int i = 0; i < SCHED_POLICY__COUNT; i++)
@@ -442,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_las_ageing_bounds_starvation),
 		cmocka_unit_test(test_las_ageing_disabled),
 		cmocka_unit_test(test_plan_order_any_layout),
+		cmocka_unit_test(test_next_change_of),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
