@@ -45,7 +45,7 @@ bool sched_new_only_ok(const struct sched_world *w)
 struct decide {
 	const struct sched_world *w;
 	struct sched_decision *out;
-	size_t alloc_starts, alloc_preempts, alloc_waits;
+	size_t alloc_starts, alloc_waits;
 	struct sched_job *sj;       /* per world job: placement's view, ranked */
 	unsigned char *held;        /* per world job: 1 + the sched_wait_code that holds it
 	                             * back, or HELD_PREEMPTING */
@@ -61,7 +61,7 @@ static void add_preemption(struct decide *d, size_t job, size_t by, enum sched_p
 	struct sched_preemption *p;
 	int prio = w->jobs[by].job.priority;
 
-	ALLOC_GROW(d->out->preempts, d->out->npreempts + 1, d->alloc_preempts);
+	ALLOC_GROW(d->out->preempts, d->out->npreempts + 1, d->out->alloc_preempts_);
 	p = &d->out->preempts[d->out->npreempts++];
 	*p = (struct sched_preemption){ .job = job, .by = by, .cause = cause };
 	switch (cause) {
@@ -483,17 +483,22 @@ static void place_queue(struct decide *d)
 	free(hr);
 }
 
-/* Frees what a previous decision holds but its scratch. */
+/* Frees what a previous decision holds but its scratch and its preempts
+ * array, kept empty for the next (a replay preempts at most events). */
 static void decision_clear(struct sched_decision *d)
 {
 	struct sched_policy_plan scratch = d->policy_plan;
+	struct sched_preemption *preempts = d->preempts;
+	size_t alloc_preempts = d->alloc_preempts_;
+
 	for (size_t i = 0; i < d->nstarts; i++)
 		free(d->starts[i].gpus);
 	free(d->starts);
-	free(d->preempts);
 	free(d->waits);
 	memset(d, 0, sizeof(*d));
 	d->policy_plan = scratch;
+	d->preempts = preempts;
+	d->alloc_preempts_ = alloc_preempts;
 	d->next_change = UINT64_MAX;
 }
 
@@ -552,6 +557,7 @@ void sched_decide(const struct sched_world *w, struct sched_decision *out)
 void sched_decision_release(struct sched_decision *d)
 {
 	decision_clear(d);
+	free(d->preempts);
 	sched_policy_plan_release(&d->policy_plan);
 	memset(d, 0, sizeof(*d));
 }

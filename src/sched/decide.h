@@ -136,6 +136,7 @@ struct sched_decision {
 	 * could matter: sched_policy_wait_blocks); scratch otherwise, reused
 	 * when a previous decision is passed again */
 	struct sched_policy_plan policy_plan;
+	size_t alloc_preempts_;           /* scratch: room in preempts, kept for the next */
 };
 
 /* sched_decide decides for w into *out, which is zeroed or holds a previous

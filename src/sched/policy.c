@@ -101,6 +101,22 @@ static uint64_t to_next_level(const struct sched_policy_conf *conf, const struct
 	return thr > j->attained ? (thr - j->attained + j->gpus - 1) / j->gpus : 0;
 }
 
+/* Whether j, running from `from`, is sure to reach its next level's
+ * threshold only after from + d (to_next_level(conf, j) > d, and from plus
+ * it does not overflow), told without a division where the numbers are
+ * small enough (a replay asks it of every running job at every event):
+ * false when it cannot tell. */
+static bool level_after(const struct sched_policy_conf *conf, const struct sched_pjob *j,
+			uint64_t from, uint64_t d)
+{
+	uint64_t thr = conf->thresholds[j->level] + j->level_base;
+
+	/* thr - attained > d x gpus, which cannot overflow there, is
+	 * ceil((thr - attained) / gpus) > d */
+	return thr > j->attained && d <= UINT32_MAX && thr - j->attained <= UINT64_MAX >> 1 &&
+	       from <= UINT64_MAX >> 2 && thr - j->attained > d * j->gpus;
+}
+
 /* Ageing: how long j may wait below level 0 (since it last entered level 0)
  * before it is promoted: K times all it has run; UINT64_MAX when it cannot
  * be. */
@@ -145,8 +161,12 @@ void sched_policy_account(const struct sched_policy_conf *conf, struct sched_pjo
 		uint64_t from = j->accounted_at;
 		/* level changes are dated at the second the threshold was crossed,
 		 * so the order does not depend on when the caller looks */
-		while (uses_levels(conf) && j->level < conf->nthresholds) {
-			uint64_t need = to_next_level(conf, j);
+		bool levels = uses_levels(conf);
+		while (levels && j->level < conf->nthresholds) {
+			uint64_t need;
+			if (level_after(conf, j, from, now - from))
+				break; /* as below, told without dividing */
+			need = to_next_level(conf, j);
 			if (from + need > now)
 				break;
 			j->attained += need * j->gpus;
@@ -230,91 +250,93 @@ static uint64_t protection_change(const struct sched_policy_conf *conf, const st
 	return at;
 }
 
-/* The sort key of one job: compared field by field, smaller first. */
-struct key {
-	int64_t k[5];
-	size_t idx;
+/* The sort key of one job: compared field by field, smaller first; the
+ * job's id comes last (but for a 0 that pads the shorter keys), so that no
+ * two jobs' keys are equal. */
+#define KEY_FIELDS 4
+
+struct sched_policy_key_ {
+	int64_t k[KEY_FIELDS];
+	/* the job's index, and the key's place as order_keys laid it out
+	 * (sort_keys sorts by key, then place: a stable sort); 32 bits keep
+	 * a key in 40 bytes, and a plan over 2^32 jobs would need hundreds
+	 * of gigabytes of them */
+	uint32_t idx, pos;
 };
 
 static void make_key(const struct sched_policy_conf *conf, const struct sched_pjob *j,
-		     size_t idx, struct key *out)
+		     size_t idx, struct sched_policy_key_ *out)
 {
-	out->idx = idx;
+	out->idx = (uint32_t)idx;
 	out->k[0] = -(int64_t)j->priority;
 	switch (conf->policy) {
 	case SCHED_POLICY_LAS:
 	case SCHED_POLICY_GLAS:
 	case SCHED_POLICY_FAIR:
-		out->k[1] = j->level;
-		out->k[2] = j->running ? 0 : 1;
-		out->k[3] = (int64_t)j->level_since;
+		/* the level, then running jobs before waiting ones */
+		out->k[1] = (int64_t)j->level * 2 + (j->running ? 0 : 1);
+		out->k[2] = (int64_t)j->level_since;
+		out->k[3] = (int64_t)j->id;
 		break;
 	case SCHED_POLICY_SRTF:
 		out->k[1] = (int64_t)j->remaining;
-		out->k[2] = 0;
-		out->k[3] = (int64_t)j->submitted_at;
+		out->k[2] = (int64_t)j->submitted_at;
+		out->k[3] = (int64_t)j->id;
 		break;
 	default:
 		out->k[1] = (int64_t)j->submitted_at;
-		out->k[2] = 0;
+		out->k[2] = (int64_t)j->id;
 		out->k[3] = 0;
 		break;
 	}
-	out->k[4] = (int64_t)j->id;
 }
 
-static int cmp_key(const void *a, const void *b)
+static bool key_less(const struct sched_policy_key_ *x, const struct sched_policy_key_ *y)
 {
-	const struct key *x = a, *y = b;
-
-	for (size_t i = 0; i < ARRAY_SIZE(x->k); i++)
-		if (x->k[i] != y->k[i])
-			return x->k[i] < y->k[i] ? -1 : 1;
-	return 0;
-}
-
-static bool key_less(const struct key *x, const struct key *y)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(x->k); i++)
+	for (size_t i = 0; i < KEY_FIELDS; i++)
 		if (x->k[i] != y->k[i])
 			return x->k[i] < y->k[i];
 	return false;
 }
 
-/* The end of the run of keys in order that starts at keys[from]. */
-static size_t run_end(const struct key *keys, size_t from, size_t n)
+/* key_less, then the place: the order of a stable sort. */
+static bool key_pos_less(const struct sched_policy_key_ *x, const struct sched_policy_key_ *y)
+{
+	for (size_t i = 0; i < KEY_FIELDS; i++)
+		if (x->k[i] != y->k[i])
+			return x->k[i] < y->k[i];
+	return x->pos < y->pos;
+}
+
+/* The end of the run of keys in order (key_pos_less) from keys[from]. */
+static size_t run_end(const struct sched_policy_key_ *keys, size_t from, size_t n)
 {
 	size_t e = from + 1;
 
-	while (e < n && !key_less(&keys[e], &keys[e - 1]))
+	while (e < n && key_pos_less(&keys[e - 1], &keys[e]))
 		e++;
 	return e;
 }
 
-/*
- * Sorts keys[0..n) (tmp: room for n more): a natural merge sort, which
- * merges the runs already in order, so that keys nearly in order cost a
- * pass or two instead of a full sort (order_keys lays them out so). Stable,
- * as glibc's qsort is (keys are unique anyway: the job id is the last
- * field).
- */
 /* Merges the sorted keys[0..m) and keys[m..e) into tmp[0..e). */
-static void merge_keys(const struct key *keys, size_t m, size_t e, struct key *tmp)
+static void merge_keys(const struct sched_policy_key_ *keys, size_t m, size_t e,
+		       struct sched_policy_key_ *tmp)
 {
 	size_t a = 0, b = m, o = 0;
 
 	while (a < m && b < e)
-		tmp[o++] = key_less(&keys[b], &keys[a]) ? keys[b++] : keys[a++];
+		tmp[o++] = key_pos_less(&keys[b], &keys[a]) ? keys[b++] : keys[a++];
 	while (a < m)
 		tmp[o++] = keys[a++];
 	while (b < e)
 		tmp[o++] = keys[b++];
 }
 
-static void sort_keys(struct key *keys, size_t n, struct key *tmp)
+/* A natural merge sort of keys[0..n) by key and place (tmp: room for n
+ * more), which merges the runs already in order. */
+static void merge_sort_keys(struct sched_policy_key_ *keys, size_t n,
+			    struct sched_policy_key_ *tmp)
 {
-	if (n < 2 || run_end(keys, 0, n) == n)
-		return;
 	for (;;) {
 		size_t i = 0, runs = 0;
 
@@ -330,15 +352,98 @@ static void sort_keys(struct key *keys, size_t n, struct key *tmp)
 	}
 }
 
+/* Keys set aside that sort_keys sorts by insertion; more are merge sorted. */
+#define SORT_INSERTION 32
+
+/*
+ * Sorts keys[0..n) by key and place (pos, their order here: a stable sort;
+ * keys are unique anyway, the job id being the last field), tmp: room for n
+ * more. Keys nearly in order (order_keys lays them out so: the simulator's
+ * plans differ from the last by a job or two) cost a pass: the keys in
+ * order are kept where they are, and each that orders before the last kept
+ * is set aside with that one (which leaves the kept ones in order, however
+ * far one key is out of place); the few set aside are sorted and merged
+ * back in.
+ */
+static void sort_keys(struct sched_policy_key_ *keys, size_t n, struct sched_policy_key_ *tmp)
+{
+	size_t a = 0, b = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (!a || !key_less(&keys[k], &keys[a - 1])) {
+			if (a != k)
+				keys[a] = keys[k];
+			a++;
+		} else {
+			tmp[b++] = keys[--a];
+			tmp[b++] = keys[k];
+		}
+	}
+	if (!b)
+		return;
+	if (b <= SORT_INSERTION) {
+		for (size_t k = 1; k < b; k++) {
+			struct sched_policy_key_ x = tmp[k];
+			size_t m = k;
+			for (; m && key_pos_less(&x, &tmp[m - 1]); m--)
+				tmp[m] = tmp[m - 1];
+			tmp[m] = x;
+		}
+	} else {
+		merge_sort_keys(tmp, b, keys + a); /* as many free there */
+	}
+	/* merged from the end (keys[a..n) is free): each set aside, the last
+	 * first, goes after the kept ones before it, which move up by block */
+	for (size_t o = n; b;) {
+		const struct sched_policy_key_ *x = &tmp[--b];
+		size_t lo = 0, hi = a;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (key_pos_less(x, &keys[mid]))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		o -= a - lo;
+		memmove(&keys[o], &keys[lo], (a - lo) * sizeof(*keys));
+		keys[--o] = *x;
+		a = lo;
+	}
+}
+
+/* -1, 0 or 1 as x is less than, equal to or more than y. */
+#define CMP3(x, y) ((x) < (y) ? -1 : (x) > (y))
+
 int sched_policy_cmp(const struct sched_policy_conf *conf, const struct sched_pjob *a,
 		     const struct sched_pjob *b)
 {
-	struct key x, y;
+	/* make_key's fields, compared in turn without building the keys (the
+	 * simulator compares at every insert into its sorted queues) */
+	int c = CMP3(-(int64_t)a->priority, -(int64_t)b->priority);
 
-	make_key(conf, a, 0, &x);
-	make_key(conf, b, 1, &y);
-	return cmp_key(&x, &y);
+	if (c)
+		return c;
+	switch (conf->policy) {
+	case SCHED_POLICY_LAS:
+	case SCHED_POLICY_GLAS:
+	case SCHED_POLICY_FAIR:
+		if ((c = CMP3(a->level, b->level)) || (c = CMP3(!a->running, !b->running)) ||
+		    (c = CMP3((int64_t)a->level_since, (int64_t)b->level_since)))
+			return c;
+		break;
+	case SCHED_POLICY_SRTF:
+		if ((c = CMP3((int64_t)a->remaining, (int64_t)b->remaining)) ||
+		    (c = CMP3((int64_t)a->submitted_at, (int64_t)b->submitted_at)))
+			return c;
+		break;
+	default:
+		if ((c = CMP3((int64_t)a->submitted_at, (int64_t)b->submitted_at)))
+			return c;
+		break;
+	}
+	return CMP3((int64_t)a->id, (int64_t)b->id);
 }
+#undef CMP3
 
 unsigned sched_policy_wait_blocks(const struct sched_policy_conf *conf,
 				  const struct sched_pjob *jobs, size_t njobs,
@@ -456,7 +561,7 @@ static void easy_reserve(const struct sched_pjob *jobs, size_t njobs, const stru
 }
 
 static void plan_fifo(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
+		      size_t njobs, const struct sched_policy_key_ *keys, unsigned total, uint64_t now,
 		      struct sched_policy_plan *out)
 {
 	unsigned free_gpus = total;
@@ -532,7 +637,7 @@ static bool fit_reserve(const struct sched_pjob *jobs, size_t njobs, size_t head
 }
 
 /* fifo judged by placement (sched_policy_plan_fit). */
-static void plan_fifo_fit(const struct sched_pjob *jobs, size_t njobs, const struct key *keys,
+static void plan_fifo_fit(const struct sched_pjob *jobs, size_t njobs, const struct sched_policy_key_ *keys,
 			  uint64_t now, const struct sched_fit *fit, struct sched_policy_plan *out)
 {
 	size_t *ended = xcalloc(njobs + 1, sizeof(*ended)), nended = 0, head = SIZE_MAX;
@@ -607,7 +712,7 @@ static void reserve_protected(const struct sched_policy_conf *conf, const struct
  * hold theirs from the first job of their priority on, so that only a job
  * of a higher priority can displace them. */
 static void plan_scan(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
+		      size_t njobs, const struct sched_policy_key_ *keys, unsigned total, uint64_t now,
 		      struct sched_policy_plan *out, bool *selected)
 {
 	unsigned free_gpus = total;
@@ -646,7 +751,7 @@ static void plan_scan(const struct sched_policy_conf *conf, const struct sched_p
  * hold their GPUs before the filling, and so do protected ones unless a job
  * of a higher priority than theirs waits (then they take their turn). */
 static void plan_fair(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		      size_t njobs, const struct key *keys, unsigned total, uint64_t now,
+		      size_t njobs, const struct sched_policy_key_ *keys, unsigned total, uint64_t now,
 		      const struct sched_fit *fit, struct sched_policy_plan *out, bool *selected)
 {
 	size_t nteams = conf->nteams ? conf->nteams : 1;
@@ -729,37 +834,34 @@ static void plan_fair(const struct sched_policy_conf *conf, const struct sched_p
  * order of the last plan made with out, for the jobs still at the same index
  * (a caller that keeps a job at its index from one plan to the next, as the
  * simulator does its running jobs, then gives them nearly in order), the
- * others after in index order, and sorted from there: a pass or two instead
- * of a full sort. The order is exact either way.
+ * others after in index order, and sorted from there (sort_keys): about a
+ * pass when few are out of place, instead of a full sort. The order is
+ * exact either way.
  */
 static void order_keys(const struct sched_policy_conf *conf, const struct sched_pjob *jobs,
-		       size_t njobs, struct key *keys, bool *mark, struct sched_policy_plan *out)
+		       size_t njobs, struct sched_policy_key_ *keys, bool *mark,
+		       struct sched_policy_plan *out)
 {
 	size_t n = 0;
-
-	size_t known;
 
 	for (size_t k = 0; k < out->nlast_; k++) {
 		size_t i = out->last_[k];
 		if (i < njobs && !mark[i] && jobs[i].id == out->last_id_[k]) {
 			mark[i] = true;
-			make_key(conf, &jobs[i], i, &keys[n++]);
+			make_key(conf, &jobs[i], i, &keys[n]);
+			keys[n].pos = (uint32_t)n;
+			n++;
 		}
 	}
-	known = n;
 	for (size_t i = 0; i < njobs; i++) {
-		if (!mark[i])
-			make_key(conf, &jobs[i], i, &keys[n++]);
+		if (!mark[i]) {
+			make_key(conf, &jobs[i], i, &keys[n]);
+			keys[n].pos = (uint32_t)n;
+			n++;
+		}
 		mark[i] = false;
 	}
-	/* the two parts apart, then one merge: the known part is nearly in
-	 * order and the other small, so neither pays for the other's runs */
-	sort_keys(keys, known, keys + njobs);
-	sort_keys(keys + known, njobs - known, keys + njobs);
-	if (known && known < njobs && key_less(&keys[known], &keys[known - 1])) {
-		merge_keys(keys, known, njobs, keys + njobs);
-		memcpy(keys, keys + njobs, njobs * sizeof(*keys));
-	}
+	sort_keys(keys, njobs, keys + njobs);
 	ALLOC_GROW(out->last_, njobs + 1, out->alloc_last_);
 	ALLOC_GROW(out->last_id_, njobs + 1, out->alloc_last_id_);
 	for (size_t k = 0; k < njobs; k++) {
@@ -791,7 +893,7 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 			   const struct sched_fit *fit, struct sched_policy_plan *out)
 {
 	uint64_t demand = 0;
-	struct key *keys;
+	struct sched_policy_key_ *keys;
 	bool *selected;
 
 	out->nstarts = out->npreempts = out->nwaits = 0;
@@ -812,8 +914,11 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 		return;
 	}
 
-	keys = xmalloc((2 * njobs + 1) * sizeof(*keys));
-	selected = xcalloc(njobs + 1, sizeof(*selected));
+	ALLOC_GROW(out->keys_, 2 * njobs + 1, out->alloc_keys_);
+	ALLOC_GROW(out->selected_, njobs + 1, out->alloc_selected_);
+	keys = out->keys_;
+	selected = out->selected_;
+	memset(selected, 0, (njobs + 1) * sizeof(*selected));
 	order_keys(conf, jobs, njobs, keys, selected, out);
 
 	if (conf->policy == SCHED_POLICY_FIFO && fit)
@@ -834,6 +939,12 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 			if (selected[i]) {
 				if (!j->gpus || j->level >= conf->nthresholds)
 					continue;
+				/* no earlier than the earliest so far: at would be
+				 * now + to_next_level(), which is more than
+				 * next_change - now - 1 */
+				if (out->next_change != UINT64_MAX && out->next_change > now &&
+				    level_after(conf, j, now, out->next_change - now - 1))
+					continue;
 				after = to_next_level(conf, j);
 			} else if ((after = age_wait_left(conf, j)) == UINT64_MAX) {
 				continue;
@@ -850,8 +961,30 @@ void sched_policy_plan_fit(const struct sched_policy_conf *conf, const struct sc
 			if (at < out->next_change)
 				out->next_change = at > now ? at : now + 1;
 		}
-	free(keys);
-	free(selected);
+}
+
+uint64_t sched_policy_next_change_of(const struct sched_policy_conf *conf,
+				     const struct sched_pjob *j, uint64_t now)
+{
+	uint64_t next = UINT64_MAX, after = UINT64_MAX;
+
+	/* sched_policy_plan_fit's terms for one job */
+	if (uses_levels(conf)) {
+		if (j->running) {
+			if (j->gpus && j->level < conf->nthresholds)
+				after = to_next_level(conf, j);
+		} else {
+			after = age_wait_left(conf, j);
+		}
+		if (after != UINT64_MAX)
+			next = now + (after ? after : 1);
+	}
+	if (protects(conf) && conf->policy != SCHED_POLICY_GREEDY && conf->policy != SCHED_POLICY_FIFO) {
+		uint64_t at = protection_change(conf, j, now);
+		if (at != UINT64_MAX && at < next)
+			next = at > now ? at : now + 1;
+	}
+	return next;
 }
 
 void sched_policy_plan_release(struct sched_policy_plan *plan)
@@ -862,5 +995,7 @@ void sched_policy_plan_release(struct sched_policy_plan *plan)
 	free(plan->order_);
 	free(plan->last_);
 	free(plan->last_id_);
+	free(plan->keys_);
+	free(plan->selected_);
 	memset(plan, 0, sizeof(*plan));
 }

@@ -218,6 +218,9 @@ struct sched_policy_plan {
 	size_t nlast_;
 	size_t alloc_starts_, alloc_preempts_, alloc_waits_, alloc_order_, alloc_last_;
 	size_t alloc_last_id_;
+	struct sched_policy_key_ *keys_; /* the sort's keys and its room to merge */
+	bool *selected_;
+	size_t alloc_keys_, alloc_selected_;
 };
 
 /*
@@ -291,6 +294,18 @@ unsigned sched_policy_wait_blocks(const struct sched_policy_conf *conf,
 				  const struct sched_pjob *jobs, size_t njobs,
 				  const struct sched_policy_wait *w);
 uint64_t sched_policy_promotion_at(const struct sched_policy_conf *conf, const struct sched_pjob *j);
+
+/* sched_policy_next_change_of: job j's own part of a plan's next_change at
+ * now (j accounted to now), were it to run if j->running and wait
+ * otherwise: a running job's next las level (las, glas, fair) or the start
+ * or end of its protection (not greedy, fifo); a waiting job's promotion;
+ * UINT64_MAX for none. A caller whose placement starts other jobs than the
+ * count (the simulator's place scheme) takes it over the jobs that do run
+ * and wait: a plan's next_change also counts the next level of a job it
+ * would start that placement leaves waiting, which never comes while it
+ * waits. */
+uint64_t sched_policy_next_change_of(const struct sched_policy_conf *conf,
+				     const struct sched_pjob *j, uint64_t now);
 
 /* sched_policy_cmp orders two jobs as the policy would (before team fairness
  * and fit): < 0 when a goes first. For sched.c's ordering of its queue. */

@@ -65,12 +65,28 @@ static void stats_fill(const struct sim_trace *trace, const struct sim_result *r
  */
 struct wclass {                 /* the waiting jobs that ask for `gpus` GPUs */
 	unsigned gpus;
-	size_t *tid;             /* trace indexes, in policy order (sched_policy_cmp) */
-	size_t n, alloc;
+	/* their trace indexes in policy order (sched_policy_cmp): a treap
+	 * (struct wnode, per trace job: a job waits in one class at most)
+	 * threaded by a list in that order, from first */
+	size_t root, first;
+	size_t n;
 	size_t want;             /* how many of the first the plan is given */
 	size_t last;             /* OUT of decide_count: the last one's index in sub */
 	struct sched_task *tasks; /* place: the tasks of such a job (owned) */
 	size_t ntasks;
+};
+
+/* A waiting job's links in its class (struct wclass): a treap, a binary
+ * search tree in policy order that is also a max-heap by prio (a hash of
+ * the trace index, so a replay is the same every time), so that an insert
+ * or a removal costs O(log n) expected; and the list of the class in that
+ * order. NONE: no link. */
+#define NONE SIZE_MAX
+
+struct wnode {
+	size_t left, right, up;
+	size_t prev, next;
+	uint64_t prio;
 };
 
 struct promo {                  /* a waiting job's promotion by ageing */
@@ -94,6 +110,7 @@ struct replay {
 	char (*names)[24];
 	struct sim_hold *hold;   /* place: per trace job, while it runs */
 	struct sched_pjob *pj;   /* per trace job: the policy's view while it waits */
+	struct wnode *wn;        /* per trace job: its links while it waits */
 	uint64_t *left;          /* per trace job: seconds of work still needed */
 	uint64_t *paid;          /* per trace job: the restart penalty of its current run */
 	struct wclass *classes;
@@ -119,7 +136,7 @@ struct replay {
 
 /* The first number of waiting jobs of a size the plan is given; doubled
  * while the plan shows it needs more. */
-#define WANT_FIRST 4
+#define WANT_FIRST 2
 
 /* place: a job of c->gpus GPUs as tasks, as the scheme says (sim.h): one
  * when it fits a node, else full nodes and the rest on one more. */
@@ -145,51 +162,106 @@ static struct wclass *class_of(struct replay *r, unsigned gpus)
 	ALLOC_GROW(r->classes, r->nclasses + 1, r->alloc_classes);
 	memset(&r->classes[r->nclasses], 0, sizeof(r->classes[0]));
 	r->classes[r->nclasses].gpus = gpus;
+	r->classes[r->nclasses].root = r->classes[r->nclasses].first = NONE;
 	shape(r, &r->classes[r->nclasses]);
 	return &r->classes[r->nclasses++];
 }
 
-/* Where trace job i goes (or is) in c: the first place whose job orders
- * after it. */
-static size_t class_pos(const struct replay *r, const struct wclass *c, size_t i)
+/* splitmix64: the treap's priorities from the trace indexes */
+static uint64_t mix(uint64_t x)
 {
-	size_t lo = 0, hi = c->n;
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (sched_policy_cmp(r->conf, &r->pj[c->tid[mid]], &r->pj[i]) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+/* The link that points at node x in c: its parent's child or c's root. */
+static size_t *link_to(struct replay *r, struct wclass *c, size_t x)
+{
+	size_t up = r->wn[x].up;
+
+	if (up == NONE)
+		return &c->root;
+	return r->wn[up].left == x ? &r->wn[up].left : &r->wn[up].right;
+}
+
+/* Turns x's child y (left or right) into x's parent, keeping the order. */
+static void rotate_up(struct replay *r, struct wclass *c, size_t y)
+{
+	struct wnode *n = r->wn;
+	size_t x = n[y].up, b;
+
+	*link_to(r, c, x) = y;
+	n[y].up = n[x].up;
+	if (n[x].left == y) {
+		b = n[y].right;
+		n[x].left = b;
+		n[y].right = x;
+	} else {
+		b = n[y].left;
+		n[x].right = b;
+		n[y].left = x;
 	}
-	return lo;
+	if (b != NONE)
+		n[b].up = x;
+	n[x].up = y;
 }
 
 static void waiting_add(struct replay *r, size_t i)
 {
 	struct wclass *c = class_of(r, r->pj[i].gpus);
-	size_t at = class_pos(r, c, i);
+	struct wnode *n = r->wn;
+	size_t up = NONE, *at = &c->root, pred = NONE, succ = NONE;
 
-	ALLOC_GROW(c->tid, c->n + 1, c->alloc);
-	memmove(&c->tid[at + 1], &c->tid[at], (c->n - at) * sizeof(c->tid[0]));
-	c->tid[at] = i;
+	/* down to where i goes, the first place whose job orders after it,
+	 * noting its neighbours in the order on the way */
+	while (*at != NONE) {
+		up = *at;
+		if (sched_policy_cmp(r->conf, &r->pj[up], &r->pj[i]) < 0) {
+			pred = up;
+			at = &n[up].right;
+		} else {
+			succ = up;
+			at = &n[up].left;
+		}
+	}
+	*at = i;
+	n[i] = (struct wnode){ .left = NONE, .right = NONE, .up = up, .prev = pred, .next = succ,
+			       .prio = n[i].prio };
+	if (pred != NONE)
+		n[pred].next = i;
+	else
+		c->first = i;
+	if (succ != NONE)
+		n[succ].prev = i;
+	while (n[i].up != NONE && n[n[i].up].prio < n[i].prio)
+		rotate_up(r, c, i);
 	c->n++;
 	r->nwaiting++;
 }
 
-/* Takes trace job i out of its class; its key must be the one it was added
- * with (remove before sched_policy_started() or a promotion changes it). */
+/* Takes trace job i out of its class (before sched_policy_started() or a
+ * promotion changes its key: the tree is in key order). */
 static void waiting_remove(struct replay *r, size_t i)
 {
 	struct wclass *c = class_of(r, r->pj[i].gpus);
-	size_t at = class_pos(r, c, i);
+	struct wnode *n = r->wn;
+	size_t child;
 
-	if (at >= c->n || c->tid[at] != i) /* cannot happen: keys are unique */
-		for (at = 0; at < c->n && c->tid[at] != i; at++)
-			;
-	if (at >= c->n)
-		return;
-	memmove(&c->tid[at], &c->tid[at + 1], (c->n - at - 1) * sizeof(c->tid[0]));
+	/* down to a node with one child at most, then spliced out */
+	while (n[i].left != NONE && n[i].right != NONE)
+		rotate_up(r, c, n[n[i].left].prio > n[n[i].right].prio ? n[i].left : n[i].right);
+	child = n[i].left != NONE ? n[i].left : n[i].right;
+	*link_to(r, c, i) = child;
+	if (child != NONE)
+		n[child].up = n[i].up;
+	if (n[i].prev != NONE)
+		n[n[i].prev].next = n[i].next;
+	else
+		c->first = n[i].next;
+	if (n[i].next != NONE)
+		n[n[i].next].prev = n[i].prev;
 	c->n--;
 	r->nwaiting--;
 }
@@ -274,18 +346,31 @@ static void promote_due(struct replay *r, uint64_t now)
 
 static void sub_room(struct replay *r, size_t n)
 {
+	size_t had = r->alloc_wj;
+
 	ALLOC_GROW(r->sub, n, r->alloc_sub);
 	ALLOC_GROW(r->wj, n, r->alloc_wj);
 	ALLOC_GROW(r->sub_tid, n, r->alloc_sub_tid);
+	/* world_job sets only the fields it uses: the others stay zero */
+	if (r->alloc_wj > had)
+		memset(&r->wj[had], 0, (r->alloc_wj - had) * sizeof(r->wj[0]));
 }
 
-/* The world's view of job j (trace index i), waiting or running. */
+/* The world's view of job j (trace index i), waiting or running, in w, a
+ * slot of r->wj (whose other fields are zero: sub_room). Field by field: a
+ * replay sets millions of them. */
 static void world_job(struct replay *r, const struct sched_pjob *j, size_t i,
 		      struct sched_world_job *w)
 {
-	*w = (struct sched_world_job){ .job = { .id = j->id, .priority = j->priority,
-						.submitted_at = j->submitted_at },
-				       .running = j->running, .preemptible = true };
+	w->job.id = j->id;
+	w->job.priority = j->priority;
+	w->job.submitted_at = j->submitted_at;
+	w->running = j->running;
+	w->preemptible = true;
+	w->holds = NULL;
+	w->nholds = 0;
+	w->job.tasks = NULL;
+	w->job.ntasks = 0;
 	if (r->opts->scheme != SIM_SCHEME_PLACE)
 		return;
 	if (j->running) {
@@ -356,9 +441,10 @@ static void decide_count(struct replay *r, uint64_t now, struct sched_decision *
 		r->nsub = r->nrunning;
 		for (size_t c = 0; c < r->nclasses; c++) {
 			struct wclass *wc = &r->classes[c];
-			for (size_t x = 0; x < wc->n && x < wc->want; x++) {
+			size_t i = wc->first;
+			for (size_t x = 0; i != NONE && x < wc->want; x++, i = r->wn[i].next) {
 				wc->last = r->nsub;
-				sub_add(r, wc->tid[x], now);
+				sub_add(r, i, now);
 			}
 		}
 		struct sched_world world = world_of(r, now);
@@ -504,17 +590,46 @@ static void plan_apply(struct replay *r, const struct sched_decision *d, uint64_
 	free(first);
 }
 
-/* place: decides over every job, each waiting one accounted to now. */
-static void decide_place(struct replay *r, uint64_t now, struct sched_decision *d)
+/* place: decides over every job, each waiting one accounted to now. True
+ * when the jobs ask for more GPUs than the cluster has. */
+static bool decide_place(struct replay *r, uint64_t now, struct sched_decision *d)
 {
 	struct sched_world w;
+	uint64_t demand = 0;
 
 	r->nsub = r->nrunning;
 	for (size_t c = 0; c < r->nclasses; c++)
-		for (size_t x = 0; x < r->classes[c].n; x++)
-			sub_add(r, r->classes[c].tid[x], now);
+		for (size_t i = r->classes[c].first; i != NONE; i = r->wn[i].next)
+			sub_add(r, i, now);
+	for (size_t k = 0; k < r->nsub; k++)
+		demand += r->sub[k].gpus;
 	w = world_of(r, now);
 	sched_decide(&w, d);
+	return demand > (uint64_t)r->opts->nodes * r->opts->gpus_per_node;
+}
+
+/*
+ * place: when the decision just applied may next change with no arrival,
+ * end or promotion (those are events of their own): the next change of a
+ * running job (sched_policy_next_change_of: its next level, its protection
+ * beginning or ending). Not the decision's next_change: the policy counts
+ * GPUs, and its next_change also counts the next level of a job it would
+ * start that placement leaves waiting (fragmentation, gangs on whole
+ * nodes), which never comes while the job waits. The replay woke there for
+ * nothing, and the next plan set the same wake-up again as many seconds
+ * later, over and over while the job waited: every 8 s for an 8-GPU job in
+ * glas's first level (docs/scheduler.md, Replay speed).
+ */
+static uint64_t running_next_change(const struct replay *r, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (size_t k = 0; k < r->nrunning; k++) {
+		uint64_t at = sched_policy_next_change_of(r->conf, &r->sub[k], now);
+		if (at < next)
+			next = at;
+	}
+	return next;
 }
 
 /* The cluster: nodes n1, n2, ... of gpus_per_node GPUs, every GPU free. */
@@ -554,6 +669,9 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	r.hold = xcalloc(trace->njobs + 1, sizeof(*r.hold));
 	cluster_new(&r);
 	r.pj = xcalloc(trace->njobs + 1, sizeof(*r.pj));
+	r.wn = xcalloc(trace->njobs + 1, sizeof(*r.wn));
+	for (size_t i = 0; i < trace->njobs; i++)
+		r.wn[i].prio = mix(i);
 	r.left = xcalloc(trace->njobs + 1, sizeof(*r.left));
 	r.paid = xcalloc(trace->njobs + 1, sizeof(*r.paid));
 	r.promo_at = xcalloc(trace->njobs + 1, sizeof(*r.promo_at));
@@ -564,6 +682,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 
 	while (next < trace->njobs || r.nrunning || r.nwaiting) {
 		uint64_t t = UINT64_MAX, due;
+		bool contended = false;
 
 		/* the next event: an arrival, a completion, a policy change or
 		 * a promotion */
@@ -624,7 +743,7 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 		}
 
 		if (opts->scheme == SIM_SCHEME_PLACE)
-			decide_place(&r, now, &d);
+			contended = decide_place(&r, now, &d);
 		else
 			decide_count(&r, now, &d);
 		st->events++;
@@ -633,6 +752,12 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 		if (opts->scheme == SIM_SCHEME_PLACE && d.npreempts)
 			next_change = now;
 		plan_apply(&r, &d, now, opts, res, st);
+		/* place: the next change of the jobs that do run; when all fit
+		 * by count, the decision's own (no level matters then: the plan
+		 * says none, and fair, which asks placement, counts no job it
+		 * cannot place) */
+		if (opts->scheme == SIM_SCHEME_PLACE && !d.npreempts && contended)
+			next_change = running_next_change(&r, now);
 		if (r.nwaiting > st->peak_queue)
 			st->peak_queue = r.nwaiting;
 	}
@@ -647,14 +772,13 @@ void sim_run(const struct sim_trace *trace, const struct sim_opts *opts,
 	free(r.names);
 	free(r.hold);
 	free(r.wj);
-	for (size_t c = 0; c < r.nclasses; c++)
-		free(r.classes[c].tid);
 	free(r.classes);
 	free(r.heap);
 	free(r.sub);
 	free(r.sub_tid);
 	free(r.sub_wait);
 	free(r.pj);
+	free(r.wn);
 	free(r.left);
 	free(r.paid);
 	free(r.promo_at);

@@ -9,7 +9,9 @@
  *
  * Two schemes (enum sim_scheme). place: the live scheduler on nodes and
  * GPUs; a preemption frees its GPUs at once and the next decision, at the
- * same second, places on them. count: GPUs counted, not placed (the peer's
+ * same second, places on them; the decision's next_change is taken over the
+ * jobs that placement runs (sched_policy_next_change_of), not over those the
+ * policy would run by count, some of which wait. count: GPUs counted, not placed (the peer's
  * scheme); so that an event costs the running jobs and not the queue
  * (thousands wait in a full Philly replay on a small cluster), waiting jobs
  * are accounted only when the decision needs them, and it is given every

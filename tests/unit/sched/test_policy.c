@@ -347,6 +347,110 @@ static void test_las_ageing_disabled(void **state)
 	(void)state;
 }
 
+/* A small deterministic generator for the order test. */
+static uint64_t order_rand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *s >> 33;
+}
+
+/* Random policy state for one waiting job (field values collide often, so
+ * that the later fields and the id decide). */
+static void order_job(struct sched_pjob *j, uint64_t id, uint64_t *s)
+{
+	job(j, id, 1 + (unsigned)order_rand(s) % 4, order_rand(s) % 8);
+	j->priority = (int)(order_rand(s) % 3);
+	j->level = (unsigned)(order_rand(s) % 4);
+	j->level_since = order_rand(s) % 8;
+	j->remaining = order_rand(s) % 8;
+}
+
+/*
+ * The plan's order is sched_policy_cmp's, however the jobs are laid out
+ * and whatever the last plan's order was: a plan reused after a few jobs
+ * changed (its sort starts from the last order and merges in the keys out
+ * of place), after many changed (more out of place than it inserts one by
+ * one), and after the jobs moved to other indexes.
+ */
+static void test_plan_order_any_layout(void **state)
+{
+	static const enum sched_policy pols[] = { SCHED_POLICY_LAS, SCHED_POLICY_GLAS,
+						  SCHED_POLICY_SRTF, SCHED_POLICY_FIFO };
+	enum { N = 150 };
+	struct sched_pjob j[N];
+	size_t ref[N];
+	uint64_t seed = 42;
+
+	for (size_t p = 0; p < ARRAY_SIZE(pols); p++) {
+		struct sched_policy_conf c;
+		struct sched_policy_plan plan;
+
+		memset(&plan, 0, sizeof(plan));
+		sched_policy_conf_init(&c, pols[p]);
+		for (size_t i = 0; i < N; i++)
+			order_job(&j[i], 1000 + i, &seed);
+		for (int round = 0; round < 40; round++) {
+			/* rounds 0-19 change 1-4 jobs, 20-29 up to 60, 30-39 swap
+			 * jobs between indexes */
+			size_t changes = round < 20 ? 1 + order_rand(&seed) % 4
+					 : round < 30 ? order_rand(&seed) % 60 : 0;
+			for (size_t k = 0; k < changes; k++) {
+				size_t i = order_rand(&seed) % N;
+				order_job(&j[i], j[i].id, &seed);
+			}
+			for (size_t k = 0; round >= 30 && k < 10; k++) {
+				size_t a = order_rand(&seed) % N, b = order_rand(&seed) % N;
+				struct sched_pjob t = j[a];
+				j[a] = j[b];
+				j[b] = t;
+			}
+			/* no GPUs: every job waits, listed in the policy's order */
+			sched_policy_plan(&c, j, N, 0, 100, &plan);
+			assert_int_equal(plan.nstarts, 0);
+			assert_int_equal(plan.nwaits, N);
+			for (size_t i = 0; i < N; i++) {
+				size_t m = i;
+				for (; m && sched_policy_cmp(&c, &j[i], &j[ref[m - 1]]) < 0; m--)
+					ref[m] = ref[m - 1];
+				ref[m] = i;
+			}
+			for (size_t k = 0; k < N; k++)
+				assert_int_equal(plan.waits[k].job, ref[k]);
+		}
+		sched_policy_plan_release(&plan);
+	}
+	(void)state;
+}
+
+/* A job's own next change: a running job's next level (glas: 64 GPU-s
+ * first), a waiting one's promotion, the end of a protection. */
+static void test_next_change_of(void **state)
+{
+	struct sched_policy_conf c;
+	struct sched_pjob r, w;
+
+	sched_policy_conf_init(&c, SCHED_POLICY_GLAS);
+	job(&r, 1, 2, 0);
+	sched_policy_started(&r, 0);
+	sched_policy_account(&c, &r, 5); /* 10 GPU-s: 54 to go on 2 GPUs */
+	assert_int_equal(sched_policy_next_change_of(&c, &r, 5), 5 + 27);
+	job(&w, 2, 1, 0);
+	assert_true(sched_policy_next_change_of(&c, &w, 5) == UINT64_MAX); /* never ran */
+	sched_policy_started(&w, 0);
+	sched_policy_account(&c, &w, 100); /* 100 GPU-s: level 1 from 64 */
+	sched_policy_requeue(&w, 100);
+	assert_int_equal(w.level, 1);
+	/* promoted after 20 x 100 s of waiting */
+	assert_int_equal(sched_policy_next_change_of(&c, &w, 100), 2100);
+	assert_int_equal(sched_policy_next_change_of(&c, &w, 100),
+			 sched_policy_promotion_at(&c, &w));
+	c.min_run_s = 10; /* r's minimum run ends first */
+	assert_int_equal(sched_policy_next_change_of(&c, &r, 5), 10);
+	sched_policy_conf_init(&c, SCHED_POLICY_FIFO);
+	assert_true(sched_policy_next_change_of(&c, &r, 5) == UINT64_MAX);
+	(void)state;
+}
+
 static void test_names(void **state)
 {
 	for (int i = 0; i < SCHED_POLICY__COUNT; i++)
@@ -366,6 +470,8 @@ int main(void)
 		cmocka_unit_test(test_fair_shares_and_quota),
 		cmocka_unit_test(test_las_ageing_bounds_starvation),
 		cmocka_unit_test(test_las_ageing_disabled),
+		cmocka_unit_test(test_plan_order_any_layout),
+		cmocka_unit_test(test_next_change_of),
 		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -248,11 +248,59 @@ static void test_place_preempts_for_the_first(void **state)
 	assert_int_equal(res[0].end, 1010);
 }
 
+/*
+ * The place scheme wakes for the jobs that run, not for the next level of
+ * a job the policy would start that placement leaves waiting. On 2 nodes
+ * of 4 GPUs under las (one level below 40 GPU-s, no ageing): A and B (3
+ * GPUs, 1000 s each) arrive at 0 and take 3 GPUs of each node; D (9 GPUs)
+ * never fits; C (2 GPUs, 10 s) arrives at 1. By count C fits (2 GPUs are
+ * free), but no node has 2 free: it waits until A and B end at 1000 and
+ * runs 1000-1010. A and B reach 40 GPU-s at 14 (ceil(40 / 3)) and nothing
+ * changes: C still goes first by count and is still not placed. C, were it
+ * running, would reach 40 GPU-s 20 s later; it is not, and a replay that
+ * took the policy's next_change woke every 20 s from 14 to 994 for
+ * nothing (54 events in all). Events: 0, 1, 14, 1000 and 1010.
+ */
+static void test_place_wakes_for_running_jobs(void **state)
+{
+	struct sim_job jobs[] = {
+		{ 0, 0, 1000, 3 },
+		{ 1, 0, 1000, 3 },
+		{ 2, 0, 10, 9 },
+		{ 3, 1, 10, 2 },
+	};
+	struct sim_trace t = { jobs, 4, 4 };
+	struct sim_opts o;
+	struct sim_result res[4];
+	struct sim_stats st;
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	sched_policy_conf_init(&o.conf, SCHED_POLICY_LAS);
+	o.conf.thresholds[0] = 40;
+	o.conf.nthresholds = 1;
+	o.conf.age_pct = 0;
+	o.nodes = 2;
+	o.gpus_per_node = 4;
+	o.scheme = SIM_SCHEME_PLACE;
+	sim_run(&t, &o, res, &st);
+	assert_int_equal(res[3].start, 1000);
+	assert_int_equal(res[3].end, 1010);
+	assert_int_equal(st.unfinished, 1);
+	assert_int_equal(st.preemptions, 0);
+	assert_int_equal(st.events, 5);
+
+	o.scheme = SIM_SCHEME_COUNT; /* counted, C runs at once */
+	sim_run(&t, &o, res, &st);
+	assert_int_equal(res[3].start, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_place_scheme_places),
 		cmocka_unit_test(test_place_preempts_for_the_first),
+		cmocka_unit_test(test_place_wakes_for_running_jobs),
 		cmocka_unit_test(test_checkpoints_lose_work_since),
 		cmocka_unit_test(test_live_protections_stop_thrash),
 		cmocka_unit_test(test_live_with_checkpoints),
