@@ -103,7 +103,8 @@ int client_submit(struct client *c, json_t *spec, const char *code, json_t **out
 		json_object_set_new(body, "code", json_string(code));
 	json_object_set_new(body, "idempotency_key", json_string(key));
 	for (unsigned waited = 0, ms = 100;; waited += ms, ms = ms < 1000 ? 2 * ms : ms) {
-		ret = get_json(c, "POST", "/v1/jobs", body, out, eb);
+		ret = get_json(c, "POST", json_object_get(spec, "sweep") ? "/v1/experiments" : "/v1/jobs",
+			       body, out, eb);
 		if ((ret != YERR(UNAVAILABLE) && ret != YERR(NOT_LEADER)) || waited >= SUBMIT_RETRY_MS)
 			break;
 		errbuf_reset(eb);
@@ -111,6 +112,18 @@ int client_submit(struct client *c, json_t *spec, const char *code, json_t **out
 	}
 	json_decref(body);
 	return ret;
+}
+
+int client_experiments(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/experiments", NULL, out, eb);
+}
+
+int client_experiment(struct client *c, uint64_t id, bool cancel, json_t **out, struct errbuf *eb)
+{
+	char path[80];
+	snprintf(path, sizeof(path), "/v1/experiments/%" PRIu64 "%s", id, cancel ? "/cancel" : "");
+	return get_json(c, cancel ? "POST" : "GET", path, NULL, out, eb);
 }
 
 int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *eb)

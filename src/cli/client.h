@@ -12,6 +12,7 @@
 #define YARD_CLI_CLIENT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/error.h"
@@ -39,9 +40,15 @@ int client_code_upload(struct client *c, const void *data, size_t len, char **di
 
 /* POST /v1/jobs {"spec": spec, "code": code} (code omitted when NULL) -> the
  * job, with an idempotency key of its own: sent again with it for up to 30 s
- * while no master answers or none leads (a failover), it makes one job. */
+ * while no master answers or none leads (a failover), it makes one job. A
+ * spec with a sweep section goes to POST /v1/experiments instead: *out is
+ * then the experiment. */
 int client_submit(struct client *c, json_t *spec, const char *code, json_t **out,
 		  struct errbuf *eb);
+/* GET /v1/experiments -> {"experiments": [...]}; GET /v1/experiments/{id}
+ * (POST .../cancel with cancel) -> the experiment with its trials. */
+int client_experiments(struct client *c, json_t **out, struct errbuf *eb);
+int client_experiment(struct client *c, uint64_t id, bool cancel, json_t **out, struct errbuf *eb);
 
 /* GET /v1/jobs/{id} -> the job. */
 int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);

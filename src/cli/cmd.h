@@ -70,9 +70,13 @@ int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_op
 		  size_t nopts, int argc, char **argv, uint64_t *id);
 
 /* cli_parse_jobs is cli_parse for a command that takes one or more job
- * ids (argv[1..*npos], each checked): -1 to go on, else the exit status. */
+ * ids (argv[1..*npos], each checked; none at all is fine with none_ok):
+ * -1 to go on, else the exit status. */
 int cli_parse_jobs(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
-		   size_t nopts, int argc, char **argv, int *npos);
+		   size_t nopts, int argc, char **argv, bool none_ok, int *npos);
+/* cli_experiment_id: the id of an --experiment option (0 when not given)
+ * into *id; -1 to go on, else a usage error's exit status. */
+int cli_experiment_id(struct cli_ctx *ctx, const char *opt, uint64_t *id);
 
 /* cli_print_json pretty-prints doc on stdout, followed by a newline. */
 void cli_print_json(const json_t *doc);
@@ -165,6 +169,8 @@ int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_audit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
+/* yard exp ls|show (cmd_exp.c). */
+int cmd_exp(struct cli_ctx *ctx, int argc, char **argv);
 /* yard data push|ls|show|rm (cmd_data.c). */
 int cmd_data(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_outputs(struct cli_ctx *ctx, int argc, char **argv);

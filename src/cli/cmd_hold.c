@@ -13,7 +13,7 @@ static int hold_or_release(struct cli_ctx *ctx, const char *action, int argc, ch
 	int npos, rc, status = EXIT_OK;
 
 	snprintf(synopsis, sizeof(synopsis), "%s ID...", action);
-	rc = cli_parse_jobs(ctx, synopsis, NULL, 0, argc, argv, &npos);
+	rc = cli_parse_jobs(ctx, synopsis, NULL, 0, argc, argv, false, &npos);
 	if (rc >= 0)
 		return rc;
 	for (int i = 1; i <= npos; i++) {

@@ -112,12 +112,21 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		status = usage ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
 		goto out;
 	}
+	if (follow && json_object_get(doc, "sweep")) {
+		status = cli_usage_error(ctx, "--follow: a sweep runs many jobs; watch them with yard "
+					 "exp show ID, or wait with yard wait --experiment ID");
+		goto out;
+	}
 	if (upload_code(ctx, argv[1], &digest, &eb) ||
 	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
 		status = cli_fail(ctx, &eb);
 		goto out;
 	}
 	id = (uint64_t)cli_jint(job, "id");
+	if (json_object_get(doc, "sweep") && !ctx->json)
+		fprintf(stderr, "experiment %" PRIu64 ": %" PRId64 " trials (%s), %" PRId64 " at a time; "
+			"yard exp show %" PRIu64 "\n", id, cli_jint(job, "trials_total"),
+			cli_jstr(job, "method"), cli_jint(job, "max_parallel"), id);
 	if (!follow) {
 		if (ctx->json)
 			cli_print_json(job);

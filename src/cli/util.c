@@ -132,18 +132,26 @@ int cli_parse_job(struct cli_ctx *ctx, const char *synopsis, const struct cli_op
 }
 
 int cli_parse_jobs(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
-		   size_t nopts, int argc, char **argv, int *npos)
+		   size_t nopts, int argc, char **argv, bool none_ok, int *npos)
 {
 	uint64_t id;
 	int rc = cli_parse(ctx, synopsis, opts, nopts, argc, argv, npos);
 
 	if (rc >= 0)
 		return rc;
-	if (*npos < 1)
+	if (*npos < 1 && !none_ok)
 		return cli_usage_error(ctx, "expected one or more job ids");
 	for (int i = 1; i <= *npos; i++)
 		if (parse_u64_str(argv[i], &id) < 0 || !id)
 			return cli_usage_error(ctx, "'%s' is not a job id", argv[i]);
+	return -1;
+}
+
+int cli_experiment_id(struct cli_ctx *ctx, const char *opt, uint64_t *id)
+{
+	*id = 0;
+	if (opt && (parse_u64_str(opt, id) < 0 || !*id))
+		return cli_usage_error(ctx, "--experiment expects an experiment id, got '%s'", opt);
 	return -1;
 }
 

@@ -9,6 +9,7 @@
 #include "base/xalloc.h"
 #include "common/dataset.h"
 #include "common/spec_after.h"
+#include "common/spec_sweep.h"
 #include "common/spec_fields.h"
 
 /* Limits of a spec (see spec.h). */
@@ -528,7 +529,7 @@ static bool valid_role(const char *s)
 }
 
 /* [A-Za-z_][A-Za-z0-9_]{0,63} */
-static bool valid_ident(const char *s)
+bool spec_ident_valid(const char *s)
 {
 	size_t n = strlen(s);
 	if (!n || n > 64 || (s[0] >= '0' && s[0] <= '9'))
@@ -569,7 +570,7 @@ static int get_uint(const json_t *v, const char *path, int64_t min, int64_t max,
 }
 
 /* check_string: a string of at most SPEC_MAX_STRING bytes without NULs. */
-static int check_string(const json_t *v, const char *path, struct errbuf *eb)
+int spec_check_string(const json_t *v, const char *path, struct errbuf *eb)
 {
 	size_t n = json_string_length(v);
 	if (n > SPEC_MAX_STRING)
@@ -750,7 +751,7 @@ static int get_argv(const json_t *v, const char *path, char ***out, struct errbu
 		snprintf(ipath, sizeof(ipath), "%s[%zu]", path, i);
 		if (!json_is_string(a))
 			return spec_bad_got(eb, ipath, "a string", a);
-		if ((ret = check_string(a, ipath, eb)) < 0)
+		if ((ret = spec_check_string(a, ipath, eb)) < 0)
 			return ret;
 		if (i == 0 && !json_string_length(a))
 			return spec_bad(eb, ipath, "expected a program to run, got \"\"");
@@ -940,7 +941,7 @@ static int get_image(const json_t *v, char **out, struct errbuf *eb)
 		return 0;
 	if (!json_is_string(v) || !json_string_length(v))
 		return spec_bad_got(eb, "image", "an image reference such as debian:bookworm", v);
-	if ((ret = check_string(v, "image", eb)) < 0)
+	if ((ret = spec_check_string(v, "image", eb)) < 0)
 		return ret;
 	if ((why = image_ref_problem(json_string_value(v)))) {
 		char got[SHOW_MAX + 8];
@@ -965,12 +966,12 @@ static int get_params(const json_t *v, json_t **out, struct errbuf *eb)
 		char path[256];
 		int ret;
 		snprintf(path, sizeof(path), "params.%s", key);
-		if (!valid_ident(key))
+		if (!spec_ident_valid(key))
 			return spec_bad(eb, path, "expected a parameter name of letters, digits and '_' "
 					     "(at most 64, not starting with a digit)");
 		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
 			return spec_bad_got(eb, path, "a string, number or bool", val);
-		if (json_is_string(val) && (ret = check_string(val, path, eb)) < 0)
+		if (json_is_string(val) && (ret = spec_check_string(val, path, eb)) < 0)
 			return ret;
 	}
 	*out = json_deep_copy(v);
@@ -992,14 +993,14 @@ static int get_env(const json_t *v, json_t **out, struct errbuf *eb)
 		char path[256];
 		int ret;
 		snprintf(path, sizeof(path), "env.%s", key);
-		if (!valid_ident(key))
+		if (!spec_ident_valid(key))
 			return spec_bad(eb, path, "expected a variable name of letters, digits and '_' "
 					     "(at most 64, not starting with a digit)");
 		if (!strncmp(key, "YARD_", 5))
 			return spec_bad(eb, path, "names starting with YARD_ are reserved for yard");
 		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
 			return spec_bad_got(eb, path, "a string, number or bool", val);
-		if (json_is_string(val) && (ret = check_string(val, path, eb)) < 0)
+		if (json_is_string(val) && (ret = spec_check_string(val, path, eb)) < 0)
 			return ret;
 	}
 	env = json_object();
@@ -1206,7 +1207,7 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 	if ((f = field(v, "gpu_model"))) {
 		if (!json_is_string(f) || !json_string_length(f))
 			return spec_bad_got(eb, "placement.gpu_model", "a GPU model name or \"*\"", f);
-		if ((ret = check_string(f, "placement.gpu_model", eb)) < 0)
+		if ((ret = spec_check_string(f, "placement.gpu_model", eb)) < 0)
 			return ret;
 		if (strcmp(json_string_value(f), "*"))
 			spec->gpu_model = xstrdup(json_string_value(f));
@@ -1504,7 +1505,7 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 			return spec_bad(eb, path, "required");
 		if (!json_is_string(src) || json_string_length(src) > SPEC_MAX_STRING)
 			return spec_bad_got(eb, path, "a URL", src);
-		if ((ret = check_string(src, path, eb)) < 0)
+		if ((ret = spec_check_string(src, path, eb)) < 0)
 			return ret;
 		d->source = xstrdup(json_string_value(src));
 		if ((why = parse_source(d->source, d, &def)))
@@ -1550,7 +1551,7 @@ static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 
 const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
-	"on_disconnect", "after", NULL };
+	"on_disconnect", "after", "sweep", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1587,7 +1588,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((ret = get_image(field(doc, "image"), &spec->image, eb)) < 0)
 		goto out;
-	if ((ret = get_params(field(doc, "params"), &spec->params, eb)) < 0)
+	if ((ret = get_params(field(doc, "params"), &spec->params, eb)) < 0 ||
+	    (ret = spec_sweep_parse(field(doc, "sweep"), spec->params, &spec->sweep, eb)) < 0)
 		goto out;
 	if ((ret = check_placeholders(spec->command, spec->params, "command", eb)) < 0)
 		goto out;
@@ -1714,6 +1716,8 @@ json_t *spec_to_json(const struct job_spec *spec)
 			"preemptible", (int)spec->preemptible));
 	json_object_set_new(doc, "on_disconnect", json_string(spec->keep_on_disconnect ? "keep" : "stop"));
 	spec_after_to_json(spec, doc);
+	if (spec->sweep)
+		json_object_set_new(doc, "sweep", spec_sweep_to_json(spec->sweep));
 	return doc;
 }
 
@@ -1746,6 +1750,7 @@ void spec_release(struct job_spec *spec)
 	}
 	free(spec->data);
 	free(spec->after);
+	spec_sweep_free(spec->sweep);
 	spec_init(spec);
 }
 

@@ -132,6 +132,7 @@ struct job_spec {
 	uint64_t *after;       /* owned: the job ids of `after` (spec_after.h) */
 	size_t nafter;
 	bool after_any;        /* after: {any: ...}: any outcome will do, not only success */
+	struct spec_sweep *sweep; /* owned or NULL: a sweep's search (spec_sweep.h) */
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document

@@ -29,6 +29,12 @@ int spec_bad(struct errbuf *eb, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* spec_bad_got: "PATH: expected WHAT, got VALUE". */
 int spec_bad_got(struct errbuf *eb, const char *path, const char *what, const json_t *v);
+/* spec_ident_valid: a parameter or variable name, letters, digits and '_',
+ * at most 64, not starting with a digit. */
+bool spec_ident_valid(const char *s);
+/* spec_check_string: a string value's length and characters (valid UTF-8,
+ * no NUL), as an error about path. */
+int spec_check_string(const json_t *v, const char *path, struct errbuf *eb);
 /* spec_closest: the name in names within an edit distance of 2 of key, the
  * nearest first in the list on a tie; NULL when none is. */
 const char *spec_closest(const char *key, const char *const *names);

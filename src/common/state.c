@@ -46,6 +46,7 @@ static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
 		[JOB_EV_CANCEL] = J(CANCELLED),
 		[JOB_EV_TIMEOUT] = J(FAILED),
 		[JOB_EV_DEPENDENCY_FAILED] = J(FAILED),
+		[JOB_EV_EARLY_STOP] = J(STOPPED_EARLY),
 	},
 	[JOB_STARTING] = {
 		[JOB_EV_ALL_RUNNING] = J(RUNNING),
@@ -55,6 +56,7 @@ static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
 		[JOB_EV_CANCEL] = J(CANCELLED),
 		[JOB_EV_TIMEOUT] = J(FAILED),
 		[JOB_EV_PREEMPT] = J(QUEUED),
+		[JOB_EV_EARLY_STOP] = J(STOPPED_EARLY),
 	},
 	[JOB_RUNNING] = {
 		[JOB_EV_ALL_SUCCEEDED] = J(SUCCEEDED),
@@ -63,6 +65,7 @@ static const signed char job_table[JOB_STATE__COUNT][JOB_EVENT__COUNT] = {
 		[JOB_EV_CANCEL] = J(CANCELLED),
 		[JOB_EV_TIMEOUT] = J(FAILED),
 		[JOB_EV_PREEMPT] = J(QUEUED),
+		[JOB_EV_EARLY_STOP] = J(STOPPED_EARLY),
 	},
 };
 #undef J
@@ -134,6 +137,34 @@ static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
 	/* NODE_REMOVED: final, nothing is allowed */
 };
 #undef N
+
+#define E(s) (EXP_##s + 1)
+static const signed char exp_table[EXP_STATE__COUNT][EXP_EVENT__COUNT] = {
+	[EXP_RUNNING] = {
+		[EXP_EV_ALL_DONE] = E(COMPLETED),
+		[EXP_EV_CANCEL] = E(CANCELLED),
+		[EXP_EV_SUBMIT_FAILED] = E(FAILED),
+	},
+	/* the others are final */
+};
+#undef E
+
+#define X_(n, s) s,
+static const char *const exp_state_names[] = { EXP_STATES(X_) };
+#undef X_
+static_assert(ARRAY_SIZE(exp_state_names) == EXP_STATE__COUNT, "experiment state names");
+
+int exp_transition(enum exp_state state, enum exp_event ev)
+{
+	if ((unsigned)state >= EXP_STATE__COUNT || (unsigned)ev >= EXP_EVENT__COUNT)
+		return -1;
+	return exp_table[state][ev] - 1;
+}
+
+const char *exp_state_name(enum exp_state s)
+{
+	return (unsigned)s < EXP_STATE__COUNT ? exp_state_names[s] : "unknown";
+}
 
 int job_transition(enum job_state state, enum job_event ev)
 {
@@ -212,7 +243,7 @@ int node_state_parse(const char *s)
 
 int job_state_is_final(enum job_state s)
 {
-	return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+	return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED || s == JOB_STOPPED_EARLY;
 }
 
 int task_state_is_final(enum task_state s)

@@ -13,7 +13,8 @@
 	X(RUNNING, "running")     \
 	X(SUCCEEDED, "succeeded") \
 	X(FAILED, "failed")       \
-	X(CANCELLED, "cancelled")
+	X(CANCELLED, "cancelled")   \
+	X(STOPPED_EARLY, "stopped_early") /* a trial its sweep's early stopping ended */
 
 enum job_state {
 #define X_(n, s) JOB_##n,
@@ -31,7 +32,8 @@ enum job_state {
 	X(CANCEL, "cancel")               /* the owner or an admin cancelled */      \
 	X(TIMEOUT, "timeout")             /* the spec's timeout passed */            \
 	X(PREEMPT, "preempt")             /* the scheduler took its resources back */ \
-	X(DEPENDENCY_FAILED, "dependency_failed") /* a job of its spec's after ended otherwise */
+	X(DEPENDENCY_FAILED, "dependency_failed") /* a job of its spec's after ended otherwise */ \
+	X(EARLY_STOP, "early_stop")       /* its experiment's early stopping ended the trial */
 
 enum job_event {
 #define X_(n, s) JOB_EV_##n,
@@ -110,10 +112,40 @@ enum node_event {
 	NODE_EVENT__COUNT
 };
 
+/* An experiment (a sweep, master/experiments.h): running while it has
+ * trials to make or live ones, then completed; or cancelled, or failed when
+ * a trial could not be submitted. */
+#define EXP_STATES(X)             \
+	X(RUNNING, "running")       \
+	X(COMPLETED, "completed")   \
+	X(CANCELLED, "cancelled")   \
+	X(FAILED, "failed")
+
+enum exp_state {
+#define X_(n, s) EXP_##n,
+	EXP_STATES(X_)
+#undef X_
+	EXP_STATE__COUNT
+};
+
+#define EXP_EVENTS(X)                                                            \
+	X(ALL_DONE, "all_done")           /* every trial made and final */          \
+	X(CANCEL, "cancel")               /* its owner, team or an admin cancelled */ \
+	X(SUBMIT_FAILED, "submit_failed") /* a trial's job was refused */
+
+enum exp_event {
+#define X_(n, s) EXP_EV_##n,
+	EXP_EVENTS(X_)
+#undef X_
+	EXP_EVENT__COUNT
+};
+
 /* *_transition: the next state, or -1 when the event is not allowed in state. */
 int job_transition(enum job_state state, enum job_event ev);
 int task_transition(enum task_state state, enum task_event ev);
 int node_transition(enum node_state state, enum node_event ev);
+int exp_transition(enum exp_state state, enum exp_event ev);
+const char *exp_state_name(enum exp_state s);
 
 const char *job_state_name(enum job_state s);
 const char *job_event_name(enum job_event e);

@@ -991,6 +991,10 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete a dataset (its team or admin; 409 in_use while a live job uses it)" },
 	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete one version of a dataset (its team or admin)" },
 	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, SCOPE_MANIFEST, 0, BODY_NONE, "a dataset manifest by digest (agents stage from it)" },
+	{ "POST", "/v1/experiments", h_experiments_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a sweep (a spec with a sweep section) as an experiment; 201 once its first trial is durable" },
+	{ "GET", "/v1/experiments", h_experiments_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list the experiments the caller may see, newest first" },
+	{ "GET", "/v1/experiments/{id}", h_experiment_get, PERM_USER, SCOPE_EXPERIMENT, 0, BODY_NONE, "one experiment with its trials, best objective first" },
+	{ "POST", "/v1/experiments/{id}/cancel", h_experiment_cancel, PERM_USER, SCOPE_EXPERIMENT, ROUTE_AUDIT, BODY_NONE, "cancel an experiment: its live trials, and no more (its owner, its team or an admin)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list jobs, newest first (state, user, limit)" },
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks" },
@@ -1021,7 +1025,7 @@ static const struct route routes[] = {
 const char *scope_name(enum scope s)
 {
 	static const char *const names[] = { "cluster", "job", "dataset", "code", "manifest", "node",
-					     "task", "token" };
+					     "task", "token", "experiment" };
 	static_assert(ARRAY_SIZE(names) == SCOPE__COUNT, "scope names must mirror enum scope");
 	return (unsigned)s < SCOPE__COUNT ? names[s] : "?";
 }

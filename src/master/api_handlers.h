@@ -44,6 +44,11 @@ void h_job_cancel(struct req *r);
 void h_job_hold(struct req *r);
 void h_job_release(struct req *r);
 void h_job_update(struct req *r);
+/* api_experiments.c */
+void h_experiments_post(struct req *r);
+void h_experiments_list(struct req *r);
+void h_experiment_get(struct req *r);
+void h_experiment_cancel(struct req *r);
 /* api_logs.c */
 void h_job_logs(struct req *r);
 /* api_logs_poll: a held logs request (WAIT_LOGS): true once it is answered. */

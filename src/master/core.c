@@ -4,6 +4,7 @@
 
 #include "base/xalloc.h"
 #include "master/codeindex.h"
+#include "master/experiments.h"
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
@@ -126,7 +127,7 @@ int core_batch_open(struct master *m)
 	return m->batch_err;
 }
 
-static void put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc)
+void core_put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc)
 {
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	int rc;
@@ -164,10 +165,13 @@ void core_save_job(struct master *m, struct job *j)
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	if (j->held_by)
 		json_object_set_new(d, "held_by", json_string(j->held_by));
+	if (j->experiment)
+		json_object_set_new(d, "experiment", json_pack("{s:I, s:i}", "id",
+							       (json_int_t)j->experiment, "trial", (int)j->trial));
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
 	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
-	put_doc(m, STORE_JOB, key, d);
+	core_put_doc(m, STORE_JOB, key, d);
 }
 
 void core_save_task(struct master *m, struct task *t)
@@ -200,7 +204,7 @@ void core_save_task(struct master *m, struct task *t)
 		json_object_set_new(d, "outputs_size", json_integer((json_int_t)t->outputs_size));
 	}
 	snprintf(key, sizeof(key), "%" PRIu64, t->id);
-	put_doc(m, STORE_TASK, key, d);
+	core_put_doc(m, STORE_TASK, key, d);
 }
 
 void core_node_set_labels(struct node *n, const json_t *obj)
@@ -294,7 +298,7 @@ void core_save_node(struct master *m, struct node *n)
 						      str_or_null(n->gpus[i].uuid), "memory",
 						      (json_int_t)n->gpus[i].memory, "island",
 						      (int)n->gpus[i].island));
-	put_doc(m, STORE_NODE, n->name,
+	core_put_doc(m, STORE_NODE, n->name,
 		json_pack("{s:s, s:o, s:o, s:[i,i], s:s, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
 			  "s:o, s:o}", "name",
 			  n->name, "addr", str_or_null(n->addr), "iface", str_or_null(n->iface),
@@ -315,7 +319,7 @@ void core_save_token(struct master *m, const struct token *t)
 {
 	/* last_used is what auth_tick decided to store (last_used_saved), so
 	 * that a save for another reason does not reset its minute */
-	put_doc(m, STORE_TOKEN, t->hash,
+	core_put_doc(m, STORE_TOKEN, t->hash,
 		json_pack("{s:s, s:i, s:o, s:I, s:I, s:I, s:I}", "user", t->user, "role", (int)t->role,
 			  "team", str_or_null(t->team), "created_at", (json_int_t)t->created_at,
 			  "expires_at", (json_int_t)t->expires_at, "revoked_at",
@@ -324,7 +328,7 @@ void core_save_token(struct master *m, const struct token *t)
 
 void core_save_meta(struct master *m, const char *key, const char *value)
 {
-	put_doc(m, STORE_META, key, json_pack("{s:s}", "v", value));
+	core_put_doc(m, STORE_META, key, json_pack("{s:s}", "v", value));
 }
 
 /* ---- loading ---- */
@@ -346,7 +350,7 @@ void core_save_dataset(struct master *m, const struct dataset *ds)
 						    "files", (int)v->files, "created_at",
 						    (json_int_t)v->created_at));
 	}
-	put_doc(m, STORE_DATASET, ds->name,
+	core_put_doc(m, STORE_DATASET, ds->name,
 		json_pack("{s:s, s:o, s:o, s:i, s:o}", "name", ds->name, "team", str_or_null(ds->team),
 			  "owner", str_or_null(ds->owner), "last_version", (int)ds->last_version,
 			  "versions", vs));
@@ -455,6 +459,8 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->submit_key = get_str(d, "submit_key");
 	j->preemptions = (unsigned)get_u64(d, "preemptions");
 	j->held_by = get_str(d, "held_by");
+	j->experiment = get_u64(json_object_get(d, "experiment"), "id");
+	j->trial = (unsigned)get_u64(json_object_get(d, "experiment"), "trial");
 	if (json_is_array(json_object_get(d, "data")))
 		j->data = json_incref(json_object_get(d, "data"));
 	if (json_is_array(json_object_get(d, "events")))
@@ -756,7 +762,7 @@ int core_load(struct master *m, struct errbuf *eb)
 		if (m->tasks[i])
 			core_index_task(m, m->tasks[i]);
 	m->sched_needed = true;
-	return 0;
+	return experiments_load(m, eb);
 }
 
 static void job_free(struct job *j)
@@ -809,6 +815,7 @@ void core_set_checkpoint(struct master *m, struct job *j, const char *digest)
 
 void core_clear(struct master *m)
 {
+	experiments_clear(m);
 	codeindex_free(&m->code_index);
 	codeindex_free(&m->submit_keys);
 	for (size_t i = 0; i < m->njobs; i++)

@@ -108,6 +108,8 @@ struct job {
 	char wait_code[32];
 	char *wait_msg;         /* owned or NULL */
 	char *held_by;          /* owned or NULL: the user who held it (control.h); persisted */
+	uint64_t experiment;    /* the experiment it is a trial of, 0: none; persisted */
+	unsigned trial;         /* its trial number there (experiments.h) */
 	bool blocked;           /* not given to the scheduler: held or waiting for a job of its
 	                         * after (control.h); wait_code/wait_msg say which; in memory */
 	size_t queue_slot;      /* 1 + index in master->queue, 0 when not queued */
@@ -291,6 +293,8 @@ struct master {
 	size_t ndatasets, adatasets;
 	struct data_quota *data_quotas; /* owned */
 	size_t ndata_quotas, adata_quotas;
+	struct experiment **exps; /* owned, exps[id - 1] (experiments.h) */
+	size_t nexps, aexps;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;
@@ -338,6 +342,9 @@ int core_runtimes_from_json(const json_t *arr, unsigned *out, struct errbuf *eb)
 json_t *core_node_runtimes_json(const struct node *n);
 void core_save_token(struct master *m, const struct token *t);
 void core_save_meta(struct master *m, const char *key, const char *value);
+/* core_put_doc writes doc (taken) as the row of kind with key into the
+ * open batch (opening it); a failure is the batch's. */
+void core_put_doc(struct master *m, enum store_kind kind, const char *key, json_t *doc);
 /* core_save_dataset writes a dataset (its versions, not their manifests);
  * core_delete_dataset removes its row; core_dataset_free frees one. */
 void core_save_dataset(struct master *m, const struct dataset *ds);

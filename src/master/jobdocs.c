@@ -83,6 +83,10 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());
+	if (j->experiment) {
+		json_object_set_new(d, "experiment", json_integer((json_int_t)j->experiment));
+		json_object_set_new(d, "trial", json_integer(j->trial));
+	}
 
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());

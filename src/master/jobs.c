@@ -14,6 +14,7 @@
 #include "master/auth.h"
 #include "master/codeindex.h"
 #include "master/control.h"
+#include "master/experiments.h"
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/visibility.h"
@@ -215,6 +216,9 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		goto out;
 	}
 	ret = spec_from_json(jspec, spec, eb);
+	if (!ret && spec->sweep)
+		ret = error_field(eb, YERR(INVALID_SPEC), "sweep", "sweep: a sweep is an experiment "
+				  "(POST /v1/experiments, or yard submit)");
 	if (!ret && !(ret = launch_validate(spec, eb)))
 		ret = control_check_after(m, c, spec, eb);
 	if (!ret && !visibility_team(c, spec->team))
@@ -1067,6 +1071,7 @@ void jobs_schedule(struct master *m)
 
 	m->sched_passes++;
 	m->sched_needed = false;
+	experiments_sweep(m);
 	control_sweep(m);
 	world_build(m, &b, full ? m->queue : m->fresh, full ? m->nqueue : m->nfresh, !full);
 	if (!full && !sched_new_only_ok(&b.w)) {

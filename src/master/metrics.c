@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/xalloc.h"
 #include "common/metricparse.h"
+#include "master/experiments.h"
 #include "master/http.h"
 
 /* ---- POST /v1/tasks/{id}/metrics ---- */
@@ -156,6 +157,7 @@ int metrics_post(struct master *m, const struct task *t, enum log_stream s, uint
 		goto out;
 	}
 	*stored = end;
+	experiments_observe(m, t, pts, n);
 out:
 	free(pts);
 	return ret;

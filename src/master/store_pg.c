@@ -42,10 +42,11 @@ struct store {
  * buffers, or both sides would block writing. */
 #define QUEUE_MAX 256
 
-static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets" };
+static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets",
+					    "experiments" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers (bigint), loaded in numeric order */
-static const int numeric_key[] = { 1, 1, 0, 0, 0, 0 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 /*
@@ -109,6 +110,8 @@ static const char *const migrations[] = {
 	"    USING ERRCODE = 'YF001';"
 	"  END IF;"
 	" END $$;",
+	/* 4: experiments, the documents of sweeps (master/experiments.h) */
+	"CREATE TABLE experiments (k bigint PRIMARY KEY, doc text NOT NULL);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 

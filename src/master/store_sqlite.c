@@ -58,6 +58,8 @@ static const char *const migrations[] = {
 	/* 3: the leader lease of masters that share a store: PostgreSQL's
 	 * alone, as one master alone opens a state.db (nothing to do here) */
 	"",
+	/* 4: experiments, the documents of sweeps (master/experiments.h) */
+	"CREATE TABLE experiments (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -90,10 +92,11 @@ static sqlite3_stmt **row_stmt(struct store *st, size_t i)
 	return (sqlite3_stmt **)((char *)st + row_stmts[i].offset);
 }
 
-static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets" };
+static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets",
+					    "experiments" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers */
-static const int numeric_key[] = { 1, 1, 0, 0, 0, 0 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 static int db_error(struct store *st, struct errbuf *eb, int rc, const char *what)

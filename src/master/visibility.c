@@ -6,6 +6,7 @@
 #include "master/auth.h"
 #include "master/codeindex.h"
 #include "master/datasets.h"
+#include "master/experiments.h"
 
 int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
 {
@@ -34,6 +35,15 @@ bool visibility_job(const struct master *m, const struct caller *c, const struct
 	default:
 		return false;
 	}
+}
+
+bool visibility_experiment(const struct master *m, const struct caller *c,
+			   const struct experiment *e)
+{
+	if (c->role == ROLE_ADMIN)
+		return true;
+	return c->role == ROLE_USER &&
+	       (m->visibility_open || same(c->user, e->user) || same(c->team, e->team));
 }
 
 bool visibility_dataset(const struct master *m, const struct caller *c, const struct dataset *ds)
@@ -197,6 +207,13 @@ int visibility_check(const struct master *m, const struct route *route, const st
 			return 0;
 		return error(eb, YERR(FORBIDDEN), "task %" PRIu64 " does not run on node '%s'", t->id,
 			     c->user);
+	}
+	case SCOPE_EXPERIMENT: {
+		const struct experiment *e = parse_u64_str(caps[0], &id) ? NULL
+					     : experiments_find(m, id);
+		if (!e || visibility_experiment(m, c, e))
+			return 0;
+		return error(eb, YERR(NOT_FOUND), "no experiment '%s'", caps[0]);
 	}
 	case SCOPE_TOKEN: {
 		const struct token *t = auth_find_token(mm, caps[0]);

@@ -29,6 +29,7 @@
 #include "master/core.h"
 
 struct route;
+struct experiment;
 
 /* The caller as the rule sees it: what its token says. */
 struct caller {
@@ -45,6 +46,10 @@ int visibility_parse(const char *s, bool *open_out, struct errbuf *eb);
 /* Whether c sees job j whole (its own data), dataset ds's contents. */
 bool visibility_job(const struct master *m, const struct caller *c, const struct job *j);
 bool visibility_dataset(const struct master *m, const struct caller *c, const struct dataset *ds);
+/* Whether c sees experiment e (its trials' params and results): as its
+ * jobs, its owner, its team's members, admins. */
+bool visibility_experiment(const struct master *m, const struct caller *c,
+			   const struct experiment *e);
 /* visibility_token: whether c may see (and revoke) token t: admins every
  * token, users their own user and admin tokens (not a node's of the same
  * name). */

@@ -189,7 +189,7 @@ class Api:
             body["idempotency_key"] = key
         return self.json("POST", "/v1/jobs", body, token=token)
 
-    def wait_job(self, jid, states=("succeeded", "failed", "cancelled"), timeout=60):
+    def wait_job(self, jid, states=("succeeded", "failed", "cancelled", "stopped_early"), timeout=60):
         return wait_until(lambda: (lambda j: j if j["state"] in states else None)(self.job(jid)),
                           timeout, f"job {jid} to reach {states}")
 

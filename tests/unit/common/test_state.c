@@ -30,6 +30,9 @@ static const struct edge job_edges[] = {
 	{ JOB_STARTING, JOB_EV_PREEMPT, JOB_QUEUED },
 	{ JOB_RUNNING, JOB_EV_CANCEL, JOB_CANCELLED },
 	{ JOB_RUNNING, JOB_EV_TIMEOUT, JOB_FAILED },
+	{ JOB_QUEUED, JOB_EV_EARLY_STOP, JOB_STOPPED_EARLY },
+	{ JOB_STARTING, JOB_EV_EARLY_STOP, JOB_STOPPED_EARLY },
+	{ JOB_RUNNING, JOB_EV_EARLY_STOP, JOB_STOPPED_EARLY },
 };
 
 static const struct edge task_edges[] = {
@@ -120,7 +123,8 @@ static void test_job_final_accepts_nothing(void **state)
 		for (int ev = 0; ev < JOB_EVENT__COUNT; ev++)
 			assert_int_equal(job_transition((enum job_state)s, (enum job_event)ev), -1);
 	}
-	assert_int_equal(finals, 3);
+	assert_int_equal(finals, 4);
+	assert_true(job_state_is_final(JOB_STOPPED_EARLY));
 	assert_true(job_state_is_final(JOB_SUCCEEDED));
 	assert_true(job_state_is_final(JOB_FAILED));
 	assert_true(job_state_is_final(JOB_CANCELLED));
@@ -218,9 +222,10 @@ static void test_task_holds_resources(void **state)
 static void test_names(void **state)
 {
 	static const char *const job_states[] = { "queued", "starting", "running", "succeeded",
-		"failed", "cancelled" };
+		"failed", "cancelled", "stopped_early" };
 	static const char *const job_events[] = { "placed", "all_running", "all_succeeded",
-		"task_failed", "restart", "cancel", "timeout", "preempt", "dependency_failed" };
+		"task_failed", "restart", "cancel", "timeout", "preempt", "dependency_failed",
+		"early_stop" };
 	static const char *const task_states[] = { "pending", "assigned", "running", "stopping",
 		"succeeded", "failed", "killed", "lost" };
 	static const char *const task_events[] = { "assign", "started", "exited_ok", "exited_fail",
@@ -247,6 +252,27 @@ static void test_names(void **state)
 	assert_string_equal(job_event_name((enum job_event)JOB_EVENT__COUNT), "unknown");
 	assert_string_equal(task_state_name((enum task_state)TASK_STATE__COUNT), "unknown");
 	assert_string_equal(task_event_name((enum task_event)TASK_EVENT__COUNT), "unknown");
+}
+
+/* The experiment lifecycle: running until every trial is made and final,
+ * cancelled or failed; the three ends accept nothing. */
+static void test_exp_table(void **state)
+{
+	static const struct edge exp_edges[] = {
+		{ EXP_RUNNING, EXP_EV_ALL_DONE, EXP_COMPLETED },
+		{ EXP_RUNNING, EXP_EV_CANCEL, EXP_CANCELLED },
+		{ EXP_RUNNING, EXP_EV_SUBMIT_FAILED, EXP_FAILED },
+	};
+	static const char *const names[] = { "running", "completed", "cancelled", "failed" };
+
+	for (int st = 0; st < EXP_STATE__COUNT; st++)
+		for (int ev = 0; ev < EXP_EVENT__COUNT; ev++)
+			assert_int_equal(exp_transition((enum exp_state)st, (enum exp_event)ev),
+					 expected_next(exp_edges, ARRAY_SIZE(exp_edges), st, ev));
+	assert_int_equal(ARRAY_SIZE(names), EXP_STATE__COUNT);
+	for (int st = 0; st < EXP_STATE__COUNT; st++)
+		assert_string_equal(exp_state_name((enum exp_state)st), names[st]);
+	assert_int_equal(exp_transition(EXP_STATE__COUNT, EXP_EV_CANCEL), -1);
 }
 
 static void test_parse_refuses(void **state)
@@ -354,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_node_refused),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_parse_refuses),
+		cmocka_unit_test(test_exp_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,158 @@
+#include "base/compat.h"
+#include "master/earlystop.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/xalloc.h"
+
+void es_trial_add(struct es_trial *t, double res, double score)
+{
+	if (t->n == t->a) {
+		t->a = t->a ? 2 * t->a : 16;
+		t->res = xrealloc(t->res, t->a * sizeof(*t->res));
+		t->score = xrealloc(t->score, t->a * sizeof(*t->score));
+	}
+	t->res[t->n] = res;
+	t->score[t->n++] = score;
+}
+
+void es_trial_release(struct es_trial *t)
+{
+	free(t->res);
+	free(t->score);
+	memset(t, 0, sizeof(*t));
+}
+
+size_t earlystop_rungs(const struct spec_sweep *s, double out[ES_RUNGS_MAX])
+{
+	double max = s->max_resource ? s->max_resource : s->min_resource * 1000;
+	size_t n = 0;
+
+	for (double r = s->min_resource; r < max && n < ES_RUNGS_MAX; r *= s->reduction_factor)
+		out[n++] = r;
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The q quantile (0..1) of v[0..n), n >= 1, interpolated linearly between
+ * the closest ranks (numpy's default); sorts v. */
+static double quantile(double *v, size_t n, double q)
+{
+	double pos, frac;
+	size_t lo;
+
+	sort_array(v, n, sizeof(*v), cmp_double);
+	pos = q * (double)(n - 1);
+	lo = (size_t)floor(pos);
+	frac = pos - (double)lo;
+	return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+static const char *res_name(const struct spec_sweep *s)
+{
+	return s->resource ? s->resource : "step";
+}
+
+/* A score as the objective's value again, for messages. */
+static double value_of(const struct spec_sweep *s, double score)
+{
+	return s->maximize ? score : -score;
+}
+
+static bool judge_asha(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+		       size_t me, char *why, size_t size)
+{
+	struct es_trial *t = trials[me];
+	double rungs[ES_RUNGS_MAX], res = t->res[t->n - 1], score = t->score[t->n - 1];
+	size_t nr = earlystop_rungs(s, rungs);
+
+	for (size_t k = nr; k-- > 0;) {
+		double *others, cutoff;
+		size_t no = 0;
+		if (res < rungs[k])
+			continue;
+		if (t->recorded & (1u << k))
+			return false;
+		others = xcalloc(n + 1, sizeof(*others));
+		for (size_t i = 0; i < n; i++)
+			if (i != me && trials[i] && (trials[i]->recorded & (1u << k)))
+				others[no++] = trials[i]->rung_score[k];
+		t->recorded |= 1u << k;
+		t->rung_score[k] = score;
+		if (!no) {
+			free(others);
+			return false;
+		}
+		cutoff = quantile(others, no, 1.0 - 1.0 / s->reduction_factor);
+		free(others);
+		if (score >= cutoff)
+			return false;
+		snprintf(why, size, "asha: %s %g at %s %g is %s the cutoff %g of rung %g (%zu trial%s "
+			 "there before it, 1 in %g goes on)", s->metric, value_of(s, score), res_name(s),
+			 res, s->maximize ? "below" : "above", value_of(s, cutoff), rungs[k], no,
+			 no == 1 ? "" : "s", s->reduction_factor);
+		return true;
+	}
+	return false;
+}
+
+static bool judge_median(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+			 size_t me, char *why, size_t size)
+{
+	struct es_trial *t = trials[me];
+	double res = t->res[t->n - 1], best = -INFINITY, median, *avgs;
+	size_t na = 0;
+
+	if (res < s->min_resource)
+		return false;
+	for (size_t i = 0; i < t->n; i++)
+		best = fmax(best, t->score[i]);
+	avgs = xcalloc(n + 1, sizeof(*avgs));
+	for (size_t i = 0; i < n; i++) {
+		const struct es_trial *o = trials[i];
+		double sum = 0, far = -INFINITY;
+		size_t cnt = 0;
+		if (i == me || !o)
+			continue;
+		for (size_t k = 0; k < o->n; k++) {
+			far = fmax(far, o->res[k]);
+			if (o->res[k] <= res)
+				sum += o->score[k], cnt++;
+		}
+		if (cnt && far >= res)
+			avgs[na++] = sum / (double)cnt;
+	}
+	if (na < s->min_trials) {
+		free(avgs);
+		return false;
+	}
+	median = quantile(avgs, na, 0.5);
+	free(avgs);
+	if (best >= median)
+		return false;
+	snprintf(why, size, "median: the best %s %g by %s %g is %s the median %g of %zu other "
+		 "trials' running averages there", s->metric, value_of(s, best), res_name(s), res,
+		 s->maximize ? "below" : "above", value_of(s, median), na);
+	return true;
+}
+
+bool earlystop_judge(const struct spec_sweep *s, struct es_trial *const *trials, size_t n, size_t me,
+		     char *why, size_t size)
+{
+	if (!trials[me] || !trials[me]->n)
+		return false;
+	switch (s->stop) {
+	case SWEEP_STOP_ASHA:
+		return judge_asha(s, trials, n, me, why, size);
+	case SWEEP_STOP_MEDIAN:
+		return judge_median(s, trials, n, me, why, size);
+	default:
+		return false;
+	}
+}

@@ -1,0 +1,58 @@
+/*
+ * Early stopping of a sweep's trials (docs/experiments.md): the rules
+ * alone, pure functions of the trials' objective points. The experiment
+ * controller (experiments.h) feeds them each new point of the objective
+ * series and stops the trial they name.
+ *
+ * A point is (resource, value): the value of the objective at that much
+ * progress (the sweep's early_stop.resource series, or the step). Scores
+ * are values signed so that higher is better (mode min: -value).
+ *
+ * ASHA (Li et al., "A System for Massively Parallel Hyperparameter
+ * Tuning", 2020), in its stopping form: rungs at min_resource x eta^k
+ * below max_resource. A trial whose progress first reaches a rung (the
+ * highest it reached, if it passed several at once) is recorded there with
+ * its score, and stopped when that score is below the (1 - 1/eta)
+ * quantile of the scores recorded there before it: only about one in eta
+ * goes on. The first trial at a rung always goes on.
+ *
+ * Median (Golovin et al., "Google Vizier", 2017): a trial whose progress
+ * is at least min_resource is stopped when its best score so far is below
+ * the median of the running averages, up to the same progress, of the
+ * other trials that got that far, once min_trials of them did.
+ */
+#ifndef YARD_MASTER_EARLYSTOP_H
+#define YARD_MASTER_EARLYSTOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/spec_sweep.h"
+
+#define ES_RUNGS_MAX 32
+
+/* One trial as the rules see it. */
+struct es_trial {
+	double *res, *score;     /* owned: its points, in arrival order */
+	size_t n, a;
+	uint32_t recorded;       /* asha: bit k once recorded at rung k */
+	double rung_score[ES_RUNGS_MAX];
+};
+
+/* es_trial_add appends a point (score: higher is better). */
+void es_trial_add(struct es_trial *t, double res, double score);
+void es_trial_release(struct es_trial *t);
+
+/* earlystop_rungs: s's ASHA rungs, ascending, into out; their number. */
+size_t earlystop_rungs(const struct spec_sweep *s, double out[ES_RUNGS_MAX]);
+
+/* earlystop_judge: the verdict of s's rule on trials[me] at its newest
+ * point (already added), among trials[0..n) (NULL entries are skipped).
+ * ASHA records the trial at its rung (in trials[me]). true: stop it, and
+ * why (at most size bytes) says why: "asha: test_acc 0.81 at epoch 3 is
+ * below the rung's cutoff 0.9 (4 trials there)". */
+bool earlystop_judge(const struct spec_sweep *s, struct es_trial *const *trials, size_t n, size_t me,
+		     char *why, size_t size);
+
+#endif
