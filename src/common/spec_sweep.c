@@ -138,6 +138,9 @@ static int get_objective(const json_t *v, struct spec_sweep *s, struct errbuf *e
 	const json_t *metric, *mode;
 	int ret;
 
+	if (!v || json_is_null(v))
+		return spec_bad(eb, "sweep.objective", "required: {metric: NAME, mode: min|max}, the "
+				"series to rank the trials by");
 	if (!json_is_object(v))
 		return spec_bad_got(eb, "sweep.objective", "{metric: NAME, mode: min|max}", v);
 	if ((ret = check_fields(v, "sweep.objective", objective_fields, eb)))

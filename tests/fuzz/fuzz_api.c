@@ -3,8 +3,8 @@
  * through the master's own HTTP layer (the in-process master of
  * fuzz_master.h, whose start state the routes below refer to).
  *
- * The first byte of an input picks the route (byte % 8; the seeds use the
- * digits '0'..'7'), the rest is the body:
+ * The first byte of an input picks the route ((byte % 16) % 9; the seeds
+ * use the digits '0'..'8'), the rest is the body:
  *
  *   0  POST /v1/tokens                 admin token
  *   1  POST /v1/blobs/missing          user token
@@ -14,6 +14,7 @@
  *   5  POST /v1/agents                 join token
  *   6  POST /v1/agents/n1/status       n1's agent token
  *   7  POST /v1/tasks/T/metrics?stream=stdout&offset=0   n1's agent token
+ *   8  POST /v1/experiments            user token
  *
  * A finding is a sanitizer report, a reply that is not HTTP, a 5xx, an
  * error reply without {"error": {"code", "message"}}, a request that gets
@@ -54,10 +55,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct fuzz_world *w = &fuzz_world;
-	const char *const targets[8] = { "/v1/tokens", "/v1/blobs/missing", "/v1/datasets", "/v1/jobs",
-					 exec_path, "/v1/agents", "/v1/agents/n1/status", metrics_path };
-	const char *const tokens[8] = { w->admin, w->alice, w->alice, w->alice,
-					w->alice, w->join, w->agent, w->agent };
+	const char *const targets[] = { "/v1/tokens", "/v1/blobs/missing", "/v1/datasets", "/v1/jobs",
+					exec_path, "/v1/agents", "/v1/agents/n1/status", metrics_path,
+					"/v1/experiments" };
+	const char *const tokens[] = { w->admin, w->alice, w->alice, w->alice,
+				       w->alice, w->join, w->agent, w->agent, w->alice };
 	struct strbuf reply = STRBUF_INIT;
 	unsigned route;
 	bool wrote;
@@ -65,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	route = data[0] % 8;
+	static_assert(ARRAY_SIZE(targets) == ARRAY_SIZE(tokens), "a token per route");
+	route = (data[0] % 16) % ARRAY_SIZE(targets);
 	st = fuzz_master_request("POST", targets[route], tokens[route], data + 1, size - 1, false,
 				 &reply, &wrote);
 	if (trace)

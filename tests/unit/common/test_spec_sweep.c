@@ -3,6 +3,7 @@
  * form, and the params of each trial (grid order, random draws in their
  * domains and reproducible from the seed). */
 #include "base/compat.h"
+#include "base/strbuf.h"
 #include "common/spec.h"
 #include "common/spec_sweep.h"
 
@@ -179,6 +180,40 @@ static void test_refusals(void **state)
 		"sweep.params.lr[0]: expected a string, number or bool, got [1]");
 }
 
+/* The two example sweeps parse: the same grid of 12, ASHA on the epoch. */
+static void test_examples(void **state)
+{
+	static const char *const files[] = { "sweep.yaml", "sweep-asha.yaml" };
+
+	for (int i = 0; i < 2; i++) {
+		struct strbuf sb = STRBUF_INIT;
+		struct errbuf eb = ERRBUF_INIT;
+		struct job_spec spec;
+		json_t *doc = NULL, *p0, *p11;
+		char path[512];
+
+		snprintf(path, sizeof(path), SOURCE_ROOT "/examples/pytorch-ddp-digits/%s", files[i]);
+		assert_int_equal(strbuf_read_file(&sb, path, 0), 0);
+		assert_int_equal(spec_load_text(sb.buf, sb.len, &doc, &eb), 0);
+		assert_int_equal(spec_from_json(doc, &spec, &eb), 0);
+		assert_int_equal(spec.sweep->trials, 12);
+		assert_int_equal(spec.sweep->max_parallel, 2);
+		assert_string_equal(spec.sweep->metric, "test_acc");
+		assert_int_equal(spec.sweep->stop, i ? SWEEP_STOP_ASHA : SWEEP_STOP_NONE);
+		if (i)
+			assert_string_equal(spec.sweep->resource, "epoch");
+		p0 = spec_sweep_trial_params(spec.sweep, 0, 1);
+		p11 = spec_sweep_trial_params(spec.sweep, 11, 1);
+		assert_json(p0, "{\"lr\":0.3,\"batch_size\":16}");
+		assert_json(p11, "{\"lr\":0.03,\"batch_size\":64}");
+		json_decref(p0);
+		json_decref(p11);
+		json_decref(doc);
+		spec_release(&spec);
+		strbuf_release(&sb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_random_domains_and_seed),
 		cmocka_unit_test(test_asha_canonical),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_examples),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

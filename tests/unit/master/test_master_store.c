@@ -589,7 +589,8 @@ static void test_sqlite_unversioned(void **state)
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	fill(ops, st);
 	ops->close(st);
-	assert_int_equal(b->sql(b, "DROP TABLE schema_version", NULL, 0), 0);
+	/* (nor, before versions, the tables of later steps) */
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE experiments", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
 	check_filled(ops, st);
@@ -597,7 +598,8 @@ static void test_sqlite_unversioned(void **state)
 	assert_int_equal(b->sql(b, "SELECT version FROM schema_version", out, sizeof(out)), 0);
 	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
 
-	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE audit;", NULL, 0), 0);
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE audit; DROP TABLE experiments;",
+				NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(ops->audit_query(st, NULL, 0, 10, audit_collect, &as, &eb), 0);
 	assert_int_equal(as.n, 0);
@@ -1097,6 +1099,7 @@ static void test_upgrade_from_v1(void **state)
 	if (b->ops == &store_pg_ops)
 		assert_int_equal(b->sql(b, "DROP TABLE blobs; DROP TABLE leader;"
 					" DROP FUNCTION yard_fence(bigint, bigint)", NULL, 0), 0);
+	assert_int_equal(b->sql(b, "DROP TABLE experiments", NULL, 0), 0);
 	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 1", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
@@ -1107,6 +1110,18 @@ static void test_upgrade_from_v1(void **state)
 	assert_int_equal(ops->blob_append(st, "logs/5.stderr", 0, "x", 1, &have, &eb), 0);
 	assert_int_equal(ops->commit(st, &eb), 0);
 	assert_int_equal(blob_size_or_none(ops, st, "logs/5.stderr"), 1);
+	/* and version 4's experiments, numeric keys loaded in order */
+	{
+		struct seen s = { 0 };
+		assert_int_equal(ops->begin(st, &eb), 0);
+		assert_int_equal(ops->put(st, STORE_EXPERIMENT, "10", "{\"e\":10}", &eb), 0);
+		assert_int_equal(ops->put(st, STORE_EXPERIMENT, "9", "{\"e\":9}", &eb), 0);
+		assert_int_equal(ops->commit(st, &eb), 0);
+		assert_int_equal(ops->load(st, STORE_EXPERIMENT, collect, &s, &eb), 0);
+		assert_int_equal(s.n, 2);
+		assert_string_equal(s.keys[0], "9");
+		assert_string_equal(s.docs[1], "{\"e\":10}");
+	}
 	ops->close(st);
 }
 
