@@ -16,6 +16,14 @@
 //   queued_reason (app) its reason's message, as GET /v1/queue says it
 //   example_dir  (app) examples/pytorch-ddp-digits, uploaded as the code
 //   epochs       (app) the parameter the form changes (params.epochs)
+//   experiment   (experiments) the id of an experiment of two finished trials
+//                that differ in params.lr (0.1 and 0.2), reporting "acc"
+//
+// The experiments flow: sign in; the experiments page lists it; its page
+// shows both trials; ticking both draws one "acc" chart whose two lines are
+// labelled lr=0.1 and lr=0.2 (the param that differs); smoothing and the log
+// scale go into the address; that address, opened afresh, shows the same
+// comparison with the same settings.
 //
 // The app flow: a /?token=T address is refused (the sign-in form says to use
 // the fragment, and the token leaves the address bar); sign in with
@@ -191,6 +199,56 @@ async function app(page) {
 	await shot(page, `job-${submitted}-done`);
 }
 
+// The labels of chart NAME's lines, as the chart element lists them.
+async function chartLines(page, name) {
+	const fig = page.locator(tid(`chart-${name}`)).first();
+	await fig.waitFor({ state: 'visible', timeout: 20000 });
+	const end = Date.now() + 20000;
+	let lines = '';
+	while (Date.now() < end) {
+		lines = (await fig.getAttribute('data-lines')) || '';
+		const points = Number((await fig.getAttribute('data-points')) || 0);
+		if (lines.includes('\n') && points > 0) return lines.split('\n').sort();
+		await page.waitForTimeout(200);
+	}
+	throw new Error(`chart ${name}: lines ${JSON.stringify(lines)}`);
+}
+
+async function experiments(page) {
+	const id = cfg.experiment;
+	await page.goto(`${cfg.url}/#token=${encodeURIComponent(cfg.token)}`);
+	await page.locator(tid('nav-experiments')).waitFor({ timeout: 15000 });
+	await nav(page, 'experiments', '#/experiments');
+	await page.locator(tid(`experiment-row-${id}`)).waitFor({ timeout: 15000 });
+	await shot(page, 'experiments');
+	await page.locator(`${tid(`experiment-row-${id}`)} a`).first().click();
+	await page.locator(tid('trials')).waitFor({ timeout: 15000 });
+	await waitText(page, 'experiment-state', /completed/);
+	const boxes = page.locator(`${tid('trials')} input[type=checkbox]`);
+	check((await boxes.count()) === 2, `two trials listed, got ${await boxes.count()}`);
+	await boxes.nth(0).check();
+	await page.waitForFunction(() => /compare=\d+/.test(location.hash), null, { timeout: 10000 });
+	await page.locator(`${tid('trials')} input[type=checkbox]`).nth(1).check();
+	await page.waitForFunction(() => /compare=\d+,\d+/.test(location.hash), null, { timeout: 10000 });
+	let lines = await chartLines(page, 'acc');
+	check(JSON.stringify(lines) === JSON.stringify(['lr=0.1', 'lr=0.2']), `the compared lines: ${JSON.stringify(lines)}`);
+	await page.locator(tid('log-scale')).check();
+	await page.locator(tid('smooth')).fill('0.5');
+	await page.waitForFunction(() => /log=1/.test(location.hash) && /smooth=0.5/.test(location.hash), null, { timeout: 10000 });
+	await shot(page, `experiment-${id}-compare`);
+	// the address opens the same comparison
+	const url = page.url();
+	await page.goto('about:blank');
+	await page.goto(url);
+	lines = await chartLines(page, 'acc');
+	check(JSON.stringify(lines) === JSON.stringify(['lr=0.1', 'lr=0.2']), `the lines from the URL: ${JSON.stringify(lines)}`);
+	check(await page.locator(tid('log-scale')).isChecked(), 'the log scale from the URL');
+	check((await page.locator(tid('smooth')).inputValue()) === '0.5', 'the smoothing from the URL');
+	const ticked = await page.locator(`${tid('trials')} input[type=checkbox]:checked`).count();
+	check(ticked === 2, `both trials ticked from the URL, got ${ticked}`);
+	await shot(page, `experiment-${id}-reopened`);
+}
+
 const browser = await chromium.launch({
 	executablePath: CHROMIUM,
 	headless: true,
@@ -216,6 +274,7 @@ page.on('console', (m) => {
 let rc = 0;
 try {
 	if (cfg.mode === 'fixture') await fixture(page);
+	else if (cfg.mode === 'experiments') await experiments(page);
 	else await app(page);
 	check(errors.length === 0, `errors in the page: ${errors.join('; ')}`);
 	console.log('ui test: ok');

@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 
-from harness import ROOT, YARD, check, check_eq, cluster, spec
+from harness import ROOT, YARD, check, check_eq, cluster, spec, wait_until
 
 TIMEOUT = 600
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -226,3 +226,32 @@ def test_web_ui():
           f"the web app is not built: no {web}/index.html (`make asan` builds web/ and copies "
           f"web/dist there)")
     ui_flow("web-ui", web, artifacts_dir("web"))
+
+
+def test_web_experiments():
+    """The experiments page in a real browser: two trials of a grid sweep
+    compared in one chart labelled by the param that differs, and the
+    comparison's URL opening the same view."""
+    web = os.path.join(os.path.dirname(os.path.abspath(YARD)), "web")
+    check(os.path.isfile(os.path.join(web, "index.html")), f"the web app is not built: no {web}/index.html")
+    art = artifacts_dir("web-experiments")
+    for f in os.listdir(art):
+        os.unlink(os.path.join(art, f))
+    with cluster("web-exp", master_args=["--web-dir", web]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        cmd = ('for i in 1 2 3 4; do echo "@yard {\\"step\\": $i, '
+               '\\"acc\\": $(awk "BEGIN{print {params.lr}*$i}")}"; done')
+        s = spec(["/bin/sh", "-c", cmd], name="webexp")
+        s["sweep"] = {"method": "grid", "params": {"lr": [0.1, 0.2]}, "max_parallel": 2,
+                      "objective": {"metric": "acc", "mode": "max"}}
+        _, e = c.api.json("POST", "/v1/experiments", {"spec": s}, expect=201)
+        done = wait_until(lambda: (lambda x: x if x["state"] != "running" else None)(
+            c.api.json("GET", f"/v1/experiments/{e['id']}", expect=200)[1]), 60, "the sweep to end")
+        check_eq(done["counts"], {"succeeded": 2}, f"the sweep's trials: {done}")
+        check_eq(sorted(t["best"] for t in done["trials"]), [0.4, 0.8], "the trials' objective")
+        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "experiments",
+                "experiment": e["id"]}, 180)
+    shots = [f for f in os.listdir(art) if f.endswith(".png")]
+    for page in ("experiments", "compare", "reopened"):
+        check(any(page in x for x in shots), f"no screenshot of {page}: {shots}")

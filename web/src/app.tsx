@@ -6,6 +6,8 @@ import { QueuePage } from './pages/queue';
 import { JobsPage } from './pages/jobs';
 import { JobPage } from './pages/job';
 import { SubmitPage } from './pages/submit';
+import { ExperimentPage, ExperimentsPage } from './pages/experiments';
+import { formatView, parseView } from './lib/experiments';
 
 interface Who {
   user: string;
@@ -45,6 +47,7 @@ const NAV = [
   ['cluster', '#/cluster', 'Cluster'],
   ['queue', '#/queue', 'Queue'],
   ['jobs', '#/jobs', 'Jobs'],
+  ['experiments', '#/experiments', 'Experiments'],
   ['submit', '#/submit', 'Submit'],
 ] as const;
 
@@ -99,14 +102,19 @@ export function App({ notice = null }: { notice?: string | null }) {
 
   if (!hasToken) return <SignIn message={authMsg} onDone={() => { setAuthMsg(null); setHasToken(true); }} />;
 
-  const route = hash.replace(/^#\/?/, '');
+  const [route, query = ''] = hash.replace(/^#\/?/, '').split('?');
   const [section, ...rest] = route.split('/');
   let page;
   let current = section || 'cluster';
   if (section === 'jobs' && rest[0]) {
     page = <JobPage id={Number(rest[0])} />;
     current = 'jobs';
-  } else if (section === 'queue') page = <QueuePage />;
+  } else if (section === 'experiments' && rest[0]) {
+    const id = Number(rest[0]);
+    page = <ExperimentPage id={id} view={parseView(query)} setView={(v) => { window.location.hash = `#/experiments/${id}${formatView(v) ? `?${formatView(v)}` : ''}`; }} />;
+    current = 'experiments';
+  } else if (section === 'experiments') page = <ExperimentsPage />;
+  else if (section === 'queue') page = <QueuePage />;
   else if (section === 'jobs') page = <JobsPage />;
   else if (section === 'submit') page = <SubmitPage key={hash} />;
   else {

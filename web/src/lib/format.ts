@@ -53,6 +53,8 @@ const JOB_STATE_CLASS: Record<string, string> = {
   succeeded: 'st-succeeded',
   failed: 'st-failed',
   cancelled: 'st-cancelled',
+  stopped_early: 'st-stopped',
+  completed: 'st-succeeded',
   ready: 'st-succeeded',
   draining: 'st-starting',
   drained: 'st-starting',
@@ -69,5 +71,5 @@ export function stateClass(state: string | null | undefined): string {
 
 /** isFinal: whether a job state is final. */
 export function isFinal(state: string): boolean {
-  return state === 'succeeded' || state === 'failed' || state === 'cancelled';
+  return state === 'succeeded' || state === 'failed' || state === 'cancelled' || state === 'stopped_early';
 }

@@ -41,6 +41,9 @@ export interface Job {
   queue_position?: number | null;
   ahead?: number[];
   preemptions?: number;
+  /** A trial's experiment and number there (docs/experiments.md). */
+  experiment?: number;
+  trial?: number;
   spec?: Spec;
   tasks?: Task[];
   /** The job's history (GET /v1/jobs/{id} only), oldest first. */

@@ -6,7 +6,8 @@ import type { Series } from '../lib/types';
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
-function Chart({ name, lines }: { name: string; lines: Line[] }) {
+/** Chart: one metric's lines on a step axis; log: a log-scale y axis (positive values only). */
+export function Chart({ name, lines, log = false }: { name: string; lines: Line[]; log?: boolean }) {
   const div = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const labels = lines.map((l) => l.label).join('\n');
@@ -16,7 +17,7 @@ function Chart({ name, lines }: { name: string; lines: Line[] }) {
     const opts: uPlot.Options = {
       width,
       height: 240,
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
       axes: [{ label: 'step' }, { label: name }],
       series: [{ label: 'step' }, ...lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))],
     };
@@ -30,13 +31,13 @@ function Chart({ name, lines }: { name: string; lines: Line[] }) {
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [name, labels]);
+  }, [name, labels, log]);
   useEffect(() => {
     plot.current?.setData(mergeSeries(lines) as uPlot.AlignedData);
   }, [lines]);
   const npoints = lines.reduce((n, l) => n + l.points.length, 0);
   return (
-    <figure class="chart" data-testid={`chart-${name}`} data-points={npoints}>
+    <figure class="chart" data-testid={`chart-${name}`} data-points={npoints} data-lines={labels}>
       <figcaption>
         {name} <span class="muted">({npoints} {npoints === 1 ? 'point' : 'points'})</span>
       </figcaption>

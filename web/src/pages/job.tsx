@@ -56,6 +56,11 @@ export function JobPage({ id }: { id: number }) {
         <span class={`state big ${stateClass(job.state)}`} data-testid="job-state">
           {job.state}
         </span>
+        {job.experiment ? (
+          <a href={`#/experiments/${job.experiment}`} data-testid="job-experiment">
+            trial {job.trial} of experiment {job.experiment}
+          </a>
+        ) : null}
         <div class="actions">
           <button type="button" data-testid="cancel-button" onClick={cancel} disabled={busy || !live}>
             Cancel

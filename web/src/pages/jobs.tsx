@@ -5,7 +5,7 @@ import { formatDuration, formatTime, stateClass } from '../lib/format';
 import { EMPTY_FILTER, distinct, filterJobs, sortJobs, toggleSort, type JobFilter, type Sort, type SortKey } from '../lib/jobs';
 import type { Job } from '../lib/types';
 
-const STATES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled'];
+const STATES = ['queued', 'starting', 'running', 'succeeded', 'failed', 'cancelled', 'stopped_early'];
 const COLUMNS: [SortKey, string][] = [
   ['id', 'ID'],
   ['name', 'Name'],
