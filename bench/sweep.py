@@ -47,6 +47,7 @@ def run_one(c, name):
     if e["state"] != "completed" or e["counts"].get("failed"):
         raise RuntimeError(f"{name}: experiment {eid} {e['state']}, counts {e['counts']}: {r.stderr!r}")
     best = e["trials"][0]
+    print(c.cli("exp", "show", str(eid), check_rc=0).stdout.decode(), flush=True)
     return {"best": best["best"], "params": best["params"], "cpu_s": held_cpu_s(c, e), "wall_s": wall,
             "stopped": e["counts"].get("stopped_early", 0), "trials": len(e["trials"])}
 
