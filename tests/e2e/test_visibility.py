@@ -54,6 +54,7 @@ def scope_admits(scope, who):
         "node": False,   # the paths name n1; the agent identity is n2's
         "task": False,   # the task runs on n1
         "token": who == "owner",
+        "experiment": who in ("owner", "member"),
     }[scope]
 
 
@@ -65,7 +66,7 @@ def expected(perm, scope, who):
     if role not in PERM_ROLES[perm]:
         return 403
     if not scope_admits(scope, who):
-        return 404 if scope == "token" else 403
+        return 404 if scope in ("token", "experiment") else 403
     return None
 
 
@@ -119,6 +120,13 @@ def test_every_route_every_identity():
         job = api.job(jid)
         check(job["code"] and job["team"] == "vision", f"alice's job has code and team vision: {job}")
         task_id = job["tasks"][0]["id"]
+        # alice's experiment: a sweep of one trial that sleeps
+        sw = {"name": "sweep", "command": ["/bin/sleep", "{params.s}"], "params": {"s": 600},
+              "tasks": {"worker": {"cpus": 0.1}},
+              "sweep": {"method": "grid", "params": {"s": [600]},
+                        "objective": {"metric": "loss", "mode": "min"}}}
+        st, exp = api.json("POST", "/v1/experiments", {"spec": sw}, token=alice["token"])
+        check_eq(st, 201, f"alice's experiment: {exp}")
         st, ds = api.json("GET", "/v1/datasets/digits", expect=200)
         st, ver = api.json("GET", "/v1/datasets/digits/1", expect=200)
         st, rev = api.json("DELETE", f"/v1/tokens/{dave['id']}", expect=200)
@@ -137,6 +145,8 @@ def test_every_route_every_identity():
                 names["id"] = str(task_id)
             elif path.startswith("/v1/tokens/"):
                 names["id"] = alice2["id"]
+            elif path.startswith("/v1/experiments/"):
+                names["id"] = str(exp["id"])
             digest = {"/v1/code/": job["code"], "/v1/blobs/": chunk,
                       "/v1/manifests/": ver["digest"]}
             for prefix, d in digest.items():
