@@ -46,13 +46,10 @@ export function Chart({ name, lines, log = false }: { name: string; lines: Line[
   );
 }
 
-/** Charts: one chart per metric name of the job, with other jobs' series overlaid. */
-export function Charts({ job, live }: { job: number; live: boolean }) {
-  const [others, setOthers] = useState<number[]>([]);
-  const [input, setInput] = useState('');
+/** useJobsMetrics: every series of each job in ids, fetched again every 3 s while live. */
+export function useJobsMetrics(ids: number[], live: boolean): { data: Map<number, Series[]>; error: string | null } {
   const [data, setData] = useState<Map<number, Series[]>>(new Map());
   const [error, setError] = useState<string | null>(null);
-  const ids = [job, ...others.filter((o) => o !== job)];
   useEffect(() => {
     let alive = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -78,6 +75,15 @@ export function Charts({ job, live }: { job: number; live: boolean }) {
       if (timer) clearTimeout(timer);
     };
   }, [ids.join(','), live]);
+  return { data, error };
+}
+
+/** Charts: one chart per metric name of the job, with other jobs' series overlaid. */
+export function Charts({ job, live }: { job: number; live: boolean }) {
+  const [others, setOthers] = useState<number[]>([]);
+  const [input, setInput] = useState('');
+  const ids = [job, ...others.filter((o) => o !== job)];
+  const { data, error } = useJobsMetrics(ids, live);
   const all = [...data.values()].flat();
   const names = metricNames(all);
   const multi = ids.length > 1;

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { getJson, postJson } from '../api';
 import { usePoll } from '../hooks';
 import {
@@ -14,8 +14,7 @@ import {
 } from '../lib/experiments';
 import { formatTime, isFinal, stateClass } from '../lib/format';
 import { metricNames, type Line } from '../lib/metrics';
-import type { Series } from '../lib/types';
-import { Chart } from './charts';
+import { Chart, useJobsMetrics } from './charts';
 
 function fmt(v: Param | null | undefined): string {
   if (v === null || v === undefined) return '–';
@@ -68,34 +67,8 @@ export function ExperimentsPage() {
 
 /** The compared trials' series of every metric, fetched again while any of them is live. */
 function Compare({ exp, trials, view }: { exp: Experiment; trials: Trial[]; view: View }) {
-  const [data, setData] = useState<Map<number, Series[]>>(new Map());
-  const [error, setError] = useState<string | null>(null);
   const live = trials.some((t) => !isFinal(t.state));
-  const ids = trials.map((t) => t.job);
-  useEffect(() => {
-    let alive = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const load = async () => {
-      const m = new Map<number, Series[]>();
-      const errs: string[] = [];
-      for (const id of ids) {
-        try {
-          m.set(id, (await getJson<{ series: Series[] }>(`/v1/jobs/${id}/metrics`)).series ?? []);
-        } catch (e) {
-          errs.push(`job ${id}: ${(e as Error).message}`);
-        }
-      }
-      if (!alive) return;
-      setData(m);
-      setError(errs.length ? errs.join('; ') : null);
-      if (live) timer = setTimeout(load, 3000);
-    };
-    load();
-    return () => {
-      alive = false;
-      if (timer) clearTimeout(timer);
-    };
-  }, [ids.join(','), live]);
+  const { data, error } = useJobsMetrics(trials.map((t) => t.job), live);
   const differing = differingParams(trials, exp.params);
   // the trial's first task (every attempt, in order) is what its objective is read from
   const lineOf = (t: Trial, name: string): Line => {
