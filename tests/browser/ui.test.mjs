@@ -18,12 +18,16 @@
 //   epochs       (app) the parameter the form changes (params.epochs)
 //   experiment   (experiments) the id of an experiment of two finished trials
 //                that differ in params.lr (0.1 and 0.2), reporting "acc"
+//   trial_job    (experiments) one trial's job, which left outputs
+//   queued_job   (experiments) a job that cannot start, to hold and release
 //
 // The experiments flow: sign in; the experiments page lists it; its page
 // shows both trials; ticking both draws one "acc" chart whose two lines are
 // labelled lr=0.1 and lr=0.2 (the param that differs); smoothing and the log
 // scale go into the address; that address, opened afresh, shows the same
-// comparison with the same settings.
+// comparison with the same settings; a trial's page links to it and
+// downloads its outputs; a waiting job is held ("held by admin") and released
+// from its page.
 //
 // The app flow: a /?token=T address is refused (the sign-in form says to use
 // the fragment, and the token leaves the address bar); sign in with
@@ -247,6 +251,23 @@ async function experiments(page) {
 	const ticked = await page.locator(`${tid('trials')} input[type=checkbox]:checked`).count();
 	check(ticked === 2, `both trials ticked from the URL, got ${ticked}`);
 	await shot(page, `experiment-${id}-reopened`);
+	// a trial's job page: its experiment, its outputs downloaded as the archive
+	await page.goto(`${cfg.url}/#/jobs/${cfg.trial_job}`);
+	await waitText(page, 'job-experiment', new RegExp(`of experiment ${id}`));
+	const row = page.locator(tid('outputs-worker-0-0'));
+	await row.waitFor({ timeout: 20000 });
+	const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), row.locator('button').click()]);
+	const file = path.join(cfg.artifacts, 'outputs.tar.gz');
+	await dl.saveAs(file);
+	const head = fs.readFileSync(file).subarray(0, 2);
+	check(head[0] === 0x1f && head[1] === 0x8b, `the downloaded outputs are a gzip: ${head.toString('hex')}`);
+	// hold and release of a job that waits
+	await page.goto(`${cfg.url}/#/jobs/${cfg.queued_job}`);
+	await page.locator(tid('hold-button')).click();
+	await waitText(page, 'job-reason', /held by admin/);
+	await shot(page, `job-${cfg.queued_job}-held`);
+	await page.locator(tid('release-button')).click();
+	await page.locator(tid('hold-button')).waitFor({ timeout: 20000 });
 }
 
 const browser = await chromium.launch({

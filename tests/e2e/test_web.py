@@ -240,7 +240,7 @@ def test_web_experiments():
     with cluster("web-exp", master_args=["--web-dir", web]) as c:
         c.start_master()
         c.start_agent("n1", gpus="sim:2")
-        cmd = ('for i in 1 2 3 4; do echo "@yard {\\"step\\": $i, '
+        cmd = ('echo {params.lr} > "$YARD_OUTPUT_DIR/lr.txt"; for i in 1 2 3 4; do echo "@yard {\\"step\\": $i, '
                '\\"acc\\": $(awk "BEGIN{print {params.lr}*$i}")}"; done')
         s = spec(["/bin/sh", "-c", cmd], name="webexp")
         s["sweep"] = {"method": "grid", "params": {"lr": [0.1, 0.2]}, "max_parallel": 2,
@@ -250,8 +250,17 @@ def test_web_experiments():
             c.api.json("GET", f"/v1/experiments/{e['id']}", expect=200)[1]), 60, "the sweep to end")
         check_eq(done["counts"], {"succeeded": 2}, f"the sweep's trials: {done}")
         check_eq(sorted(t["best"] for t in done["trials"]), [0.4, 0.8], "the trials' objective")
+        _, queued = c.api.submit(spec(["/bin/true"], name="waits", gpus=8, placement={"wait_for_nodes": True}))
         run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "experiments",
-                "experiment": e["id"]}, 180)
+                "experiment": e["id"], "trial_job": done["trials"][0]["job"],
+                "queued_job": queued["id"]}, 180)
+        j = c.api.job(queued["id"])
+        check(not j["reason"] or j["reason"]["code"] != "held",
+              f"the job released in the UI is no longer held: {j['reason']}")
+        events = [ev for ev in c.api.json("GET", "/v1/audit?limit=50", expect=200)[1]["entries"]
+                  if ev["path"] in (f"/v1/jobs/{queued['id']}/hold", f"/v1/jobs/{queued['id']}/release")]
+        check_eq(sorted(ev["path"].rsplit("/", 1)[1] for ev in events), ["hold", "release"],
+                 "the UI held and released it (the audit log)")
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
-    for page in ("experiments", "compare", "reopened"):
+    for page in ("experiments", "compare", "reopened", "held"):
         check(any(page in x for x in shots), f"no screenshot of {page}: {shots}")

@@ -8,6 +8,7 @@ import { specToYaml } from '../lib/spec';
 import type { Job } from '../lib/types';
 import { LogView } from './logs';
 import { Charts } from './charts';
+import { Outputs } from './outputs';
 
 export const RESUBMIT_KEY = 'yard.resubmit';
 
@@ -26,11 +27,11 @@ export function JobPage({ id }: { id: number }) {
       </section>
     );
 
-  const cancel = async () => {
+  const act = (action: 'cancel' | 'hold' | 'release', done: string) => async () => {
     setBusy(true);
     try {
-      await postJson(`/v1/jobs/${job.id}/cancel`, {});
-      setActionMsg('Cancel requested.');
+      await postJson(`/v1/jobs/${job.id}/${action}`, {});
+      setActionMsg(done);
       refresh();
     } catch (e) {
       setActionMsg(errorText(e));
@@ -62,9 +63,19 @@ export function JobPage({ id }: { id: number }) {
           </a>
         ) : null}
         <div class="actions">
-          <button type="button" data-testid="cancel-button" onClick={cancel} disabled={busy || !live}>
+          <button type="button" data-testid="cancel-button" onClick={act('cancel', 'Cancel requested.')} disabled={busy || !live}>
             Cancel
           </button>
+          {job.state === 'queued' &&
+            (job.reason?.code === 'held' ? (
+              <button type="button" data-testid="release-button" onClick={act('release', 'Released.')} disabled={busy}>
+                Release
+              </button>
+            ) : (
+              <button type="button" data-testid="hold-button" onClick={act('hold', 'Held: it stays queued until released.')} disabled={busy}>
+                Hold
+              </button>
+            ))}
           <button type="button" data-testid="resubmit-button" onClick={resubmit}>
             Re-submit…
           </button>
@@ -183,6 +194,7 @@ export function JobPage({ id }: { id: number }) {
         onAttempt={setLogAttempt}
       />
       <Charts job={job.id} live={live} />
+      <Outputs job={job.id} live={live} />
     </article>
   );
 }
