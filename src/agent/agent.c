@@ -30,6 +30,7 @@
 #include "agent/cgroup.h"
 #include "agent/ckptwatch.h"
 #include "agent/docker.h"
+#include "agent/fetch.h"
 #include "agent/gpu.h"
 #include "agent/heartbeat.h"
 #include "agent/metricship.h"
@@ -936,7 +937,7 @@ struct agent {
 	struct session *s;
 	struct shipper sh;
 	struct heartbeat_writer hb; /* WORK/heartbeat.json, for the shims (heartbeat.h) */
-	struct httpc code_http;     /* code downloads from the main loop */
+	pthread_mutex_t fetch_lock; /* agent/fetch.h: one fetch at a time */
 	struct cache cache;         /* WORK/cache */
 	bool closing;               /* agent_run is on its way out */
 	struct atask *tasks;
@@ -1267,93 +1268,12 @@ static struct atask *task_new(struct agent *a, int64_t id)
 }
 
 /* The main loop's requests (code, checkpoints) carry the current agent token. */
-static void code_http_auth(struct agent *a)
-{
-	char *id, *token;
-	session_creds(a->s, &id, &token);
-	httpc_set_token(&a->code_http, token);
-	free(id);
-	free(token);
-}
-
-/* Fetches the job's code into WORK/code/HEX.tar.gz unless cached. */
-static int fetch_code(struct agent *a, const char *digest, char **path_out, struct errbuf *eb)
-{
-	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : digest;
-	char got[SHA256_HEX_LEN + 1];
-	int ret = 0;
-	if (strlen(hex) != SHA256_HEX_LEN || strspn(hex, "0123456789abcdef") != SHA256_HEX_LEN)
-		return error(eb, YERR(BAD_REQUEST), "bad code digest '%s'", digest);
-	char *dir = xasprintf("%s/code", a->cfg->work_dir);
-	char *path = xasprintf("%s/%s.tar.gz", dir, hex);
-	mkdir_p(dir, 0755);
-	if (!path_exists(path)) {
-		code_http_auth(a);
-		char *url = xasprintf("/v1/code/sha256:%s", hex);
-		struct httpc_response res;
-		httpc_response_init(&res);
-		ret = httpc_request(&a->code_http, "GET", url, NULL, 0, NULL, &res, eb);
-		free(url);
-		if (!ret && res.status != 200)
-			ret = httpc_error_from_reply(&res, eb);
-		if (!ret) {
-			sha256_hex(res.body.buf, res.body.len, got);
-			if (strcmp(got, hex))
-				ret = error(eb, YERR(IO), "code '%s' arrived with digest '%s'", digest, got);
-			else if (write_file_atomic(path, res.body.buf, res.body.len, 0644) < 0)
-				ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
-		}
-		httpc_response_release(&res);
-	}
-	free(dir);
-	if (ret)
-		free(path);
-	else
-		*path_out = path;
-	return ret;
-}
-
 /* ---- checkpoints: WORK/checkpoints/JOB is shared by the job's tasks on
  * this node; WORK/checkpoints/JOB.digest names the master's checkpoint it
  * holds. The first task of an attempt hands the dir to the master when it
  * ends (before its end is reported, so a restart never misses it); a task
  * whose node holds another checkpoint than the master's latest fetches that
  * one first. A checkpoint thus moves with the job between nodes. ---- */
-
-static char *ckpt_path(struct agent *a, int64_t job, const char *suffix)
-{
-	return xasprintf("%s/checkpoints/%" PRId64 "%s", a->cfg->work_dir, job, suffix);
-}
-
-static void ckpt_set_digest(struct agent *a, int64_t job, const char *digest)
-{
-	char *mark = ckpt_path(a, job, ".digest");
-	write_file_atomic(mark, digest, strlen(digest), 0644);
-	free(mark);
-}
-
-/* Makes the node's checkpoint dir of job hold the master's checkpoint digest. */
-static int ckpt_fetch(struct agent *a, int64_t job, const char *digest, struct errbuf *eb)
-{
-	char *mark = ckpt_path(a, job, ".digest"), *dir = ckpt_path(a, job, ""), *archive = NULL;
-	struct strbuf have = STRBUF_INIT;
-	int ret = 0;
-
-	if (strbuf_read_file(&have, mark, 200) == 0 && !strcmp(have.buf, digest))
-		goto out; /* this node made it, or fetched it already */
-	if ((ret = fetch_code(a, digest, &archive, eb)))
-		goto out;
-	rm_rf(dir);
-	if ((ret = codepack_extract(archive, dir, eb)))
-		goto out;
-	ckpt_set_digest(a, job, digest);
-out:
-	strbuf_release(&have);
-	free(archive);
-	free(mark);
-	free(dir);
-	return ret;
-}
 
 /* An upload of t's is over (digest: the master's; NULL: nothing handed
  * in): after the last, t's end goes on, or t is freed if it was forgotten
@@ -1374,7 +1294,7 @@ static void ckpt_uploaded(void *arg, const char *digest)
 {
 	struct atask *t = arg;
 	if (digest)
-		ckpt_set_digest(t->a, t->job, digest);
+		ckpt_set_digest(t->a->cfg->work_dir, t->job, digest);
 	task_uploaded(arg, digest);
 }
 
@@ -1386,7 +1306,7 @@ static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 {
 	char *id, *token;
 	session_creds(a->s, &id, &token);
-	char *dir = ckpt ? ckpt_path(a, t->job, "") : xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
+	char *dir = ckpt ? ckpt_path(a->cfg->work_dir, t->job, "") : xasprintf("%s/outputs/%" PRId64, a->cfg->work_dir, t->rt.id);
 	char *path = xasprintf("/v1/tasks/%" PRId64 "/%s", t->rt.id, ckpt ? "checkpoint" : "outputs");
 	char *what = ckpt ? xasprintf("the checkpoint of job %" PRId64, t->job)
 			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
@@ -1473,7 +1393,7 @@ static bool run_as_on(const struct agent *a)
  * other uid enters. Staged data stays root's, read-only to the task. */
 static int task_own_dirs(struct agent *a, struct atask *t, struct errbuf *eb)
 {
-	char *code = xasprintf("%s/code", t->rt.dir), *ckpt = ckpt_path(a, t->job, "");
+	char *code = xasprintf("%s/code", t->rt.dir), *ckpt = ckpt_path(a->cfg->work_dir, t->job, "");
 	const char *failed = NULL;
 	int ret = 0;
 
@@ -1516,7 +1436,7 @@ static void task_put_user(struct agent *a, struct atask *t)
 		fprintf(stderr, "yard agent: task %" PRId64 ": cannot take back '%s': %s\n", t->rt.id,
 			t->rt.dir, strerror(errno));
 	if (runas_put(a->cfg->run_as, t->rt.uid)) {
-		char *ckpt = ckpt_path(a, t->job, "");
+		char *ckpt = ckpt_path(a->cfg->work_dir, t->job, "");
 		if (chown(ckpt, 0, 0) < 0 && errno != ENOENT)
 			fprintf(stderr, "yard agent: job %" PRId64 ": cannot take back '%s': %s\n", t->job, ckpt,
 				strerror(errno));
@@ -1596,16 +1516,21 @@ static void task_launch(struct agent *a, struct atask *t)
 		check_exit(a, t);
 }
 
-/* ---- staging a task's data (agent/stage.h) on a libuv worker thread; the
- * task starts from stage_done, back on the loop ---- */
+/* ---- what a task starts from, on a libuv worker thread: its job's code
+ * and checkpoint (agent/fetch.h), then its data (agent/stage.h); the task
+ * starts from stage_done, back on the loop ---- */
 
 struct astage {
 	uv_work_t req;
 	struct agent *a;
 	struct atask *t;          /* not freed while staging (task_forget waits) */
 	int64_t id;
-	json_t *data;             /* owned: the assignment's "data" */
+	json_t *data;             /* owned: the assignment's "data", or NULL */
 	char *data_dir, *token;   /* owned */
+	char *code, *ckpt;        /* owned digests, or NULL */
+	char *code_dir, *archive; /* owned: where the code goes; the code archive fetched */
+	struct fetch_config fetch;
+	bool fetch_failed;        /* eb is the fetch's, not the staging's */
 	struct stage_config cfg;
 	struct stage_result res;
 	struct errbuf eb;
@@ -1635,7 +1560,24 @@ static void on_stage_progress(void *arg, uint64_t staged, uint64_t total)
 static void stage_work(uv_work_t *req)
 {
 	struct astage *st = req->data;
-	st->ret = stage_data(&st->cfg, st->data, st->data_dir, &st->res, &st->eb);
+	st->ret = fetch_task_inputs(&st->fetch, st->code, st->code_dir, st->t->job, st->ckpt, &st->archive,
+				    &st->eb);
+	st->fetch_failed = st->ret != 0;
+	if (!st->ret && json_array_size(st->data))
+		st->ret = stage_data(&st->cfg, st->data, st->data_dir, &st->res, &st->eb);
+}
+
+static void astage_free(struct astage *st)
+{
+	stage_result_release(&st->res);
+	json_decref(st->data);
+	free(st->data_dir);
+	free(st->token);
+	free(st->code);
+	free(st->ckpt);
+	free(st->code_dir);
+	free(st->archive);
+	free(st);
 }
 
 static void stage_done(uv_work_t *req, int status)
@@ -1645,7 +1587,9 @@ static void stage_done(uv_work_t *req, int status)
 	struct atask *t = st->t;
 
 	t->staging = NULL;
-	if (!st->ret) {
+	t->rt.code = st->archive;
+	st->archive = NULL;
+	if (!st->ret && json_array_size(st->data)) {
 		json_t *doc = json_pack("{s:O, s:O}", "keys", st->res.keys, "binds", st->res.binds);
 		if (taskdir_write_json(t->rt.dir, "staged.json", doc, 0, &st->eb)) {
 			stage_unhold(&a->cache, st->res.keys);
@@ -1653,7 +1597,7 @@ static void stage_done(uv_work_t *req, int status)
 		}
 		json_decref(doc);
 	}
-	if (!st->ret)
+	if (!st->ret && json_array_size(st->data))
 		fprintf(stderr, "yard agent: task %" PRId64 ": staged %zu entries, %" PRIu64 " bytes of data, %" PRIu64
 			" bytes transferred in %" PRIu64 " ms\n", st->id, json_array_size(st->data), st->res.staged,
 			st->res.transferred, mono_ms() - st->t0);
@@ -1670,6 +1614,8 @@ static void stage_done(uv_work_t *req, int status)
 		unlink(p);
 		free(p);
 		task_fail(a, t, "staging_failed: stopped before the task started");
+	} else if (st->ret && st->fetch_failed) {
+		task_fail(a, t, st->eb.msg);
 	} else if (st->ret) {
 		char *why = xasprintf("staging_failed: %s", st->eb.msg);
 		fprintf(stderr, "yard agent: task %" PRId64 ": %s\n", st->id, why);
@@ -1678,15 +1624,13 @@ static void stage_done(uv_work_t *req, int status)
 	} else {
 		task_launch(a, t);
 	}
-	stage_result_release(&st->res);
-	json_decref(st->data);
-	free(st->data_dir);
-	free(st->token);
-	free(st);
+	astage_free(st);
 }
 
-/* Starts staging t's data; 0 when under way (stage_done continues). */
-static int task_stage(struct agent *a, struct atask *t, json_t *data, struct errbuf *eb)
+/* Starts fetching t's code and checkpoint and staging its data (data,
+ * code, ckpt: the assignment's); 0 when under way (stage_done continues). */
+static int task_stage(struct agent *a, struct atask *t, json_t *data, const char *code, const char *ckpt,
+		      struct errbuf *eb)
 {
 	struct astage *st = xcalloc(1, sizeof(*st));
 	char *id;
@@ -1697,6 +1641,11 @@ static int task_stage(struct agent *a, struct atask *t, json_t *data, struct err
 	st->id = t->rt.id;
 	st->data = json_incref(data);
 	st->data_dir = xasprintf("%s/data", t->rt.dir);
+	st->code = code ? xstrdup(code) : NULL;
+	st->ckpt = ckpt ? xstrdup(ckpt) : NULL;
+	st->code_dir = xasprintf("%s/code", t->rt.dir);
+	st->fetch = (struct fetch_config){ a->cfg->work_dir, a->cfg->master_url,
+					   { a->cfg->master_ca, a->cfg->master_pin }, st->token, &a->fetch_lock };
 	st->t0 = mono_ms();
 	st->cfg.cache = &a->cache;
 	st->cfg.master_url = a->cfg->master_url;
@@ -1713,11 +1662,7 @@ static int task_stage(struct agent *a, struct atask *t, json_t *data, struct err
 	stage_result_init(&st->res);
 	st->req.data = st;
 	if (uv_queue_work(&a->loop, &st->req, stage_work, stage_done) != 0) {
-		stage_result_release(&st->res);
-		json_decref(st->data);
-		free(st->data_dir);
-		free(st->token);
-		free(st);
+		astage_free(st);
 		return error(eb, YERR(INTERNAL), "staging_failed: cannot queue the staging");
 	}
 	t->staging = st;
@@ -1746,21 +1691,9 @@ static void start_task(struct agent *a, json_t *assignment, int64_t id)
 			    json_string_value(json_object_get(assignment, "error")));
 		goto fail;
 	}
-	if (code && (ret = fetch_code(a, code, &t->rt.code, &eb)))
-		goto fail;
 	const char *ckpt = json_string_value(json_object_get(assignment, "checkpoint"));
-	if (ckpt && (ret = ckpt_fetch(a, json_integer_value(json_object_get(assignment, "job")), ckpt, &eb)))
-		goto fail;
-	/* every runtime starts the task in a fresh copy of the job's code */
-	if (t->rt.code) {
-		char *cwd = xasprintf("%s/code", t->rt.dir);
-		ret = codepack_extract(t->rt.code, cwd, &eb);
-		free(cwd);
-		if (ret)
-			goto fail;
-	}
-	if (json_array_size(data)) {
-		if ((ret = task_stage(a, t, data, &eb)))
+	if (code || ckpt || json_array_size(data)) {
+		if ((ret = task_stage(a, t, data, code, ckpt, &eb)))
 			goto fail;
 		return;
 	}
@@ -2101,9 +2034,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	uv_timer_init(&a.loop, &a.tick);
 	a.tick.data = &a;
 	uv_timer_start(&a.tick, on_tick, 100, 100);
-	httpc_init(&a.code_http, cfg->master_url,
-		   &(struct httpc_tls){ cfg->master_ca, cfg->master_pin }, NULL);
-	a.code_http.timeout_ms = 300000;
+	pthread_mutex_init(&a.fetch_lock, NULL);
 
 	a.sh.s = a.s;
 	a.sh.sampler = gpu_sampler_open(cfg->gpus);
@@ -2143,7 +2074,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	uv_close((uv_handle_t *)&a.tick, NULL);
 	uv_run(&a.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a.loop);
-	httpc_release(&a.code_http);
+	pthread_mutex_destroy(&a.fetch_lock);
 	pthread_mutex_lock(&a.sh.lock);
 	a.sh.quit = true;
 	pthread_cond_signal(&a.sh.cond);

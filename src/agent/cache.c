@@ -21,7 +21,7 @@ static int64_t now_ms(void)
 
 bool cache_key_valid(const char *key)
 {
-	static const char *const kinds[] = { "yard-", "s3-", "https-" };
+	static const char *const kinds[] = { "yard-", "s3-", "https-", "job-" };
 	for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
 		size_t n = strlen(kinds[i]);
 		if (!strncmp(key, kinds[i], n))

@@ -1,7 +1,7 @@
 /*
  * The node's data cache (docs/datasets.md, "The node cache"): WORK/cache
  * holds one directory per staged dataset, named by its content key
- * ("yard-HEX", "s3-HEX", "https-HEX"), read-only and shared by every task
+ * ("yard-HEX", "s3-HEX", "https-HEX", "job-HEX"), read-only and shared by every task
  * that uses it. WORK/cache/index.json keeps each entry's size and last use,
  * so that least recently used entries can be evicted under a cap.
  *
@@ -48,7 +48,7 @@ struct cache {
 int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb);
 void cache_release(struct cache *c);
 
-/* cache_key_valid: "yard-", "s3-" or "https-" and 64 lowercase hex digits. */
+/* cache_key_valid: "yard-", "s3-", "https-" or "job-" and 64 lowercase hex digits. */
 bool cache_key_valid(const char *key);
 
 /* Paths of an entry and of its staging dir. Caller frees. */

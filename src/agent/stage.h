@@ -9,6 +9,9 @@
  * - s3: ListObjectsV2 (path-style) and GET of every object under the
  *   prefix, signed with SigV4 by libcurl; sizes and plain-MD5 ETags checked;
  * - https/http: one GET to a file, its sha256 checked;
+ * - job: each archive of an earlier job's outputs or checkpoint (the
+ *   master pins them: jobsource.h) by GET /v1/code/{digest}, verified and
+ *   unpacked into its dir of the entry;
  * - file: a symlink to the path, never a copy.
  */
 #ifndef YARD_AGENT_STAGE_H

@@ -428,25 +428,10 @@ int client_blob_put(struct client *c, const char *digest, const void *data, size
 
 int client_archive_get(struct client *c, const char *digest, const char *path, struct errbuf *eb)
 {
-	struct httpc_response res;
-	char got[SHA256_HEX_LEN + 1];
-	char *url = xasprintf("/v1/code/%s", digest);
 	int ret;
 
-	httpc_response_init(&res);
 	c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
-	ret = httpc_request(&c->http, "GET", url, NULL, 0, NULL, &res, eb);
+	ret = httpc_get_archive(&c->http, digest, path, eb);
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
-	if (!ret && res.status != 200)
-		ret = httpc_error_from_reply(&res, eb);
-	if (!ret) {
-		sha256_hex(res.body.buf, res.body.len, got);
-		if (strncmp(digest, "sha256:", 7) || strcmp(digest + 7, got))
-			ret = error(eb, YERR(IO), "archive '%s' arrived with digest 'sha256:%s'", digest, got);
-		else if (write_file_atomic(path, res.body.buf, res.body.len, 0600) < 0)
-			ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
-	}
-	httpc_response_release(&res);
-	free(url);
 	return ret;
 }

@@ -1,6 +1,8 @@
 #include "base/compat.h"
 #include "common/httpc.h"
 
+#include "base/crypto.h"
+#include "base/fsutil.h"
 #include "base/xalloc.h"
 
 #include <ctype.h>
@@ -558,4 +560,30 @@ char *url_escape(const char *s)
 			strbuf_addf(&sb, "%%%02X", ch);
 	}
 	return strbuf_detach(&sb, NULL);
+}
+
+int httpc_get_archive(struct httpc *c, const char *digest, const char *path, struct errbuf *eb)
+{
+	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : "";
+	struct httpc_response res;
+	char got[SHA256_HEX_LEN + 1];
+	int ret;
+
+	if (strlen(hex) != SHA256_HEX_LEN || strspn(hex, "0123456789abcdef") != SHA256_HEX_LEN)
+		return error(eb, YERR(BAD_REQUEST), "'%s' is not a digest (sha256:HEX)", digest);
+	char *url = xasprintf("/v1/code/%s", digest);
+	httpc_response_init(&res);
+	ret = httpc_request(c, "GET", url, NULL, 0, NULL, &res, eb);
+	if (!ret && res.status != 200)
+		ret = httpc_error_from_reply(&res, eb);
+	if (!ret) {
+		sha256_hex(res.body.buf, res.body.len, got);
+		if (strcmp(got, hex))
+			ret = error(eb, YERR(IO), "archive '%s' arrived with digest 'sha256:%s'", digest, got);
+		else if (write_file_atomic(path, res.body.buf, res.body.len, 0644) < 0)
+			ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
+	}
+	httpc_response_release(&res);
+	free(url);
+	return ret;
 }

@@ -1348,7 +1348,7 @@ static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
 /* ------------------------------------------------------------------------ */
 /* data: the sources a job's tasks find under YARD_DATA_DIR (docs/datasets.md). */
 
-static const char *const data_kind_names[] = { "yard", "s3", "https", "file" };
+static const char *const data_kind_names[] = { "yard", "s3", "https", "file", "job" };
 static_assert(ARRAY_SIZE(data_kind_names) == DATA_KIND__COUNT, "data kind names");
 
 const char *spec_data_kind_name(enum spec_data_kind k) { return data_kind_names[k]; }
@@ -1433,6 +1433,18 @@ static const char *parse_source(const char *src, struct spec_data *d, char **def
 		*def = xstrdup(n);
 		return NULL;
 	}
+	if (!strncmp(src, "yard-job://", 11)) {
+		const char *rest = src + 11, *slash = strchr(rest, '/');
+		char *id = slash ? xstrndup(rest, (size_t)(slash - rest)) : NULL;
+		int bad = !id || id[0] == '0' || parse_u64_str(id, &d->job) || !d->job;
+		free(id);
+		d->kind = DATA_JOB;
+		if (bad || (strcmp(slash, "/outputs") && strcmp(slash, "/checkpoint")))
+			return "expected yard-job://ID/outputs or yard-job://ID/checkpoint, ID a job id";
+		d->checkpoint = !strcmp(slash, "/checkpoint");
+		*def = xasprintf("job-%" PRIu64 "%s", d->job, d->checkpoint ? "-checkpoint" : "");
+		return NULL;
+	}
 	if (!strncmp(src, "s3://", 5)) {
 		const char *b = src + 5, *slash = strchr(b, '/');
 		size_t blen = slash ? (size_t)(slash - b) : strlen(b);
@@ -1472,7 +1484,8 @@ static const char *parse_source(const char *src, struct spec_data *d, char **def
 		*def = last_component(src + 7, strlen(src + 7));
 		return NULL;
 	}
-	return "expected yard://NAME[@N], s3://BUCKET/PREFIX, https://HOST/PATH or file:///PATH";
+	return "expected yard://NAME[@N], yard-job://ID/outputs, s3://BUCKET/PREFIX, https://HOST/PATH or "
+	       "file:///PATH";
 }
 
 static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)

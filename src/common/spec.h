@@ -88,7 +88,7 @@ struct spec_role {
 };
 
 /* The kinds of data source (docs/datasets.md). */
-enum spec_data_kind { DATA_YARD, DATA_S3, DATA_HTTPS, DATA_FILE, DATA_KIND__COUNT };
+enum spec_data_kind { DATA_YARD, DATA_S3, DATA_HTTPS, DATA_FILE, DATA_JOB, DATA_KIND__COUNT };
 
 #define SPEC_MAX_DATA 64
 
@@ -101,6 +101,8 @@ struct spec_data {
 	char *sha256;          /* owned 64 hex digits (https), else NULL */
 	char *name;            /* owned dataset name (yard), else NULL */
 	unsigned version;      /* yard: the version, 0 = the latest */
+	uint64_t job;          /* job: the job whose outputs or checkpoint it reads */
+	bool checkpoint;       /* job: yard-job://ID/checkpoint, not /outputs */
 };
 
 struct job_spec {

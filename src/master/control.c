@@ -5,6 +5,7 @@
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/jobs.h"
+#include "master/jobsource.h"
 #include "master/visibility.h"
 
 int control_check_after(struct master *m, const struct caller *c, const struct job_spec *spec,
@@ -53,6 +54,17 @@ static enum dep_verdict dep_verdict(struct master *m, const struct job *j, char 
 	return DEP_MET;
 }
 
+/* verdict: dep_verdict, then, once the dependencies are met, j's data from
+ * earlier jobs pinned (jobsource.h): a job that left nothing fails j. */
+static enum dep_verdict verdict(struct master *m, struct job *j, char *msg, size_t size)
+{
+	enum dep_verdict v = j->spec->nafter ? dep_verdict(m, j, msg, size) : DEP_MET;
+
+	if (v == DEP_MET && jobsource_pin(m, j, msg, size))
+		return DEP_FAILED;
+	return v;
+}
+
 /* sweep_once marks m's queued jobs and gathers (OUT: fail, nfail) those to
  * fail. */
 static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
@@ -66,7 +78,7 @@ static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
 
 		if (!j || j->state != JOB_QUEUED || !j->spec)
 			continue;
-		v = j->spec->nafter ? dep_verdict(m, j, msg, sizeof(msg)) : DEP_MET;
+		v = verdict(m, j, msg, sizeof(msg));
 		if (v == DEP_FAILED) {
 			fail[(*nfail)++] = j;
 			continue;
@@ -96,7 +108,7 @@ void control_sweep(struct master *m)
 		if (!nfail)
 			break;
 		for (size_t k = 0; k < nfail; k++) {
-			dep_verdict(m, fail[k], msg, sizeof(msg));
+			verdict(m, fail[k], msg, sizeof(msg));
 			fail[k]->blocked = false;
 			jobs_end(m, fail[k], JOB_EV_DEPENDENCY_FAILED, "dependency", msg);
 		}

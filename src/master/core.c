@@ -5,6 +5,7 @@
 #include "base/xalloc.h"
 #include "master/codeindex.h"
 #include "master/experiments.h"
+#include "master/jobsource.h"
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
@@ -468,6 +469,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	json_decref(d);
 	codeindex_add(&m->code_index, j->code, j->id);
 	codeindex_add(&m->code_index, j->checkpoint, j->id);
+	jobsource_index(m, j);
 	core_index_submit_key(m, j);
 	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {

@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "master/jobsource.h"
 #include "master/visibility.h"
 
 int datasets_open(struct master *m, struct errbuf *eb)
@@ -606,6 +607,13 @@ int datasets_resolve(struct master *m, const struct caller *c, struct job_spec *
 			json_object_set_new(e, "size", json_integer((json_int_t)v->size));
 		} else if (d->kind == DATA_HTTPS) {
 			json_object_set_new(e, "sha256", json_string(d->sha256));
+		} else if (d->kind == DATA_JOB) {
+			int ret = jobsource_resolve(m, c, spec, i, e, eb);
+			if (ret) {
+				json_decref(e);
+				json_decref(arr);
+				return ret;
+			}
 		}
 		json_array_append_new(arr, e);
 	}

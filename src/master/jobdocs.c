@@ -79,6 +79,7 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "finished_at", time_json(j->finished_at));
 	json_object_set_new(d, "code", j->code ? json_string(j->code) : json_null());
 	json_object_set_new(d, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
+	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_array());
 	json_object_set_new(d, "checkpoint_at", time_json(j->checkpoint_at));
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)

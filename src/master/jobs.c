@@ -17,6 +17,7 @@
 #include "master/experiments.h"
 #include "master/datasets.h"
 #include "master/execs.h"
+#include "master/jobsource.h"
 #include "master/visibility.h"
 #include "sched/estimate.h"
 #include "sched/decide.h"
@@ -331,6 +332,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 	j->code = code ? xstrdup(code) : NULL;
 	j->submit_key = key ? xstrdup(key) : NULL;
 	codeindex_add(&m->code_index, j->code, j->id);
+	jobsource_index(m, j);
 	core_index_submit_key(m, j);
 	canon = spec_to_json(spec);
 	j->spec_text = json_dumps(canon, JSON_COMPACT | JSON_REAL_PRECISION(15));

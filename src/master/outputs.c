@@ -9,6 +9,7 @@
 #include "common/state.h"
 #include "master/codeindex.h"
 #include "master/core.h"
+#include "master/jobsource.h"
 #include "master/store.h"
 
 static bool same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
@@ -41,6 +42,21 @@ static bool held(struct master *m, const char *digest, uint64_t now)
 	return false;
 }
 
+/* Whether a job not final yet reads digest as data (jobsource.h): the
+ * outputs it reads wait until it is final. */
+static bool read_by_live_job(struct master *m, const char *digest)
+{
+	size_t n;
+	const uint64_t *ids = codeindex_find(m->code_index, digest, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct job *j = core_job(m, ids[i]);
+		if (j && !job_state_is_final(j->state) && jobsource_has(j, digest))
+			return true;
+	}
+	return false;
+}
+
 /* Frees the outputs of task t (of an expired job) at now. */
 static void expire_task(struct master *m, struct task *t, uint64_t now)
 {
@@ -67,7 +83,7 @@ void outputs_expire(struct master *m, uint64_t now)
 		return;
 	for (size_t i = 1; i <= m->ntasks; i++) {
 		struct task *t = m->tasks[i - 1];
-		if (!t || !t->outputs || !expired(m, t->job, now))
+		if (!t || !t->outputs || !expired(m, t->job, now) || read_by_live_job(m, t->outputs))
 			continue;
 		if (!opened && core_batch_open(m))
 			return; /* the store is not answering: the next tick tries again */

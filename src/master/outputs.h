@@ -5,7 +5,9 @@
  * and the archive leaves the store unless something else still holds it
  * (the code or checkpoint of any job, the outputs of a job not yet
  * expired: archives are content-addressed, so equal dirs share one).
- * Outputs of a job that is not final are never freed.
+ * Outputs of a job that is not final are never freed, nor those that a job
+ * not final yet reads as data (yard-job://, jobsource.h): they wait until
+ * it is.
  */
 #ifndef YARD_MASTER_OUTPUTS_H
 #define YARD_MASTER_OUTPUTS_H

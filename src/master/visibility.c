@@ -7,6 +7,7 @@
 #include "master/codeindex.h"
 #include "master/datasets.h"
 #include "master/experiments.h"
+#include "master/jobsource.h"
 
 int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
 {
@@ -88,6 +89,7 @@ void visibility_redact_job(json_t *doc)
 	json_object_set_new(doc, "spec", kept);
 	json_object_del(doc, "code");
 	json_object_del(doc, "checkpoint");
+	json_object_del(doc, "data");
 	json_object_set_new(doc, "redacted", json_true());
 }
 
@@ -107,8 +109,8 @@ static bool node_needs(const struct master *m, const char *node,
 
 static bool job_has_code(const struct job *j, const char *digest)
 {
-	if (same(j->code, digest) || same(j->checkpoint, digest))
-		return true;
+	if (same(j->code, digest) || same(j->checkpoint, digest) || jobsource_has(j, digest))
+		return true; /* its code, checkpoint or data from an earlier job */
 	for (size_t i = 0; i < j->ntasks; i++)
 		if (same(j->tasks[i]->outputs, digest))
 			return true; /* a task's outputs (api_outputs.c) */

@@ -156,6 +156,37 @@ def test_pipeline_first_step_fails():
         check_eq(c.api.wait_job(d["id"])["state"], "succeeded", "the after-any step")
 
 
+def test_pipeline_step_reads_the_outputs_of_the_one_before():
+    # a step reads what the step before left, pinned once that one ends
+    produce = 'sleep 1; echo "epoch 3" > "$YARD_OUTPUT_DIR/model.txt"'
+    consume = 'set -e; test "$(cat "$YARD_DATA_DIR/prev/worker-0/model.txt")" = "epoch 3"'
+    with cluster("pipedata") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        _, a = c.api.submit(spec([SH, "-c", produce], name="train"))
+        src = f"yard-job://{a['id']}/outputs"
+        st, doc = c.api.submit(spec([SH, "-c", consume], name="early", data=[{"source": src, "mount": "prev"}]))
+        check_eq(st, 400, f"reading a running job's outputs without after: {doc}")
+        check(doc["error"].get("field") == "data[0].source" and "after" in doc["error"]["message"],
+              f"the error names the field and says to list it in after: {doc}")
+        st, b = c.api.submit(spec([SH, "-c", consume], name="eval", after=[a["id"]],
+                                  data=[{"source": src, "mount": "prev"}]))
+        check_eq(st, 201, f"the step after, reading its outputs: {b}")
+        jb = c.api.wait_job(b["id"])
+        check_eq(jb["state"], "succeeded", f"the step read the outputs of the one before: {jb}")
+        check(jb["data"][0].get("archives"), f"its data was pinned when train ended: {jb['data']}")
+        # a step whose predecessor left nothing fails with that reason
+        _, e = c.api.submit(spec([SH, "-c", "sleep 0.5"], name="empty"))
+        _, f = c.api.submit(spec([SH, "-c", "true"], name="reader", after=[e["id"]],
+                                 data=[{"source": f"yard-job://{e['id']}/outputs"}]))
+        jf = c.api.wait_job(f["id"])
+        check_eq((jf["state"], jf["reason"]["code"]), ("failed", "dependency"), f"reader of nothing: {jf}")
+        check_eq(jf["reason"]["message"], f"data[0]: job {e['id']} left no outputs", "its reason")
+        st, doc = c.api.submit(spec([SH, "-c", "true"], name="late", data=[{"source": f"yard-job://{e['id']}/outputs"}]))
+        check_eq(st, 400, f"reading a final job that left nothing: {doc}")
+        check(f"job {e['id']} left no outputs" in doc["error"]["message"], f"the reason: {doc}")
+
+
 def test_after_unknown_or_invisible_job_refused():
     with cluster("afterbad") as c:
         c.start_master()

@@ -148,8 +148,32 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         want = big_digest()
         wait_until(lambda: want in c.api.log(rj["id"]).decode(), 30, "the reader read the 200 MB file whole")
 
+        # ... or straight from the job: every task's latest outputs and the checkpoint
+        reader = ('set -e; d="$YARD_DATA_DIR"; for i in 0 1; do '
+                  'test "$(cat "$d/prev/worker-$i/who.txt")" = "worker/$i attempt 1"; done; '
+                  'test "$(cat "$d/ck/model.ckpt")" = "weights of attempt 0"; '
+                  'test ! -e "$d/prev/worker-1/big.bin"; sha256sum "$d/prev/worker-0/big.bin"')
+        st, rj = c.api.submit(spec(["/bin/sh", "-c", reader], name="reader2",
+                                   data=[{"source": f"yard-job://{jid}/outputs", "mount": "prev"},
+                                         {"source": f"yard-job://{jid}/checkpoint", "mount": "ck"}]),
+                              token=alice)
+        check_eq(st, 201, f"submit the yard-job:// reader: {rj}")
+        rjob = c.api.wait_job(rj["id"], timeout=300)
+        check_eq(rjob["state"], "succeeded", f"the reader found the job's outputs and checkpoint: {rjob}")
+        wait_until(lambda: want in c.api.log(rj["id"]).decode(), 30,
+                   "the yard-job:// reader read the 200 MB file whole")
+        st, shown = c.api.json("GET", f"/v1/jobs/{rj['id']}", token=alice)
+        pinned = [d for d in shown.get("data", []) if d["kind"] == "job" and d["mount"] == "prev"]
+        check(pinned and sorted(a["dir"] for a in pinned[0]["archives"]) == ["worker-0", "worker-1"],
+              f"the reader's data is pinned to each task's archive: {shown.get('data')}")
+
         # someone who may not see the job whole
         eve = c.user_token("eve")
+        st, err = c.api.submit(spec(["true"], name="eve-reader",
+                                    data=[{"source": f"yard-job://{jid}/outputs"}]), token=eve)
+        check_eq(st, 400, f"eve reads alice's job's outputs as data: {err}")
+        check(err["error"].get("field") == "data[0].source" and f"no job {jid}" in err["error"]["message"],
+              f"refused as if there were no such job: {err}")
         st, _ = c.api.json("GET", f"/v1/jobs/{jid}/outputs", token=eve)
         check_eq(st, 403, "eve lists alice's job's outputs")
         digest = [t for t in doc["tasks"] if t["attempt"] == 1 and t["index"] == 0][0]["outputs"]
@@ -198,6 +222,13 @@ def test_outputs_retention_frees_final_jobs_only():
                     'sleep 300')
         _, live = c.api.submit(spec(["/bin/sh", "-c", live_cmd], name="live", restart={"max": 1}))
         check_eq(c.api.wait_job(done["id"], timeout=60)["state"], "succeeded", "the short job")
+        # outputs that a job yet to run reads as data wait for it
+        _, read = c.api.submit(spec(["/bin/sh", "-c", 'echo read > "$YARD_OUTPUT_DIR/f"'], name="read"))
+        check_eq(c.api.wait_job(read["id"], timeout=60)["state"], "succeeded", "the job to be read")
+        _, reader = c.api.submit(spec(["/bin/sh", "-c", 'test "$(cat "$YARD_DATA_DIR/in/worker-0/f")" = read'],
+                                      name="reader",
+                                      after={"any": [live["id"]]},
+                                      data=[{"source": f"yard-job://{read['id']}/outputs", "mount": "in"}]))
 
         def outs(jid):
             return [t["outputs"] for t in c.api.json("GET", f"/v1/jobs/{jid}/outputs", expect=200)[1]["tasks"]]
@@ -216,4 +247,8 @@ def test_outputs_retention_frees_final_jobs_only():
         st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
         check(st in (403, 404), f"the freed archive is not served: HTTP {st}")
         check(outs(live["id"])[0], "the live job keeps its first attempt's outputs past the retention")
+        check(outs(read["id"])[0], "outputs that a queued job reads are kept past the retention")
         c.api.json("POST", f"/v1/jobs/{live['id']}/cancel", expect=200)
+        check_eq(c.api.wait_job(reader["id"], timeout=60)["state"], "succeeded",
+                 "the reader read them once it could run")
+        wait_until(lambda: outs(read["id"]) == [None], 30, "the read job's outputs freed once its reader ended")

@@ -272,10 +272,19 @@ static const struct bad_case bad_cases[] = {
 		"data[0].source: http:// is only for a loopback host; use https://, got \"http://example.com/f\"" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'file:///a/../etc'}]", "data[0].source",
 		"data[0].source: the path may not have a '..' component, got \"file:///a/../etc\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard-job://12'}]", "data[0].source",
+		"data[0].source: expected yard-job://ID/outputs or yard-job://ID/checkpoint, ID a job id, got "
+		"\"yard-job://12\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard-job://0/outputs'}]", "data[0].source",
+		"data[0].source: expected yard-job://ID/outputs or yard-job://ID/checkpoint, ID a job id, got "
+		"\"yard-job://0/outputs\"" },
+	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard-job://7/logs'}]", "data[0].source",
+		"data[0].source: expected yard-job://ID/outputs or yard-job://ID/checkpoint, ID a job id, got "
+		"\"yard-job://7/logs\"" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 's3://B/p'}]", "data[0].source",
 		"data[0].source: expected s3://BUCKET[/PREFIX], BUCKET [a-z0-9][a-z0-9.-]{1,62}, got \"s3://B/p\"" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'ftp://x/y'}]", "data[0].source",
-		"data[0].source: expected yard://NAME[@N], s3://BUCKET/PREFIX, https://HOST/PATH or file:///PATH, got \"ftp://x/y\"" },
+		"data[0].source: expected yard://NAME[@N], yard-job://ID/outputs, s3://BUCKET/PREFIX, https://HOST/PATH or file:///PATH, got \"ftp://x/y\"" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', sha256: x}]", "data[0].sha256",
 		"data[0].sha256: only an https source takes a checksum" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d', mnt: x}]", "data[0].mnt",
@@ -843,8 +852,16 @@ static void test_data(void **state)
 		 "  - {source: \"https://host/f.tar?x=1\", sha256: "
 		 "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n"
 		 "  - {source: file:///shared/imagenet}\n"
-		 "  - {source: s3://bucket2, mount: a/b/c}\n", &spec);
-	assert_int_equal(spec.ndata, 6);
+		 "  - {source: s3://bucket2, mount: a/b/c}\n"
+		 "  - {source: yard-job://42/outputs}\n"
+		 "  - {source: yard-job://42/checkpoint}\n", &spec);
+	assert_int_equal(spec.ndata, 8);
+	assert_int_equal(spec.data[6].kind, DATA_JOB);
+	assert_int_equal(spec.data[6].job, 42);
+	assert_false(spec.data[6].checkpoint);
+	assert_string_equal(spec.data[6].mount, "job-42");
+	assert_true(spec.data[7].checkpoint);
+	assert_string_equal(spec.data[7].mount, "job-42-checkpoint");
 	assert_int_equal(spec.data[0].kind, DATA_YARD);
 	assert_string_equal(spec.data[0].name, "digits");
 	assert_int_equal(spec.data[0].version, 2);
@@ -866,7 +883,9 @@ static void test_data(void **state)
 		" {\"source\": \"https://host/f.tar?x=1\", \"mount\": \"f.tar\", \"sha256\":"
 		" \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"},"
 		" {\"source\": \"file:///shared/imagenet\", \"mount\": \"imagenet\", \"sha256\": null},"
-		" {\"source\": \"s3://bucket2\", \"mount\": \"a/b/c\", \"sha256\": null}]");
+		" {\"source\": \"s3://bucket2\", \"mount\": \"a/b/c\", \"sha256\": null},"
+		" {\"source\": \"yard-job://42/outputs\", \"mount\": \"job-42\", \"sha256\": null},"
+		" {\"source\": \"yard-job://42/checkpoint\", \"mount\": \"job-42-checkpoint\", \"sha256\": null}]");
 	{
 		/* the canonical form parses back to the same */
 		struct job_spec again;
