@@ -11,7 +11,7 @@ static const char *const sweep_fields[] = { "method", "params", "trials", "max_p
 	"objective", "early_stop", NULL };
 static const char *const objective_fields[] = { "metric", "mode", NULL };
 static const char *const stop_fields[] = { "method", "resource", "min_resource", "max_resource",
-	"reduction_factor", "min_trials", NULL };
+	"reduction_factor", "min_trials", "pause", NULL };
 static const char *const domain_names[] = { "list", "uniform", "log_uniform", "int" };
 static_assert(ARRAY_SIZE(domain_names) == SWEEP_INT + 1, "a name per domain");
 
@@ -202,6 +202,12 @@ static int get_stop(const json_t *v, struct spec_sweep *s, struct errbuf *eb)
 				: "sweep.early_stop.reduction_factor", "only for method: asha");
 	if (s->stop != SWEEP_STOP_MEDIAN && json_object_get(v, "min_trials"))
 		return spec_bad(eb, "sweep.early_stop.min_trials", "only for method: median");
+	res = json_object_get(v, "pause");
+	if (res && !json_is_boolean(res))
+		return spec_bad_got(eb, "sweep.early_stop.pause", "true or false", res);
+	if (json_is_true(res) && s->stop != SWEEP_STOP_ASHA)
+		return spec_bad(eb, "sweep.early_stop.pause", "only for method: asha");
+	s->pause = json_is_true(res);
 	return 0;
 }
 
@@ -333,6 +339,7 @@ json_t *spec_sweep_to_json(const struct spec_sweep *s)
 		json_object_set_new(stop, "max_resource",
 				    json_real(s->max_resource ? s->max_resource : s->min_resource * 1000));
 		json_object_set_new(stop, "reduction_factor", json_real(s->reduction_factor));
+		json_object_set_new(stop, "pause", json_boolean(s->pause));
 	} else {
 		json_object_set_new(stop, "min_trials", json_integer(s->min_trials));
 	}

@@ -23,6 +23,10 @@
  *                                 x min_resource)
  *       reduction_factor: 3       asha: 1 in this many goes on at each rung
  *       min_trials: 3             median: the other trials a median needs
+ *       pause: false              asha: the promotion form (earlystop.h): a
+ *                                 trial not promoted at a rung is paused, and
+ *                                 resumed from its checkpoint if it is later
+ *                                 promoted
  *
  * A swept parameter missing from params is added to it, so that "{params.K}"
  * placeholders may name it; every trial's params are the spec's with the
@@ -68,6 +72,7 @@ struct spec_sweep {
 	double min_resource, max_resource; /* max_resource 0: min_resource x 1000 */
 	double reduction_factor; /* asha, > 1 */
 	unsigned min_trials;     /* median, >= 1 */
+	bool pause;              /* asha: the promotion form */
 };
 
 /* spec_sweep_parse validates v (NULL or null: no sweep, *out NULL) into a

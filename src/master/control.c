@@ -143,6 +143,19 @@ int control_release(struct master *m, struct job *j, struct errbuf *eb)
 	return 0;
 }
 
+int control_pause(struct master *m, struct job *j, const char *by, const char *why)
+{
+	if (j->state != JOB_RUNNING && j->state != JOB_STARTING)
+		return -1;
+	jobs_preempt(m, j, why);
+	free(j->held_by);
+	j->held_by = xstrdup(by);
+	j->blocked = true;
+	core_save_job(m, j);
+	m->sched_needed = true;
+	return 0;
+}
+
 int control_set_priority(struct master *m, struct job *j, const char *name, struct errbuf *eb)
 {
 	static const char *const names[] = { "low", "normal", "high" };

@@ -35,6 +35,10 @@ void control_sweep(struct master *m);
  * control_release undoes it (YERR(CONFLICT) when it is not held). */
 int control_hold(struct master *m, struct job *j, const char *by, struct errbuf *eb);
 int control_release(struct master *m, struct job *j, struct errbuf *eb);
+/* control_pause preempts running (or starting) job j (jobs_preempt, for
+ * the reason why) and holds it for by, its GPUs freed; control_release
+ * resumes it, from its checkpoint. -1 when j is not running or starting. */
+int control_pause(struct master *m, struct job *j, const char *by, const char *why);
 /* control_set_priority gives j priority name ("low", "normal", "high");
  * YERR(BAD_REQUEST), field "priority", naming the value otherwise, and
  * YERR(CONFLICT) when j is final. The next pass sees it. */

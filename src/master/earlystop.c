@@ -142,6 +142,99 @@ static bool judge_median(const struct spec_sweep *s, struct es_trial *const *tri
 	return true;
 }
 
+/* ---- ASHA's promotion form ---- */
+
+/* The highest rung t is recorded at, or -1. */
+static int top_rung(const struct es_trial *t)
+{
+	for (int k = ES_RUNGS_MAX; k-- > 0;)
+		if (t->recorded & (1u << k))
+			return k;
+	return -1;
+}
+
+/* How many trials are recorded at rung k (*n), and how many of them rank
+ * above trials[me] there (higher score; equal scores: the lower index). */
+static size_t rank_at(struct es_trial *const *trials, size_t n_trials, size_t me, int k, size_t *n)
+{
+	double mine = trials[me]->rung_score[k];
+	size_t above = 0;
+
+	*n = 0;
+	for (size_t i = 0; i < n_trials; i++) {
+		const struct es_trial *o = trials[i];
+		if (!o || !(o->recorded & (1u << k)))
+			continue;
+		(*n)++;
+		if (i != me && (o->rung_score[k] > mine || (o->rung_score[k] == mine && i < me)))
+			above++;
+	}
+	return above;
+}
+
+/* Whether trials[me] is among the best floor(n/eta) of rung k. */
+static bool in_top(const struct spec_sweep *s, struct es_trial *const *trials, size_t n_trials, size_t me,
+		   int k)
+{
+	size_t n, above = rank_at(trials, n_trials, me, k, &n);
+	return (double)above < floor((double)n / s->reduction_factor);
+}
+
+enum es_verdict earlystop_arrive(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+				 size_t me, char *why, size_t size)
+{
+	struct es_trial *t = trials[me];
+	double rungs[ES_RUNGS_MAX], res;
+	size_t nr = earlystop_rungs(s, rungs), there;
+	int k;
+
+	if (!t || !t->n)
+		return ES_NONE;
+	res = t->res[t->n - 1];
+	for (k = (int)nr - 1; k >= 0 && res < rungs[k]; k--)
+		;
+	if (k < 0 || (t->recorded & (1u << k)))
+		return ES_NONE;
+	t->recorded |= 1u << k;
+	t->rung_score[k] = t->score[t->n - 1];
+	if (in_top(s, trials, n, me, k)) {
+		t->promoted |= 1u << k;
+		return ES_GO;
+	}
+	size_t above = rank_at(trials, n, me, k, &there);
+	snprintf(why, size, "asha: %s %g at %s %g ranks %zu of %zu at rung %g, where %g go on: paused "
+		 "until it is promoted", s->metric, value_of(s, t->score[t->n - 1]), res_name(s), res,
+		 above + 1, there, rungs[k], floor((double)there / s->reduction_factor));
+	return ES_PAUSE;
+}
+
+long earlystop_promotion(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+			 const bool *paused, bool force)
+{
+	long best = -1;
+	int best_rung = -1;
+
+	for (int k = ES_RUNGS_MAX; k-- > 0;)
+		for (size_t i = 0; i < n; i++) {
+			struct es_trial *t = trials[i];
+			if (!t || !paused[i] || top_rung(t) != k || (t->promoted & (1u << k)))
+				continue;
+			if (in_top(s, trials, n, i, k)) {
+				t->promoted |= 1u << k;
+				return (long)i;
+			}
+			if (force && (best < 0 || (k == best_rung && t->rung_score[k] > trials[best]->rung_score[k]))) {
+				if (best < 0)
+					best_rung = k;
+				if (k == best_rung)
+					best = (long)i;
+			}
+		}
+	if (best >= 0)
+		trials[best]->promoted |= 1u << best_rung;
+	return best;
+}
+
 bool earlystop_judge(const struct spec_sweep *s, struct es_trial *const *trials, size_t n, size_t me,
 		     char *why, size_t size)
 {

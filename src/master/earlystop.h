@@ -16,6 +16,17 @@
  * quantile of the scores recorded there before it: only about one in eta
  * goes on. The first trial at a rung always goes on.
  *
+ * ASHA's promotion form (early_stop.pause: true), as in the paper: a trial
+ * that reaches a rung is recorded there and goes on only if it is among
+ * the best floor(n/eta) of the n recorded there, itself included (it is
+ * then promoted from that rung); otherwise it is paused. Whenever a trial
+ * may start, the controller first asks for a promotion: from the highest
+ * rung down, a paused trial that is among the best floor(n/eta) of its
+ * rung and was not promoted from it. So no trial goes on only because it
+ * came first. When no trial is left to start and none runs, and none has
+ * finished, the best paused trial of the highest rung is promoted anyway,
+ * so that one trial runs to the end.
+ *
  * Median (Golovin et al., "Google Vizier", 2017): a trial whose progress
  * is at least min_resource is stopped when its best score so far is below
  * the median of the running averages, up to the same progress, of the
@@ -37,6 +48,7 @@ struct es_trial {
 	double *res, *score;     /* owned: its points, in arrival order */
 	size_t n, a;
 	uint32_t recorded;       /* asha: bit k once recorded at rung k */
+	uint32_t promoted;       /* asha's promotion form: bit k once promoted from rung k */
 	double rung_score[ES_RUNGS_MAX];
 };
 
@@ -54,5 +66,22 @@ size_t earlystop_rungs(const struct spec_sweep *s, double out[ES_RUNGS_MAX]);
  * below the rung's cutoff 0.9 (4 trials there)". */
 bool earlystop_judge(const struct spec_sweep *s, struct es_trial *const *trials, size_t n, size_t me,
 		     char *why, size_t size);
+
+/* What the promotion form says of a trial's newest point. */
+enum es_verdict { ES_NONE, ES_GO, ES_PAUSE };
+
+/* earlystop_arrive: for the promotion form, trials[me]'s newest point
+ * (added): ES_NONE when it reached no rung it was not recorded at; else it
+ * is recorded at the highest it reached and ES_GO (promoted from there at
+ * once) or ES_PAUSE, why (size bytes) saying why it pauses. */
+enum es_verdict earlystop_arrive(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+				 size_t me, char *why, size_t size);
+
+/* earlystop_promotion: the paused trial (paused[i]) that the promotion form
+ * promotes now, marked promoted; -1 when none. force: no trial is left to
+ * start, none runs and none finished: the best paused one of the highest
+ * rung that has one goes on, whatever its rank. */
+long earlystop_promotion(const struct spec_sweep *s, struct es_trial *const *trials, size_t n,
+			 const bool *paused, bool force);
 
 #endif

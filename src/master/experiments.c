@@ -9,6 +9,7 @@
 #include "base/xalloc.h"
 #include "common/spec.h"
 #include "common/spec_sweep.h"
+#include "master/control.h"
 #include "master/jobs.h"
 #include "master/store.h"
 #include "master/visibility.h"
@@ -37,11 +38,12 @@ static void exp_save(struct master *m, const struct experiment *e)
 		json_t *rungs = json_array();
 		for (unsigned r = 0; r < ES_RUNGS_MAX; r++)
 			if (t->es.recorded & (1u << r))
-				json_array_append_new(rungs, json_pack("[i, f]", (int)r, t->es.rung_score[r]));
-		json_array_append_new(trials, json_pack("{s:I, s:O, s:o, s:o}", "job", (json_int_t)t->job,
+				json_array_append_new(rungs, json_pack("[i, f, b]", (int)r, t->es.rung_score[r],
+								       (t->es.promoted >> r) & 1));
+		json_array_append_new(trials, json_pack("{s:I, s:O, s:o, s:o, s:b}", "job", (json_int_t)t->job,
 							"params", t->params, "reason",
 							t->reason ? json_string(t->reason) : json_null(),
-							"rungs", rungs));
+							"rungs", rungs, "paused", t->paused));
 	}
 	snprintf(key, sizeof(key), "%" PRIu64, e->id);
 	core_put_doc(m, STORE_EXPERIMENT, key,
@@ -157,10 +159,11 @@ static int submit_trial(struct master *m, struct experiment *e, const json_t *ke
 	return 0;
 }
 
+/* Whether trial t is queued or running (a paused one is neither). */
 static bool trial_live(struct master *m, const struct exp_trial *t)
 {
 	struct job *j = core_job(m, t->job);
-	return j && !job_state_is_final(j->state);
+	return j && !job_state_is_final(j->state) && !t->paused;
 }
 
 int experiments_submit(struct master *m, const struct caller *c, const json_t *body,
@@ -224,16 +227,66 @@ fail:
 	return ret;
 }
 
+/* ---- ASHA's promotion form: paused trials resumed when promoted ---- */
+
+/* Resumes the paused trial that ASHA promotes now; false when none. */
+static bool promote_one(struct master *m, struct experiment *e, size_t live)
+{
+	struct es_trial **all = xcalloc(e->ntrials + 1, sizeof(*all));
+	bool *paused = xcalloc(e->ntrials + 1, sizeof(*paused)), finished = false;
+	struct errbuf eb = ERRBUF_INIT;
+	long k;
+
+	for (size_t i = 0; i < e->ntrials; i++) {
+		struct job *j = core_job(m, e->trials[i].job);
+		all[i] = &e->trials[i].es;
+		paused[i] = e->trials[i].paused && j && j->state == JOB_QUEUED;
+		finished |= j && j->state == JOB_SUCCEEDED;
+	}
+	k = earlystop_promotion(sweep_of(e), all, e->ntrials, paused,
+				!live && e->ntrials >= sweep_of(e)->trials && !finished);
+	free(all);
+	free(paused);
+	if (k < 0)
+		return false;
+	e->trials[k].paused = false;
+	free(e->trials[k].reason);
+	e->trials[k].reason = NULL;
+	control_release(m, core_job(m, e->trials[k].job), &eb);
+	exp_save(m, e);
+	return true;
+}
+
+/* Ends e's paused trials: nothing will promote them now. */
+static void end_paused(struct master *m, struct experiment *e)
+{
+	for (size_t k = 0; k < e->ntrials; k++) {
+		struct exp_trial *t = &e->trials[k];
+		struct job *j = core_job(m, t->job);
+		if (!t->paused)
+			continue;
+		t->paused = false;
+		if (j && !job_state_is_final(j->state))
+			jobs_end(m, j, JOB_EV_EARLY_STOP, "stopped_early", t->reason ? t->reason : "asha: not promoted");
+	}
+	exp_save(m, e);
+}
+
 void experiments_sweep(struct master *m)
 {
 	for (size_t i = 0; i < m->nexps; i++) {
 		struct experiment *e = m->exps[i];
+		bool pause;
 		size_t live = 0;
 
 		if (!e || e->state != EXP_RUNNING)
 			continue;
+		pause = sweep_of(e)->stop == SWEEP_STOP_ASHA && sweep_of(e)->pause;
 		for (size_t k = 0; k < e->ntrials; k++)
 			live += trial_live(m, &e->trials[k]);
+		/* a promotion comes before a new trial */
+		while (pause && live < sweep_of(e)->max_parallel && promote_one(m, e, live))
+			live++;
 		while (live < sweep_of(e)->max_parallel && e->ntrials < sweep_of(e)->trials) {
 			struct errbuf eb = ERRBUF_INIT;
 			char why[sizeof(eb.msg) + 64];
@@ -245,8 +298,11 @@ void experiments_sweep(struct master *m)
 			exp_event(m, e, EXP_EV_SUBMIT_FAILED, why);
 			break;
 		}
-		if (e->state == EXP_RUNNING && !live && e->ntrials >= sweep_of(e)->trials)
+		if (e->state == EXP_RUNNING && !live && e->ntrials >= sweep_of(e)->trials) {
+			if (pause)
+				end_paused(m, e);
 			exp_event(m, e, EXP_EV_ALL_DONE, NULL);
+		}
 	}
 }
 
@@ -318,11 +374,23 @@ void experiments_observe(struct master *m, const struct task *task, const struct
 			t->has_res = true;
 			continue;
 		}
-		if (strcmp(pts[i].name, s->metric) || !trial_point(s, t, pts[i].step, pts[i].value))
+		if (strcmp(pts[i].name, s->metric) || !trial_point(s, t, pts[i].step, pts[i].value) ||
+		    t->paused)
 			continue;
 		all = xcalloc(e->ntrials, sizeof(*all));
 		for (size_t k = 0; k < e->ntrials; k++)
 			all[k] = &e->trials[k].es;
+		if (s->pause) {
+			bool pause = earlystop_arrive(s, all, e->ntrials, j->trial, why, sizeof(why)) == ES_PAUSE;
+			free(all);
+			changed |= t->es.recorded != before;
+			if (pause && e->state == EXP_RUNNING && !control_pause(m, j, why, why)) {
+				free(t->reason);
+				t->reason = xstrdup(why);
+				t->paused = true;
+			}
+			continue;
+		}
 		stop = earlystop_judge(s, all, e->ntrials, j->trial, why, sizeof(why));
 		free(all);
 		changed |= t->es.recorded != before;
@@ -521,12 +589,15 @@ static int load_one(void *ctx, const char *key, const char *text)
 		t->params = json_object_get(tr, "params") ? json_incref(json_object_get(tr, "params"))
 							   : json_object();
 		t->reason = dup_str(tr, "reason");
+		t->paused = json_is_true(json_object_get(tr, "paused"));
 		json_array_foreach(json_object_get(tr, "rungs"), r, rung) {
 			json_int_t at = json_integer_value(json_array_get(rung, 0));
 			if (at < 0 || at >= ES_RUNGS_MAX)
 				continue;
 			t->es.recorded |= 1u << at;
 			t->es.rung_score[at] = json_number_value(json_array_get(rung, 1));
+			if (json_is_true(json_array_get(rung, 2)))
+				t->es.promoted |= 1u << at;
 		}
 	}
 	json_decref(d);

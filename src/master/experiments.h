@@ -13,7 +13,12 @@
  * Every new point of the objective series of a trial's first task (any
  * attempt) reaches experiments_observe (from metrics_post); the early
  * stopping rule (earlystop.h) may then end the trial, JOB_EV_EARLY_STOP:
- * stopped_early, its GPUs freed, its outputs kept as any ended job's.
+ * stopped_early, its GPUs freed, its outputs kept as any ended job's. In
+ * ASHA's promotion form (early_stop.pause) a trial not promoted at a rung
+ * is paused instead (preempted and held: control_pause), and the
+ * controller, before it starts a new trial, resumes a paused one that
+ * earns a promotion (released: it goes on from its checkpoint); once no
+ * trial is left to start and none runs, the paused ones end stopped_early.
  *
  * Persisted: the experiment document (spec, state, trials with their
  * params, rung records and stop reasons), STORE_EXPERIMENT. The points are
@@ -45,6 +50,7 @@ struct exp_trial {
 	int64_t step;            /* the step of last */
 	bool has_res;            /* a point of the sweep's resource series was seen */
 	double res;              /* its latest value */
+	bool paused;             /* asha's promotion form: paused at its rung, held */
 };
 
 struct experiment {

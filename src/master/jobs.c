@@ -784,14 +784,7 @@ static size_t job_holds(const struct master *m, const struct job *j, struct sche
 	return *nh - first;
 }
 
-/* Job j gives its resources back, for the scheduler's reason `cause`
- * (sched_preemption.reason): its tasks get SIGTERM, then the spec's
- * preemption.grace to checkpoint, then SIGKILL; the job goes back to the
- * queue as a new attempt (not counted against restart.max) that starts once
- * the old one has stopped, from the checkpoint it left if it left one. Its
- * reason names the cause and the work lost: since its last checkpoint
- * (its tasks' "@yard {\"checkpoint\": N}" lines) or since its run began. */
-static void job_preempt(struct master *m, struct job *j, const char *cause)
+void jobs_preempt(struct master *m, struct job *j, const char *cause)
 {
 	char lost[32], at[32], msg[400];
 	uint64_t grace = j->spec ? j->spec->preempt_grace_ms : 0;
@@ -1047,7 +1040,7 @@ static void apply_decision(struct master *m, const struct world_build *b,
 			   const struct sched_decision *d)
 {
 	for (size_t k = 0; k < d->npreempts; k++)
-		job_preempt(m, b->jobs[d->preempts[k].job], d->preempts[k].reason);
+		jobs_preempt(m, b->jobs[d->preempts[k].job], d->preempts[k].reason);
 	for (size_t s = 0; s < d->nstarts;) {
 		size_t e = s, job = d->starts[s].job;
 		while (e < d->nstarts && d->starts[e].job == job)

@@ -30,6 +30,15 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body,
  * code/msg, stopping its tasks; -1 (nothing changed) when the state table
  * refuses ev in j's state. */
 int jobs_end(struct master *m, struct job *j, enum job_event ev, const char *code, const char *msg);
+/* jobs_preempt: job j gives its resources back, for the reason cause (the
+ * scheduler's sched_preemption.reason, or a paused trial's): its tasks get
+ * SIGTERM, then the spec's preemption.grace to checkpoint, then SIGKILL;
+ * the job goes back to the queue as a new attempt (not counted against
+ * restart.max) that starts once the old one has stopped, from the
+ * checkpoint it left if it left one. Its reason names the cause and the
+ * work lost: since its last checkpoint (its tasks' "@yard
+ * {\"checkpoint\": N}" lines) or since its run began. */
+void jobs_preempt(struct master *m, struct job *j, const char *cause);
 /* jobs_set_wait sets queued job j's queue position (0: none) and waiting
  * reason code/msg as a listing shows them. */
 void jobs_set_wait(struct master *m, struct job *j, unsigned position, const char *code,

@@ -161,6 +161,87 @@ def test_asha_stops_the_trials_that_do_worse():
                  "stopped trials do not fail yard wait --experiment")
 
 
+class RunWatch:
+    """Polls the experiment's trials' jobs and keeps the most that were
+    starting or running at once (a paused trial is queued, held)."""
+
+    def __init__(self, c, eid):
+        self.c, self.eid, self.most, self.held, self.stop = c, eid, 0, set(), threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            st, jobs = self.c.api.json("GET", "/v1/jobs?limit=100")
+            if st == 200:
+                mine = [j for j in jobs["jobs"] if j.get("experiment") == self.eid]
+                self.most = max(self.most, len([j for j in mine if j["state"] in ("starting", "running")]))
+                for j in mine:
+                    r = j.get("reason") or {}
+                    if j["state"] == "queued" and r.get("code") == "held":
+                        self.held.add((j["id"], r.get("message", "")))
+            time.sleep(0.02)
+
+    def done(self):
+        self.stop.set()
+        self.t.join()
+        return self.most
+
+
+def test_asha_promotion_pauses_and_resumes_from_the_checkpoint():
+    with cluster("ashap") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:4")
+        # acc = q * epoch / 10 over 9 epochs, the epoch checkpointed; rungs at
+        # epochs 1 and 3, 1 in 3 promoted. One trial at a time: 0.5, 0.9 and
+        # 0.1 pause at rung 1, then 0.9 (best of 3) is promoted and pauses at
+        # rung 3; 0.2 pauses at rung 1; 0.95 is the best of 5 there and goes
+        # on at once to pause at rung 3; 0.05 pauses at rung 1. With no trial
+        # left to start and none finished, 0.95 (best at rung 3) resumes and
+        # runs to the end; the paused ones end stopped_early.
+        cmd = ('ck="$YARD_CHECKPOINT_DIR/epoch"; e=0; if [ -f "$ck" ]; then e=$(cat "$ck"); fi; '
+               'echo "resumed at epoch $e"; '
+               'while [ $e -lt 9 ]; do e=$((e+1)); echo $e > "$ck.tmp"; mv "$ck.tmp" "$ck"; '
+               'echo "@yard {\\"step\\": $e, \\"epoch\\": $e, \\"acc\\": $(awk "BEGIN{print {params.q}*$e/10}")}"; '
+               'sleep 0.3; done; echo finished')
+        s = sweep_spec(cmd, {"method": "grid", "params": {"q": [0.5, 0.9, 0.1, 0.2, 0.95, 0.05]},
+                             "max_parallel": 1, "objective": {"metric": "acc", "mode": "max"},
+                             "early_stop": {"method": "asha", "resource": "epoch", "min_resource": 1,
+                                            "max_resource": 9, "reduction_factor": 3, "pause": True}},
+                       name="ashap")
+        eid = submit_exp(c, s)["id"]
+        w = RunWatch(c, eid)
+        done = wait_exp(c, eid, timeout=240)
+        most = w.done()
+        check_eq(done["state"], "completed", f"the experiment's end: {done}")
+        check(most <= 1, f"at most max_parallel trials ran at once, paused ones aside: {most}")
+        by_q = {t["params"]["q"]: t for t in done["trials"]}
+        check_eq(sorted(q for q, t in by_q.items() if t["state"] == "succeeded"), [0.95],
+                 f"the one trial that ran to the end: {done['trials']}")
+        check_eq(sorted(q for q, t in by_q.items() if t["state"] == "stopped_early"),
+                 [0.05, 0.1, 0.2, 0.5, 0.9], "the paused trials end stopped_early")
+        best = c.api.job(by_q[0.95]["job"])
+        log = c.api.log(best["id"]).decode()
+        check(best["attempt"] >= 1 and "finished" in log, f"0.95 was paused and resumed to its end: {best}")
+        first = c.cli("logs", str(best["id"]), "--attempt", "0", check_rc=0).stdout.decode()
+        check("resumed at epoch 0" in first and "finished" not in first, f"its first attempt: {first}")
+        resumed = [int(x.split()[-1]) for x in log.splitlines() if x.startswith("resumed at epoch")]
+        check(resumed and resumed[0] >= 3,
+              f"its last attempt resumed from the checkpoint of epoch 3 or later: {resumed}")
+        check_eq(by_q[0.95]["step"], 9, "it reached epoch 9")
+        second = c.api.job(by_q[0.9]["job"])
+        check(second["attempt"] >= 1, f"0.9 was promoted from rung 1 once: {second}")
+        check(by_q[0.9]["step"] >= 3, f"and ran to rung 3: {by_q[0.9]}")
+        for q in (0.5, 0.1, 0.2, 0.05):
+            t = by_q[q]
+            check_eq(c.api.job(t["job"])["attempt"], 1, f"q={q} paused once, never resumed")
+            check("ranks" in t["reason"] and "paused until it is promoted" in t["reason"],
+                  f"q={q}'s reason: {t}")
+        check(any(msg.startswith("held by asha: acc") for _, msg in w.held),
+              f"a paused trial waits, held, saying why: {w.held}")
+        check_eq([t["params"]["q"] for t in done["trials"]][0], 0.95, "sorted by the best acc")
+
+
 def test_restart_cancel_visibility_and_refusals():
     with cluster("expctl") as c:
         c.start_master()

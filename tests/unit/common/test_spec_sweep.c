@@ -135,7 +135,7 @@ static void test_asha_canonical(void **state)
 	canon = spec_to_json(&spec);
 	assert_json(json_object_get(json_object_get(canon, "sweep"), "early_stop"),
 		    "{\"method\":\"asha\",\"min_resource\":1.0,\"resource\":\"epoch\",\"max_resource\":1000.0,"
-		    "\"reduction_factor\":3.0}");
+		    "\"reduction_factor\":3.0,\"pause\":false}");
 	json_decref(canon);
 	spec_release(&spec);
 }
@@ -174,6 +174,10 @@ static void test_refusals(void **state)
 		"sweep.early_stop.reduction_factor", "sweep.early_stop.reduction_factor: expected a number > 1, got 1");
 	refused("\"sweep\": {\"method\": \"grid\", \"params\": {\"lr\": [1]}, " OBJ ", \"early_stop\": {\"method\": \"asha\", \"min_resource\": 4, \"max_resource\": 2}}",
 		"sweep.early_stop.max_resource", "sweep.early_stop.max_resource: expected more than min_resource (4), got 2");
+	refused("\"sweep\": {\"method\": \"grid\", \"params\": {\"lr\": [1]}, " OBJ ", \"early_stop\": {\"method\": \"median\", \"pause\": true}}",
+		"sweep.early_stop.pause", "sweep.early_stop.pause: only for method: asha");
+	refused("\"sweep\": {\"method\": \"grid\", \"params\": {\"lr\": [1]}, " OBJ ", \"early_stop\": {\"method\": \"asha\", \"pause\": 1}}",
+		"sweep.early_stop.pause", "sweep.early_stop.pause: expected true or false, got 1");
 	refused("\"sweep\": {\"method\": \"grid\", \"params\": {\"1lr\": [1]}, " OBJ "}", "sweep.params.1lr",
 		"sweep.params.1lr: expected a parameter name of letters, digits and '_' (at most 64, not starting with a digit)");
 	refused("\"sweep\": {\"method\": \"grid\", \"params\": {\"lr\": [[1]]}, " OBJ "}", "sweep.params.lr[0]",
@@ -183,9 +187,9 @@ static void test_refusals(void **state)
 /* The two example sweeps parse: the same grid of 12, ASHA on the epoch. */
 static void test_examples(void **state)
 {
-	static const char *const files[] = { "sweep.yaml", "sweep-asha.yaml" };
+	static const char *const files[] = { "sweep.yaml", "sweep-asha.yaml", "sweep-asha-pause.yaml" };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		struct strbuf sb = STRBUF_INIT;
 		struct errbuf eb = ERRBUF_INIT;
 		struct job_spec spec;
@@ -202,6 +206,7 @@ static void test_examples(void **state)
 		assert_int_equal(spec.sweep->stop, i ? SWEEP_STOP_ASHA : SWEEP_STOP_NONE);
 		if (i)
 			assert_string_equal(spec.sweep->resource, "epoch");
+		assert_int_equal(spec.sweep->pause, i == 2);
 		p0 = spec_sweep_trial_params(spec.sweep, 0, 1);
 		p11 = spec_sweep_trial_params(spec.sweep, 11, 1);
 		assert_json(p0, "{\"lr\":0.3,\"batch_size\":16}");

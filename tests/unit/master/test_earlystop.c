@@ -108,12 +108,72 @@ static void test_median(void **state)
 	release(t, 4);
 }
 
+/* trials[me] gets (res, value); the promotion form's verdict */
+static enum es_verdict arrive(const struct spec_sweep *s, struct es_trial *t, size_t n, size_t me, double res,
+			      double value, char *why)
+{
+	struct es_trial *all[8];
+
+	for (size_t i = 0; i < n; i++)
+		all[i] = &t[i];
+	es_trial_add(&t[me], res, value);
+	return earlystop_arrive(s, all, n, me, why, 400);
+}
+
+static long promotion(const struct spec_sweep *s, struct es_trial *t, size_t n, const bool *paused, bool force)
+{
+	struct es_trial *all[8];
+
+	for (size_t i = 0; i < n; i++)
+		all[i] = &t[i];
+	return earlystop_promotion(s, all, n, paused, force);
+}
+
+/* eta 3, rungs 1, 3, 9. At rung 1: 0.5 (1 there, floor(1/3) = 0 go on:
+ * paused), 0.7 (paused), 0.6 (3 there, 1 goes on, 0.7 is best: paused);
+ * then 0.7's trial is promoted, once; a fourth, 0.9, is the best of 4
+ * there (floor(4/3) = 1 goes on: earlier promotions do not count against
+ * it): it goes on at once. */
+static void test_asha_promotion(void **state)
+{
+	struct spec_sweep s = asha(true);
+	struct es_trial t[5] = { 0 };
+	bool paused[5] = { 0 };
+	char why[400] = "";
+
+	s.pause = true;
+	assert_int_equal(arrive(&s, t, 5, 0, 0.5, 0.1, why), ES_NONE); /* below rung 1 */
+	assert_int_equal(arrive(&s, t, 5, 0, 1, 0.5, why), ES_PAUSE);
+	assert_string_equal(why, "asha: acc 0.5 at epoch 1 ranks 1 of 1 at rung 1, where 0 go on: paused "
+			    "until it is promoted");
+	paused[0] = true;
+	assert_int_equal(promotion(&s, t, 5, paused, false), -1); /* floor(1/3) = 0 */
+	assert_int_equal(arrive(&s, t, 5, 1, 1, 0.7, why), ES_PAUSE);
+	paused[1] = true;
+	assert_int_equal(arrive(&s, t, 5, 2, 1, 0.6, why), ES_PAUSE); /* 0.7 ranks above it */
+	paused[2] = true;
+	assert_int_equal(promotion(&s, t, 5, paused, false), 1);
+	paused[1] = false;
+	assert_int_equal(promotion(&s, t, 5, paused, false), -1); /* the one place is taken */
+	assert_int_equal(arrive(&s, t, 5, 3, 2, 0.9, why), ES_GO); /* 2 >= rung 1: best of 4 */
+	/* trial 1 reaches rung 3 alone: paused; promoted there by force only */
+	assert_int_equal(arrive(&s, t, 5, 1, 3, 0.8, why), ES_PAUSE);
+	paused[1] = true;
+	assert_int_equal(promotion(&s, t, 5, paused, false), -1);
+	/* force: the best paused trial of the highest rung, 1 (rung 3), not 0 or 2 */
+	assert_int_equal(promotion(&s, t, 5, paused, true), 1);
+	paused[1] = false;
+	assert_int_equal(promotion(&s, t, 5, paused, true), 2); /* then the best of rung 1 left: 0.6 */
+	release(t, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rungs),
 		cmocka_unit_test(test_asha_max),
 		cmocka_unit_test(test_asha_min),
+		cmocka_unit_test(test_asha_promotion),
 		cmocka_unit_test(test_median),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
