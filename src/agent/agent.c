@@ -1310,14 +1310,16 @@ static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 	char *path = xasprintf("/v1/tasks/%" PRId64 "/%s", t->rt.id, ckpt ? "checkpoint" : "outputs");
 	char *what = ckpt ? xasprintf("the checkpoint of job %" PRId64, t->job)
 			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
+	char *files = ckpt ? NULL : xasprintf("%s/files", path);
 	struct outputs_job j = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin }, path, dir,
-				 ckpt ? "checkpoint" : "outputs", what, t->rt.run_as, !ckpt, t->rt.uid, t->rt.gid,
-				 ckpt ? ckpt_uploaded : task_uploaded, t };
+				 ckpt ? "checkpoint" : "outputs", files, what, t->rt.run_as, !ckpt, t->rt.uid,
+				 t->rt.gid, ckpt ? ckpt_uploaded : task_uploaded, t };
 	int ret = outputs_queue(&a->loop, &j);
 	free(id);
 	free(token);
 	free(dir);
 	free(path);
+	free(files);
 	free(what);
 	return ret;
 }

@@ -52,6 +52,28 @@ static void pause_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Hands in the list of the files of the archive tgz (digest): what `yard
+ * outputs` shows. A failure is logged; the archive stays listed without. */
+static void post_files(struct httpc *c, const struct outputs_job *j, const char *digest,
+		       const struct strbuf *tgz)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *files, *out = NULL;
+	uint64_t count;
+	long status = 0;
+
+	if (codepack_list(tgz->buf, tgz->len, OUTPUTS_FILES_MAX, &files, &count, &eb) == 0) {
+		json_t *body = json_pack("{s:s, s:o, s:I}", "outputs", digest, "files", files, "count",
+					 (json_int_t)count);
+		if (httpc_json(c, "POST", j->files_path, body, &out, &status, &eb) == 0 && status != 200)
+			error(&eb, YERR(UNAVAILABLE), "HTTP %ld", status);
+		json_decref(body);
+	}
+	if (eb.msg[0])
+		fprintf(stderr, "yard agent: cannot list the files of %s: %s\n", j->what, eb.msg);
+	json_decref(out);
+}
+
 struct work {
 	uv_work_t req;
 	struct outputs_job job; /* its strings owned */
@@ -95,6 +117,8 @@ static void pack_post(uv_work_t *req)
 		snprintf(w->digest, sizeof(w->digest), "%s", digest);
 		if (j->remove)
 			rm_rf(j->dir); /* the master holds it now */
+		if (j->files_path)
+			post_files(&c, j, digest, &tgz);
 	} else {
 		fprintf(stderr, "yard agent: cannot hand %s to the master: %s (HTTP %ld)\n", j->what,
 			eb.msg[0] ? eb.msg : "refused", res.status);
@@ -120,6 +144,7 @@ static void work_free(struct work *w)
 	free((char *)w->job.path);
 	free((char *)w->job.dir);
 	free((char *)w->job.key);
+	free((char *)w->job.files_path);
 	free((char *)w->job.what);
 	free(w);
 }
@@ -146,6 +171,7 @@ int outputs_queue(uv_loop_t *loop, const struct outputs_job *job)
 	w->job.path = xstrdup(job->path);
 	w->job.dir = xstrdup(job->dir);
 	w->job.key = xstrdup(job->key);
+	w->job.files_path = dup_or_null(job->files_path);
 	w->job.what = xstrdup(job->what);
 	w->req.data = w;
 	if (uv_queue_work(loop, &w->req, pack_post, pack_post_done) != 0) {

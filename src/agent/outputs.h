@@ -37,6 +37,9 @@ struct outputs_job {
 	const char *path;               /* copied: "/v1/tasks/ID/outputs" */
 	const char *dir;                /* copied: the dir to pack */
 	const char *key;                /* the reply's member naming the digest */
+	/* copied, or NULL: where the archive's list of files goes once it is
+	 * handed in ("/v1/tasks/ID/outputs/files", at most OUTPUTS_FILES_MAX) */
+	const char *files_path;
 	const char *what;               /* for messages: "the outputs of task 7" */
 	bool run_as, remove;            /* pack as uid:gid; remove dir once handed in (or empty) */
 	uid_t uid;

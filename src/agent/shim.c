@@ -239,11 +239,10 @@ static void block_signals(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-/* The task's YARD_OUTPUT_DIR (outputs.h), its user's when it runs as one. */
-static int make_output_dir(struct shim *s, struct errbuf *eb)
+int shim_make_output_dir(const json_t *conf, struct errbuf *eb)
 {
-	const char *dir = conf_str(s, "output_dir");
-	json_t *ra = json_object_get(s->conf, "run_as");
+	const char *dir = json_string_value(json_object_get(conf, "output_dir"));
+	json_t *ra = json_object_get(conf, "run_as");
 
 	if (!dir)
 		return 0;
@@ -271,7 +270,7 @@ static int start_task(struct shim *s, struct errbuf *eb)
 		if (mkdir_p(dirs[i], 0755) < 0)
 			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
 	}
-	if ((ret = make_output_dir(s, eb)))
+	if ((ret = shim_make_output_dir(s->conf, eb)))
 		return ret;
 	if ((ret = setup_cgroup(s, eb)))
 		return ret;

@@ -50,7 +50,10 @@
 #ifndef YARD_AGENT_SHIM_H
 #define YARD_AGENT_SHIM_H
 
+#include <jansson.h>
 #include <stdint.h>
+
+#include "base/error.h"
 
 /* shim_main: the whole shim; returns the process exit status (0 once
  * exit.json is written, also for a start failure; 1 when it cannot be). */
@@ -65,6 +68,11 @@ int shim_exec_main(const char *task_dir, const char *exec_id);
 /* shim_stop_grace: how long a stop waits before SIGKILL: TASKDIR/stop.json's
  * "grace_ms" when the agent wrote one (a preemption, a fencing), else grace. */
 uint64_t shim_stop_grace(const char *dir, uint64_t grace);
+
+/* shim_make_output_dir makes shim.json conf's "output_dir" (the task's
+ * YARD_OUTPUT_DIR, agent/outputs.h; absent: nothing), its task's user's
+ * under "run_as". Both shims call it. */
+int shim_make_output_dir(const json_t *conf, struct errbuf *eb);
 
 /* shim_notify writes the start report (a line) on *fd, the agent's pipe,
  * then points *fd at /dev/null and sets it to -1: the agent sees EOF, and a

@@ -92,6 +92,11 @@ static json_t *container_env(const struct cshim *s)
 	kv = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
 	json_array_append_new(out, json_string(kv));
 	free(kv);
+	if (conf_str(s, "output_dir")) {
+		kv = xasprintf("YARD_OUTPUT_DIR=%s", conf_str(s, "output_dir"));
+		json_array_append_new(out, json_string(kv));
+		free(kv);
+	}
 	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url")) {
 		kv = xasprintf("YARD_MASTER=%s", conf_str(s, "master_url"));
 		json_array_append_new(out, json_string(kv));
@@ -139,6 +144,11 @@ static json_t *create_body(const struct cshim *s)
 	b = xasprintf("%s:%s:ro", data, data);
 	json_array_append_new(binds, json_string(b));
 	free(b);
+	if (conf_str(s, "output_dir")) {
+		b = xasprintf("%s:%s", conf_str(s, "output_dir"), conf_str(s, "output_dir"));
+		json_array_append_new(binds, json_string(b));
+		free(b);
+	}
 	/* each staged entry, read-only, at its mount point under the data dir */
 	json_array_foreach(json_object_get(s->conf, "data_binds"), i, v) {
 		const char *host = json_string_value(json_array_get(v, 0));
@@ -411,9 +421,13 @@ static int start_task(struct cshim *s, struct errbuf *eb)
 		if (mkdir_p(dirs[i], 0755) < 0)
 			return error(eb, YERR(IO), "cannot create '%s': %s", dirs[i], strerror(errno));
 	}
+	if ((ret = shim_make_output_dir(s->conf, eb)))
+		return ret;
 	/* the engine mounts absolute paths only */
-	static const char *const keys[] = { "cwd", "checkpoint_dir", "data_dir" };
+	static const char *const keys[] = { "cwd", "checkpoint_dir", "data_dir", "output_dir" };
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		if (!conf_str(s, keys[i]))
+			continue; /* no output_dir: a shim.json of an older agent */
 		char *abs = realpath(conf_str(s, keys[i]), NULL);
 		if (!abs)
 			return error(eb, YERR(IO), "cannot resolve '%s': %s", conf_str(s, keys[i]), strerror(errno));

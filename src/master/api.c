@@ -1018,6 +1018,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, SCOPE_TASK, 0, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
 	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's checkpoint dir (tar.gz) as it ended; the job's restarts start from it" },
 	{ "POST", "/v1/tasks/{id}/outputs", h_task_outputs, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's YARD_OUTPUT_DIR (tar.gz) as it ended, kept per attempt" },
+	{ "POST", "/v1/tasks/{id}/outputs/files", h_task_outputs_files, PERM_AGENT, SCOPE_TASK, 0, BODY_JSON, "the files of a task's outputs archive, as its agent read them" },
 	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, SCOPE_TASK, 0, BODY_NONE, "bytes of each stream the master holds" },
 	{ "POST", "/v1/tasks/{id}/metrics", h_task_metrics, PERM_AGENT, SCOPE_TASK, 0, BODY_METRICS, "store a batch of metric points idempotently by offset (stream, offset)" },
 };

@@ -30,6 +30,7 @@ int store_upload(struct req *r, char hex[65]);
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);
 void h_task_outputs(struct req *r);
+void h_task_outputs_files(struct req *r);
 void h_job_outputs(struct req *r);
 
 /* api_access.c */

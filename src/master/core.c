@@ -203,6 +203,8 @@ void core_save_task(struct master *m, struct task *t)
 	if (t->outputs) {
 		json_object_set_new(d, "outputs", json_string(t->outputs));
 		json_object_set_new(d, "outputs_size", json_integer((json_int_t)t->outputs_size));
+		if (t->outputs_files)
+			json_object_set(d, "outputs_files", t->outputs_files);
 	}
 	snprintf(key, sizeof(key), "%" PRIu64, t->id);
 	core_put_doc(m, STORE_TASK, key, d);
@@ -570,6 +572,8 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->log_size[LOG_STDERR] = get_u64(d, "stderr");
 	t->outputs = get_str(d, "outputs");
 	t->outputs_size = get_u64(d, "outputs_size");
+	if (json_is_object(json_object_get(d, "outputs_files")))
+		t->outputs_files = json_incref(json_object_get(d, "outputs_files"));
 	json_decref(d);
 	if (!t->id || !t->job || !t->role || (unsigned)t->state >= TASK_STATE__COUNT ||
 	    (m->ntasks && t->id <= m->ntasks)) {
@@ -804,6 +808,7 @@ static void task_free(struct task *t)
 	free(t->reason_code);
 	free(t->reason_msg);
 	free(t->outputs);
+	json_decref(t->outputs_files);
 	free(t);
 }
 

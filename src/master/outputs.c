@@ -66,6 +66,8 @@ static void expire_task(struct master *m, struct task *t, uint64_t now)
 
 	t->outputs = NULL;
 	t->outputs_size = 0;
+	json_decref(t->outputs_files);
+	t->outputs_files = NULL;
 	core_save_task(m, t);
 	if (!held(m, digest, now) && !strncmp(digest, "sha256:", 7)) {
 		code_blob_name(name, digest + 7);

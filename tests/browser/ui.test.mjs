@@ -256,6 +256,9 @@ async function experiments(page) {
 	await waitText(page, 'job-experiment', new RegExp(`of experiment ${id}`));
 	const row = page.locator(tid('outputs-worker-0-0'));
 	await row.waitFor({ timeout: 20000 });
+	await row.locator('summary').click();
+	const listed = await row.locator('ul.files li').allInnerTexts();
+	check(listed.length === 1 && /^lr\.txt\b/.test(listed[0]), `the archive's one file listed: ${JSON.stringify(listed)}`);
 	const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), row.locator('button').click()]);
 	const file = path.join(cfg.artifacts, 'outputs.tar.gz');
 	await dl.saveAs(file);

@@ -164,6 +164,17 @@ def test_docker_cancel_and_agent_restart():
             check_eq(doc["state"], "succeeded", f"the container job with data: {doc.get('reason')}")
             check_eq(c.api.log(jd), b"staged into a container\nread-only\n", "the data, read-only, in the container")
 
+            # a container task's YARD_OUTPUT_DIR is handed in as a process task's is
+            jo = submit(c, image_spec(img_a, ["/bin/bash", "-c", 'mkdir -p "$YARD_OUTPUT_DIR/m" && '
+                                              'echo weights > "$YARD_OUTPUT_DIR/m/model.txt"'], name="outs"))
+            check_eq(c.api.wait_job(jo, timeout=60)["state"], "succeeded", "the container job with outputs")
+            dest = os.path.join(c.dir, "outs-dl")
+            wait_until(lambda: c.api.json("GET", f"/v1/jobs/{jo}/outputs")[1]["tasks"][0]["outputs"], 30,
+                       "the container task's outputs listed")
+            c.cli("download", str(jo), "--task", "worker/0", dest, check_rc=0)
+            with open(os.path.join(dest, "m", "model.txt")) as f:
+                check_eq(f.read(), "weights\n", "what the container wrote in its outputs, downloaded")
+
             # cancel stops the container and removes it
             jc = submit(c, image_spec(img_a, ["/bin/bash", "-c", "echo up; sleep 300"], name="cancel"))
             wait_until(lambda: b"up" in c.api.log(jc), 60, "the container runs")

@@ -102,7 +102,15 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         # the CLI's listing, as text and JSON, filtered
         r = c.cli("outputs", str(jid), token=alice, check_rc=0)
         text = r.stdout.decode()
-        check(text.count("worker/0") == 2 and text.count("worker/1") == 2, f"yard outputs: {text}")
+        rows = [ln.split() for ln in text.splitlines() if ln.startswith("worker/")]
+        files = {(x[0], x[1], x[3]): int(x[4]) for x in rows}
+        check_eq(len(rows), 10, f"yard outputs: a row per file of each task and attempt: {text}")
+        check_eq(files.get(("worker/0", "1", "big.bin")), BIG, f"worker/0's big file and its size: {text}")
+        check_eq(files.get(("worker/1", "0", "sub/small.bin")), 768, f"a file in a subdir: {text}")
+        check_eq(files.get(("worker/1", "0", "who.txt")), len("worker/1 attempt 0\n"), f"who.txt: {text}")
+        check(("worker/1", "1", "big.bin") not in files, f"only what each task wrote: {text}")
+        check(all(t["files_count"] == len(t["files"]) for t in doc["tasks"]),
+              f"the API lists every file of each archive: {doc['tasks']}")
         r = c.cli("outputs", str(jid), "--task", "worker/1", "--attempt", "0", "--output", "json",
                   token=alice, check_rc=0)
         one = json.loads(r.stdout)

@@ -11,6 +11,26 @@ interface TaskOutputs {
   state: string;
   outputs: string | null;
   size: number;
+  /** the archive's files as its agent listed them (at most 256), null when not listed */
+  files?: { path: string; size: number }[] | null;
+  files_count?: number | null;
+}
+
+/** Files: the files of one task's archive, folded. */
+function Files({ t }: { t: TaskOutputs }) {
+  if (!t.files) return <span class="muted">not listed</span>;
+  const more = (t.files_count ?? t.files.length) - t.files.length;
+  return (
+    <details>
+      <summary>{t.files_count ?? t.files.length} file{(t.files_count ?? t.files.length) === 1 ? '' : 's'}</summary>
+      <ul class="files">
+        {t.files.map((f) => (
+          <li key={f.path}><code>{f.path}</code> {formatBytes(f.size)}</li>
+        ))}
+        {more > 0 && <li class="muted">and {more} more (download the archive)</li>}
+      </ul>
+    </details>
+  );
 }
 interface JobOutputs {
   job: number;
@@ -47,7 +67,7 @@ export function Outputs({ job, live }: { job: number; live: boolean }) {
       {(rows.length > 0 || data?.checkpoint) && (
         <table class="list">
           <thead>
-            <tr><th>Task</th><th>Attempt</th><th>State</th><th>Size</th><th></th></tr>
+            <tr><th>Task</th><th>Attempt</th><th>State</th><th>Files</th><th>Size</th><th></th></tr>
           </thead>
           <tbody>
             {rows.map((t) => (
@@ -55,6 +75,7 @@ export function Outputs({ job, live }: { job: number; live: boolean }) {
                 <td>{t.role}/{t.index}</td>
                 <td>{t.attempt}</td>
                 <td>{t.state}</td>
+                <td><Files t={t} /></td>
                 <td>{formatBytes(t.size)}</td>
                 <td>
                   <button type="button" class="link" onClick={() => get(t.outputs!, `job-${job}-${t.role}-${t.index}-attempt-${t.attempt}.tar.gz`)}>
@@ -65,7 +86,7 @@ export function Outputs({ job, live }: { job: number; live: boolean }) {
             ))}
             {data?.checkpoint && (
               <tr data-testid="outputs-checkpoint">
-                <td>checkpoint</td><td>latest</td><td>–</td><td>–</td>
+                <td>checkpoint</td><td>latest</td><td>–</td><td>–</td><td>–</td>
                 <td>
                   <button type="button" class="link" onClick={() => get(data.checkpoint!, `job-${job}-checkpoint.tar.gz`)}>
                     Download
