@@ -3,8 +3,8 @@
  * through the master's own HTTP layer (the in-process master of
  * fuzz_master.h, whose start state the routes below refer to).
  *
- * The first byte of an input picks the route ((byte % 16) % 9; the seeds
- * use the digits '0'..'8'), the rest is the body:
+ * The first byte of an input picks the route ((byte % 16) % 10; the seeds
+ * use the digits '0'..'9'), the rest is the body:
  *
  *   0  POST /v1/tokens                 admin token
  *   1  POST /v1/blobs/missing          user token
@@ -15,6 +15,7 @@
  *   6  POST /v1/agents/n1/status       n1's agent token
  *   7  POST /v1/tasks/T/metrics?stream=stdout&offset=0   n1's agent token
  *   8  POST /v1/experiments            user token
+ *   9  POST /v1/tasks/T/outputs/files  n1's agent token (T's outputs: FUZZ_OUTPUTS)
  *
  * A finding is a sanitizer report, a reply that is not HTTP, a 5xx, an
  * error reply without {"error": {"code", "message"}}, a request that gets
@@ -37,7 +38,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *exec_path, *metrics_path;
+static char *exec_path, *metrics_path, *files_path;
 static bool trace; /* FUZZ_API_TRACE set: each reply goes to stderr */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -49,6 +50,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	exec_path = xasprintf("/v1/jobs/%" PRIu64 "/exec", fuzz_world.job_id);
 	metrics_path = xasprintf("/v1/tasks/%" PRIu64 "/metrics?stream=stdout&offset=0",
 				 fuzz_world.task_id);
+	files_path = xasprintf("/v1/tasks/%" PRIu64 "/outputs/files", fuzz_world.task_id);
 	return 0;
 }
 
@@ -57,9 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct fuzz_world *w = &fuzz_world;
 	const char *const targets[] = { "/v1/tokens", "/v1/blobs/missing", "/v1/datasets", "/v1/jobs",
 					exec_path, "/v1/agents", "/v1/agents/n1/status", metrics_path,
-					"/v1/experiments" };
+					"/v1/experiments", files_path };
 	const char *const tokens[] = { w->admin, w->alice, w->alice, w->alice,
-				       w->alice, w->join, w->agent, w->agent, w->alice };
+				       w->alice, w->join, w->agent, w->agent, w->alice, w->agent };
 	struct strbuf reply = STRBUF_INIT;
 	unsigned route;
 	bool wrote;
