@@ -7,15 +7,14 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
-#include "common/dataset.h"
 #include "common/spec_after.h"
+#include "common/spec_data.h"
 #include "common/spec_sweep.h"
 #include "common/spec_fields.h"
 
 /* Limits of a spec (see spec.h). */
 #define SPEC_MAX_TEXT (1024 * 1024)
 #define SPEC_MAX_DEPTH 32
-#define SPEC_MAX_STRING 4096
 #define SPEC_MAX_ARGS 1024
 #define SPEC_MAX_ROLES 64
 #define SPEC_MAX_TASKS 4096
@@ -470,11 +469,7 @@ int spec_unknown_field(struct errbuf *eb, const char *path, const char *key,
 	return spec_bad(eb, path, "unknown field");
 }
 
-/*
- * check_known refuses the first key of obj (in document order) that is not in
- * known, suggesting the closest known name within an edit distance of 2.
- */
-static int check_known(const json_t *obj, const char *const *known, const char *prefix,
+int spec_check_known(const json_t *obj, const char *const *known, const char *prefix,
 	struct errbuf *eb)
 {
 	const char *key;
@@ -1071,7 +1066,7 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	if (!json_is_object(v))
 		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids and command",
 			v);
-	if ((ret = check_known(v, spec_role_fields, path, eb)) < 0)
+	if ((ret = spec_check_known(v, spec_role_fields, path, eb)) < 0)
 		return ret;
 	snprintf(fpath, sizeof(fpath), "%s.replicas", path);
 	if ((f = field(v, "replicas")) &&
@@ -1202,7 +1197,7 @@ static int get_placement(const json_t *v, struct job_spec *spec, struct errbuf *
 	if (!json_is_object(v))
 		return spec_bad_got(eb, "placement",
 			"a mapping of gpu_model, gpu_memory, labels, max_nodes and wait_for_nodes", v);
-	if ((ret = check_known(v, spec_placement_fields, "placement", eb)) < 0)
+	if ((ret = spec_check_known(v, spec_placement_fields, "placement", eb)) < 0)
 		return ret;
 	if ((f = field(v, "gpu_model"))) {
 		if (!json_is_string(f) || !json_string_length(f))
@@ -1284,7 +1279,7 @@ static int get_restart(const json_t *v, unsigned *max, struct errbuf *eb)
 		return 0;
 	if (!json_is_object(v))
 		return spec_bad_got(eb, "restart", "a mapping such as {max: 2}", v);
-	if ((ret = check_known(v, spec_restart_fields, "restart", eb)) < 0)
+	if ((ret = spec_check_known(v, spec_restart_fields, "restart", eb)) < 0)
 		return ret;
 	if ((f = field(v, "max")))
 		return get_uint(f, "restart.max", 0, SPEC_MAX_RESTARTS, max, eb);
@@ -1322,7 +1317,7 @@ static int get_preemption(const json_t *v, struct job_spec *spec, struct errbuf 
 		return 0;
 	if (!json_is_object(v))
 		return spec_bad_got(eb, "preemption", "a mapping such as {grace: 30s, preemptible: true}", v);
-	if ((ret = check_known(v, spec_preemption_fields, "preemption", eb)) < 0)
+	if ((ret = spec_check_known(v, spec_preemption_fields, "preemption", eb)) < 0)
 		return ret;
 	if ((f = field(v, "grace"))) {
 		if ((ret = get_duration(f, "preemption.grace", 0, &spec->preempt_grace_ms, eb)) < 0)
@@ -1343,223 +1338,6 @@ static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
 	if (!v)
 		return 0;
 	return get_duration(v, "timeout", 1, ms, eb);
-}
-
-/* ------------------------------------------------------------------------ */
-/* data: the sources a job's tasks find under YARD_DATA_DIR (docs/datasets.md). */
-
-static const char *const data_kind_names[] = { "yard", "s3", "https", "file", "job" };
-static_assert(ARRAY_SIZE(data_kind_names) == DATA_KIND__COUNT, "data kind names");
-
-const char *spec_data_kind_name(enum spec_data_kind k) { return data_kind_names[k]; }
-
-static const char *const data_fields[] = { "source", "mount", "sha256", NULL };
-
-/* A mount: 1..8 components [A-Za-z0-9._-]+, none "." or "..". */
-static bool mount_valid(const char *s)
-{
-	unsigned ncomp = 0;
-	const char *c = s;
-
-	if (!*s || strlen(s) > 1024)
-		return false;
-	for (;;) {
-		size_t len = strspn(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
-		if (!len || (len == 1 && c[0] == '.') || (len == 2 && !strncmp(c, "..", 2)) || ++ncomp > 8)
-			return false;
-		c += len;
-		if (!*c)
-			return true;
-		if (*c != '/')
-			return false;
-		c++;
-	}
-}
-
-/* The last non-empty '/'-component of s[0..len), a new string ("" if none). */
-static char *last_component(const char *s, size_t len)
-{
-	while (len && s[len - 1] == '/')
-		len--;
-	size_t start = len;
-	while (start && s[start - 1] != '/')
-		start--;
-	return xstrndup(s + start, len - start);
-}
-
-/* Whether a '/'-separated path has a ".." component. */
-static bool has_dotdot(const char *p)
-{
-	for (const char *c = p; (c = strstr(c, "..")); c += 2)
-		if ((c == p || c[-1] == '/') && (c[2] == '\0' || c[2] == '/'))
-			return true;
-	return false;
-}
-
-static bool hex64(const char *s)
-{
-	if (!s || strlen(s) != 64)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
-/* Parses one source into d (kind, name, version) and *def, the default mount
- * (caller frees). Returns NULL or what is wrong. */
-static const char *parse_source(const char *src, struct spec_data *d, char **def)
-{
-	for (const char *p = src; *p; p++)
-		if ((unsigned char)*p <= ' ' || *p == 0x7f)
-			return "expected a URL without spaces or control characters";
-	if (!strncmp(src, "yard://", 7)) {
-		const char *name = src + 7, *at = strchr(name, '@');
-		char *n = at ? xstrndup(name, (size_t)(at - name)) : xstrdup(name);
-		d->kind = DATA_YARD;
-		if (!dataset_name_valid(n)) {
-			free(n);
-			return "expected yard://NAME[@VERSION], NAME [a-z0-9][a-z0-9_.-]{0,62}";
-		}
-		if (at) {
-			uint64_t v;
-			if (at[1] == '0' || parse_u64_str(at + 1, &v) < 0 || !v || v > UINT_MAX) {
-				free(n);
-				return "expected yard://NAME[@VERSION], VERSION an integer >= 1";
-			}
-			d->version = (unsigned)v;
-		}
-		d->name = n;
-		*def = xstrdup(n);
-		return NULL;
-	}
-	if (!strncmp(src, "yard-job://", 11)) {
-		const char *rest = src + 11, *slash = strchr(rest, '/');
-		char *id = slash ? xstrndup(rest, (size_t)(slash - rest)) : NULL;
-		int bad = !id || id[0] == '0' || parse_u64_str(id, &d->job) || !d->job;
-		free(id);
-		d->kind = DATA_JOB;
-		if (bad || (strcmp(slash, "/outputs") && strcmp(slash, "/checkpoint")))
-			return "expected yard-job://ID/outputs or yard-job://ID/checkpoint, ID a job id";
-		d->checkpoint = !strcmp(slash, "/checkpoint");
-		*def = xasprintf("job-%" PRIu64 "%s", d->job, d->checkpoint ? "-checkpoint" : "");
-		return NULL;
-	}
-	if (!strncmp(src, "s3://", 5)) {
-		const char *b = src + 5, *slash = strchr(b, '/');
-		size_t blen = slash ? (size_t)(slash - b) : strlen(b);
-		d->kind = DATA_S3;
-		if (blen < 2 || blen > 63 || strspn(b, "abcdefghijklmnopqrstuvwxyz0123456789.-") < blen ||
-		    b[0] == '.' || b[0] == '-')
-			return "expected s3://BUCKET[/PREFIX], BUCKET [a-z0-9][a-z0-9.-]{1,62}";
-		if (slash && has_dotdot(slash))
-			return "the prefix may not have a '..' component";
-		*def = last_component(src + 5, strlen(src + 5));
-		return NULL;
-	}
-	if (!strncmp(src, "https://", 8) || !strncmp(src, "http://", 7)) {
-		const char *host = src + (src[4] == 's' ? 8 : 7);
-		size_t hlen = strcspn(host, "/?#");
-		d->kind = DATA_HTTPS;
-		if (!hlen)
-			return "expected https://HOST/PATH";
-		if (src[4] != 's') {
-			/* plain http only to this machine (tests) */
-			static const char *const loop[] = { "127.0.0.1", "localhost", "[::1]" };
-			bool ok = false;
-			for (size_t i = 0; i < ARRAY_SIZE(loop); i++) {
-				size_t l = strlen(loop[i]);
-				ok |= !strncmp(host, loop[i], l) && (hlen == l || host[l] == ':');
-			}
-			if (!ok)
-				return "http:// is only for a loopback host; use https://";
-		}
-		*def = last_component(host + hlen, strcspn(host + hlen, "?#"));
-		return NULL;
-	}
-	if (!strncmp(src, "file:///", 8)) {
-		d->kind = DATA_FILE;
-		if (has_dotdot(src + 7))
-			return "the path may not have a '..' component";
-		*def = last_component(src + 7, strlen(src + 7));
-		return NULL;
-	}
-	return "expected yard://NAME[@N], yard-job://ID/outputs, s3://BUCKET/PREFIX, https://HOST/PATH or "
-	       "file:///PATH";
-}
-
-static int get_data(const json_t *v, struct job_spec *spec, struct errbuf *eb)
-{
-	const json_t *e;
-	size_t i;
-	int ret;
-
-	if (!v)
-		return 0;
-	if (!json_is_array(v))
-		return spec_bad_got(eb, "data", "a list of {source, mount}", v);
-	if (json_array_size(v) > SPEC_MAX_DATA)
-		return spec_bad(eb, "data", "at most %d entries", SPEC_MAX_DATA);
-	spec->data = xcalloc(json_array_size(v) + 1, sizeof(*spec->data));
-	json_array_foreach(v, i, e) {
-		struct spec_data *d = &spec->data[spec->ndata++];
-		const json_t *src = field(e, "source"), *mnt = field(e, "mount"), *sha = field(e, "sha256");
-		char path[64], *def = NULL;
-
-		const char *why;
-
-		snprintf(path, sizeof(path), "data[%zu]", i);
-		if (!json_is_object(e))
-			return spec_bad_got(eb, path, "a mapping such as {source: yard://digits@1, mount: digits}", e);
-		if ((ret = check_known(e, data_fields, path, eb)) < 0)
-			return ret;
-		snprintf(path, sizeof(path), "data[%zu].source", i);
-		if (!src)
-			return spec_bad(eb, path, "required");
-		if (!json_is_string(src) || json_string_length(src) > SPEC_MAX_STRING)
-			return spec_bad_got(eb, path, "a URL", src);
-		if ((ret = spec_check_string(src, path, eb)) < 0)
-			return ret;
-		d->source = xstrdup(json_string_value(src));
-		if ((why = parse_source(d->source, d, &def)))
-			return spec_bad(eb, path, "%s, got \"%.80s\"", why, d->source);
-		d->mount = def; /* the default, replaced by mount when given */
-		snprintf(path, sizeof(path), "data[%zu].sha256", i);
-		if (d->kind == DATA_HTTPS) {
-			if (!sha)
-				return spec_bad(eb, path, "required for an https source (64 lowercase hex digits)");
-			if (!hex64(json_string_value(sha)))
-				return spec_bad_got(eb, path, "64 lowercase hex digits", sha);
-			d->sha256 = xstrdup(json_string_value(sha));
-		} else if (sha) {
-			return spec_bad(eb, path, "only an https source takes a checksum");
-		}
-		snprintf(path, sizeof(path), "data[%zu].mount", i);
-		if (mnt) {
-			free(d->mount);
-			d->mount = NULL;
-			if (!json_is_string(mnt) || !mount_valid(json_string_value(mnt)))
-				return spec_bad_got(eb, path,
-					       "a relative path of 1..8 components [A-Za-z0-9._-]+, no '.' or '..'",
-					       mnt);
-			d->mount = xstrdup(json_string_value(mnt));
-		} else {
-			if (!mount_valid(def))
-				return spec_bad(eb, path, "required: the default '%.80s' (from the source) is not a "
-					   "valid mount", def);
-		}
-		for (size_t k = 0; k + 1 < spec->ndata; k++) {
-			const char *a = spec->data[k].mount, *b = d->mount;
-			size_t la = strlen(a), lb = strlen(b);
-			if (!strcmp(a, b))
-				return spec_bad(eb, path, "'%s' is the mount of data[%zu] too", b, k);
-			if ((la < lb && !strncmp(a, b, la) && b[la] == '/') ||
-			    (lb < la && !strncmp(a, b, lb) && a[lb] == '/'))
-				return spec_bad(eb, path, "'%s' and data[%zu]'s mount '%s' are inside one another",
-					   b, k, a);
-		}
-	}
-	return 0;
 }
 
 const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
@@ -1586,7 +1364,7 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		return error(eb, YERR(INVALID_SPEC), "spec: expected a mapping of fields, got %s",
 			got);
 	}
-	if ((ret = check_known(doc, spec_top_fields, "", eb)) < 0)
+	if ((ret = spec_check_known(doc, spec_top_fields, "", eb)) < 0)
 		goto out;
 
 	if ((v = field(doc, "name")))
@@ -1616,7 +1394,7 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		if ((ret = check_placeholders(spec->roles[i].command, spec->params, path, eb)) < 0)
 			goto out;
 	}
-	if ((ret = get_data(field(doc, "data"), spec, eb)) < 0)
+	if ((ret = spec_get_data(field(doc, "data"), spec, eb)) < 0)
 		goto out;
 	if ((ret = get_placement(field(doc, "placement"), spec, eb)) < 0)
 		goto out;
@@ -1694,16 +1472,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "params", spec->params ? json_deep_copy(spec->params) : json_object());
 	json_object_set_new(doc, "env", spec->env ? json_deep_copy(spec->env) : json_object());
 	json_object_set_new(doc, "tasks", tasks);
-	json_object_set_new(doc, "data", json_null());
-	if (spec->ndata) {
-		json_t *data = json_array();
-		for (size_t i = 0; i < spec->ndata; i++) {
-			const struct spec_data *d = &spec->data[i];
-			json_array_append_new(data, json_pack("{s:s, s:s, s:o}", "source", d->source,
-				"mount", d->mount, "sha256", d->sha256 ? json_string(d->sha256) : json_null()));
-		}
-		json_object_set_new(doc, "data", data);
-	}
+	json_object_set_new(doc, "data", spec_data_to_json(spec));
 	json_t *labels = json_object();
 	for (size_t i = 0; i < spec->nlabels; i++)
 		json_object_set_new(labels, spec->labels[i].key, json_string(spec->labels[i].value));
@@ -1755,13 +1524,7 @@ void spec_release(struct job_spec *spec)
 	free(spec->labels);
 	free(spec->pool);
 	free(spec->team);
-	for (size_t i = 0; i < spec->ndata; i++) {
-		free(spec->data[i].source);
-		free(spec->data[i].mount);
-		free(spec->data[i].sha256);
-		free(spec->data[i].name);
-	}
-	free(spec->data);
+	spec_data_release(spec);
 	free(spec->after);
 	spec_sweep_free(spec->sweep);
 	spec_init(spec);

@@ -193,7 +193,7 @@ json_t *spec_to_json(const struct job_spec *spec);
  * for an agent's --label: KEY is [A-Za-z0-9][A-Za-z0-9_.\/-]{0,62}, VALUE is
  * [A-Za-z0-9_.-]{0,63} (may be empty). */
 bool spec_label_valid(const char *key, const char *value);
-/* spec_data_kind_name: "yard", "s3", "https" or "file". */
+/* spec_data_kind_name: "yard", "s3", "https", "file" or "job". */
 const char *spec_data_kind_name(enum spec_data_kind k);
 
 /* spec_name_valid: whether s is a name as name, team and pool take:

@@ -12,6 +12,15 @@
 
 #include "base/error.h"
 
+/* The longest string a field takes, in bytes. */
+#define SPEC_MAX_STRING 4096
+
+/* spec_check_known refuses the first key of obj (in document order) that
+ * is not in known (NULL-terminated), suggesting the closest known name
+ * within an edit distance of 2; the path is prefix.KEY. */
+int spec_check_known(const json_t *obj, const char *const *known, const char *prefix,
+		     struct errbuf *eb);
+
 /* The known fields (NULL-terminated) of a spec's top level, of a role under
  * tasks, of placement, of restart and of preemption. */
 extern const char *const spec_top_fields[];
