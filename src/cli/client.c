@@ -356,7 +356,7 @@ int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 	return get_json(c, "GET", "/v1/queue", NULL, out, eb);
 }
 
-int client_token_create(struct client *c, const char *user, bool admin, const char *team,
+int client_token_create(struct client *c, const char *user, bool admin, const char *team, bool team_admin,
 			const char *expires, json_t **out, struct errbuf *eb)
 {
 	json_t *body = json_pack("{s:s, s:b}", "user", user, "admin", admin);
@@ -364,6 +364,8 @@ int client_token_create(struct client *c, const char *user, bool admin, const ch
 
 	if (team)
 		json_object_set_new(body, "team", json_string(team));
+	if (team_admin)
+		json_object_set_new(body, "team_admin", json_true());
 	if (expires)
 		json_object_set_new(body, "expires", json_string(expires));
 	ret = get_json(c, "POST", "/v1/tokens", body, out, eb);

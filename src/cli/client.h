@@ -127,10 +127,11 @@ int client_node_remove(struct client *c, const char *name, json_t **out, struct 
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);
 
-/* POST /v1/tokens {"user", "admin", "team", "expires"} (team and expires
- * omitted when NULL; expires a duration such as "30d") -> the token's
- * listing entry with "admin" and "token". Admin only. */
-int client_token_create(struct client *c, const char *user, bool admin, const char *team,
+/* POST /v1/tokens {"user", "admin", "team", "team_admin", "expires"} (team
+ * and expires omitted when NULL, team_admin when false; expires a duration
+ * such as "30d") -> the token's listing entry with "admin" and "token".
+ * Admin only. */
+int client_token_create(struct client *c, const char *user, bool admin, const char *team, bool team_admin,
 			const char *expires, json_t **out, struct errbuf *eb);
 /* GET /v1/tokens -> {"tokens": [...]}: the caller's own (all for admins). */
 int client_tokens_list(struct client *c, json_t **out, struct errbuf *eb);

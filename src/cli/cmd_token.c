@@ -29,11 +29,13 @@ static const char *token_state(const json_t *tok)
 static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 {
 	const char *user = NULL, *team = NULL, *expires = NULL;
-	int admin = 0;
+	int admin = 0, team_admin = 0;
 	const struct cli_option opts[] = {
 		{ "user", 0, CLI_OPT_STRING, &user, "NAME", "the user the token is for (required)" },
 		{ "admin", 0, CLI_OPT_FLAG, &admin, NULL, "an admin token" },
 		{ "team", 0, CLI_OPT_STRING, &team, "TEAM", "the user's team" },
+		{ "team-admin", 0, CLI_OPT_FLAG, &team_admin, NULL,
+		  "an admin of --team: may change the priority of the team's jobs" },
 		{ "expires", 0, CLI_OPT_STRING, &expires, "DURATION",
 		  "refused after this long: 30d, 12h, 90m, 3600 (seconds); default never" },
 	};
@@ -41,7 +43,7 @@ static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *reply = NULL;
 	int npos, rc;
 
-	rc = cli_parse(ctx, "token create --user NAME [--admin] [--team TEAM] [--expires DURATION]",
+	rc = cli_parse(ctx, "token create --user NAME [--admin] [--team TEAM [--team-admin]] [--expires DURATION]",
 		       opts, ARRAY_SIZE(opts), argc, argv, &npos);
 	if (rc >= 0)
 		return rc;
@@ -49,7 +51,7 @@ static int token_create(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "unexpected argument '%s'", argv[1]);
 	if (!user || !*user)
 		return cli_usage_error(ctx, "--user NAME is required");
-	if (client_token_create(&ctx->client, user, admin, team, expires, &reply, &eb))
+	if (client_token_create(&ctx->client, user, admin, team, team_admin, expires, &reply, &eb))
 		return cli_fail(ctx, &eb);
 	if (ctx->json)
 		cli_print_json(reply);
@@ -90,7 +92,7 @@ static int token_ls(struct cli_ctx *ctx, int argc, char **argv)
 		cli_table_add(&t, "%s", cli_jstr(tok, "id"));
 		cli_table_add(&t, "%s", cli_jstr(tok, "user"));
 		cli_table_add(&t, "%s", cli_jstr(tok, "team"));
-		cli_table_add(&t, "%s", cli_jstr(tok, "role"));
+		cli_table_add(&t, "%s", json_is_true(json_object_get(tok, "team_admin")) ? "team-admin" : cli_jstr(tok, "role"));
 		cli_table_add(&t, "%s", created);
 		cli_table_add(&t, "%s%s", used, strcmp(used, "-") ? " ago" : "");
 		cli_table_add(&t, "%s", expires);
@@ -141,7 +143,7 @@ int cmd_token(struct cli_ctx *ctx, int argc, char **argv)
 			if (!strcmp(argv[1], subcommands[i].name))
 				return subcommands[i].fn(ctx, argc - 1, argv + 1);
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: yard token create --user NAME [--admin] [--team TEAM] [--expires DURATION]\n"
+		printf("usage: yard token create --user NAME [--admin] [--team TEAM [--team-admin]] [--expires DURATION]\n"
 		       "       yard token ls\n"
 		       "       yard token revoke ID\n");
 		return EXIT_OK;

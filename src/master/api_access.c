@@ -51,7 +51,7 @@ void h_tokens(struct req *r)
 	json_t *body = body_json(r), *doc;
 	const char *user, *team;
 	uint64_t expires_at;
-	bool admin;
+	bool admin, team_admin;
 	char *tok;
 
 	if (!body)
@@ -59,16 +59,25 @@ void h_tokens(struct req *r)
 	user = json_string_value(json_object_get(body, "user"));
 	team = json_string_value(json_object_get(body, "team"));
 	admin = json_is_true(json_object_get(body, "admin"));
+	team_admin = json_is_true(json_object_get(body, "team_admin"));
 	if (!spec_name_valid(user)) {
 		error_field(&eb, YERR(BAD_REQUEST), "user", "user: expected [a-z0-9][a-z0-9_.-]{0,62}");
 		req_error(r, &eb);
 	} else if (team && !spec_name_valid(team)) {
 		error_field(&eb, YERR(BAD_REQUEST), "team", "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
 		req_error(r, &eb);
+	} else if (team_admin && (!team || admin)) {
+		error_field(&eb, YERR(BAD_REQUEST), "team_admin", "team_admin: %s", admin ?
+			    "an admin token is every team's admin already" : "an admin of which team? (team: required)");
+		req_error(r, &eb);
 	} else if (token_expiry(json_object_get(body, "expires"), &expires_at, &eb)) {
 		req_error(r, &eb);
 	} else {
 		tok = auth_create_token(r->m, admin ? ROLE_ADMIN : ROLE_USER, user, team, expires_at);
+		if (team_admin) {
+			r->m->tokens[r->m->ntokens - 1].team_admin = true;
+			core_save_token(r->m, &r->m->tokens[r->m->ntokens - 1]);
+		}
 		doc = auth_token_json(&r->m->tokens[r->m->ntokens - 1]);
 		json_object_set_new(doc, "admin", json_boolean(admin));
 		json_object_set_new(doc, "token", json_string(tok));

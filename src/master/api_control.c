@@ -77,7 +77,8 @@ void h_job_update(struct req *r)
 		free(text);
 		goto out;
 	}
-	if (control_set_priority(r->m, j, json_string_value(p), &eb))
+	struct caller c = caller_of(r);
+	if (visibility_job_priority(&c, j, &eb) || control_set_priority(r->m, j, json_string_value(p), &eb))
 		req_error(r, &eb);
 	else
 		req_json(r, 200, jobs_job_json(r->m, j, true));

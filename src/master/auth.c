@@ -88,8 +88,9 @@ json_t *auth_token_json(const struct token *t)
 	char id[TOKEN_ID_LEN + 1];
 
 	auth_token_id(t, id);
-	return json_pack("{s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "id", id, "user", t->user, "team",
+	return json_pack("{s:s, s:s, s:o, s:s, s:b, s:o, s:o, s:o, s:o}", "id", id, "user", t->user, "team",
 			 t->team ? json_string(t->team) : json_null(), "role", role_name(t->role),
+			 "team_admin", t->team_admin,
 			 "created_at", time_or_null(t->created_at), "last_used",
 			 time_or_null(t->last_used), "expires_at", time_or_null(t->expires_at),
 			 "revoked_at", time_or_null(t->revoked_at));

@@ -323,8 +323,9 @@ void core_save_token(struct master *m, const struct token *t)
 	/* last_used is what auth_tick decided to store (last_used_saved), so
 	 * that a save for another reason does not reset its minute */
 	core_put_doc(m, STORE_TOKEN, t->hash,
-		json_pack("{s:s, s:i, s:o, s:I, s:I, s:I, s:I}", "user", t->user, "role", (int)t->role,
-			  "team", str_or_null(t->team), "created_at", (json_int_t)t->created_at,
+		json_pack("{s:s, s:i, s:o, s:b, s:I, s:I, s:I, s:I}", "user", t->user, "role", (int)t->role,
+			  "team", str_or_null(t->team), "team_admin", t->team_admin,
+			  "created_at", (json_int_t)t->created_at,
 			  "expires_at", (json_int_t)t->expires_at, "revoked_at",
 			  (json_int_t)t->revoked_at, "last_used", (json_int_t)t->last_used_saved));
 }
@@ -680,6 +681,7 @@ static int load_token(void *ctx, const char *key, const char *text)
 	t->user = get_str(d, "user");
 	t->role = get_int(d, "role");
 	t->team = get_str(d, "team");
+	t->team_admin = t->team && json_is_true(json_object_get(d, "team_admin"));
 	t->created_at = get_u64(d, "created_at");
 	t->expires_at = get_u64(d, "expires_at");
 	t->revoked_at = get_u64(d, "revoked_at");

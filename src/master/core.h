@@ -39,6 +39,7 @@ struct token {
 	char *user;             /* owned; "admin" for the admin token, node name for agents */
 	enum role role;
 	char *team;             /* owned or NULL */
+	bool team_admin;        /* ROLE_USER of a team: an admin of that team (visibility.h) */
 	uint64_t job_id;        /* ROLE_JOB: the job the token acts for */
 	uint64_t created_at;
 	uint64_t expires_at;    /* refused from then on */

@@ -384,6 +384,7 @@ void req_caller(const struct req *r, struct caller *out)
 	out->role = r->role;
 	out->user = r->user;
 	out->team = r->team;
+	out->team_admin = r->team_admin;
 	out->job = r->token_job;
 }
 
@@ -426,6 +427,7 @@ static bool req_begin(struct req *r)
 		r->role = tok->role;
 		r->user = xstrdup(tok->user);
 		r->team = tok->team ? xstrdup(tok->team) : NULL;
+		r->team_admin = tok->team_admin;
 		r->token_job = tok->job_id;
 		if (tok->role != ROLE_JOB)
 			snprintf(r->token_id, sizeof(r->token_id), "%.*s", TOKEN_ID_LEN, tok->hash);

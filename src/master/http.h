@@ -33,6 +33,7 @@ struct req {
 	bool has_token;
 	enum role role;             /* the caller, when has_token */
 	char *user, *team;          /* owned */
+	bool team_admin;            /* the token's (struct token) */
 	uint64_t token_job;         /* ROLE_JOB: the job the token acts for */
 	/* the public id of the caller's stored token (auth.h), "" when none;
 	 * with a revoked or expired token, user, role and token_id name it

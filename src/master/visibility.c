@@ -68,6 +68,18 @@ bool visibility_token(const struct caller *c, const struct token *t)
 		c->role == ROLE_USER);
 }
 
+int visibility_job_priority(const struct caller *c, const struct job *j, struct errbuf *eb)
+{
+	if (c->role == ROLE_ADMIN || same(c->user, j->user) || (c->team_admin && same(c->team, j->team)))
+		return 0;
+	if (j->team)
+		return error(eb, YERR(FORBIDDEN), "job %" PRIu64 " belongs to '%s' (team '%s'): its priority "
+			     "is changed by its owner, an admin or an admin of team '%s'", j->id, j->user,
+			     j->team, j->team);
+	return error(eb, YERR(FORBIDDEN), "job %" PRIu64 " belongs to '%s': its priority is changed by "
+		     "its owner or an admin", j->id, j->user);
+}
+
 bool visibility_team(const struct caller *c, const char *team)
 {
 	return !team || c->role == ROLE_ADMIN || same(c->team, team);

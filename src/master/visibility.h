@@ -36,6 +36,7 @@ struct caller {
 	enum role role;
 	const char *user;       /* borrowed; node name for an agent */
 	const char *team;       /* borrowed or NULL */
+	bool team_admin;        /* an admin of team (a token's flag) */
 	uint64_t job;           /* ROLE_JOB: the job the token acts for */
 };
 
@@ -46,6 +47,11 @@ int visibility_parse(const char *s, bool *open_out, struct errbuf *eb);
 /* Whether c sees job j whole (its own data), dataset ds's contents. */
 bool visibility_job(const struct master *m, const struct caller *c, const struct job *j);
 bool visibility_dataset(const struct master *m, const struct caller *c, const struct dataset *ds);
+/* visibility_job_priority: 0 when c may change job j's priority (its owner,
+ * an admin, an admin of its team: a token's team_admin); else
+ * YERR(FORBIDDEN) saying who may (a team member who may see it may not:
+ * a priority is a claim on the team's share). */
+int visibility_job_priority(const struct caller *c, const struct job *j, struct errbuf *eb);
 /* Whether c sees experiment e (its trials' params and results): as its
  * jobs, its owner, its team's members, admins. */
 bool visibility_experiment(const struct master *m, const struct caller *c,

@@ -51,7 +51,7 @@ def test_hold_keeps_job_queued_until_release():
         check(r.returncode != 0 and b"is not held" in r.stderr, f"release of a job not held: {r.stderr!r}")
 
 
-def test_priority_update_owner_yes_other_user_no():
+def test_priority_update_owner_and_team_admin_yes_others_no():
     with cluster("prio") as c:
         c.start_master()
         alice, bob = c.user_token("alice"), c.user_token("bob")
@@ -71,6 +71,26 @@ def test_priority_update_owner_yes_other_user_no():
               f"the error names field and value: {doc}")
         r = c.cli("update", str(job["id"]), "--priority", "urgent", token=alice, check_rc=None)
         check(r.returncode != 0 and b"urgent" in r.stderr, f"yard update with a bad priority: {r.stderr!r}")
+        # a team's job: a member may see it but not change its priority; the team's admin may
+        def token(user, **extra):
+            return c.api.json("POST", "/v1/tokens", {"user": user, "team": "vision", **extra}, expect=201)[1]
+        erin, carol = token("erin")["token"], token("carol")["token"]
+        lead = token("dave", team_admin=True)
+        check(lead["team_admin"], f"the team admin's token says so: {lead}")
+        _, tj = c.api.submit(spec([SH, "-c", "true"], name="team-job"), token=erin)
+        st, doc = c.api.json("POST", f"/v1/jobs/{tj['id']}", {"priority": "high"}, token=carol)
+        check_eq(st, 403, f"a team member changes a teammate's priority: {doc}")
+        check("an admin of team 'vision'" in doc["error"]["message"], f"the refusal says who may: {doc}")
+        st, doc = c.api.json("GET", f"/v1/jobs/{tj['id']}/logs?task=worker/0", token=carol)
+        check(st == 200, f"while she may see its logs: {st} {doc}")
+        r = c.cli("update", str(tj["id"]), "--priority", "high", "--output", "json", token=lead["token"],
+                  check_rc=0)
+        check_eq(json.loads(r.stdout)["priority"], "high", "the team admin changes it")
+        st, doc = c.api.json("POST", "/v1/tokens", {"user": "x", "team_admin": True})
+        check_eq((st, doc["error"].get("field")), (400, "team_admin"), f"a team admin of no team: {doc}")
+        r = c.cli("token", "ls", check_rc=0)
+        check(any("dave" in ln and "team-admin" in ln for ln in r.stdout.decode().splitlines()),
+              f"yard token ls marks the team admin: {r.stdout!r}")
         # and the scheduler sees it: a low job queued behind... the job now runs
         c.start_agent("n1", gpus="sim:1")
         check_eq(c.api.wait_job(job["id"])["state"], "succeeded", "the updated job runs")

@@ -291,12 +291,13 @@ static void test_token_create(void **state)
 
 	reply(201, "{\"user\": \"bob\", \"admin\": false, \"token\": \"yard_u_x\"}");
 	client_open(&c, fake.url, NULL, "admin");
-	assert_int_equal(client_token_create(&c, "bob", false, "vision", NULL, &out, &eb), 0);
+	assert_int_equal(client_token_create(&c, "bob", false, "vision", true, NULL, &out, &eb), 0);
 	assert_string_equal(fake.path, "/v1/tokens");
 	sent = json_loadb(fake.body.buf, fake.body.len, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(sent, "user")), "bob");
 	assert_true(json_is_false(json_object_get(sent, "admin")));
 	assert_string_equal(json_string_value(json_object_get(sent, "team")), "vision");
+	assert_true(json_is_true(json_object_get(sent, "team_admin")));
 	assert_string_equal(json_string_value(json_object_get(out, "token")), "yard_u_x");
 	json_decref(sent);
 	json_decref(out);

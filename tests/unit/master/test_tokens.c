@@ -207,12 +207,39 @@ static void test_last_used_saved_once_a_minute(void **state)
 	free(h);
 }
 
+/* A team admin's flag survives a reload; a plain member's token has none. */
+static void test_team_admin_reloaded(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	char *lead = auth_create_token(&f->m, ROLE_USER, "dave", "vision", 0);
+	char *member = auth_create_token(&f->m, ROLE_USER, "carol", "vision", 0);
+	char *hl = bearer(lead), *hm = bearer(member);
+	const struct token *t;
+
+	f->m.tokens[f->m.ntokens - 2].team_admin = true;
+	core_save_token(&f->m, &f->m.tokens[f->m.ntokens - 2]);
+	reload(f);
+	t = auth_lookup(&f->m, hl, wall_us(), &eb);
+	assert_non_null(t);
+	assert_true(t->team_admin);
+	assert_string_equal(t->team, "vision");
+	t = auth_lookup(&f->m, hm, wall_us(), &eb);
+	assert_non_null(t);
+	assert_false(t->team_admin);
+	free(lead);
+	free(member);
+	free(hl);
+	free(hm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_revocation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_used_saved_once_a_minute, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_team_admin_reloaded, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
