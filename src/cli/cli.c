@@ -27,6 +27,7 @@ static const struct cli_command {
 	{ "download", cmd_download, NEED_MASTER, "download a job's outputs (or checkpoint) into a dir" },
 	{ "data", cmd_data, NEED_MASTER, "push, list, show and delete datasets" },
 	{ "exp", cmd_exp, NEED_MASTER, "list experiments (sweeps) and show their trials" },
+	{ "template", cmd_template, NEED_MASTER, "jobs run again on each new version of a dataset" },
 	{ "token", cmd_token, NEED_MASTER, "create, list and revoke API tokens" },
 	{ "audit", cmd_audit, NEED_MASTER, "show the audit log of state-changing requests (admin)" },
 	{ "sim", cmd_sim, 0, "replay a job trace through the scheduler (offline)" },

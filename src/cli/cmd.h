@@ -169,6 +169,17 @@ int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_audit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
+/* cli_load_spec reads, overrides (--set) and validates the spec file:
+ * 0, or an error in eb; *usage (OUT) tells a --set that is not PATH=VALUE
+ * (a usage error) from the rest (cmd_submit.c). */
+int cli_load_spec(const char *file, const struct cli_list *sets, const char *name,
+		  json_t **doc, bool *usage, struct errbuf *eb);
+/* cli_upload_code packs the directory that holds file and uploads it. */
+int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct errbuf *eb);
+
+/* yard template create|ls|show|rm (cmd_template.c). */
+int cmd_template(struct cli_ctx *ctx, int argc, char **argv);
+
 /* yard exp ls|show (cmd_exp.c). */
 int cmd_exp(struct cli_ctx *ctx, int argc, char **argv);
 /* yard data push|ls|show|rm (cmd_data.c). */

@@ -16,11 +16,8 @@
 /* wait_until_started polls the job until it has left the queue. */
 static int wait_until_started(struct cli_ctx *ctx, uint64_t id, json_t **job, struct errbuf *eb);
 
-/* load_spec reads, overrides and validates the spec: 0, or an error in eb;
- * *usage (OUT) tells a --set that is not PATH=VALUE (a usage error) from
- * the rest. */
-static int load_spec(const char *file, const struct cli_list *sets, const char *name,
-		     json_t **doc, bool *usage, struct errbuf *eb)
+int cli_load_spec(const char *file, const struct cli_list *sets, const char *name,
+		  json_t **doc, bool *usage, struct errbuf *eb)
 {
 	struct strbuf text = STRBUF_INIT;
 	struct job_spec spec;
@@ -58,8 +55,7 @@ out:
 	return ret;
 }
 
-/* upload_code packs the directory that holds file and uploads it. */
-static int upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct errbuf *eb)
+int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct errbuf *eb)
 {
 	char *copy = xstrdup(file);
 	const char *dir = dirname(copy);
@@ -108,7 +104,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		status = cli_usage_error(ctx, "expected one spec file");
 		goto out;
 	}
-	if (load_spec(argv[1], &sets, name, &doc, &usage, &eb)) {
+	if (cli_load_spec(argv[1], &sets, name, &doc, &usage, &eb)) {
 		status = usage ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
 		goto out;
 	}
@@ -117,7 +113,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 					 "exp show ID, or wait with yard wait --experiment ID");
 		goto out;
 	}
-	if (upload_code(ctx, argv[1], &digest, &eb) ||
+	if (cli_upload_code(ctx, argv[1], &digest, &eb) ||
 	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
 		status = cli_fail(ctx, &eb);
 		goto out;

@@ -995,6 +995,10 @@ static const struct route routes[] = {
 	{ "GET", "/v1/experiments", h_experiments_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list the experiments the caller may see, newest first" },
 	{ "GET", "/v1/experiments/{id}", h_experiment_get, PERM_USER, SCOPE_EXPERIMENT, 0, BODY_NONE, "one experiment with its trials, best objective first" },
 	{ "POST", "/v1/experiments/{id}/cancel", h_experiment_cancel, PERM_USER, SCOPE_EXPERIMENT, ROUTE_AUDIT, BODY_NONE, "cancel an experiment: its live trials, and no more (its owner, its team or an admin)" },
+	{ "POST", "/v1/templates", h_templates_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "make a job template that runs again on each new version of a dataset" },
+	{ "GET", "/v1/templates", h_templates_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list the templates the caller may see" },
+	{ "GET", "/v1/templates/{name}", h_template_get, PERM_USER, SCOPE_TEMPLATE, 0, BODY_NONE, "one template with its runs" },
+	{ "DELETE", "/v1/templates/{name}", h_template_delete, PERM_USER, SCOPE_TEMPLATE, ROUTE_AUDIT, BODY_NONE, "delete a template (its jobs stay)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list jobs, newest first (state, user, limit)" },
 	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks" },
@@ -1026,7 +1030,7 @@ static const struct route routes[] = {
 const char *scope_name(enum scope s)
 {
 	static const char *const names[] = { "cluster", "job", "dataset", "code", "manifest", "node",
-					     "task", "token", "experiment" };
+					     "task", "token", "experiment", "template" };
 	static_assert(ARRAY_SIZE(names) == SCOPE__COUNT, "scope names must mirror enum scope");
 	return (unsigned)s < SCOPE__COUNT ? names[s] : "?";
 }

@@ -44,6 +44,7 @@ enum scope {
 	SCOPE_TASK,     /* task {id}: the agent of the node it runs on */
 	SCOPE_TOKEN,    /* token {id}: its own user's, admins' */
 	SCOPE_EXPERIMENT, /* experiment {id}: its owner, its team, admins */
+	SCOPE_TEMPLATE, /* template {name}: its owner, its team, admins */
 	SCOPE__COUNT
 };
 

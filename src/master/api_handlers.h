@@ -27,6 +27,12 @@ struct task *path_agent_task(struct req *r);
  * in the open batch; OUT hex its digest. Replies with the error, -1. */
 int store_upload(struct req *r, char hex[65]);
 
+/* api_templates.c */
+void h_templates_post(struct req *r);
+void h_templates_list(struct req *r);
+void h_template_get(struct req *r);
+void h_template_delete(struct req *r);
+
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);
 void h_task_outputs(struct req *r);

@@ -6,6 +6,7 @@
 #include "master/codeindex.h"
 #include "master/experiments.h"
 #include "master/jobsource.h"
+#include "master/templates.h"
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
 static_assert(ARRAY_SIZE(role_names) == ROLE__COUNT, "role names");
@@ -360,15 +361,20 @@ void core_save_dataset(struct master *m, const struct dataset *ds)
 			  "versions", vs));
 }
 
-void core_delete_dataset(struct master *m, const char *name)
+void core_delete_doc(struct master *m, enum store_kind kind, const char *key)
 {
 	int rc;
 
 	if (!core_batch_open(m)) {
-		rc = m->sops->del(m->store, STORE_DATASET, name, &m->batch_eb);
+		rc = m->sops->del(m->store, kind, key, &m->batch_eb);
 		if (rc)
 			m->batch_err = rc;
 	}
+}
+
+void core_delete_dataset(struct master *m, const char *name)
+{
+	core_delete_doc(m, STORE_DATASET, name);
 }
 
 void core_dataset_free(struct dataset *ds)
@@ -770,7 +776,8 @@ int core_load(struct master *m, struct errbuf *eb)
 		if (m->tasks[i])
 			core_index_task(m, m->tasks[i]);
 	m->sched_needed = true;
-	return experiments_load(m, eb);
+	int rc = experiments_load(m, eb);
+	return rc ? rc : templates_load(m, eb);
 }
 
 static void job_free(struct job *j)
@@ -825,6 +832,7 @@ void core_set_checkpoint(struct master *m, struct job *j, const char *digest)
 void core_clear(struct master *m)
 {
 	experiments_clear(m);
+	templates_clear(m);
 	codeindex_free(&m->code_index);
 	codeindex_free(&m->submit_keys);
 	for (size_t i = 0; i < m->njobs; i++)

@@ -298,6 +298,8 @@ struct master {
 	size_t ndata_quotas, adata_quotas;
 	struct experiment **exps; /* owned, exps[id - 1] (experiments.h) */
 	size_t nexps, aexps;
+	struct jtemplate **templates; /* owned (templates.h) */
+	size_t ntemplates, atemplates;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;
@@ -352,6 +354,8 @@ void core_put_doc(struct master *m, enum store_kind kind, const char *key, json_
  * core_delete_dataset removes its row; core_dataset_free frees one. */
 void core_save_dataset(struct master *m, const struct dataset *ds);
 void core_delete_dataset(struct master *m, const char *name);
+/* core_delete_doc deletes the row of kind with key (in the open batch). */
+void core_delete_doc(struct master *m, enum store_kind kind, const char *key);
 void core_dataset_free(struct dataset *ds);
 
 struct job *core_job(struct master *m, uint64_t id);

@@ -12,6 +12,7 @@
 #include "base/xalloc.h"
 #include "common/dataset.h"
 #include "master/jobsource.h"
+#include "master/templates.h"
 #include "master/visibility.h"
 
 int datasets_open(struct master *m, struct errbuf *eb)
@@ -364,6 +365,7 @@ int datasets_create(struct master *m, const struct caller *c, const json_t *body
 	nv->files = files;
 	nv->created_at = wall_us();
 	core_save_dataset(m, ds);
+	templates_on_version(m, ds->name, nv->version);
 	*reply = version_reply(ds, nv, true);
 	*status = 201;
 	return 0;

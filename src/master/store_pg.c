@@ -43,10 +43,10 @@ struct store {
 #define QUEUE_MAX 256
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets",
-					    "experiments" };
+					    "experiments", "templates" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers (bigint), loaded in numeric order */
-static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1, 0 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 /*
@@ -112,6 +112,8 @@ static const char *const migrations[] = {
 	" END $$;",
 	/* 4: experiments, the documents of sweeps (master/experiments.h) */
 	"CREATE TABLE experiments (k bigint PRIMARY KEY, doc text NOT NULL);",
+	/* 5: templates, jobs run again on each new version of a dataset (master/templates.h) */
+	"CREATE TABLE templates (k text COLLATE \"C\" PRIMARY KEY, doc text NOT NULL);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 

@@ -8,6 +8,7 @@
 #include "master/datasets.h"
 #include "master/experiments.h"
 #include "master/jobsource.h"
+#include "master/templates.h"
 
 int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
 {
@@ -45,6 +46,14 @@ bool visibility_experiment(const struct master *m, const struct caller *c,
 		return true;
 	return c->role == ROLE_USER &&
 	       (m->visibility_open || same(c->user, e->user) || same(c->team, e->team));
+}
+
+bool visibility_template(const struct master *m, const struct caller *c, const struct jtemplate *t)
+{
+	if (c->role == ROLE_ADMIN)
+		return true;
+	return c->role == ROLE_USER &&
+	       (m->visibility_open || same(c->user, t->user) || same(c->team, t->team));
 }
 
 bool visibility_dataset(const struct master *m, const struct caller *c, const struct dataset *ds)
@@ -228,6 +237,12 @@ int visibility_check(const struct master *m, const struct route *route, const st
 		if (!e || visibility_experiment(m, c, e))
 			return 0;
 		return error(eb, YERR(NOT_FOUND), "no experiment '%s'", caps[0]);
+	}
+	case SCOPE_TEMPLATE: {
+		const struct jtemplate *t = templates_find(m, caps[0]);
+		if (!t || visibility_template(m, c, t))
+			return 0;
+		return error(eb, YERR(NOT_FOUND), "no template '%s'", caps[0]);
 	}
 	case SCOPE_TOKEN: {
 		const struct token *t = auth_find_token(mm, caps[0]);

@@ -30,6 +30,7 @@
 
 struct route;
 struct experiment;
+struct jtemplate;
 
 /* The caller as the rule sees it: what its token says. */
 struct caller {
@@ -54,6 +55,9 @@ bool visibility_dataset(const struct master *m, const struct caller *c, const st
 int visibility_job_priority(const struct caller *c, const struct job *j, struct errbuf *eb);
 /* Whether c sees experiment e (its trials' params and results): as its
  * jobs, its owner, its team's members, admins. */
+/* Whether c sees template t (and may delete it): its owner, its team's
+ * members, admins (--visibility open: every user). */
+bool visibility_template(const struct master *m, const struct caller *c, const struct jtemplate *t);
 bool visibility_experiment(const struct master *m, const struct caller *c,
 			   const struct experiment *e);
 /* visibility_token: whether c may see (and revoke) token t: admins every

@@ -3,8 +3,8 @@
  * through the master's own HTTP layer (the in-process master of
  * fuzz_master.h, whose start state the routes below refer to).
  *
- * The first byte of an input picks the route ((byte % 16) % 10; the seeds
- * use the digits '0'..'9'), the rest is the body:
+ * The first byte of an input picks the route ((byte % 16) % 11; the seeds
+ * use '0'..'9' and ':' for 10), the rest is the body:
  *
  *   0  POST /v1/tokens                 admin token
  *   1  POST /v1/blobs/missing          user token
@@ -16,6 +16,7 @@
  *   7  POST /v1/tasks/T/metrics?stream=stdout&offset=0   n1's agent token
  *   8  POST /v1/experiments            user token
  *   9  POST /v1/tasks/T/outputs/files  n1's agent token (T's outputs: FUZZ_OUTPUTS)
+ *  10  POST /v1/templates              user token (dataset digits is alice's)
  *
  * A finding is a sanitizer report, a reply that is not HTTP, a 5xx, an
  * error reply without {"error": {"code", "message"}}, a request that gets
@@ -59,9 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct fuzz_world *w = &fuzz_world;
 	const char *const targets[] = { "/v1/tokens", "/v1/blobs/missing", "/v1/datasets", "/v1/jobs",
 					exec_path, "/v1/agents", "/v1/agents/n1/status", metrics_path,
-					"/v1/experiments", files_path };
+					"/v1/experiments", files_path, "/v1/templates" };
 	const char *const tokens[] = { w->admin, w->alice, w->alice, w->alice,
-				       w->alice, w->join, w->agent, w->agent, w->alice, w->agent };
+				       w->alice, w->join, w->agent, w->agent, w->alice, w->agent, w->alice };
 	struct strbuf reply = STRBUF_INIT;
 	unsigned route;
 	bool wrote;
