@@ -21,6 +21,16 @@ def sweep_spec(command, sweep, name="sw", **extra):
     return s
 
 
+def asha_spec(command, name, **early_stop):
+    """The grid of q the ASHA tests share, one trial at a time, acc ranked
+    with ASHA on the epoch (rungs at 1, 3, ...: 1 in 3 goes on)."""
+    stop = {"method": "asha", "resource": "epoch", "min_resource": 1, "reduction_factor": 3}
+    stop.update(early_stop)
+    return sweep_spec(command, {"method": "grid", "params": {"q": [0.5, 0.9, 0.1, 0.2, 0.95, 0.05]},
+                                "max_parallel": 1, "objective": {"metric": "acc", "mode": "max"},
+                                "early_stop": stop}, name=name)
+
+
 def submit_exp(c, s, token=None, expect=201):
     st, doc = c.api.json("POST", "/v1/experiments", {"spec": s}, token=token)
     check_eq(st, expect, f"POST /v1/experiments: {doc}")
@@ -127,11 +137,7 @@ def test_asha_stops_the_trials_that_do_worse():
                'for e in 1 2 3 4 5 6 7 8 9; do '
                'echo "@yard {\\"step\\": $e, \\"epoch\\": $e, \\"acc\\": $(awk "BEGIN{print {params.q}*$e/10}")}"; '
                'sleep 0.5; done; echo finished')
-        s = sweep_spec(cmd, {"method": "grid", "params": {"q": [0.5, 0.9, 0.1, 0.2, 0.95, 0.05]},
-                             "max_parallel": 1, "objective": {"metric": "acc", "mode": "max"},
-                             "early_stop": {"method": "asha", "resource": "epoch", "min_resource": 1,
-                                            "max_resource": 10, "reduction_factor": 3}},
-                       name="asha")
+        s = asha_spec(cmd, "asha", max_resource=10)
         eid = submit_exp(c, s)["id"]
         done = wait_exp(c, eid, timeout=180)
         check_eq(done["state"], "completed", f"the experiment's end: {done}")
@@ -204,11 +210,7 @@ def test_asha_promotion_pauses_and_resumes_from_the_checkpoint():
                'while [ $e -lt 9 ]; do e=$((e+1)); echo $e > "$ck.tmp"; mv "$ck.tmp" "$ck"; '
                'echo "@yard {\\"step\\": $e, \\"epoch\\": $e, \\"acc\\": $(awk "BEGIN{print {params.q}*$e/10}")}"; '
                'sleep 0.3; done; echo finished')
-        s = sweep_spec(cmd, {"method": "grid", "params": {"q": [0.5, 0.9, 0.1, 0.2, 0.95, 0.05]},
-                             "max_parallel": 1, "objective": {"metric": "acc", "mode": "max"},
-                             "early_stop": {"method": "asha", "resource": "epoch", "min_resource": 1,
-                                            "max_resource": 9, "reduction_factor": 3, "pause": True}},
-                       name="ashap")
+        s = asha_spec(cmd, "ashap", max_resource=9, pause=True)
         eid = submit_exp(c, s)["id"]
         w = RunWatch(c, eid)
         done = wait_exp(c, eid, timeout=240)
