@@ -159,10 +159,15 @@ static int submit_trial(struct master *m, struct experiment *e, const json_t *ke
 	return 0;
 }
 
-/* Whether trial t is queued or running (a paused one is neither). */
-static bool trial_live(struct master *m, const struct exp_trial *t)
+/* Whether trial t is queued or running (a paused one is neither). A
+ * paused trial that someone released by hand (yard release) is live
+ * again, and judged again at its next rung. */
+static bool trial_live(struct master *m, struct exp_trial *t)
 {
 	struct job *j = core_job(m, t->job);
+
+	if (t->paused && j && !j->held_by && !job_state_is_final(j->state))
+		t->paused = false;
 	return j && !job_state_is_final(j->state) && !t->paused;
 }
 

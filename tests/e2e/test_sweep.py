@@ -244,6 +244,37 @@ def test_asha_promotion_pauses_and_resumes_from_the_checkpoint():
         check_eq([t["params"]["q"] for t in done["trials"]][0], 0.95, "sorted by the best acc")
 
 
+def test_a_paused_trial_released_by_hand_goes_on_and_is_judged_again():
+    with cluster("ashar") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:4")
+        # q 0.5 (fast) pauses at rung 1, alone there; released by hand it goes
+        # on and is judged again: alone at rung 3, it pauses there too. (q 0.9,
+        # slow, comes and goes meanwhile; how the sweep ends is not the point.)
+        cmd = ('ck="$YARD_CHECKPOINT_DIR/epoch"; e=0; if [ -f "$ck" ]; then e=$(cat "$ck"); fi; '
+               'p=0.3; if [ {params.q} = 0.9 ]; then p=3; fi; '
+               'while [ $e -lt 9 ]; do e=$((e+1)); echo $e > "$ck.tmp"; mv "$ck.tmp" "$ck"; '
+               'echo "@yard {\\"step\\": $e, \\"epoch\\": $e, \\"acc\\": $(awk "BEGIN{print {params.q}*$e/10}")}"; '
+               'sleep $p; done')
+        s = sweep_spec(cmd, {"method": "grid", "params": {"q": [0.5, 0.9]}, "max_parallel": 1,
+                             "objective": {"metric": "acc", "mode": "max"},
+                             "early_stop": {"method": "asha", "resource": "epoch", "min_resource": 1,
+                                            "max_resource": 9, "reduction_factor": 3, "pause": True}},
+                       name="ashar")
+        eid = submit_exp(c, s)["id"]
+        first = wait_until(lambda: (lambda t: t["job"] if t and (t.get("reason") or "").startswith("asha") else None)(
+            next((t for t in exp(c, eid)["trials"] if t["params"]["q"] == 0.5), None)), 60, "0.5 paused at rung 1")
+        check_eq(c.api.job(first)["reason"]["code"], "held", "the paused trial is held")
+        c.cli("release", str(first), check_rc=0)
+        done = wait_exp(c, eid, timeout=120)
+        check_eq(done["state"], "completed", f"the experiment ends: {done}")
+        j = c.api.job(first)
+        pauses = [e["reason"]["message"] for e in j["events"]
+                  if e.get("reason", {}).get("code") == "preempted"]
+        check(len(pauses) >= 2 and "at epoch 1 " in pauses[0] and "at epoch 3 " in pauses[1],
+              f"released by hand, 0.5 went on and was paused again at rung 3: {pauses}")
+
+
 def test_restart_cancel_visibility_and_refusals():
     with cluster("expctl") as c:
         c.start_master()

@@ -55,6 +55,7 @@ def scope_admits(scope, who):
         "task": False,   # the task runs on n1
         "token": who == "owner",
         "experiment": who in ("owner", "member"),
+        "template": who in ("owner", "member"),
     }[scope]
 
 
@@ -66,7 +67,7 @@ def expected(perm, scope, who):
     if role not in PERM_ROLES[perm]:
         return 403
     if not scope_admits(scope, who):
-        return 404 if scope in ("token", "experiment") else 403
+        return 404 if scope in ("token", "experiment", "template") else 403
     return None
 
 
@@ -127,6 +128,11 @@ def test_every_route_every_identity():
                         "objective": {"metric": "loss", "mode": "min"}}}
         st, exp = api.json("POST", "/v1/experiments", {"spec": sw}, token=alice["token"])
         check_eq(st, 201, f"alice's experiment: {exp}")
+        # alice's template on her dataset
+        st, tpl = api.json("POST", "/v1/templates", {"name": "retrain", "on_dataset": "digits", "spec": {
+            "name": "r", "command": ["/bin/true"], "tasks": {"worker": {"cpus": 0.1}},
+            "data": [{"source": "yard://digits"}]}}, token=alice["token"])
+        check_eq(st, 201, f"alice's template: {tpl}")
         st, ds = api.json("GET", "/v1/datasets/digits", expect=200)
         st, ver = api.json("GET", "/v1/datasets/digits/1", expect=200)
         st, rev = api.json("DELETE", f"/v1/tokens/{dave['id']}", expect=200)
@@ -147,6 +153,8 @@ def test_every_route_every_identity():
                 names["id"] = alice2["id"]
             elif path.startswith("/v1/experiments/"):
                 names["id"] = str(exp["id"])
+            elif path.startswith("/v1/templates/"):
+                names["name"] = "retrain"
             digest = {"/v1/code/": job["code"], "/v1/blobs/": chunk,
                       "/v1/manifests/": ver["digest"]}
             for prefix, d in digest.items():
