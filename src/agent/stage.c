@@ -997,6 +997,8 @@ static int stage_job(struct run *r, const json_t *d, char **key_out, struct errb
 	}
 	httpc_release(&h);
 	uint64_t have = 0;
+	if (!ret && cache_seal(partial) < 0)
+		ret = io_error(eb, "seal", partial); /* read-only, as every entry: tasks share it */
 	if (!ret) {
 		cache_measure(partial, &have);
 		if (!(ret = cache_reserve(cfg->cache, have, eb))) {

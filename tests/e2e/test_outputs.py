@@ -160,7 +160,9 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         reader = ('set -e; d="$YARD_DATA_DIR"; for i in 0 1; do '
                   'test "$(cat "$d/prev/worker-$i/who.txt")" = "worker/$i attempt 1"; done; '
                   'test "$(cat "$d/ck/model.ckpt")" = "weights of attempt 0"; '
-                  'test ! -e "$d/prev/worker-1/big.bin"; sha256sum "$d/prev/worker-0/big.bin"')
+                  'test ! -e "$d/prev/worker-1/big.bin"; '
+                  'test "$(stat -L -c %a "$d/prev/worker-0/who.txt")" = 444; '  # the cache entry is sealed
+                  'sha256sum "$d/prev/worker-0/big.bin"')
         st, rj = c.api.submit(spec(["/bin/sh", "-c", reader], name="reader2",
                                    data=[{"source": f"yard-job://{jid}/outputs", "mount": "prev"},
                                          {"source": f"yard-job://{jid}/checkpoint", "mount": "ck"}]),
