@@ -1298,10 +1298,10 @@ static void ckpt_uploaded(void *arg, const char *digest)
 	task_uploaded(arg, digest);
 }
 
-/* Queues the pack and upload of t's YARD_OUTPUT_DIR (WORK/outputs/TASK),
- * or (ckpt) of its job's checkpoint dir; t's end goes on in
- * task_uploaded. A task with a user of its own (--run-as) is packed as
- * that user (outputs_pack). 0 when queued. */
+/* Queues the upload of t's YARD_OUTPUT_DIR (WORK/outputs/TASK), or
+ * (ckpt) of its job's checkpoint dir; t's end goes on in task_uploaded. A
+ * task with a user of its own (--run-as) is read as that user. 0 when
+ * queued. */
 static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 {
 	char *id, *token;
@@ -1310,16 +1310,14 @@ static int task_upload(struct agent *a, struct atask *t, bool ckpt)
 	char *path = xasprintf("/v1/tasks/%" PRId64 "/%s", t->rt.id, ckpt ? "checkpoint" : "outputs");
 	char *what = ckpt ? xasprintf("the checkpoint of job %" PRId64, t->job)
 			  : xasprintf("the outputs of task %" PRId64, t->rt.id);
-	char *files = ckpt ? NULL : xasprintf("%s/files", path);
 	struct outputs_job j = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin }, path, dir,
-				 ckpt ? "checkpoint" : "outputs", files, what, t->rt.run_as, !ckpt, t->rt.uid,
+				 ckpt ? "checkpoint" : "outputs", what, t->rt.run_as, !ckpt, t->rt.uid,
 				 t->rt.gid, ckpt ? ckpt_uploaded : task_uploaded, t };
 	int ret = outputs_queue(&a->loop, &j);
 	free(id);
 	free(token);
 	free(dir);
 	free(path);
-	free(files);
 	free(what);
 	return ret;
 }

@@ -8,6 +8,7 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/chunks.h"
 #include "common/codepack.h"
 
 char *ckpt_path(const char *work_dir, int64_t job, const char *suffix)
@@ -51,21 +52,21 @@ static int fetch_checkpoint(const struct fetch_config *cfg, struct httpc *h, int
 			    struct errbuf *eb)
 {
 	char *mark = ckpt_path(cfg->work_dir, job, ".digest"), *dir = ckpt_path(cfg->work_dir, job, "");
-	char *archive = NULL;
+	json_t *manifest = NULL;
 	struct strbuf have = STRBUF_INIT;
 	int ret = 0;
 
 	if (strbuf_read_file(&have, mark, 200) == 0 && !strcmp(have.buf, digest))
 		goto out; /* this node made it, or fetched it already */
-	if ((ret = fetch_archive(cfg, h, digest, &archive, eb)))
+	if ((ret = chunks_manifest_get(h, digest, &manifest, eb)))
 		goto out;
 	rm_rf(dir);
-	if ((ret = codepack_extract(archive, dir, eb)))
+	if ((ret = chunks_fetch(h, manifest, dir, eb)))
 		goto out;
 	ckpt_set_digest(cfg->work_dir, job, digest);
 out:
+	json_decref(manifest);
 	strbuf_release(&have);
-	free(archive);
 	free(mark);
 	free(dir);
 	return ret;

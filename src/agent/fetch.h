@@ -2,7 +2,8 @@
  * What a task starts from, fetched from the master before it starts: the
  * job's code archive (kept as WORK/code/HEX.tar.gz for the job's next
  * tasks, and unpacked into each task's own code dir) and the job's latest
- * checkpoint (WORK/checkpoints/JOB, shared by the job's tasks on this node;
+ * checkpoint, from the master's chunk store (WORK/checkpoints/JOB, shared
+ * by the job's tasks on this node;
  * WORK/checkpoints/JOB.digest names the master's checkpoint it holds).
  *
  * Blocking: the agent calls fetch_task_inputs on a staging worker thread,

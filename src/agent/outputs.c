@@ -1,77 +1,26 @@
-/* A task's outputs and checkpoint, packed and handed to the master off the
- * loop (outputs.h). */
+/* A task's outputs and checkpoint, handed to the master's chunk store off
+ * the loop (outputs.h). */
 #include "base/compat.h"
 #include "agent/outputs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 #include "base/xalloc.h"
-#include "common/codepack.h"
-
-int outputs_pack(const char *dir, bool run_as, uid_t uid, gid_t gid, struct strbuf *out, bool *empty,
-		 struct errbuf *eb)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int rc;
-
-	*empty = true;
-	while (d && (de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			*empty = false;
-	if (d)
-		closedir(d);
-	if (*empty)
-		return 0;
-	if (run_as) {
-		setfsgid(gid);
-		setfsuid(uid);
-	}
-	rc = codepack_create(dir, out, 0, eb);
-	if (run_as) {
-		setfsuid(0);
-		setfsgid(0);
-	}
-	return rc;
-}
+#include "common/chunks.h"
 
 static void pause_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	nanosleep(&ts, NULL);
-}
-
-/* Hands in the list of the files of the archive tgz (digest): what `yard
- * outputs` shows. A failure is logged; the archive stays listed without. */
-static void post_files(struct httpc *c, const struct outputs_job *j, const char *digest,
-		       const struct strbuf *tgz)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	json_t *files, *out = NULL;
-	uint64_t count;
-	long status = 0;
-
-	if (codepack_list(tgz->buf, tgz->len, OUTPUTS_FILES_MAX, &files, &count, &eb) == 0) {
-		json_t *body = json_pack("{s:s, s:o, s:I}", "outputs", digest, "files", files, "count",
-					 (json_int_t)count);
-		if (httpc_json(c, "POST", j->files_path, body, &out, &status, &eb) == 0 && status != 200)
-			error(&eb, YERR(UNAVAILABLE), "HTTP %ld", status);
-		json_decref(body);
-	}
-	if (eb.msg[0])
-		fprintf(stderr, "yard agent: cannot list the files of %s: %s\n", j->what, eb.msg);
-	json_decref(out);
 }
 
 struct work {
@@ -80,57 +29,82 @@ struct work {
 	char digest[80];        /* OUT of the worker: "" when nothing was handed in */
 };
 
+/* Pushes set's chunks and hands in their manifest: the reply's digest into
+ * w->digest. Tried again (only the chunks still missing go) when the
+ * master was not reached or lost a chunk in between. */
+static void push_post(struct work *w, const struct chunks_set *set, struct errbuf *eb)
+{
+	const struct outputs_job *j = &w->job;
+	struct chunks_stats st = { 0, 0, 0 };
+	uint64_t bytes = 0;
+	struct httpc c;
+
+	httpc_init(&c, j->master_url, &j->tls, j->token);
+	c.timeout_ms = 600000;
+	for (int attempt = 0; attempt < 5 && !w->digest[0]; attempt++) {
+		json_t *manifest = NULL, *body, *reply = NULL;
+		long status = 0;
+		if (attempt)
+			pause_ms(200u << attempt);
+		errbuf_reset(eb);
+		if (chunks_push(&c, set, &manifest, &st, eb)) {
+			if (eb->code == YERR(IO))
+				break; /* the dir changed or cannot be read: trying again reads the same */
+			continue;
+		}
+		body = json_pack("{s:o}", "manifest", manifest);
+		if (!httpc_json(&c, "POST", j->path, body, &reply, &status, eb) && status == 201) {
+			const char *digest = json_string_value(json_object_get(reply, j->key));
+			if (digest)
+				snprintf(w->digest, sizeof(w->digest), "%s", digest);
+		} else if (status >= 400 && status < 500 && eb->code != YERR(MISSING_CHUNKS) && status != 429) {
+			attempt = 5; /* refused: it would be again */
+		}
+		json_decref(body);
+		json_decref(reply);
+	}
+	httpc_release(&c);
+	for (size_t i = 0; i < set->n; i++)
+		bytes += set->files[i].size;
+	if (w->digest[0])
+		fprintf(stderr, "yard agent: handed in %s: %zu files, %" PRIu64 " bytes, uploaded %" PRIu64
+			" of %" PRIu64 " chunks (%" PRIu64 " bytes)\n", j->what, set->n, bytes, st.uploaded,
+			st.chunks, st.uploaded_bytes);
+}
+
 static void pack_post(uv_work_t *req)
 {
 	struct work *w = req->data;
 	const struct outputs_job *j = &w->job;
-	struct strbuf tgz = STRBUF_INIT;
+	struct chunks_as as = { j->uid, j->gid };
+	struct chunks_set set;
 	struct errbuf eb = ERRBUF_INIT;
-	struct httpc c;
-	struct httpc_response res;
-	bool empty;
 
-	if (outputs_pack(j->dir, j->run_as, j->uid, j->gid, &tgz, &empty, &eb)) {
-		fprintf(stderr, "yard agent: cannot pack %s: %s\n", j->what, eb.msg);
+	if (chunks_walk(&set, j->dir, true, j->run_as ? &as : NULL, &eb)) {
+		fprintf(stderr, "yard agent: cannot read %s: %s\n", j->what, eb.msg);
 		goto out;
 	}
-	if (empty) {
+	if (set.skipped)
+		fprintf(stderr, "yard agent: %s: %u entries left out: %s%s\n", j->what, set.skipped,
+			set.skipped_names, set.skipped > 3 ? ", ..." : "");
+	if (!set.n) {
 		if (j->remove)
 			rm_rf(j->dir);
 		goto out;
 	}
-	httpc_init(&c, j->master_url, &j->tls, j->token);
-	c.timeout_ms = 600000;
-	httpc_response_init(&res);
-	for (int attempt = 0; attempt < 5; attempt++) {
-		errbuf_reset(&eb);
-		httpc_response_release(&res);
-		httpc_response_init(&res);
-		if (httpc_request(&c, "POST", j->path, tgz.buf, tgz.len, "application/gzip", &res, &eb) == 0 &&
-		    res.status == 201)
-			break;
-		pause_ms(200u << attempt);
-	}
-	json_t *doc = res.status == 201 ? json_loadb(res.body.buf, res.body.len, 0, NULL) : NULL;
-	const char *digest = json_string_value(json_object_get(doc, j->key));
-	if (digest) {
-		snprintf(w->digest, sizeof(w->digest), "%s", digest);
+	push_post(w, &set, &eb);
+	if (w->digest[0]) {
 		if (j->remove)
 			rm_rf(j->dir); /* the master holds it now */
-		if (j->files_path)
-			post_files(&c, j, digest, &tgz);
 	} else {
-		fprintf(stderr, "yard agent: cannot hand %s to the master: %s (HTTP %ld)\n", j->what,
-			eb.msg[0] ? eb.msg : "refused", res.status);
+		fprintf(stderr, "yard agent: cannot hand %s to the master: %s\n", j->what,
+			eb.msg[0] ? eb.msg : "refused");
 		/* kept, out of reach of the next task to hold its uid */
 		if (j->remove && j->run_as && (chown(j->dir, 0, 0) < 0 || chmod(j->dir, 0700) < 0))
 			fprintf(stderr, "yard agent: cannot take back '%s': %s\n", j->dir, strerror(errno));
 	}
-	json_decref(doc);
-	httpc_response_release(&res);
-	httpc_release(&c);
 out:
-	strbuf_release(&tgz);
+	chunks_set_release(&set);
 }
 
 static char *dup_or_null(const char *s) { return s ? xstrdup(s) : NULL; }
@@ -144,7 +118,6 @@ static void work_free(struct work *w)
 	free((char *)w->job.path);
 	free((char *)w->job.dir);
 	free((char *)w->job.key);
-	free((char *)w->job.files_path);
 	free((char *)w->job.what);
 	free(w);
 }
@@ -171,7 +144,6 @@ int outputs_queue(uv_loop_t *loop, const struct outputs_job *job)
 	w->job.path = xstrdup(job->path);
 	w->job.dir = xstrdup(job->dir);
 	w->job.key = xstrdup(job->key);
-	w->job.files_path = dup_or_null(job->files_path);
 	w->job.what = xstrdup(job->what);
 	w->req.data = w;
 	if (uv_queue_work(loop, &w->req, pack_post, pack_post_done) != 0) {

@@ -16,7 +16,6 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
-#include "common/codepack.h"
 #include "common/dataset.h"
 #include "common/httpc.h"
 
@@ -932,91 +931,6 @@ out:
 	return ret;
 }
 
-/* ---- job: the archives of an earlier job (master/jobsource.h) ---- */
-
-/* An archive's dir in the entry: "" (the entry itself) or one component. */
-static bool archive_dir_valid(const char *dir)
-{
-	return dir && (!*dir || (mount_valid(dir) && !strchr(dir, '/')));
-}
-
-static int stage_job(struct run *r, const json_t *d, char **key_out, struct errbuf *eb)
-{
-	const struct stage_config *cfg = r->cfg;
-	const json_t *archives = json_object_get(d, "archives"), *a;
-	struct strbuf list = STRBUF_INIT;
-	char hex[SHA256_HEX_LEN + 1];
-	struct httpc h;
-	size_t i;
-	int ret = 0;
-
-	if (!json_array_size(archives))
-		return error(eb, YERR(BAD_REQUEST), "the entry lists no archives");
-	json_array_foreach(archives, i, a) {
-		const char *dir = json_string_value(json_object_get(a, "dir"));
-		const char *digest = json_string_value(json_object_get(a, "digest"));
-		if (!archive_dir_valid(dir) || !digest || strncmp(digest, "sha256:", 7) || !is_hex64(digest + 7)) {
-			strbuf_release(&list);
-			return error(eb, YERR(BAD_REQUEST), "archives[%zu] is not {dir, digest: sha256:HEX}", i);
-		}
-		strbuf_addf(&list, "%s %s\n", dir, digest);
-		r->total += (uint64_t)json_integer_value(json_object_get(a, "size"));
-	}
-	/* the same archives in the same dirs are the same entry */
-	sha256_hex(list.buf, list.len, hex);
-	strbuf_release(&list);
-	char *key = xasprintf("job-%s", hex);
-	if (cache_hold(cfg->cache, key)) {
-		*key_out = key;
-		return 0;
-	}
-	char *partial = cache_partial_path(cfg->cache, key);
-	rm_rf(partial);
-	if (mkdir_p(partial, 0755) < 0)
-		ret = io_error(eb, "create", partial);
-	httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
-	h.timeout_ms = 600000;
-	json_array_foreach(archives, i, a) {
-		const char *dir = json_string_value(json_object_get(a, "dir"));
-		const char *digest = json_string_value(json_object_get(a, "digest"));
-		if (ret)
-			break;
-		if (cancelled(r)) {
-			ret = error(eb, YERR(UNAVAILABLE), "stopped");
-			break;
-		}
-		char *tmp = xasprintf("%s/.archive-%zu.tar.gz", partial, i);
-		char *dest = *dir ? xasprintf("%s/%s", partial, dir) : xstrdup(partial);
-		struct stat st;
-		if (!(ret = httpc_get_archive(&h, digest, tmp, eb)) && !(ret = codepack_extract(tmp, dest, eb)) &&
-		    stat(tmp, &st) == 0)
-			account(r, (uint64_t)st.st_size, (uint64_t)st.st_size);
-		unlink(tmp);
-		free(tmp);
-		free(dest);
-	}
-	httpc_release(&h);
-	uint64_t have = 0;
-	if (!ret && cache_seal(partial) < 0)
-		ret = io_error(eb, "seal", partial); /* read-only, as every entry: tasks share it */
-	if (!ret) {
-		cache_measure(partial, &have);
-		if (!(ret = cache_reserve(cfg->cache, have, eb))) {
-			if (!(ret = sync_entry(partial, eb)))
-				ret = cache_commit(cfg->cache, key, have, eb);
-			cache_unreserve(cfg->cache, have);
-		}
-	}
-	if (ret)
-		rm_rf(partial);
-	free(partial);
-	if (ret)
-		free(key);
-	else
-		*key_out = key;
-	return ret;
-}
-
 /* ---- the task's data dir ---- */
 
 /* Makes DATA_DIR/MOUNT point at target: a symlink, or an empty mount point
@@ -1076,7 +990,7 @@ static int stage_one(struct run *r, const json_t *d, const char *data_dir, struc
 	else if (!strcmp(kind, "https") && (!strncmp(source, "https://", 8) || !strncmp(source, "http://", 7)))
 		ret = stage_https(r, d, source, &key, eb);
 	else if (!strcmp(kind, "job") && !strncmp(source, "yard-job://", 11))
-		ret = stage_job(r, d, &key, eb);
+		ret = stage_yard(r, d, &key, eb); /* one manifest, as a dataset version (master/jobsource.h) */
 	else
 		ret = error(eb, YERR(BAD_REQUEST), "unknown kind '%s'", kind);
 	if (ret)

@@ -410,30 +410,23 @@ int client_json(struct client *c, const char *method, const char *path, json_t *
 	return ret;
 }
 
-int client_blob_put(struct client *c, const char *digest, const void *data, size_t len,
-		    struct errbuf *eb)
+int client_chunks_push(struct client *c, const struct chunks_set *set, json_t **manifest,
+		       struct chunks_stats *st, struct errbuf *eb)
 {
-	struct httpc_response res;
-	char path[96];
 	int ret;
 
-	snprintf(path, sizeof(path), "/v1/blobs/%s", digest);
-	httpc_response_init(&res);
 	c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
-	ret = httpc_request(&c->http, "PUT", path, data, len, "application/octet-stream", &res, eb);
+	ret = chunks_push(&c->http, set, manifest, st, eb);
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
-	if (!ret && res.status >= 400)
-		ret = httpc_error_from_reply(&res, eb);
-	httpc_response_release(&res);
 	return ret;
 }
 
-int client_archive_get(struct client *c, const char *digest, const char *path, struct errbuf *eb)
+int client_chunks_fetch(struct client *c, const json_t *manifest, const char *dir, struct errbuf *eb)
 {
 	int ret;
 
 	c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
-	ret = httpc_get_archive(&c->http, digest, path, eb);
+	ret = chunks_fetch(&c->http, manifest, dir, eb);
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
 	return ret;
 }

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "base/strbuf.h"
+#include "common/chunks.h"
 #include "common/httpc.h"
 
 struct client {
@@ -157,14 +158,10 @@ char *client_logs_path(uint64_t id, const struct client_log_req *req);
  * status is not NULL. */
 int client_json(struct client *c, const char *method, const char *path, json_t *body, json_t **out,
 		long *status, struct errbuf *eb);
-/* client_blob_put uploads one dataset chunk (PUT /v1/blobs/DIGEST). */
-int client_blob_put(struct client *c, const char *digest, const void *data, size_t len,
-		    struct errbuf *eb);
-
-/* client_archive_get downloads the archive of digest ("sha256:HEX", GET
- * /v1/code/DIGEST: code, a checkpoint or a task's outputs) into path
- * (written atomically), checked against the digest: YERR(IO) when it
- * arrived with another. */
-int client_archive_get(struct client *c, const char *digest, const char *path, struct errbuf *eb);
+/* client_chunks_push and client_chunks_fetch: chunks_push and chunks_fetch
+ * (common/chunks.h) with the time an upload may take. */
+int client_chunks_push(struct client *c, const struct chunks_set *set, json_t **manifest,
+		       struct chunks_stats *st, struct errbuf *eb);
+int client_chunks_fetch(struct client *c, const json_t *manifest, const char *dir, struct errbuf *eb);
 
 #endif

@@ -190,12 +190,11 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv);
  * and attempt (either may be NULL); *out the reply (caller decrefs). */
 int cli_outputs_get(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
 		    json_t **out, struct errbuf *eb);
-/* cli_outputs_fetch unpacks the outputs of job id into dir, each task's
- * latest attempt (or attempt N) into dir/ROLE-INDEX, or the one task's into
- * dir itself; each archive checked against its digest. YERR(NOT_FOUND)
- * when none matched. */
-int cli_outputs_fetch(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
-		      const char *dir, struct errbuf *eb);
+/* cli_outputs_manifest: the outputs of job id as one manifest, each
+ * task's latest attempt (or attempt N) under ROLE-INDEX/, or the one task's
+ * as they are; YERR(NOT_FOUND) when none matched. */
+int cli_outputs_manifest(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+			 json_t **manifest, struct errbuf *eb);
 /* Task-side helpers of the MPI launcher (cmd_mpi.c). */
 int cmd_mpirun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_mpi_rsh(struct cli_ctx *ctx, int argc, char **argv);

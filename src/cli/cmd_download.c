@@ -1,6 +1,7 @@
 /* yard download: a job's outputs (each task's YARD_OUTPUT_DIR, its latest
- * attempt unless --attempt says which) or its checkpoint, unpacked into DIR,
- * each archive checked against its digest (docs/api.md, "Outputs"). */
+ * attempt unless --attempt says which) or its checkpoint, written into DIR
+ * from the chunk store, each chunk checked against its digest (docs/api.md,
+ * "Outputs"). */
 #include "base/compat.h"
 
 #include <errno.h>
@@ -12,23 +13,8 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "cli/cmd.h"
-#include "common/codepack.h"
-
-/* Fetches the archive of digest and unpacks it into dest. */
-static int fetch_into(struct cli_ctx *ctx, const char *digest, const char *dir, const char *dest,
-		      struct errbuf *eb)
-{
-	char *tmp = xasprintf("%s/.yard-download-%d.tar.gz", dir, (int)getpid());
-	int ret = client_archive_get(&ctx->client, digest, tmp, eb);
-
-	if (!ret)
-		ret = codepack_extract(tmp, dest, eb);
-	unlink(tmp);
-	free(tmp);
-	if (!ret)
-		fprintf(stderr, "%s -> %s\n", digest, dest);
-	return ret;
-}
+#include "common/chunks.h"
+#include "common/dataset.h"
 
 /* Whether tk is the latest attempt with outputs of its role and index. */
 static bool latest_of(const json_t *tasks, const json_t *tk)
@@ -44,13 +30,15 @@ static bool latest_of(const json_t *tasks, const json_t *tk)
 	return true;
 }
 
-int cli_outputs_fetch(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
-		      const char *dir, struct errbuf *eb)
+int cli_outputs_manifest(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+			 json_t **manifest, struct errbuf *eb)
 {
-	json_t *reply = NULL, *tasks, *tk;
-	size_t i, got = 0;
+	json_t *reply = NULL, *tasks, *tk, *parts[64];
+	char *dirs[64];
+	size_t i, n = 0;
 	int ret;
 
+	*manifest = NULL;
 	if ((ret = cli_outputs_get(ctx, id, task, attempt, &reply, eb)))
 		return ret;
 	tasks = json_object_get(reply, "tasks");
@@ -58,20 +46,43 @@ int cli_outputs_fetch(struct cli_ctx *ctx, uint64_t id, const char *task, const 
 		const char *d = json_string_value(json_object_get(tk, "outputs"));
 		if (!d || (!attempt && !latest_of(tasks, tk)))
 			continue;
-		/* one task: into DIR; else DIR/ROLE-INDEX each */
-		char *dest = task ? xstrdup(dir)
-				  : xasprintf("%s/%s-%" PRId64, dir, cli_jstr(tk, "role"), cli_jint(tk, "index"));
-		ret = fetch_into(ctx, d, dir, dest, eb);
-		free(dest);
-		if (ret)
-			goto out;
-		got++;
+		if (n == ARRAY_SIZE(parts)) {
+			ret = error(eb, YERR(TOO_LARGE), "job %" PRIu64 " has outputs of more than %zu tasks: "
+				    "take them with --task ROLE/INDEX", id, ARRAY_SIZE(parts));
+			break;
+		}
+		if ((ret = chunks_manifest_get(&ctx->client.http, d, &parts[n], eb)))
+			break;
+		/* one task: as it is; else under ROLE-INDEX each */
+		dirs[n++] = task ? xstrdup("") : xasprintf("%s-%" PRId64, cli_jstr(tk, "role"), cli_jint(tk, "index"));
 	}
-	if (!got)
+	if (!ret && !n)
 		ret = error(eb, YERR(NOT_FOUND), "job %" PRIu64 " has no outputs%s%s", id, task ? " of task " : "",
 			    task ? task : "");
-out:
+	if (!ret)
+		*manifest = manifest_merge((const char *const *)dirs, parts, n);
+	for (i = 0; i < n; i++) {
+		json_decref(parts[i]);
+		free(dirs[i]);
+	}
 	json_decref(reply);
+	return ret;
+}
+
+/* Fetches the files of manifest into dir, each chunk checked. */
+static int fetch_into(struct cli_ctx *ctx, const json_t *manifest, const char *what, const char *dir,
+		      struct errbuf *eb)
+{
+	uint64_t size = 0;
+	unsigned files = 0;
+	char sz[32];
+	int ret = manifest_validate(manifest, &size, &files, eb);
+
+	if (!ret)
+		ret = client_chunks_fetch(&ctx->client, manifest, dir, eb);
+	format_size(size, sz, sizeof(sz));
+	if (!ret)
+		fprintf(stderr, "%s: %u files, %s -> %s\n", what, files, sz, dir);
 	return ret;
 }
 
@@ -85,7 +96,7 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 		{ "checkpoint", 0, CLI_OPT_FLAG, &ckpt, NULL, "the job's latest checkpoint instead" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
-	json_t *reply = NULL;
+	json_t *reply = NULL, *manifest = NULL;
 	uint64_t id;
 	int npos, rc;
 	const char *dir, *d;
@@ -102,13 +113,16 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 	if (mkdir_p(dir, 0755) < 0)
 		return cli_usage_error(ctx, "DIR: cannot create '%s': %s", dir, strerror(errno));
 	if (!ckpt) {
-		rc = cli_outputs_fetch(ctx, id, task, attempt, dir, &eb);
+		rc = cli_outputs_manifest(ctx, id, task, attempt, &manifest, &eb);
 	} else if (!(rc = cli_outputs_get(ctx, id, NULL, NULL, &reply, &eb))) {
 		if (!(d = json_string_value(json_object_get(reply, "checkpoint"))))
 			rc = error(&eb, YERR(NOT_FOUND), "job %" PRIu64 " has no checkpoint", id);
 		else
-			rc = fetch_into(ctx, d, dir, dir, &eb);
+			rc = chunks_manifest_get(&ctx->client.http, d, &manifest, &eb);
 		json_decref(reply);
 	}
+	if (!rc)
+		rc = fetch_into(ctx, manifest, ckpt ? "checkpoint" : "outputs", dir, &eb);
+	json_decref(manifest);
 	return rc ? cli_fail(ctx, &eb) : EXIT_OK;
 }

@@ -574,37 +574,3 @@ out:
 	archive_read_free(a);
 	return ret;
 }
-
-int codepack_list(const void *buf, size_t len, size_t max, json_t **files, uint64_t *count,
-		  struct errbuf *eb)
-{
-	struct archive *a = archive_read_new();
-	struct archive_entry *e;
-	int r, ret = 0;
-
-	*files = json_array();
-	*count = 0;
-	archive_read_support_filter_gzip(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_memory(a, buf, len) != ARCHIVE_OK) {
-		ret = error(eb, YERR(BAD_REQUEST), "not a tar.gz archive: %s", archive_error_string(a));
-		goto out;
-	}
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		if (archive_entry_filetype(e) != AE_IFREG)
-			continue;
-		if (json_array_size(*files) < max)
-			json_array_append_new(*files, json_pack("{s:s, s:I}", "path", archive_entry_pathname(e),
-								"size", (json_int_t)archive_entry_size(e)));
-		(*count)++;
-	}
-	if (r != ARCHIVE_EOF)
-		ret = error(eb, YERR(BAD_REQUEST), "a damaged archive: %s", archive_error_string(a));
-out:
-	archive_read_free(a);
-	if (ret) {
-		json_decref(*files);
-		*files = NULL;
-	}
-	return ret;
-}

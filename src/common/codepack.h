@@ -26,15 +26,4 @@ int codepack_create(const char *dir, struct strbuf *out, uint64_t max_bytes, str
  * refused with YERR(BAD_REQUEST) naming the entry; nothing is written outside dest. */
 int codepack_extract(const char *archive_path, const char *dest, struct errbuf *eb);
 
-/* The files of a task's outputs archive that its agent lists for the master
- * (docs/api.md, "Outputs"). */
-#define OUTPUTS_FILES_MAX 256
-
-/* codepack_list: the regular files of the tar.gz in buf, in archive order,
- * as *files (a new array of {"path", "size"}, at most max of them) and
- * *count, how many there are in all. YERR(BAD_REQUEST) when buf is not
- * such an archive. */
-int codepack_list(const void *buf, size_t len, size_t max, json_t **files, uint64_t *count,
-		  struct errbuf *eb);
-
 #endif

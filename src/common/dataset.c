@@ -187,3 +187,41 @@ void manifest_digest(const json_t *manifest, char out[72])
 	snprintf(out, 72, "sha256:%s", hex);
 	free(text);
 }
+
+static const char *path_of(const json_t *f)
+{
+	const char *p = json_string_value(json_object_get(f, "path"));
+	return p ? p : "";
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+	return strcmp(path_of(*(json_t *const *)a), path_of(*(json_t *const *)b));
+}
+
+json_t *manifest_merge(const char *const *dirs, json_t *const *manifests, size_t n)
+{
+	json_t **all = NULL, *files = json_array();
+	size_t nall = 0, aall = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const json_t *f;
+		size_t k;
+		json_array_foreach(json_object_get(manifests[i], "files"), k, f) {
+			const char *path = path_of(f);
+			json_t *copy = json_deep_copy(f);
+			if (*dirs[i]) {
+				char *p = xasprintf("%s/%s", dirs[i], path);
+				json_object_set_new(copy, "path", json_string(p));
+				free(p);
+			}
+			ALLOC_GROW(all, nall + 1, aall);
+			all[nall++] = copy;
+		}
+	}
+	sort_array(all, nall, sizeof(*all), cmp_path);
+	for (size_t i = 0; i < nall; i++)
+		json_array_append_new(files, all[i]);
+	free(all);
+	return json_pack("{s:o}", "files", files);
+}

@@ -38,4 +38,9 @@ int manifest_validate(const json_t *manifest, uint64_t *size, unsigned *files, s
  * JSON_SORT_KEYS), into out[72]. */
 void manifest_digest(const json_t *manifest, char out[72]);
 
+/* manifest_merge: one manifest of several, manifests[i]'s files under
+ * dirs[i] ("worker-0/model.pt"; "" keeps its paths), sorted (a new
+ * reference; the caller validates it: two parts may name one path). */
+json_t *manifest_merge(const char *const *dirs, json_t *const *manifests, size_t n);
+
 #endif

@@ -181,8 +181,7 @@ static void h_code_get(struct req *r)
 
 /* ---- datasets (docs/datasets.md) ---- */
 
-/* An error reply with one more member in its error object. */
-static void reply_err_with(struct req *r, const struct errbuf *eb, const char *key, json_t *v)
+void reply_err_with(struct req *r, const struct errbuf *eb, const char *key, json_t *v)
 {
 	json_t *e = http_error_json(eb);
 
@@ -981,16 +980,16 @@ static const struct route routes[] = {
 	{ "GET", "/v1/audit", h_audit, PERM_ADMIN, SCOPE_CLUSTER, 0, BODY_NONE, "the audit log of state-changing requests, newest first (user, since, limit)" },
 	{ "POST", "/v1/code", h_code_put, PERM_USER, SCOPE_CLUSTER, 0, BODY_CODE, "upload a job's code (tar.gz, max 256 MiB), content-addressed" },
 	{ "GET", "/v1/code/{digest}", h_code_get, PERM_READ, SCOPE_CODE, 0, BODY_NONE, "download code by sha256:HEX digest" },
-	{ "POST", "/v1/blobs/missing", h_blobs_missing, PERM_USER, SCOPE_CLUSTER, 0, BODY_JSON, "which of the given chunk digests the master does not hold" },
-	{ "PUT", "/v1/blobs/{digest}", h_blob_put, PERM_USER, SCOPE_CLUSTER, 0, BODY_BLOB, "upload a dataset chunk (max 8 MiB), checked against its sha256 digest" },
-	{ "GET", "/v1/blobs/{digest}", h_blob_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "download a dataset chunk" },
+	{ "POST", "/v1/blobs/missing", h_blobs_missing, PERM_READ, SCOPE_CLUSTER, 0, BODY_JSON, "which of the given chunk digests the master does not hold" },
+	{ "PUT", "/v1/blobs/{digest}", h_blob_put, PERM_READ, SCOPE_CLUSTER, 0, BODY_BLOB, "upload a chunk (max 8 MiB) of a dataset, outputs or a checkpoint, checked against its sha256 digest" },
+	{ "GET", "/v1/blobs/{digest}", h_blob_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "download a chunk" },
 	{ "POST", "/v1/datasets", h_datasets_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_MANIFEST, "make a dataset version from a manifest of held chunks (body up to 64 MiB)" },
 	{ "GET", "/v1/datasets", h_datasets_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list datasets with their latest version" },
 	{ "GET", "/v1/datasets/{name}", h_dataset_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "a dataset with its versions" },
 	{ "GET", "/v1/datasets/{name}/{n}", h_dataset_version_get, PERM_READ, SCOPE_DATASET, 0, BODY_NONE, "one version of a dataset with its manifest" },
 	{ "DELETE", "/v1/datasets/{name}", h_dataset_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete a dataset (its team or admin; 409 in_use while a live job uses it)" },
 	{ "DELETE", "/v1/datasets/{name}/{n}", h_dataset_version_delete, PERM_USER, SCOPE_DATASET, ROUTE_AUDIT, BODY_NONE, "delete one version of a dataset (its team or admin)" },
-	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, SCOPE_MANIFEST, 0, BODY_NONE, "a dataset manifest by digest (agents stage from it)" },
+	{ "GET", "/v1/manifests/{digest}", h_manifest_get, PERM_READ, SCOPE_MANIFEST, 0, BODY_NONE, "a manifest by digest: a dataset version's, a task's outputs, a job's checkpoint (agents stage from it)" },
 	{ "POST", "/v1/experiments", h_experiments_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a sweep (a spec with a sweep section) as an experiment; 201 once its first trial is durable" },
 	{ "GET", "/v1/experiments", h_experiments_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list the experiments the caller may see, newest first" },
 	{ "GET", "/v1/experiments/{id}", h_experiment_get, PERM_USER, SCOPE_EXPERIMENT, 0, BODY_NONE, "one experiment with its trials, best objective first" },
@@ -1009,7 +1008,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes, of any attempt (task, attempt, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
-	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint archives of a job's tasks, every attempt (task, attempt)" },
+	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint manifests of a job's tasks, every attempt (task, attempt)" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position, reason and start estimate" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
@@ -1020,9 +1019,8 @@ static const struct route routes[] = {
 	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, SCOPE_NODE, 0, BODY_NONE, "long poll for the node's desired state (rev, wait)" },
 	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, SCOPE_NODE, 0, BODY_JSON, "report task states; renews the lease" },
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, SCOPE_TASK, 0, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
-	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's checkpoint dir (tar.gz) as it ended; the job's restarts start from it" },
-	{ "POST", "/v1/tasks/{id}/outputs", h_task_outputs, PERM_AGENT, SCOPE_TASK, 0, BODY_CODE, "a task's YARD_OUTPUT_DIR (tar.gz) as it ended, kept per attempt" },
-	{ "POST", "/v1/tasks/{id}/outputs/files", h_task_outputs_files, PERM_AGENT, SCOPE_TASK, 0, BODY_JSON, "the files of a task's outputs archive, as its agent read them" },
+	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, SCOPE_TASK, 0, BODY_MANIFEST, "a task's checkpoint dir as it ended, a manifest of held chunks; the job's restarts start from it" },
+	{ "POST", "/v1/tasks/{id}/outputs", h_task_outputs, PERM_AGENT, SCOPE_TASK, 0, BODY_MANIFEST, "a task's YARD_OUTPUT_DIR as it ended, a manifest of held chunks, kept per attempt" },
 	{ "GET", "/v1/tasks/{id}/log/size", h_task_log_size, PERM_AGENT, SCOPE_TASK, 0, BODY_NONE, "bytes of each stream the master holds" },
 	{ "POST", "/v1/tasks/{id}/metrics", h_task_metrics, PERM_AGENT, SCOPE_TASK, 0, BODY_METRICS, "store a batch of metric points idempotently by offset (stream, offset)" },
 };

@@ -13,6 +13,9 @@
 
 /* reply_err answers r with an error of code and a message. */
 void reply_err(struct req *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* reply_err_with: the error of eb with one more member (key: v, stolen) in
+ * its error object. */
+void reply_err_with(struct req *r, const struct errbuf *eb, const char *key, json_t *v);
 /* body_json: r's JSON body (new reference), or NULL after replying with an
  * error (not JSON, not an object, nested too deep). */
 json_t *body_json(struct req *r);
@@ -36,7 +39,6 @@ void h_template_delete(struct req *r);
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);
 void h_task_outputs(struct req *r);
-void h_task_outputs_files(struct req *r);
 void h_job_outputs(struct req *r);
 
 /* api_access.c */

@@ -1,9 +1,9 @@
 /*
  * What a job leaves behind (docs/api.md, "Outputs"): each task's
- * YARD_OUTPUT_DIR and the job's checkpoint dir, both tar.gz archives in the
- * store (code/HEX.tar.gz, downloaded as GET /v1/code/{digest}), handed in by
- * the agents and listed per task and attempt for those who may see the job
- * whole.
+ * YARD_OUTPUT_DIR and the job's checkpoint dir, both manifests of chunks in
+ * the store that datasets use (datasets.h: a chunk is held once, whatever
+ * holds it), handed in by the agents and listed per task and attempt for
+ * those who may see the job whole.
  */
 #include "base/compat.h"
 #include "master/api.h"
@@ -15,90 +15,92 @@
 
 #include "base/parse.h"
 #include "base/xalloc.h"
-#include "common/codepack.h"
 #include "common/state.h"
 #include "master/codeindex.h"
 #include "master/core.h"
+#include "master/datasets.h"
 
-/* A task's checkpoint dir, packed by its agent when the task ended: the
- * content that a restart of the job starts from, on any node. */
+/* Stores the manifest of what a task left, the body's {"manifest": {"files":
+ * [...]}}, as datasets_manifest_put: 0, or the error reply is sent. */
+static int put_left(struct req *r, json_t *body, char digest[72], uint64_t *size, unsigned *files)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *reply = NULL;
+	int rc = datasets_manifest_put(r->m, json_object_get(body, "manifest"), digest, size, files, &reply, &eb);
+
+	if (rc == YERR(MISSING_CHUNKS))
+		reply_err_with(r, &eb, "missing", json_incref(json_object_get(reply, "missing")));
+	else if (rc)
+		req_error(r, &eb);
+	json_decref(reply);
+	return rc;
+}
+
+/* A task's checkpoint dir as it ended, its chunks handed in by its agent:
+ * what a restart of the job starts from, on any node. The one it replaces
+ * goes unless something else holds it. */
 void h_task_checkpoint(struct req *r)
 {
 	struct task *t = path_agent_task(r);
-	char hex[65], digest[80];
+	json_t *body = t ? body_json(r) : NULL;
+	char digest[72];
+	uint64_t size;
+	unsigned files;
 
-	if (!t || store_upload(r, hex))
+	if (!body)
 		return;
-	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	core_set_checkpoint(r->m, t->job, digest);
-	req_json(r, 201, json_pack("{s:s, s:I}", "checkpoint", digest, "size",
-				   (json_int_t)r->upload_size));
+	if (!put_left(r, body, digest, &size, &files)) {
+		if (t->job->checkpoint && strcmp(t->job->checkpoint, digest))
+			datasets_drop_manifest(r->m, t->job->checkpoint);
+		core_set_checkpoint(r->m, t->job, digest);
+		req_json(r, 201, json_pack("{s:s, s:I, s:i}", "checkpoint", digest, "size", (json_int_t)size,
+					   "files", (int)files));
+	}
+	json_decref(body);
 }
 
-/* A task's outputs dir, packed by its agent when the task ended: kept with
- * the task (so per attempt), readable by whoever may read the job's code. */
+/* The first OUTPUTS_FILES_MAX files of manifest, {"files": [{path, size}],
+ * "count": N}: what the job's outputs document lists. */
+static json_t *listing(const json_t *manifest, unsigned count)
+{
+	json_t *files = json_array(), *f;
+	size_t i;
+
+	json_array_foreach(json_object_get(manifest, "files"), i, f) {
+		if (i == OUTPUTS_FILES_MAX)
+			break;
+		json_array_append_new(files, json_pack("{s:O, s:O}", "path", json_object_get(f, "path"), "size",
+						       json_object_get(f, "size")));
+	}
+	return json_pack("{s:o, s:i}", "files", files, "count", (int)count);
+}
+
+/* A task's outputs dir as it ended, its chunks handed in by its agent:
+ * kept with the task (so per attempt), readable by whoever may see the job
+ * whole. */
 void h_task_outputs(struct req *r)
 {
 	struct task *t = path_agent_task(r);
-	char hex[65], digest[80];
+	json_t *body = t ? body_json(r) : NULL;
+	char digest[72];
+	uint64_t size;
+	unsigned files;
 
-	if (!t || store_upload(r, hex))
+	if (!body)
 		return;
-	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	free(t->outputs);
-	t->outputs = xstrdup(digest);
-	t->outputs_size = r->upload_size;
-	json_decref(t->outputs_files);
-	t->outputs_files = NULL;
-	codeindex_add(&r->m->code_index, digest, t->job->id);
-	core_save_task(r->m, t);
-	req_json(r, 201, json_pack("{s:s, s:I}", "outputs", digest, "size", (json_int_t)r->upload_size));
-}
-
-/* The files of a task's outputs archive, as its agent read them from the
- * archive it handed in: {"outputs": DIGEST, "files": [{"path", "size"}],
- * "count": N}, at most OUTPUTS_FILES_MAX files listed of the N. */
-void h_task_outputs_files(struct req *r)
-{
-	struct task *t = path_agent_task(r);
-	const json_t *files, *f, *count;
-	const char *digest;
-	json_t *body, *kept;
-	size_t i;
-
-	if (!t || !(body = body_json(r)))
-		return;
-	digest = json_string_value(json_object_get(body, "outputs"));
-	files = json_object_get(body, "files");
-	count = json_object_get(body, "count");
-	if (!digest || !t->outputs || strcmp(digest, t->outputs)) {
-		reply_err(r, YERR(CONFLICT), "outputs: not task %" PRIu64 "'s outputs archive", t->id);
-		json_decref(body);
-		return;
+	if (!put_left(r, body, digest, &size, &files)) {
+		if (t->outputs && strcmp(t->outputs, digest))
+			datasets_drop_manifest(r->m, t->outputs);
+		free(t->outputs);
+		t->outputs = xstrdup(digest);
+		t->outputs_size = size;
+		json_decref(t->outputs_files);
+		t->outputs_files = listing(json_object_get(body, "manifest"), files);
+		codeindex_add(&r->m->code_index, digest, t->job->id);
+		core_save_task(r->m, t);
+		req_json(r, 201, json_pack("{s:s, s:I, s:i}", "outputs", digest, "size", (json_int_t)size,
+					   "files", (int)files));
 	}
-	if (!json_is_array(files) || json_array_size(files) > OUTPUTS_FILES_MAX || !json_is_integer(count) ||
-	    json_integer_value(count) < (json_int_t)json_array_size(files)) {
-		reply_err(r, YERR(BAD_REQUEST), "files: expected at most %d {path, size} and count, the "
-			  "number of files in all", OUTPUTS_FILES_MAX);
-		json_decref(body);
-		return;
-	}
-	kept = json_array();
-	json_array_foreach(files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		json_t *size = json_object_get(f, "size");
-		if (!path || strlen(path) > 4096 || !json_is_integer(size) || json_integer_value(size) < 0) {
-			json_decref(kept);
-			json_decref(body);
-			reply_err(r, YERR(BAD_REQUEST), "files[%zu]: expected {path, size}", i);
-			return;
-		}
-		json_array_append_new(kept, json_pack("{s:s, s:O}", "path", path, "size", size));
-	}
-	json_decref(t->outputs_files);
-	t->outputs_files = json_pack("{s:o, s:O}", "files", kept, "count", count);
-	core_save_task(r->m, t);
-	req_json(r, 200, json_pack("{s:I}", "count", json_integer_value(count)));
 	json_decref(body);
 }
 

@@ -50,6 +50,10 @@ struct token {
 	uint64_t last_used, last_used_saved;
 };
 
+/* The files of a task's outputs that the job's outputs document lists
+ * (docs/api.md, "Outputs"). */
+#define OUTPUTS_FILES_MAX 256
+
 struct task {
 	uint64_t id;
 	struct job *job;        /* borrowed back pointer */
@@ -75,8 +79,8 @@ struct task {
 	uint64_t checkpoint_at;
 	char *outputs;          /* owned or NULL: "sha256:HEX" of its YARD_OUTPUT_DIR's tar.gz */
 	uint64_t outputs_size;  /* bytes of that archive */
-	json_t *outputs_files;  /* owned or NULL: {"files": [{"path", "size"}], "count": N}, as its
-	                         * agent listed the archive (at most OUTPUTS_FILES_MAX files) */
+	json_t *outputs_files;  /* owned or NULL: {"files": [{"path", "size"}], "count": N}, the
+	                         * first OUTPUTS_FILES_MAX files of its outputs' manifest */
 	/* bytes held of each output stream: as the task was last saved until
 	 * log_size_known, then as the store said and appends made it (logs.h) */
 	uint64_t log_size[LOG_STREAM__COUNT];

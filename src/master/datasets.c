@@ -237,55 +237,18 @@ static const struct data_quota *quota_of(const struct master *m, const char *tea
 	return NULL;
 }
 
-static json_t *version_reply(const struct dataset *ds, const struct dataset_version *v, bool created)
+/* Validates man, and checks that every chunk is held and that each file's
+ * chunks hold exactly its bytes: YERR(MISSING_CHUNKS) with *reply
+ * {"missing": [...]} when some are not. */
+static int manifest_check(struct master *m, const json_t *man, uint64_t *size, unsigned *files, json_t **reply,
+			  struct errbuf *eb)
 {
-	return json_pack("{s:s, s:i, s:s, s:I, s:i, s:b, s:o}", "name", ds->name, "version",
-			 (int)v->version, "digest", v->digest, "size", (json_int_t)v->size, "files",
-			 (int)v->files, "created", created, "team",
-			 ds->team ? json_string(ds->team) : json_null());
-}
-
-int datasets_create(struct master *m, const struct caller *c, const json_t *body, json_t **reply,
-		    int *status, struct errbuf *eb)
-{
-	const char *name = json_string_value(json_object_get(body, "name"));
-	const json_t *jteam = json_object_get(body, "team"), *man = json_object_get(body, "manifest");
-	const char *team = c->team;
-	json_t *missing = NULL, *f;
-	struct dataset *ds;
-	struct dataset_version *latest, *nv;
-	const struct data_quota *q;
-	char digest[72];
-	uint64_t size = 0;
-	unsigned files = 0;
+	json_t *missing, *f;
 	size_t i;
 	int ret;
 
-	*reply = NULL;
-	*status = 0;
-	if (!dataset_name_valid(name))
-		return error_field(eb, YERR(BAD_REQUEST), "name",
-				   "name: expected [a-z0-9][a-z0-9_.-]{0,62}, got \"%.80s\"",
-				   name ? name : "");
-	if (jteam && !json_is_null(jteam)) {
-		team = json_string_value(jteam);
-		if (!spec_name_valid(team))
-			return error_field(eb, YERR(BAD_REQUEST), "team",
-					   "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
-		if (!visibility_team(c, team))
-			return error_field(eb, YERR(FORBIDDEN), "team", "team: '%s' may not make datasets "
-					   "of team '%s' (its token names %s%s%s)", c->user, team,
-					   c->team ? "team '" : "no team", c->team ? c->team : "",
-					   c->team ? "'" : "");
-	}
-	ds = datasets_find(m, name);
-	if (ds && !visibility_dataset(m, c, ds))
-		return error_field(eb, YERR(FORBIDDEN), "name", "dataset '%s' belongs to %s '%s': '%s' may "
-				   "not add versions to it", ds->name, ds->team ? "team" : "user",
-				   ds->team ? ds->team : ds->owner, c->user);
-	if ((ret = manifest_validate(man, &size, &files, eb)))
+	if ((ret = manifest_validate(man, size, files, eb)))
 		return ret;
-	/* every chunk held, and each file's chunks hold exactly its bytes */
 	missing = json_array();
 	json_array_foreach(json_object_get(man, "files"), i, f) {
 		const json_t *chunk;
@@ -311,12 +274,90 @@ int datasets_create(struct master *m, const struct caller *c, const json_t *body
 		}
 	}
 	if (json_array_size(missing)) {
+		size_t n = json_array_size(missing);
 		*reply = json_pack("{s:o}", "missing", missing);
 		return error_field(eb, YERR(MISSING_CHUNKS), "manifest",
-				   "%zu chunks of the manifest are not held (PUT /v1/blobs/{digest} first)",
-				   json_array_size(json_object_get(*reply, "missing")));
+				   "%zu chunks of the manifest are not held (PUT /v1/blobs/{digest} first)", n);
 	}
 	json_decref(missing);
+	return 0;
+}
+
+/* Stores man as the manifest of digest, in the open batch. */
+static int manifest_store(struct master *m, const json_t *man, const char *digest, struct errbuf *eb)
+{
+	char *text, name[DATASETS_NAME_MAX];
+	int ret;
+
+	if ((ret = core_batch_open(m))) {
+		*eb = m->batch_eb;
+		return ret;
+	}
+	text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+	manifest_name(name, digest);
+	ret = m->sops->blob_put(m->store, name, text, strlen(text), eb);
+	free(text);
+	return ret;
+}
+
+int datasets_manifest_put(struct master *m, const json_t *man, char digest[72], uint64_t *size, unsigned *files,
+			  json_t **reply, struct errbuf *eb)
+{
+	int ret;
+
+	*reply = NULL;
+	if ((ret = manifest_check(m, man, size, files, reply, eb)))
+		return ret;
+	manifest_digest(man, digest);
+	return manifest_store(m, man, digest, eb);
+}
+
+static json_t *version_reply(const struct dataset *ds, const struct dataset_version *v, bool created)
+{
+	return json_pack("{s:s, s:i, s:s, s:I, s:i, s:b, s:o}", "name", ds->name, "version",
+			 (int)v->version, "digest", v->digest, "size", (json_int_t)v->size, "files",
+			 (int)v->files, "created", created, "team",
+			 ds->team ? json_string(ds->team) : json_null());
+}
+
+int datasets_create(struct master *m, const struct caller *c, const json_t *body, json_t **reply,
+		    int *status, struct errbuf *eb)
+{
+	const char *name = json_string_value(json_object_get(body, "name"));
+	const json_t *jteam = json_object_get(body, "team"), *man = json_object_get(body, "manifest");
+	const char *team = c->team;
+	struct dataset *ds;
+	struct dataset_version *latest, *nv;
+	const struct data_quota *q;
+	char digest[72];
+	uint64_t size = 0;
+	unsigned files = 0;
+	int ret;
+
+	*reply = NULL;
+	*status = 0;
+	if (!dataset_name_valid(name))
+		return error_field(eb, YERR(BAD_REQUEST), "name",
+				   "name: expected [a-z0-9][a-z0-9_.-]{0,62}, got \"%.80s\"",
+				   name ? name : "");
+	if (jteam && !json_is_null(jteam)) {
+		team = json_string_value(jteam);
+		if (!spec_name_valid(team))
+			return error_field(eb, YERR(BAD_REQUEST), "team",
+					   "team: expected [a-z0-9][a-z0-9_.-]{0,62}");
+		if (!visibility_team(c, team))
+			return error_field(eb, YERR(FORBIDDEN), "team", "team: '%s' may not make datasets "
+					   "of team '%s' (its token names %s%s%s)", c->user, team,
+					   c->team ? "team '" : "no team", c->team ? c->team : "",
+					   c->team ? "'" : "");
+	}
+	ds = datasets_find(m, name);
+	if (ds && !visibility_dataset(m, c, ds))
+		return error_field(eb, YERR(FORBIDDEN), "name", "dataset '%s' belongs to %s '%s': '%s' may "
+				   "not add versions to it", ds->name, ds->team ? "team" : "user",
+				   ds->team ? ds->team : ds->owner, c->user);
+	if ((ret = manifest_check(m, man, &size, &files, reply, eb)))
+		return ret;
 	manifest_digest(man, digest);
 	if (ds && ds->team)
 		team = ds->team; /* a dataset stays with the team that made it */
@@ -337,18 +378,8 @@ int datasets_create(struct master *m, const struct caller *c, const json_t *body
 				     "of %s (%" PRIu64 " bytes)", team, ns, need, qs, q->bytes);
 		}
 	}
-	if ((ret = core_batch_open(m))) {
-		*eb = m->batch_eb;
+	if ((ret = manifest_store(m, man, digest, eb)))
 		return ret;
-	}
-	{
-		char *text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS), mname[DATASETS_NAME_MAX];
-		manifest_name(mname, digest);
-		ret = m->sops->blob_put(m->store, mname, text, strlen(text), eb);
-		free(text);
-		if (ret)
-			return ret;
-	}
 	if (!ds) {
 		ds = xcalloc(1, sizeof(*ds));
 		ds->name = xstrdup(name);
@@ -447,32 +478,57 @@ static bool job_uses(const struct job *j, const char *name, unsigned n)
 	return false;
 }
 
-/* Removes the chunks and manifests of dropped versions (their digests, an
- * array) that no remaining version references. */
-static void collect_garbage(struct master *m, const json_t *dropped)
+static void set_add(json_t *set, const char *digest)
 {
-	json_t *keep = json_object(), *kept_manifests = json_object(), *d;
-	struct errbuf eb = ERRBUF_INIT;
-	char name[DATASETS_NAME_MAX];
+	if (digest && dataset_digest_valid(digest))
+		json_object_set_new(set, digest, json_true());
+}
+
+/* The manifests something still holds: dataset versions, tasks' outputs,
+ * jobs' checkpoints, and what jobs that are not final read (an object used
+ * as a set). */
+static json_t *held_manifests(struct master *m)
+{
+	json_t *set = json_object(), *e;
 	size_t i;
 
 	for (size_t k = 0; k < m->ndatasets; k++)
-		for (size_t v = 0; v < m->datasets[k]->nv; v++) {
-			const char *dg = m->datasets[k]->v[v].digest;
-			json_t *man;
-			if (json_object_get(kept_manifests, dg))
-				continue;
-			json_object_set_new(kept_manifests, dg, json_true());
-			if ((man = datasets_manifest(m, dg)))
-				add_chunks(keep, man);
-			json_decref(man);
-		}
+		for (size_t v = 0; v < m->datasets[k]->nv; v++)
+			set_add(set, m->datasets[k]->v[v].digest);
+	for (size_t k = 0; k < m->njobs; k++) {
+		const struct job *j = m->jobs[k];
+		if (!j)
+			continue;
+		set_add(set, j->checkpoint);
+		for (size_t t = 0; t < j->ntasks; t++)
+			set_add(set, j->tasks[t]->outputs);
+		if (!job_state_is_final(j->state))
+			json_array_foreach(j->data, i, e)
+				set_add(set, json_string_value(json_object_get(e, "digest")));
+	}
+	return set;
+}
+
+/* Removes the dropped manifests (their digests, an array) that nothing
+ * holds any more, with the chunks of theirs that no held manifest has. */
+static void collect_garbage(struct master *m, const json_t *dropped)
+{
+	json_t *kept_manifests = held_manifests(m), *keep = json_object(), *d, *val;
+	struct errbuf eb = ERRBUF_INIT;
+	char name[DATASETS_NAME_MAX];
+	const char *key;
+	size_t i;
+
+	json_object_foreach(kept_manifests, key, val) {
+		json_t *man = datasets_manifest(m, key);
+		if (man)
+			add_chunks(keep, man);
+		json_decref(man);
+	}
 	json_array_foreach(dropped, i, d) {
 		const char *dg = json_string_value(d);
 		json_t *man, *set;
-		const char *key;
-		json_t *val;
-		if (json_object_get(kept_manifests, dg))
+		if (!dg || json_object_get(kept_manifests, dg))
 			continue;
 		man = datasets_manifest(m, dg);
 		set = json_object();
@@ -495,6 +551,13 @@ static void collect_garbage(struct master *m, const json_t *dropped)
 	}
 	json_decref(keep);
 	json_decref(kept_manifests);
+}
+
+void datasets_drop_manifest(struct master *m, const char *digest)
+{
+	if (!m->gc_digests)
+		m->gc_digests = json_array();
+	json_array_append_new(m->gc_digests, json_string(digest));
 }
 
 int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **jobs_out,

@@ -56,6 +56,18 @@ json_t *datasets_version_json(struct master *m, const struct dataset *ds,
 /* datasets_manifest: the manifest of a digest (new reference), or NULL. */
 json_t *datasets_manifest(const struct master *m, const char *digest);
 
+/* datasets_manifest_put stores man (a manifest of held chunks: each file's
+ * chunks holding exactly its bytes) in the open batch, as the manifest of
+ * *digest, for what is not a dataset version: a task's outputs, a job's
+ * checkpoint, what a job reads of another. YERR(MISSING_CHUNKS) with
+ * *reply {"missing": [...]} (new reference) when chunks are not held. */
+int datasets_manifest_put(struct master *m, const json_t *man, char digest[72], uint64_t *size, unsigned *files,
+			  json_t **reply, struct errbuf *eb);
+/* datasets_drop_manifest: digest is no longer held by what held it; once
+ * the batch is committed, datasets_collect_garbage removes it and its
+ * chunks unless something still holds them. */
+void datasets_drop_manifest(struct master *m, const char *digest);
+
 /* datasets_delete removes version n of ds (0: all of them, and the
  * dataset), refusing with YERR(IN_USE) while a queued, starting or running
  * job uses it (*jobs_out: an array of their ids, new reference). Chunks and
@@ -64,8 +76,10 @@ json_t *datasets_manifest(const struct master *m, const char *digest);
 int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **jobs_out,
 		    struct errbuf *eb);
 
-/* datasets_collect_garbage removes the files of the versions deleted in the
- * batch just committed (committed: false after a failed commit, which
+/* datasets_collect_garbage removes the files of the versions deleted (and
+ * the manifests dropped) in the batch just committed: those that no
+ * dataset version, task's outputs, job's checkpoint or job not final still
+ * holds (committed: false after a failed commit, which
  * brought them back: nothing is removed). */
 void datasets_collect_garbage(struct master *m, bool committed);
 

@@ -70,6 +70,7 @@ static bool job_event(struct master *m, struct job *j, enum job_event ev)
 	if (job_state_is_final(j->state)) {
 		j->finished_at = wall_us();
 		j->queue_position = 0;
+		jobsource_release(m, j);
 		if (j->spec) {
 			spec_release(j->spec);
 			free(j->spec);

@@ -8,10 +8,12 @@
 
 #include "base/parse.h"
 #include "base/xalloc.h"
+#include "common/dataset.h"
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/codeindex.h"
 #include "master/core.h"
+#include "master/datasets.h"
 #include "master/visibility.h"
 
 static bool is_job_entry(const json_t *e)
@@ -31,46 +33,66 @@ static bool latest_outputs(const struct job *j, const struct task *tk)
 	return true;
 }
 
-/* The archives of src that e reads (a new array, empty when none). */
-static json_t *archives_of(const struct job *src, bool checkpoint)
+/* The manifest of what e reads of src into *out (new reference, NULL
+ * when src left nothing): its checkpoint's, or one of the outputs of each
+ * task's latest attempt that left any, under ROLE-INDEX/. */
+static int left_by(struct master *m, const struct job *src, bool checkpoint, json_t **out, struct errbuf *eb)
 {
-	json_t *arr = json_array();
+	json_t *parts[64];
+	char dirs[64][160];
+	const char *names[64];
+	size_t n = 0;
+	int ret = 0;
 
+	*out = NULL;
 	if (checkpoint) {
-		if (src->checkpoint)
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:i}", "dir", "", "digest",
-							     src->checkpoint, "size", 0));
-		return arr;
+		if (src->checkpoint && !(*out = datasets_manifest(m, src->checkpoint)))
+			return error(eb, YERR(UNAVAILABLE), "the checkpoint of job %" PRIu64 " cannot be read",
+				     src->id);
+		return 0;
 	}
-	for (size_t i = 0; i < src->ntasks; i++) {
+	for (size_t i = 0; i < src->ntasks && !ret; i++) {
 		const struct task *t = src->tasks[i];
-		char dir[160];
 		if (!t->outputs || !latest_outputs(src, t))
 			continue;
-		snprintf(dir, sizeof(dir), "%s-%u", t->role, t->index);
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I}", "dir", dir, "digest", t->outputs, "size",
-						     (json_int_t)t->outputs_size));
+		if (n == ARRAY_SIZE(parts))
+			ret = error(eb, YERR(TOO_LARGE), "job %" PRIu64 " left the outputs of more than %zu tasks",
+				    src->id, ARRAY_SIZE(parts));
+		else if (!(parts[n] = datasets_manifest(m, t->outputs)))
+			ret = error(eb, YERR(UNAVAILABLE), "the outputs of task %" PRIu64 " cannot be read", t->id);
+		if (ret)
+			break;
+		snprintf(dirs[n], sizeof(dirs[n]), "%s-%u", t->role, t->index);
+		names[n] = dirs[n];
+		n++;
 	}
-	return arr;
+	if (!ret && n)
+		*out = manifest_merge(names, parts, n);
+	for (size_t i = 0; i < n; i++)
+		json_decref(parts[i]);
+	return ret;
 }
 
-/* Pins e to src's archives; -1 when src left none. */
-static int pin(json_t *e, const struct job *src)
+/* Pins e to what src left, as one manifest (datasets.h): 1 when src left
+ * nothing, else 0 or an error. */
+static int pin(struct master *m, json_t *e, const struct job *src, struct errbuf *eb)
 {
 	const char *source = json_string_value(json_object_get(e, "source"));
-	bool checkpoint = source && strstr(source, "/checkpoint");
-	json_t *arr = archives_of(src, checkpoint), *a;
-	json_int_t total = 0;
-	size_t i;
+	json_t *man, *reply = NULL;
+	char digest[72];
+	uint64_t size = 0;
+	unsigned files;
+	int ret = left_by(m, src, source && strstr(source, "/checkpoint"), &man, eb);
 
-	if (!json_array_size(arr)) {
-		json_decref(arr);
-		return -1;
-	}
-	json_array_foreach(arr, i, a)
-		total += json_integer_value(json_object_get(a, "size"));
-	json_object_set_new(e, "archives", arr);
-	json_object_set_new(e, "size", json_integer(total));
+	if (ret || !man)
+		return ret ? ret : 1;
+	ret = datasets_manifest_put(m, man, digest, &size, &files, &reply, eb);
+	json_decref(reply);
+	json_decref(man);
+	if (ret)
+		return ret;
+	json_object_set_new(e, "digest", json_string(digest));
+	json_object_set_new(e, "size", json_integer((json_int_t)size));
 	return 0;
 }
 
@@ -93,10 +115,11 @@ int jobsource_resolve(struct master *m, const struct caller *c, const struct job
 		return error_field(eb, YERR(INVALID_SPEC), field, "%s: no job %" PRIu64, field, d->job);
 	json_object_set_new(e, "job", json_integer((json_int_t)d->job));
 	if (job_state_is_final(src->state)) {
-		if (pin(e, src))
+		int ret = pin(m, e, src, eb);
+		if (ret == 1)
 			return error_field(eb, YERR(INVALID_SPEC), field, "%s: job %" PRIu64 " left %s", field,
 					   d->job, left_nothing(e));
-		return 0;
+		return ret;
 	}
 	for (size_t k = 0; k < spec->nafter; k++)
 		waits |= spec->after[k] == d->job;
@@ -115,14 +138,19 @@ int jobsource_pin(struct master *m, struct job *j, char *msg, size_t size)
 	int ret = 0;
 
 	json_array_foreach(j->data, i, e) {
+		struct errbuf eb = ERRBUF_INIT;
 		struct job *src;
-		if (!is_job_entry(e) || json_object_get(e, "archives"))
+		int rc;
+		if (!is_job_entry(e) || json_object_get(e, "digest"))
 			continue;
 		src = core_job(m, (uint64_t)json_integer_value(json_object_get(e, "job")));
 		if (!src || !job_state_is_final(src->state))
 			continue;
-		if (pin(e, src)) {
-			snprintf(msg, size, "data[%zu]: job %" PRIu64 " left %s", i, src->id, left_nothing(e));
+		if ((rc = pin(m, e, src, &eb))) {
+			if (rc == 1)
+				snprintf(msg, size, "data[%zu]: job %" PRIu64 " left %s", i, src->id, left_nothing(e));
+			else
+				snprintf(msg, size, "data[%zu]: %s", i, eb.msg);
 			ret = -1;
 			break;
 		}
@@ -137,28 +165,33 @@ int jobsource_pin(struct master *m, struct job *j, char *msg, size_t size)
 
 bool jobsource_has(const struct job *j, const char *digest)
 {
-	size_t i, k;
-	json_t *e, *a;
+	size_t i;
+	json_t *e;
 
 	json_array_foreach(j->data, i, e) {
-		if (!is_job_entry(e))
-			continue;
-		json_array_foreach(json_object_get(e, "archives"), k, a) {
-			const char *dg = json_string_value(json_object_get(a, "digest"));
-			if (dg && !strcmp(dg, digest))
-				return true;
-		}
+		const char *dg = json_string_value(json_object_get(e, "digest"));
+		if (is_job_entry(e) && dg && !strcmp(dg, digest))
+			return true;
 	}
 	return false;
 }
 
 void jobsource_index(struct master *m, const struct job *j)
 {
-	size_t i, k;
-	json_t *e, *a;
+	size_t i;
+	json_t *e;
 
 	json_array_foreach(j->data, i, e)
-		if (is_job_entry(e))
-			json_array_foreach(json_object_get(e, "archives"), k, a)
-				codeindex_add(&m->code_index, json_string_value(json_object_get(a, "digest")), j->id);
+		if (is_job_entry(e) && json_string_value(json_object_get(e, "digest")))
+			codeindex_add(&m->code_index, json_string_value(json_object_get(e, "digest")), j->id);
+}
+
+void jobsource_release(struct master *m, const struct job *j)
+{
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(j->data, i, e)
+		if (is_job_entry(e) && json_string_value(json_object_get(e, "digest")))
+			datasets_drop_manifest(m, json_string_value(json_object_get(e, "digest")));
 }

@@ -1,17 +1,17 @@
 /*
  * Data from an earlier job (docs/datasets.md, "A job's outputs as data"):
  * a spec's `data: [{source: yard-job://ID/outputs}]` (or /checkpoint) reads
- * what job ID left behind. The entry is pinned to the archives that job
- * holds once it is final: for outputs, each task's latest attempt that left
- * any, unpacked under MOUNT/ROLE-INDEX; for a checkpoint, the job's latest,
- * unpacked at MOUNT. The pinned entry is
+ * what job ID left behind. The entry is pinned once that job is final, to
+ * one manifest of chunks the store holds (datasets.h): for outputs, each
+ * task's latest attempt that left any, under MOUNT/ROLE-INDEX; for a
+ * checkpoint, the job's latest, at MOUNT. The pinned entry is
  *
- *   {kind: "job", source, mount, job: ID, size,
- *    archives: [{dir: "worker-0", digest: "sha256:HEX", size}, ...]}
+ *   {kind: "job", source, mount, job: ID, digest: "sha256:HEX", size}
  *
- * and the archives are then the reading job's as much as its code is: its
- * viewers and its node's agent may fetch them (visibility.c), and the
- * outputs' retention frees none of them while it is not final (outputs.c).
+ * which the agents stage as they stage a dataset version. The manifest is
+ * then the reading job's as much as its code is: its viewers and its
+ * node's agent may read it (visibility.c), and its chunks stay while the
+ * reading job is not final, whatever the outputs' retention frees.
  *
  * A job that is not final yet must be listed in the spec's `after`: the
  * entry is pinned when the dependency is met (control.c), and a source job
@@ -44,11 +44,16 @@ int jobsource_resolve(struct master *m, const struct caller *c, const struct job
  * source job left nothing to read, else 0. */
 int jobsource_pin(struct master *m, struct job *j, char *msg, size_t size);
 
-/* jobsource_has: whether digest is an archive that j's data pins. */
+/* jobsource_has: whether digest is a manifest that j's data pins. */
 bool jobsource_has(const struct job *j, const char *digest);
 
-/* jobsource_index lists j under each archive its data pins in m's code
+/* jobsource_index lists j under each manifest its data pins in m's code
  * index (core_load, and each pin). */
 void jobsource_index(struct master *m, const struct job *j);
+
+/* jobsource_release, as j becomes final: the manifests its data pins are
+ * no longer held by it (datasets_drop_manifest: they go once the batch is
+ * committed, unless something else holds them). */
+void jobsource_release(struct master *m, const struct job *j);
 
 #endif

@@ -1,13 +1,12 @@
 /*
  * The retention of tasks' outputs (docs/api.md, "Outputs"): with
  * `yard master --outputs-retention DURATION`, the outputs of a job that has
- * been final that long are freed: the task forgets its archive's digest,
- * and the archive leaves the store unless something else still holds it
- * (the code or checkpoint of any job, the outputs of a job not yet
- * expired: archives are content-addressed, so equal dirs share one).
- * Outputs of a job that is not final are never freed, nor those that a job
- * not final yet reads as data (yard-job://, jobsource.h): they wait until
- * it is.
+ * been final that long are freed: the task forgets its manifest, and the
+ * chunks leave the store unless something else still holds them (a dataset
+ * version, another task's outputs, a job's checkpoint, or a job not final
+ * yet that reads them as data, yard-job:// in jobsource.h: chunks are held
+ * once by digest, so all of these share them). Outputs of a job that is
+ * not final are never freed.
  */
 #ifndef YARD_MASTER_OUTPUTS_H
 #define YARD_MASTER_OUTPUTS_H

@@ -138,6 +138,8 @@ static bool job_has_code(const struct job *j, const char *digest)
 	return false;
 }
 
+/* A manifest j holds: a dataset version it reads, or what job_has_code
+ * names (outputs, checkpoint, data from an earlier job). */
 static bool job_has_manifest(const struct job *j, const char *digest)
 {
 	size_t i;
@@ -146,7 +148,7 @@ static bool job_has_manifest(const struct job *j, const char *digest)
 	json_array_foreach(j->data, i, d)
 		if (same(json_string_value(json_object_get(d, "digest")), digest))
 			return true;
-	return false;
+	return job_has_code(j, digest);
 }
 
 static bool sees_code(const struct master *m, const struct caller *c, const char *digest)
@@ -170,6 +172,8 @@ static bool sees_manifest(const struct master *m, const struct caller *c, const 
 {
 	if (c->role == ROLE_AGENT)
 		return node_needs(m, c->user, job_has_manifest, digest);
+	if (sees_code(m, c, digest))
+		return true; /* a job's outputs or checkpoint, or what it reads of another */
 	for (size_t i = 0; i < m->ndatasets; i++) {
 		const struct dataset *ds = m->datasets[i];
 		for (size_t k = 0; k < ds->nv; k++)
@@ -218,7 +222,7 @@ int visibility_check(const struct master *m, const struct route *route, const st
 		if (sees_manifest(m, c, caps[0]))
 			return 0;
 		return error(eb, YERR(FORBIDDEN), "'%s' may not read manifest '%s': it is not of a "
-			     "dataset that '%s' may see", who, caps[0], who);
+			     "dataset or a job that '%s' may see", who, caps[0], who);
 	case SCOPE_NODE:
 		if (c->role == ROLE_AGENT && same(c->user, caps[0]))
 			return 0;

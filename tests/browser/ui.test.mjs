@@ -18,7 +18,8 @@
 //   epochs       (app) the parameter the form changes (params.epochs)
 //   experiment   (experiments) the id of an experiment of two finished trials
 //                that differ in params.lr (0.1 and 0.2), reporting "acc"
-//   trial_job    (experiments) one trial's job, which left outputs
+//   trial_job    (experiments) one trial's job, which left outputs (lr.txt: trial_lr)
+//   template     (experiments) a template whose one run (rows@2) is job template_job
 //   queued_job   (experiments) a job that cannot start, to hold and release
 //
 // The experiments flow: sign in; the experiments page lists it; its page
@@ -251,19 +252,34 @@ async function experiments(page) {
 	const ticked = await page.locator(`${tid('trials')} input[type=checkbox]:checked`).count();
 	check(ticked === 2, `both trials ticked from the URL, got ${ticked}`);
 	await shot(page, `experiment-${id}-reopened`);
-	// a trial's job page: its experiment, its outputs downloaded as the archive
+	// a trial's job page: its experiment, its outputs listed from their manifest and a
+	// file downloaded from its chunks
 	await page.goto(`${cfg.url}/#/jobs/${cfg.trial_job}`);
 	await waitText(page, 'job-experiment', new RegExp(`of experiment ${id}`));
 	const row = page.locator(tid('outputs-worker-0-0'));
 	await row.waitFor({ timeout: 20000 });
 	await row.locator('summary').click();
+	await row.locator('ul.files li').first().waitFor({ timeout: 20000 });
 	const listed = await row.locator('ul.files li').allInnerTexts();
-	check(listed.length === 1 && /^lr\.txt\b/.test(listed[0]), `the archive's one file listed: ${JSON.stringify(listed)}`);
-	const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), row.locator('button').click()]);
-	const file = path.join(cfg.artifacts, 'outputs.tar.gz');
+	check(listed.length === 1 && /^lr\.txt\b/.test(listed[0]), `the outputs' one file listed: ${JSON.stringify(listed)}`);
+	const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), row.locator(tid('download-file')).click()]);
+	check(dl.suggestedFilename() === 'lr.txt', `saved under the file's name: ${dl.suggestedFilename()}`);
+	const file = path.join(cfg.artifacts, 'lr.txt');
 	await dl.saveAs(file);
-	const head = fs.readFileSync(file).subarray(0, 2);
-	check(head[0] === 0x1f && head[1] === 0x8b, `the downloaded outputs are a gzip: ${head.toString('hex')}`);
+	const text = fs.readFileSync(file, 'utf8');
+	check(text === `${cfg.trial_lr}\n`, `the downloaded file is what the trial wrote: ${JSON.stringify(text)}`);
+	// the templates page lists it with its last run; its page links the run's job
+	await page.goto(`${cfg.url}/#/templates`);
+	const trow = page.locator(tid(`template-row-${cfg.template}`));
+	await trow.waitFor({ timeout: 20000 });
+	const cells = await trow.locator('td').allInnerTexts();
+	check(cells[3] === 'rows' && cells[4] === '1' && cells[5].includes(`rows@2 → job ${cfg.template_job}`),
+		`the template's row: ${JSON.stringify(cells)}`);
+	await trow.locator('a').first().click();
+	await waitText(page, 'template-runs', new RegExp(`rows@2 → job ${cfg.template_job}`));
+	await shot(page, `template-${cfg.template}`);
+	await page.locator(`${tid('template-runs')} a`).click();
+	await page.waitForURL(new RegExp(`#/jobs/${cfg.template_job}$`), { timeout: 20000 });
 	// hold and release of a job that waits
 	await page.goto(`${cfg.url}/#/jobs/${cfg.queued_job}`);
 	await page.locator(tid('hold-button')).click();

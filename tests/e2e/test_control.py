@@ -194,7 +194,7 @@ def test_pipeline_step_reads_the_outputs_of_the_one_before():
         check_eq(st, 201, f"the step after, reading its outputs: {b}")
         jb = c.api.wait_job(b["id"])
         check_eq(jb["state"], "succeeded", f"the step read the outputs of the one before: {jb}")
-        check(jb["data"][0].get("archives"), f"its data was pinned when train ended: {jb['data']}")
+        check(jb["data"][0].get("digest"), f"its data was pinned when train ended: {jb['data']}")
         # a step whose predecessor left nothing fails with that reason
         _, e = c.api.submit(spec([SH, "-c", "sleep 0.5"], name="empty"))
         _, f = c.api.submit(spec([SH, "-c", "true"], name="reader", after=[e["id"]],

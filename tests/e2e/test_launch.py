@@ -249,9 +249,11 @@ def test_checkpoint_moves_with_a_restart_to_another_node():
             check(f"rank {rank} attempt 1" in out and f"found {want}" in out.split(f"rank {rank} attempt 1")[1].split("\n")[0],
                   f"rank {rank} of the restart read rank 0's checkpoint on its own node: {out!r}")
         check(done["checkpoint"] and done["checkpoint"].startswith("sha256:"), "the job names its checkpoint")
-        # it is a tar.gz in the master's content store, readable by its users
-        st, data, _ = c.api.request("GET", f"/v1/code/{done['checkpoint']}")
-        check_eq((st, data[:2]), (200, b"\x1f\x8b"), "the checkpoint archive")
+        # it is a manifest of chunks in the master's store, readable by its users
+        st, man = c.api.json("GET", f"/v1/manifests/{done['checkpoint']}")
+        check_eq(st, 200, f"the checkpoint's manifest: {man}")
+        check(man["files"] and all(f["chunks"] or not f["size"] for f in man["files"]),
+              f"the checkpoint's files, in chunks: {man}")
 
 
 def test_caffe_log_replay_becomes_metrics():

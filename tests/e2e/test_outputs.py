@@ -1,7 +1,8 @@
 """A job's outputs (docs/api.md, "Outputs"): each task's $YARD_OUTPUT_DIR is
-packed and handed to the master when the task ends, kept per task and per
-attempt, listed by `yard outputs` and fetched byte-exact by `yard download`,
-as is the job's checkpoint; those who may not see the job whole get 403."""
+handed to the master's chunk store when the task ends (only the chunks it
+lacks are sent), kept per task and per attempt, listed by `yard outputs`
+and fetched byte-exact by `yard download`, as is the job's checkpoint;
+those who may not see the job whole get 403."""
 import hashlib
 import json
 import os
@@ -99,6 +100,23 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
                  "one entry per task and attempt")
         check(doc["checkpoint"], f"the job has a checkpoint: {doc}")
 
+        # deduplicated as datasets are: worker/0's second attempt wrote the
+        # same 200 MB file and sent none of its chunks again
+        big_chunks = -(-BIG // (8 << 20))
+        by_task = {(t["index"], t["attempt"]): t["task"] for t in doc["tasks"]}
+
+        def handed(index, attempt):
+            pat = (rf"handed in the outputs of task {by_task[(index, attempt)]}: (\d+) files, (\d+) bytes, "
+                   rf"uploaded (\d+) of (\d+) chunks")
+            m = wait_until(lambda: re.search(pat, open(os.path.join(c.dir, "agent-a.log")).read()), 30,
+                           f"the agent says what it handed in for worker/{index} attempt {attempt}")
+            return [int(x) for x in m.groups()]
+        first, second = handed(0, 0), handed(0, 1)
+        check_eq(first[3], big_chunks + 2, f"worker/0's outputs in chunks: {first}")
+        check(first[2] >= big_chunks, f"attempt 0 sent the big file's chunks: {first}")
+        check_eq(second[3], big_chunks + 2, f"attempt 1's outputs in chunks: {second}")
+        check_eq(second[2], 1, f"attempt 1 sent only its who.txt, not the 200 MB again: {second}")
+
         # the CLI's listing, as text and JSON, filtered
         r = c.cli("outputs", str(jid), token=alice, check_rc=0)
         text = r.stdout.decode()
@@ -143,9 +161,12 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         with open(os.path.join(dc, "model.ckpt")) as f:
             check_eq(f.read(), "weights of attempt 0\n", "the job's checkpoint")
 
-        # a later job reads them as data: pushed as a dataset version
+        # a later job reads them as data: pushed as a dataset version, of
+        # the chunks the store holds already
         r = c.cli("data", "push", "--from-job", str(jid), "--task", "worker/0", "outs", token=alice,
                   check_rc=0, timeout=300)
+        check(f"uploaded 0 of {big_chunks + 2} chunks".encode() in r.stdout,
+              f"--from-job sends no bytes again: {r.stdout!r}")
         reader = ('set -e; test "$(cat "$YARD_DATA_DIR/m/who.txt")" = "worker/0 attempt 1"; '
                   'sha256sum "$YARD_DATA_DIR/m/big.bin"')
         st, rj = c.api.submit(spec(["/bin/sh", "-c", reader], name="reader",
@@ -174,8 +195,19 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
                    "the yard-job:// reader read the 200 MB file whole")
         st, shown = c.api.json("GET", f"/v1/jobs/{rj['id']}", token=alice)
         pinned = [d for d in shown.get("data", []) if d["kind"] == "job" and d["mount"] == "prev"]
-        check(pinned and sorted(a["dir"] for a in pinned[0]["archives"]) == ["worker-0", "worker-1"],
-              f"the reader's data is pinned to each task's archive: {shown.get('data')}")
+        check(pinned and pinned[0].get("digest"), f"the reader's data is pinned to a manifest: {shown.get('data')}")
+        # ... one manifest of each task's latest outputs under ROLE-INDEX/
+        merged = []
+        for t in doc["tasks"]:
+            if t["attempt"] == 1:
+                _, part = c.api.json("GET", f"/v1/manifests/{t['outputs']}", token=alice, expect=200)
+                merged += [dict(f, path=f"worker-{t['index']}/{f['path']}") for f in part["files"]]
+        text = json.dumps({"files": sorted(merged, key=lambda f: f["path"].encode())}, sort_keys=True,
+                          separators=(",", ":"))
+        check_eq(pinned[0]["digest"], "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+                 "the pinned manifest is the latest attempts' outputs under worker-0/ and worker-1/")
+        check_eq(c.api.request("GET", f"/v1/manifests/{pinned[0]['digest']}", token=alice)[0], 404,
+                 "the reader is final: nothing holds its manifest now")
 
         # someone who may not see the job whole
         eve = c.user_token("eve")
@@ -187,15 +219,18 @@ def test_outputs_per_task_and_attempt_and_checkpoint():
         st, _ = c.api.json("GET", f"/v1/jobs/{jid}/outputs", token=eve)
         check_eq(st, 403, "eve lists alice's job's outputs")
         digest = [t for t in doc["tasks"] if t["attempt"] == 1 and t["index"] == 0][0]["outputs"]
-        st, _, _ = c.api.request("GET", f"/v1/code/{digest}", token=eve)
-        check_eq(st, 403, "eve downloads an archive of alice's job's outputs")
+        st, _, _ = c.api.request("GET", f"/v1/manifests/{digest}", token=eve)
+        check_eq(st, 403, "eve reads the manifest of alice's job's outputs")
+        st, _, _ = c.api.request("GET", f"/v1/manifests/{digest}", token=alice)
+        check_eq(st, 200, "alice reads it")
         r = c.cli("download", str(jid), os.path.join(c.dir, "dl-eve"), token=eve, check_rc=1)
         check(b"may not" in r.stderr, f"yard download as eve: {r.stderr!r}")
 
 
-def test_run_as_outputs_are_the_tasks_and_packed_as_it():
+def test_run_as_outputs_are_the_tasks_and_read_as_it():
     """Under --run-as, YARD_OUTPUT_DIR is the task's user's, and the agent
-    packs it as that user: a file the task made unreadable stops the pack."""
+    reads it as that user: a file the task made unreadable stops the
+    upload."""
     first = 61000
     with cluster("outputs-runas") as c:
         c.start_master()
@@ -214,15 +249,16 @@ def test_run_as_outputs_are_the_tasks_and_packed_as_it():
                                    name="hidden"))
         check_eq(c.api.wait_job(bad["id"], timeout=60)["state"], "succeeded", "the hiding task")
         log_path = os.path.join(c.dir, "agent-n1.log")
-        wait_until(lambda: re.search(rf"cannot pack the outputs of task \d+: .*Permission denied",
-                                     open(log_path).read()), 30, "the agent says why it packed nothing")
+        wait_until(lambda: re.search(rf"cannot hand the outputs of task \d+ to the master: .*Permission denied",
+                                     open(log_path).read()), 30, "the agent says why it handed nothing in")
         check_eq(c.api.json("GET", f"/v1/jobs/{bad['id']}/outputs")[1]["tasks"][0]["outputs"], None,
-                 "outputs holding a file its task cannot read are not packed")
+                 "outputs holding a file its task cannot read are not handed in")
 
 
 def test_outputs_retention_frees_final_jobs_only():
     """--outputs-retention frees the outputs of a job final that long, its
-    archive gone from the store; a live job keeps its earlier attempt's."""
+    manifest and chunks gone from the store; a live job keeps its earlier
+    attempt's, and chunks a queued job reads stay until it ends."""
     with cluster("outputs-keep", master_args=["--outputs-retention", "3s"]) as c:
         c.start_master()
         c.start_agent("a", gpus="sim:1")
@@ -243,22 +279,25 @@ def test_outputs_retention_frees_final_jobs_only():
         def outs(jid):
             return [t["outputs"] for t in c.api.json("GET", f"/v1/jobs/{jid}/outputs", expect=200)[1]["tasks"]]
         digest = wait_until(lambda: outs(done["id"])[0], 60, "the short job's outputs")
-        # SQLite keeps blobs as files under the data dir (PostgreSQL: rows)
-        sqlite = os.environ.get("YARD_E2E_STORE") != "postgres"
-        found = [os.path.join(d, f) for d, _, fs in os.walk(c.data_dir) for f in fs if digest[7:] in f]
-        check(found or not sqlite, f"the archive is in the store: {found}")
-        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
-        check_eq(st, 200, "the archive is served before it expires")
+        st, man = c.api.json("GET", f"/v1/manifests/{digest}")
+        check_eq(st, 200, f"the outputs' manifest is served before it expires: {man}")
+        chunk = man["files"][0]["chunks"][0]
+        check_eq(c.api.request("GET", f"/v1/blobs/{chunk}")[0], 200, "its chunk is held")
+        read_digest = wait_until(lambda: outs(read["id"])[0], 60, "the read job's outputs")
+        read_chunk = c.api.json("GET", f"/v1/manifests/{read_digest}", expect=200)[1]["files"][0]["chunks"][0]
         wait_until(lambda: outs(live["id"])[0], 60, "the live job's first attempt's outputs")
         wait_until(lambda: c.api.job(live["id"])["state"] == "running" and c.api.job(live["id"])["attempt"] == 1,
                    60, "the live job's second attempt runs")
         wait_until(lambda: outs(done["id"]) == [None], 30, "the short job's outputs freed")
-        check(not any(os.path.exists(p) for p in found), f"the archive left the store: {found}")
-        st, _, _ = c.api.request("GET", f"/v1/code/{digest}")
-        check(st in (403, 404), f"the freed archive is not served: HTTP {st}")
+        check_eq(c.api.request("GET", f"/v1/manifests/{digest}")[0], 404, "the freed manifest left the store")
+        check_eq(c.api.request("GET", f"/v1/blobs/{chunk}")[0], 404, "so did its chunk")
         check(outs(live["id"])[0], "the live job keeps its first attempt's outputs past the retention")
-        check(outs(read["id"])[0], "outputs that a queued job reads are kept past the retention")
+        wait_until(lambda: outs(read["id"]) == [None], 30, "the read job's outputs freed")
+        check_eq(c.api.request("GET", f"/v1/blobs/{read_chunk}")[0], 200,
+                 "the chunks that a queued job reads stay past the retention")
         c.api.json("POST", f"/v1/jobs/{live['id']}/cancel", expect=200)
         check_eq(c.api.wait_job(reader["id"], timeout=60)["state"], "succeeded",
                  "the reader read them once it could run")
-        wait_until(lambda: outs(read["id"]) == [None], 30, "the read job's outputs freed once its reader ended")
+        wait_until(lambda: c.api.request("GET", f"/v1/blobs/{read_chunk}")[0] == 404, 30,
+                   "the chunks it read freed once the reader ended")
+

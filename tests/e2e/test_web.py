@@ -250,10 +250,25 @@ def test_web_experiments():
             c.api.json("GET", f"/v1/experiments/{e['id']}", expect=200)[1]), 60, "the sweep to end")
         check_eq(done["counts"], {"succeeded": 2}, f"the sweep's trials: {done}")
         check_eq(sorted(t["best"] for t in done["trials"]), [0.4, 0.8], "the trials' objective")
+        # a template that ran on a new version of its dataset
+        d = os.path.join(c.dir, "rows")
+        os.makedirs(d)
+        for rows in ("1\n", "1\n2\n"):
+            with open(os.path.join(d, "rows.txt"), "w") as f:
+                f.write(rows)
+            c.cli("data", "push", d, "rows", check_rc=0)
+            if rows == "1\n":
+                tspec = spec(["/bin/sh", "-c", "cat $YARD_DATA_DIR/rows/rows.txt"], name="t",
+                             data=[{"source": "yard://rows"}])
+                c.api.json("POST", "/v1/templates", {"name": "recount", "on_dataset": "rows", "spec": tspec},
+                           expect=201)
+        _, tdoc = c.api.json("GET", "/v1/templates/recount", expect=200)
+        check_eq([(r["version"], "job" in r) for r in tdoc["runs"]], [(2, True)], f"the template's runs: {tdoc}")
         _, queued = c.api.submit(spec(["/bin/true"], name="waits", gpus=8, placement={"wait_for_nodes": True}))
         run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "experiments",
                 "experiment": e["id"], "trial_job": done["trials"][0]["job"],
-                "queued_job": queued["id"]}, 180)
+                "trial_lr": str(done["trials"][0]["params"]["lr"]), "queued_job": queued["id"],
+                "template": "recount", "template_job": tdoc["runs"][0]["job"]}, 180)
         j = c.api.job(queued["id"])
         check(not j["reason"] or j["reason"]["code"] != "held",
               f"the job released in the UI is no longer held: {j['reason']}")

@@ -15,7 +15,7 @@
  *   6  POST /v1/agents/n1/status       n1's agent token
  *   7  POST /v1/tasks/T/metrics?stream=stdout&offset=0   n1's agent token
  *   8  POST /v1/experiments            user token
- *   9  POST /v1/tasks/T/outputs/files  n1's agent token (T's outputs: FUZZ_OUTPUTS)
+ *   9  POST /v1/tasks/T/outputs        n1's agent token (a manifest of held chunks)
  *  10  POST /v1/templates              user token (dataset digits is alice's)
  *
  * A finding is a sanitizer report, a reply that is not HTTP, a 5xx, an
@@ -39,7 +39,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *exec_path, *metrics_path, *files_path;
+static char *exec_path, *metrics_path, *outputs_path;
 static bool trace; /* FUZZ_API_TRACE set: each reply goes to stderr */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -51,7 +51,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	exec_path = xasprintf("/v1/jobs/%" PRIu64 "/exec", fuzz_world.job_id);
 	metrics_path = xasprintf("/v1/tasks/%" PRIu64 "/metrics?stream=stdout&offset=0",
 				 fuzz_world.task_id);
-	files_path = xasprintf("/v1/tasks/%" PRIu64 "/outputs/files", fuzz_world.task_id);
+	outputs_path = xasprintf("/v1/tasks/%" PRIu64 "/outputs", fuzz_world.task_id);
 	return 0;
 }
 
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct fuzz_world *w = &fuzz_world;
 	const char *const targets[] = { "/v1/tokens", "/v1/blobs/missing", "/v1/datasets", "/v1/jobs",
 					exec_path, "/v1/agents", "/v1/agents/n1/status", metrics_path,
-					"/v1/experiments", files_path, "/v1/templates" };
+					"/v1/experiments", outputs_path, "/v1/templates" };
 	const char *const tokens[] = { w->admin, w->alice, w->alice, w->alice,
 				       w->alice, w->join, w->agent, w->agent, w->alice, w->agent, w->alice };
 	struct strbuf reply = STRBUF_INIT;

@@ -31,9 +31,6 @@
 #include "base/strbuf.h"
 
 /* The start state's names, made by fuzz_master_init. */
-/* The digest of the outputs archive of the world's task (route 9 of fuzz_api). */
-#define FUZZ_OUTPUTS "sha256:abababababababababababababababababababababababababababababababab"
-
 struct fuzz_world {
 	char *admin, *join, *alice, *bob, *agent; /* tokens */
 	char *job_token;        /* J's own token (YARD_JOB_TOKEN) */

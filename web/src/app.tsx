@@ -7,6 +7,7 @@ import { JobsPage } from './pages/jobs';
 import { JobPage } from './pages/job';
 import { SubmitPage } from './pages/submit';
 import { ExperimentPage, ExperimentsPage } from './pages/experiments';
+import { TemplatePage, TemplatesPage } from './pages/templates';
 import { formatView, parseView } from './lib/experiments';
 
 interface Who {
@@ -48,6 +49,7 @@ const NAV = [
   ['queue', '#/queue', 'Queue'],
   ['jobs', '#/jobs', 'Jobs'],
   ['experiments', '#/experiments', 'Experiments'],
+  ['templates', '#/templates', 'Templates'],
   ['submit', '#/submit', 'Submit'],
 ] as const;
 
@@ -114,6 +116,10 @@ export function App({ notice = null }: { notice?: string | null }) {
     page = <ExperimentPage id={id} view={parseView(query)} setView={(v) => { window.location.hash = `#/experiments/${id}${formatView(v) ? `?${formatView(v)}` : ''}`; }} />;
     current = 'experiments';
   } else if (section === 'experiments') page = <ExperimentsPage />;
+  else if (section === 'templates' && rest[0]) {
+    page = <TemplatePage name={decodeURIComponent(rest[0])} />;
+    current = 'templates';
+  } else if (section === 'templates') page = <TemplatesPage />;
   else if (section === 'queue') page = <QueuePage />;
   else if (section === 'jobs') page = <JobsPage />;
   else if (section === 'submit') page = <SubmitPage key={hash} />;

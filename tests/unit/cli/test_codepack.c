@@ -128,40 +128,6 @@ static void test_round_trip(void **state)
 	free(tgz);
 }
 
-/* codepack_list: the regular files in archive order (sorted), sizes,
- * capped at max with the count of all; not an archive is refused */
-static void test_list(void **state)
-{
-	const char *tmp = *state;
-	char *src = xasprintf("%s/src", tmp), *link = xasprintf("%s/src/b/link", tmp);
-	struct strbuf out = STRBUF_INIT;
-	struct errbuf eb = ERRBUF_INIT;
-	json_t *files;
-	uint64_t count;
-
-	put(src, "b/two.txt", "22", 0644);
-	put(src, "a.txt", "1", 0644);
-	put(src, "c/d/three.bin", "333", 0600);
-	assert_int_equal(symlink("two.txt", link), 0);
-	assert_int_equal(codepack_create(src, &out, 0, &eb), 0);
-	assert_int_equal(codepack_list(out.buf, out.len, 10, &files, &count, &eb), 0);
-	assert_int_equal(count, 3);
-	char *text = json_dumps(files, JSON_COMPACT);
-	assert_string_equal(text, "[{\"path\":\"a.txt\",\"size\":1},{\"path\":\"b/two.txt\",\"size\":2},"
-			    "{\"path\":\"c/d/three.bin\",\"size\":3}]");
-	free(text);
-	json_decref(files);
-	assert_int_equal(codepack_list(out.buf, out.len, 2, &files, &count, &eb), 0);
-	assert_int_equal(count, 3);
-	assert_int_equal(json_array_size(files), 2);
-	json_decref(files);
-	assert_int_equal(codepack_list("not a tar.gz at all", 19, 10, &files, &count, &eb), YERR(BAD_REQUEST));
-	assert_null(files);
-	strbuf_release(&out);
-	free(src);
-	free(link);
-}
-
 static void test_deterministic(void **state)
 {
 	const char *tmp = *state;
@@ -385,7 +351,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yardignore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),

@@ -124,6 +124,45 @@ static void test_digest(void **state)
 	(void)state;
 }
 
+/* manifest_merge: each part under its dir, one sorted list ("worker-1/"
+ * sorts before "worker-10/": '/' is below '0'); "" keeps the paths. */
+static void test_merge(void **state)
+{
+	json_t *a = json_pack("{s:[{s:s, s:i, s:i, s:[s]}, {s:s, s:i, s:i, s:[]}]}", "files", "path", "z.bin",
+			      "size", 3, "mode", 420, "chunks", D1, "path", "a/e", "size", 0, "mode", 384, "chunks");
+	json_t *b = json_pack("{s:[{s:s, s:i, s:i, s:[s]}]}", "files", "path", "m.pt", "size", 5, "mode", 420,
+			      "chunks", D2);
+	json_t *parts[3] = { b, a, b };
+	const char *dirs[3] = { "worker-10", "worker-1", "" };
+	json_t *m = manifest_merge(dirs, parts, 3), *files = json_object_get(m, "files");
+	const char *want[] = { "m.pt", "worker-1/a/e", "worker-1/z.bin", "worker-10/m.pt" };
+	struct errbuf eb = ERRBUF_INIT;
+	uint64_t size;
+	unsigned n;
+
+	assert_int_equal(json_array_size(files), 4);
+	for (size_t i = 0; i < 4; i++)
+		assert_string_equal(json_string_value(json_object_get(json_array_get(files, i), "path")), want[i]);
+	/* the rest of each entry is kept as it was */
+	assert_string_equal(json_string_value(json_array_get(json_object_get(json_array_get(files, 2), "chunks"), 0)),
+			    D1);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(files, 1), "mode")), 384);
+	assert_int_equal(manifest_validate(m, &size, &n, &eb), 0);
+	assert_int_equal(size, 13);
+	assert_int_equal(n, 4);
+	/* the parts are not changed */
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(a, "files"), 0), "path")),
+			    "z.bin");
+	json_decref(m);
+	/* no parts: an empty manifest */
+	m = manifest_merge(dirs, parts, 0);
+	assert_int_equal(json_array_size(json_object_get(m, "files")), 0);
+	json_decref(m);
+	json_decref(a);
+	json_decref(b);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -131,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_digest),
+		cmocka_unit_test(test_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

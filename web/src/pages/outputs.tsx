@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { getJson, request, errorText } from '../api';
 import { usePoll } from '../hooks';
+import { assembleFile, baseName, type Manifest, type ManifestFile } from '../lib/download';
 import { formatBytes } from '../lib/format';
 
 interface TaskOutputs {
@@ -11,37 +12,14 @@ interface TaskOutputs {
   state: string;
   outputs: string | null;
   size: number;
-  /** the archive's files as its agent listed them (at most 256), null when not listed */
+  /** the first 256 files of its manifest, null when it left none */
   files?: { path: string; size: number }[] | null;
   files_count?: number | null;
 }
 
-/** Files: the files of one task's archive, folded. */
-function Files({ t }: { t: TaskOutputs }) {
-  if (!t.files) return <span class="muted">not listed</span>;
-  const more = (t.files_count ?? t.files.length) - t.files.length;
-  return (
-    <details>
-      <summary>{t.files_count ?? t.files.length} file{(t.files_count ?? t.files.length) === 1 ? '' : 's'}</summary>
-      <ul class="files">
-        {t.files.map((f) => (
-          <li key={f.path}><code>{f.path}</code> {formatBytes(f.size)}</li>
-        ))}
-        {more > 0 && <li class="muted">and {more} more (download the archive)</li>}
-      </ul>
-    </details>
-  );
-}
-interface JobOutputs {
-  job: number;
-  checkpoint: string | null;
-  tasks: TaskOutputs[];
-}
-
-/** download: a stored archive (GET /v1/code/DIGEST, with the token) saved as name. */
-async function download(digest: string, name: string) {
-  const r = await request('GET', `/v1/code/${digest}`);
-  const url = URL.createObjectURL(await r.blob());
+/** saveBlob: hands blob to the browser as a download named name. */
+function saveBlob(blob: Blob, name: string) {
+  const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
   a.download = name;
@@ -51,13 +29,52 @@ async function download(digest: string, name: string) {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
+async function getChunk(digest: string): Promise<Uint8Array> {
+  return new Uint8Array(await (await request('GET', `/v1/blobs/${digest}`)).arrayBuffer());
+}
+
+/** Files: the files of a manifest (a task's outputs, the checkpoint), folded; once unfolded
+ * the whole manifest is read, and each file downloads from its chunks, each one checked. */
+function Files({ digest, count, onError }: { digest: string; count: number | null; onError: (m: string | null) => void }) {
+  const [manifest, setManifest] = useState<Manifest | null>(null);
+  const open = (e: Event) => {
+    if ((e.currentTarget as HTMLDetailsElement).open && !manifest)
+      getJson<Manifest>(`/v1/manifests/${digest}`).then(setManifest, (err) => onError(errorText(err)));
+  };
+  const save = (f: ManifestFile) =>
+    assembleFile(f, getChunk).then((blob) => { saveBlob(blob, baseName(f.path)); onError(null); }, (err) => onError(errorText(err)));
+  const n = manifest ? manifest.files.length : count;
+  return (
+    <details onToggle={open}>
+      <summary>{n === null ? 'files' : `${n} file${n === 1 ? '' : 's'}`}</summary>
+      {!manifest && <p class="muted">reading…</p>}
+      {manifest && (
+        <ul class="files">
+          {manifest.files.map((f) => (
+            <li key={f.path}>
+              <code>{f.path}</code> {formatBytes(f.size)}{' '}
+              <button type="button" class="link" data-testid="download-file" onClick={() => save(f)}>download</button>
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
+  );
+}
+
+interface JobOutputs {
+  job: number;
+  checkpoint: string | null;
+  tasks: TaskOutputs[];
+}
+
 /** Outputs: what each task (every attempt) left in $YARD_OUTPUT_DIR, and the job's
- * checkpoint, each a tar.gz to download (docs/api.md, "Outputs"). */
+ * checkpoint, each a manifest of chunks whose files download one by one (docs/api.md,
+ * "Outputs"). */
 export function Outputs({ job, live }: { job: number; live: boolean }) {
   const { data, error } = usePoll(() => getJson<JobOutputs>(`/v1/jobs/${job}/outputs`), live ? 5000 : 0, [job, live]);
   const [msg, setMsg] = useState<string | null>(null);
   const rows = (data?.tasks ?? []).filter((t) => t.outputs);
-  const get = (digest: string, name: string) => download(digest, name).then(() => setMsg(null), (e) => setMsg(errorText(e)));
   return (
     <section aria-labelledby="outputs-h" data-testid="outputs">
       <h2 id="outputs-h">Outputs</h2>
@@ -67,7 +84,7 @@ export function Outputs({ job, live }: { job: number; live: boolean }) {
       {(rows.length > 0 || data?.checkpoint) && (
         <table class="list">
           <thead>
-            <tr><th>Task</th><th>Attempt</th><th>State</th><th>Files</th><th>Size</th><th></th></tr>
+            <tr><th>Task</th><th>Attempt</th><th>State</th><th>Files</th><th>Size</th></tr>
           </thead>
           <tbody>
             {rows.map((t) => (
@@ -75,23 +92,14 @@ export function Outputs({ job, live }: { job: number; live: boolean }) {
                 <td>{t.role}/{t.index}</td>
                 <td>{t.attempt}</td>
                 <td>{t.state}</td>
-                <td><Files t={t} /></td>
+                <td><Files digest={t.outputs!} count={t.files_count ?? null} onError={setMsg} /></td>
                 <td>{formatBytes(t.size)}</td>
-                <td>
-                  <button type="button" class="link" onClick={() => get(t.outputs!, `job-${job}-${t.role}-${t.index}-attempt-${t.attempt}.tar.gz`)}>
-                    Download
-                  </button>
-                </td>
               </tr>
             ))}
             {data?.checkpoint && (
               <tr data-testid="outputs-checkpoint">
-                <td>checkpoint</td><td>latest</td><td>–</td><td>–</td><td>–</td>
-                <td>
-                  <button type="button" class="link" onClick={() => get(data.checkpoint!, `job-${job}-checkpoint.tar.gz`)}>
-                    Download
-                  </button>
-                </td>
+                <td>checkpoint</td><td>latest</td><td>–</td>
+                <td><Files digest={data.checkpoint} count={null} onError={setMsg} /></td><td>–</td>
               </tr>
             )}
           </tbody>

@@ -1,0 +1,385 @@
+/* Files in and out of the master's chunk store (chunks.h). */
+#include "base/compat.h"
+#include "common/chunks.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/crypto.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
+#include "common/dataset.h"
+
+static int cmp_files(const void *a, const void *b)
+{
+	return strcmp(((const struct chunks_file *)a)->rel, ((const struct chunks_file *)b)->rel);
+}
+
+/* Counts rel (at abs) as left out of a lenient walk, or refuses it (why). */
+static int leave_out(struct chunks_set *set, bool lenient, const char *abs, const char *rel, const char *why,
+		     struct errbuf *eb)
+{
+	size_t have = strlen(set->skipped_names);
+
+	if (!lenient)
+		return error(eb, YERR(BAD_REQUEST), "'%s' %s", abs, why);
+	if (set->skipped++ < 3)
+		snprintf(set->skipped_names + have, sizeof(set->skipped_names) - have, "%s'%s' (%s)",
+			 have ? ", " : "", *rel ? rel : abs, why);
+	return 0;
+}
+
+static void add_file(struct chunks_set *set, const char *abs, const char *rel, const struct stat *st)
+{
+	struct chunks_file *f;
+
+	ALLOC_GROW(set->files, set->n + 1, set->alloc);
+	f = &set->files[set->n++];
+	f->rel = xstrdup(rel);
+	f->abs = xstrdup(abs);
+	f->size = (uint64_t)st->st_size;
+	f->mode = st->st_mode & 0777;
+}
+
+/* Collects the regular files under abs (rel its manifest path, "" at the top). */
+static int walk(struct chunks_set *set, const char *abs, const char *rel, bool lenient, struct errbuf *eb)
+{
+	struct stat st;
+
+	if (lstat(abs, &st))
+		return error(eb, YERR(BAD_REQUEST), "cannot read '%s': %s", abs, strerror(errno));
+	if (S_ISLNK(st.st_mode)) {
+		/* lenient: a link to a regular file is that file (its chunks are
+		 * held once however many names it has); a dir is not followed */
+		if (!lenient)
+			return error(eb, YERR(BAD_REQUEST),
+				     "'%s' is a symbolic link: datasets hold regular files only", abs);
+		if (stat(abs, &st) || !S_ISREG(st.st_mode))
+			return leave_out(set, lenient, abs, rel, "a symbolic link to no regular file", eb);
+	}
+	if (S_ISREG(st.st_mode)) {
+		if (strchr(rel, '\n'))
+			return leave_out(set, lenient, abs, rel, "a name with a newline", eb);
+		if (!dataset_path_valid(rel))
+			return leave_out(set, lenient, abs, rel, "not a valid dataset path", eb);
+		add_file(set, abs, rel, &st);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode))
+		return leave_out(set, lenient, abs, rel, "is a special file: datasets hold regular files only", eb);
+	DIR *d = opendir(abs);
+	struct dirent *de;
+	int ret = 0;
+	if (!d)
+		return error(eb, YERR(BAD_REQUEST), "cannot open '%s': %s", abs, strerror(errno));
+	while (!ret && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		char *ca = xasprintf("%s/%s", abs, de->d_name);
+		char *cr = *rel ? xasprintf("%s/%s", rel, de->d_name) : xstrdup(de->d_name);
+		ret = walk(set, ca, cr, lenient, eb);
+		free(ca);
+		free(cr);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* Takes (on) or gives back the file-system ids of set's user. */
+static void become(const struct chunks_set *set, bool on)
+{
+	if (!set->as_user)
+		return;
+	if (on) {
+		setfsgid(set->as.gid);
+		setfsuid(set->as.uid);
+	} else {
+		setfsuid(0);
+		setfsgid(0);
+	}
+}
+
+int chunks_walk(struct chunks_set *set, const char *src, bool lenient, const struct chunks_as *as,
+		struct errbuf *eb)
+{
+	struct stat st;
+	int ret;
+
+	memset(set, 0, sizeof(*set));
+	if (as) {
+		set->as_user = true;
+		set->as = *as;
+	}
+	become(set, true);
+	if (lstat(src, &st)) {
+		int e = errno;
+		become(set, false);
+		if (e == ENOENT && lenient)
+			return 0;
+		return error(eb, e == ENOENT ? YERR(NOT_FOUND) : YERR(BAD_REQUEST), "cannot read '%s': %s", src,
+			     strerror(e));
+	}
+	if (S_ISREG(st.st_mode)) {
+		const char *base = strrchr(src, '/');
+		ret = walk(set, src, base ? base + 1 : src, lenient, eb);
+	} else {
+		ret = walk(set, src, "", lenient, eb);
+	}
+	become(set, false);
+	if (!ret)
+		sort_array(set->files, set->n, sizeof(*set->files), cmp_files);
+	return ret;
+}
+
+void chunks_set_release(struct chunks_set *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		free(set->files[i].rel);
+		free(set->files[i].abs);
+	}
+	free(set->files);
+	memset(set, 0, sizeof(*set));
+}
+
+/* Reads chunk i of f (of set) into buf; returns its length or -1. */
+static ssize_t read_chunk(const struct chunks_set *set, const struct chunks_file *f, uint64_t i, char *buf,
+			  struct errbuf *eb)
+{
+	uint64_t off = i * DATASET_CHUNK_MAX, len = f->size - off;
+	ssize_t got = 0;
+	int fd, e;
+
+	become(set, true);
+	fd = open(f->abs, O_RDONLY | O_CLOEXEC);
+	e = errno;
+	become(set, false);
+	if (len > DATASET_CHUNK_MAX)
+		len = DATASET_CHUNK_MAX;
+	if (fd < 0) {
+		error(eb, YERR(IO), "cannot open '%s': %s", f->abs, strerror(e));
+		return -1;
+	}
+	while ((uint64_t)got < len) {
+		ssize_t r = pread(fd, buf + got, len - (uint64_t)got, (off_t)off + got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			error(eb, YERR(IO), "cannot read '%s': %s", f->abs, r ? strerror(errno) : "it shrank");
+			close(fd);
+			return -1;
+		}
+		got += r;
+	}
+	close(fd);
+	return got;
+}
+
+static int put_chunk(struct httpc *h, const char *digest, const char *buf, size_t len, struct errbuf *eb)
+{
+	struct httpc_response res;
+	char path[96];
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/blobs/%s", digest);
+	httpc_response_init(&res);
+	ret = httpc_request(h, "PUT", path, buf, len, "application/octet-stream", &res, eb);
+	if (!ret && res.status >= 400)
+		ret = httpc_error_from_reply(&res, eb);
+	httpc_response_release(&res);
+	return ret;
+}
+
+/* Asks about the digests of batch, and PUTs those missing (where[digest]
+ * is [file, chunk] of one copy). */
+static int upload_missing(struct httpc *h, const struct chunks_set *set, json_t *batch, const json_t *where,
+			  char *buf, struct chunks_stats *st, struct errbuf *eb)
+{
+	json_t *req = json_pack("{s:O}", "digests", batch), *missing = NULL, *d;
+	size_t k;
+	int ret = httpc_json(h, "POST", "/v1/blobs/missing", req, &missing, NULL, eb);
+
+	json_decref(req);
+	json_array_foreach(json_object_get(missing, "missing"), k, d) {
+		const json_t *w = json_object_get(where, json_string_value(d));
+		ssize_t len;
+		if (ret || !w)
+			continue;
+		const struct chunks_file *f = &set->files[json_integer_value(json_array_get(w, 0))];
+		len = read_chunk(set, f, (uint64_t)json_integer_value(json_array_get(w, 1)), buf, eb);
+		if (len < 0 || put_chunk(h, json_string_value(d), buf, (size_t)len, eb)) {
+			ret = len < 0 ? YERR(IO) : YERR(UNAVAILABLE);
+			continue;
+		}
+		st->uploaded++;
+		st->uploaded_bytes += (uint64_t)len;
+	}
+	json_decref(missing);
+	return ret;
+}
+
+int chunks_push(struct httpc *h, const struct chunks_set *set, json_t **manifest, struct chunks_stats *st_out,
+		struct errbuf *eb)
+{
+	json_t *files = json_array(), *where = json_object(), *batch;
+	struct chunks_stats st = { 0, 0, 0 };
+	char *buf = xmalloc(DATASET_CHUNK_MAX);
+	const char *key;
+	json_t *v;
+	size_t left;
+	int ret = 0;
+
+	*manifest = NULL;
+	/* chunk and hash; where[digest] = [file, chunk index] of one copy */
+	for (size_t i = 0; i < set->n && !ret; i++) {
+		const struct chunks_file *f = &set->files[i];
+		json_t *chunks = json_array();
+		for (uint64_t c = 0; c * DATASET_CHUNK_MAX < f->size; c++) {
+			char hex[SHA256_HEX_LEN + 1], digest[80];
+			ssize_t len = read_chunk(set, f, c, buf, eb);
+			if (len < 0) {
+				ret = YERR(IO);
+				break;
+			}
+			sha256_hex(buf, (size_t)len, hex);
+			snprintf(digest, sizeof(digest), "sha256:%s", hex);
+			json_array_append_new(chunks, json_string(digest));
+			if (!json_object_get(where, digest))
+				json_object_set_new(where, digest, json_pack("[I, I]", (json_int_t)i, (json_int_t)c));
+			st.chunks++;
+		}
+		json_array_append_new(files, json_pack("{s:s, s:I, s:i, s:o}", "path", f->rel, "size",
+						       (json_int_t)f->size, "mode", (int)f->mode, "chunks", chunks));
+	}
+	/* ask which are missing, in batches, and upload only those */
+	batch = json_array();
+	left = json_object_size(where);
+	json_object_foreach(where, key, v) {
+		if (ret)
+			break;
+		json_array_append_new(batch, json_string(key));
+		left--;
+		if (json_array_size(batch) < CHUNKS_MISSING_BATCH && left)
+			continue;
+		ret = upload_missing(h, set, batch, where, buf, &st, eb);
+		json_array_clear(batch);
+	}
+	json_decref(batch);
+	json_decref(where);
+	free(buf);
+	if (ret) {
+		json_decref(files);
+		return ret;
+	}
+	*manifest = json_pack("{s:o}", "files", files);
+	if (st_out)
+		*st_out = st;
+	return 0;
+}
+
+int chunks_manifest_get(struct httpc *h, const char *digest, json_t **manifest, struct errbuf *eb)
+{
+	char *path, got[72];
+	int ret;
+
+	*manifest = NULL;
+	if (!dataset_digest_valid(digest))
+		return error(eb, YERR(BAD_REQUEST), "bad manifest digest '%s'", digest ? digest : "(none)");
+	path = xasprintf("/v1/manifests/%s", digest);
+	ret = httpc_json(h, "GET", path, NULL, manifest, NULL, eb);
+	free(path);
+	if (ret)
+		return ret;
+	manifest_digest(*manifest, got);
+	if (strcmp(got, digest)) {
+		json_decref(*manifest);
+		*manifest = NULL;
+		return error(eb, YERR(IO), "checksum mismatch: manifest '%s' arrived as '%s'", digest, got);
+	}
+	return 0;
+}
+
+/* Appends chunk digest, fetched and checked, to fd. */
+static int fetch_chunk(struct httpc *h, const char *digest, int fd, const char *path, uint64_t *written,
+		       struct errbuf *eb)
+{
+	struct httpc_response res;
+	char url[96], got[SHA256_HEX_LEN + 1];
+	int ret;
+
+	if (!dataset_digest_valid(digest))
+		return error(eb, YERR(BAD_REQUEST), "bad chunk digest '%s'", digest ? digest : "(none)");
+	snprintf(url, sizeof(url), "/v1/blobs/%s", digest);
+	httpc_response_init(&res);
+	ret = httpc_request(h, "GET", url, NULL, 0, NULL, &res, eb);
+	if (!ret && res.status != 200)
+		ret = httpc_error_from_reply(&res, eb);
+	if (!ret) {
+		sha256_hex(res.body.buf, res.body.len, got);
+		if (strcmp(got, digest + 7))
+			ret = error(eb, YERR(IO), "checksum mismatch: chunk '%s' arrived as 'sha256:%s'", digest, got);
+	}
+	if (!ret && write_all(fd, res.body.buf, res.body.len) < 0)
+		ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
+	if (!ret)
+		*written += res.body.len;
+	httpc_response_release(&res);
+	return ret;
+}
+
+static int fetch_file(struct httpc *h, const json_t *f, const char *dir, struct errbuf *eb)
+{
+	const char *rel = json_string_value(json_object_get(f, "path"));
+	json_int_t size = json_integer_value(json_object_get(f, "size"));
+	const json_t *chunks = json_object_get(f, "chunks"), *c;
+	uint64_t written = 0;
+	size_t i;
+	int ret = 0;
+
+	if (!rel || !dataset_path_valid(rel))
+		return error(eb, YERR(BAD_REQUEST), "the manifest names a refused path '%s'", rel ? rel : "(none)");
+	char *path = xasprintf("%s/%s", dir, rel);
+	char *slash = strrchr(path, '/');
+	*slash = '\0';
+	if (mkdir_p(path, 0755) < 0)
+		ret = error(eb, YERR(IO), "cannot create '%s': %s", path, strerror(errno));
+	*slash = '/';
+	int fd = ret ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (!ret && fd < 0)
+		ret = error(eb, YERR(IO), "cannot create '%s': %s", path, strerror(errno));
+	json_array_foreach(chunks, i, c)
+		if (!ret)
+			ret = fetch_chunk(h, json_string_value(c), fd, path, &written, eb);
+	if (!ret && written != (uint64_t)size)
+		ret = error(eb, YERR(IO), "'%s' has %" PRIu64 " bytes, the manifest says %" JSON_INTEGER_FORMAT,
+			    rel, written, size);
+	if (!ret && fchmod(fd, (mode_t)json_integer_value(json_object_get(f, "mode")) & 0777) < 0)
+		ret = error(eb, YERR(IO), "cannot chmod '%s': %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return ret;
+}
+
+int chunks_fetch(struct httpc *h, const json_t *manifest, const char *dir, struct errbuf *eb)
+{
+	const json_t *f;
+	size_t i;
+	int ret;
+
+	if ((ret = manifest_validate(manifest, NULL, NULL, eb)))
+		return ret;
+	if (mkdir_p(dir, 0755) < 0)
+		return error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
+	json_array_foreach(json_object_get(manifest, "files"), i, f)
+		if ((ret = fetch_file(h, f, dir, eb)))
+			return ret;
+	return 0;
+}
