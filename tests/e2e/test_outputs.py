@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import signal
 
 from harness import check, check_eq, cluster, spec, wait_until
 
@@ -301,3 +302,43 @@ def test_outputs_retention_frees_final_jobs_only():
         wait_until(lambda: c.api.request("GET", f"/v1/blobs/{read_chunk}")[0] == 404, 30,
                    "the chunks it read freed once the reader ended")
 
+
+
+def test_an_agent_killed_mid_upload_sends_the_rest_when_it_starts_again():
+    """The task's end is reported only once its outputs are in: an agent
+    SIGKILLed while it sends them starts again, sends only the chunks the
+    master still lacks, and the job's outputs arrive whole."""
+    with cluster("outputs-resume") as c:
+        c.start_master()
+        a = c.start_agent("a", gpus="sim:1")
+        write = ('import os, random\n'
+                 'rng = random.Random(%d)\n'
+                 'with open(os.path.join(os.environ["YARD_OUTPUT_DIR"], "big.bin"), "wb") as f:\n'
+                 '    for _ in range(%d): f.write(rng.randbytes(8 << 20))\n' % (SEED, BIG >> 23))
+        _, job = c.api.submit(spec(["/usr/bin/python3", "-c", write], name="resume"))
+        rng = random.Random(SEED)
+        chunks = ["sha256:" + hashlib.sha256(rng.randbytes(8 << 20)).hexdigest() for _ in range(BIG >> 23)]
+
+        def missing():
+            return c.api.json("POST", "/v1/blobs/missing", {"digests": chunks}, expect=200)[1]["missing"]
+        wait_until(lambda: len(missing()) < len(chunks), 120, "the agent to start sending the file's chunks")
+        a.kill(signal.SIGSTOP)
+        sent = len(chunks) - len(missing())
+        check(sent < len(chunks), f"the agent was stopped mid-upload: {sent} of {len(chunks)} chunks in")
+        a.kill(signal.SIGKILL)
+        a.p.wait()
+        check_eq(c.api.json("GET", f"/v1/jobs/{job['id']}/outputs", expect=200)[1]["tasks"][0]["outputs"], None,
+                 "no outputs were handed in")
+        check(not c.api.job(job["id"])["state"] == "succeeded", "the task's end waits for its outputs")
+        c.start_agent("a", gpus="sim:1")
+        check_eq(c.api.wait_job(job["id"], timeout=120)["state"], "succeeded", "the job, once its agent is back")
+        tid = c.api.job(job["id"])["tasks"][0]["id"]
+        m = wait_until(lambda: re.search(rf"handed in the outputs of task {tid}: 1 files, {BIG} bytes, "
+                                         r"uploaded (\d+) of (\d+) chunks", open(os.path.join(c.dir, "agent-a.log")).read()),
+                       30, "the restarted agent to hand them in")
+        check_eq(int(m.group(2)), len(chunks), f"the file's chunks: {m.group(0)}")
+        check(int(m.group(1)) <= len(chunks) - sent, f"only the chunks still missing were sent: {m.group(0)}, "
+              f"{sent} were in before the kill")
+        dest = os.path.join(c.dir, "dl")
+        c.cli("download", str(job["id"]), "--task", "worker/0", dest, check_rc=0, timeout=300)
+        check_eq(sha_file(os.path.join(dest, "big.bin")), big_digest(), "the 200 MB file, whole")

@@ -3,18 +3,9 @@
  * from the master's chunk store: each chunk fetched (GET /v1/blobs/DIGEST),
  * checked against its digest and its file's size.
  */
-import { sha256Digest } from './upload';
+import { sha256Digest, type ManifestFile } from './upload';
 
-export interface ManifestFile {
-  path: string;
-  size: number;
-  mode: number;
-  chunks: string[];
-}
-
-export interface Manifest {
-  files: ManifestFile[];
-}
+export type { Manifest, ManifestFile } from './upload';
 
 /** assembleFile: f's bytes, from getChunk(digest) for each chunk in order; throws naming
  * the chunk whose bytes hash to another digest, or the file when the sizes differ. */
