@@ -66,23 +66,25 @@ static int data_push(struct cli_ctx *ctx, int argc, char **argv)
 			return rc;
 		json_array_foreach(json_object_get(manifest, "files"), i, f)
 			st.chunks += json_array_size(json_object_get(f, "chunks"));
-	} else {
-		rc = chunks_walk(&set, argv[1], false, NULL, &eb);
-		if (rc == YERR(NOT_FOUND))
-			rc = cli_usage_error(ctx, "%s", eb.msg);
-		else if (rc || client_chunks_push(&ctx->client, &set, &manifest, &st, &eb))
-			rc = cli_fail(ctx, &eb);
-		else
-			rc = -1;
+	} else if ((rc = chunks_walk(&set, argv[1], false, NULL, &eb))) {
 		chunks_set_release(&set);
-		if (rc >= 0)
-			return rc;
+		return rc == YERR(NOT_FOUND) ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
 	}
-	body = json_pack("{s:s, s:o}", "name", name, "manifest", manifest);
-	if (team)
-		json_object_set_new(body, "team", json_string(team));
-	rc = client_json(&ctx->client, "POST", "/v1/datasets", body, &reply, NULL, &eb);
-	json_decref(body);
+	/* a chunk that the master let go of in between (it held it once, for
+	 * something now deleted) is sent again */
+	for (int tries = 0; tries < 3; tries++) {
+		if (!from_job && (rc = client_chunks_push(&ctx->client, &set, &manifest, &st, &eb)))
+			break;
+		body = json_pack("{s:s, s:o}", "name", name, "manifest", manifest);
+		if (team)
+			json_object_set_new(body, "team", json_string(team));
+		rc = client_json(&ctx->client, "POST", "/v1/datasets", body, &reply, NULL, &eb);
+		json_decref(body);
+		manifest = NULL;
+		if (rc != YERR(MISSING_CHUNKS) || from_job)
+			break;
+	}
+	chunks_set_release(&set);
 	if (rc)
 		return cli_fail(ctx, &eb);
 	json_object_set_new(reply, "chunks", json_integer((json_int_t)st.chunks));
