@@ -1,5 +1,5 @@
-/* yard outputs: the archives a job's tasks left in YARD_OUTPUT_DIR, per
- * task and attempt, and the job's checkpoint (docs/api.md, "Outputs"). */
+/* yard outputs: the files a job's tasks left in YARD_OUTPUT_DIR, per task
+ * and attempt, and the job's checkpoint (docs/api.md, "Outputs"). */
 #include "base/compat.h"
 
 #include <inttypes.h>
@@ -31,8 +31,8 @@ int cli_outputs_get(struct cli_ctx *ctx, uint64_t id, const char *task, const ch
 	return ret;
 }
 
-/* One row per file of task tk's outputs; one for the archive when its files
- * are not listed, and one saying how many more when they are not all. */
+/* One row per file of task tk's outputs; one for its manifest when its
+ * files are not listed, and one saying how many more when they are not all. */
 static void add_task_rows(struct cli_table *t, const json_t *tk)
 {
 	const json_t *files = json_object_get(tk, "files"), *f;
@@ -47,7 +47,7 @@ static void add_task_rows(struct cli_table *t, const json_t *tk)
 			cli_table_add(t, "(none)");
 			cli_table_add(t, "-");
 		} else if (!json_is_array(files)) {
-			cli_table_add(t, "(archive %s)", cli_jstr(tk, "outputs"));
+			cli_table_add(t, "(manifest %s)", cli_jstr(tk, "outputs"));
 			cli_table_add(t, "%" PRId64, cli_jint(tk, "size"));
 		} else if (i < rows) {
 			f = json_array_get(files, i);
