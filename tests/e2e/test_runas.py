@@ -211,10 +211,10 @@ def test_run_as_reads_staged_data():
         check(err.count("Permission denied") + err.count("Read-only") >= 2, f"both writes refused: {err!r}")
 
 
-def test_run_as_checkpoint_packed_as_the_task():
-    """The agent packs a --run-as task's checkpoint as the task's user, so
-    it packs nothing the task could not read itself: a file the task made
-    unreadable (mode 000) stops the pack, where root would have read it."""
+def test_run_as_checkpoint_read_as_the_task():
+    """The agent reads a --run-as task's checkpoint as the task's user, so
+    it hands in nothing the task could not read itself: a file the task made
+    unreadable (mode 000) stops the upload, where root would have read it."""
     with cluster("runas-pack") as c:
         c.start_master()
         os.chmod(c.dir, 0o711)
@@ -226,10 +226,11 @@ def test_run_as_checkpoint_packed_as_the_task():
                                               "chmod 000 $YARD_CHECKPOINT_DIR/hidden"], name="hidden"))
         doc = c.api.wait_job(bad["id"], timeout=60)
         check_eq((doc["state"], doc["checkpoint"]), ("succeeded", None),
-                 "a checkpoint holding a file its task cannot read is not packed")
+                 "a checkpoint holding a file its task cannot read is not handed in")
         with open(os.path.join(c.dir, "agent-n1.log")) as f:
             log = f.read()
-        check(re.search(rf"cannot pack the checkpoint of job {bad['id']}: .*Permission denied", log),
+        check(re.search(rf"cannot hand the checkpoint of job {bad['id']} to the master: .*hidden': Permission denied",
+                        log),
               f"the agent says why: {log[-2000:]!r}")
 
 
