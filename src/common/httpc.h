@@ -118,8 +118,8 @@ int httpc_request(struct httpc *c, const char *method, const char *path,
 int httpc_json(struct httpc *c, const char *method, const char *path, json_t *body,
 	       json_t **out, long *status, struct errbuf *eb);
 
-/* httpc_get_archive fetches GET /v1/code/DIGEST (a code, outputs or
- * checkpoint archive, digest "sha256:HEX") into path, written atomically
+/* httpc_get_archive fetches GET /v1/code/DIGEST (a job's code archive,
+ * digest "sha256:HEX") into path, written atomically
  * once its bytes hash to the digest: YERR(IO) names what arrived instead;
  * an error reply is returned as httpc_error_from_reply's. */
 int httpc_get_archive(struct httpc *c, const char *digest, const char *path, struct errbuf *eb);

@@ -20,43 +20,61 @@
 #include "master/core.h"
 #include "master/datasets.h"
 
-/* Stores the manifest of what a task left, the body's {"manifest": {"files":
- * [...]}}, as datasets_manifest_put: 0, or the error reply is sent. */
-static int put_left(struct req *r, json_t *body, char digest[72], uint64_t *size, unsigned *files)
+/* What a task left (its outputs or its job's checkpoint), as its agent
+ * hands it in: the body {"manifest": {"files": [...]}}, its chunks held. */
+struct left {
+	struct task *t;
+	json_t *body;
+	char digest[72];
+	uint64_t size;
+	unsigned files;
+	const char *replaced; /* the digest it replaces, or NULL */
+};
+
+/* The path's task and the body's manifest, stored as datasets_manifest_put:
+ * true, or false once the error reply is sent. */
+static bool take_left(struct req *r, struct left *l)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *reply = NULL;
-	int rc = datasets_manifest_put(r->m, json_object_get(body, "manifest"), digest, size, files, &reply, &eb);
+	int rc;
 
+	if (!(l->t = path_agent_task(r)) || !(l->body = body_json(r)))
+		return false;
+	rc = datasets_manifest_put(r->m, json_object_get(l->body, "manifest"), l->digest, &l->size, &l->files,
+				   &reply, &eb);
 	if (rc == YERR(MISSING_CHUNKS))
 		reply_err_with(r, &eb, "missing", json_incref(json_object_get(reply, "missing")));
 	else if (rc)
 		req_error(r, &eb);
 	json_decref(reply);
-	return rc;
+	if (rc)
+		json_decref(l->body);
+	return !rc;
 }
 
-/* A task's checkpoint dir as it ended, its chunks handed in by its agent:
- * what a restart of the job starts from, on any node. The one it replaces
- * goes unless something else holds it. */
+/* Answers 201 {key: digest, size, files}; the manifest replaced goes unless
+ * something else holds it. */
+static void reply_left(struct req *r, struct left *l, const char *key)
+{
+	if (l->replaced && strcmp(l->replaced, l->digest))
+		datasets_drop_manifest(r->m, l->replaced);
+	req_json(r, 201, json_pack("{s:s, s:I, s:i}", key, l->digest, "size", (json_int_t)l->size, "files",
+				   (int)l->files));
+	json_decref(l->body);
+}
+
+/* A task's checkpoint dir as it ended: what a restart of the job starts
+ * from, on any node. */
 void h_task_checkpoint(struct req *r)
 {
-	struct task *t = path_agent_task(r);
-	json_t *body = t ? body_json(r) : NULL;
-	char digest[72];
-	uint64_t size;
-	unsigned files;
+	struct left l;
 
-	if (!body)
+	if (!take_left(r, &l))
 		return;
-	if (!put_left(r, body, digest, &size, &files)) {
-		if (t->job->checkpoint && strcmp(t->job->checkpoint, digest))
-			datasets_drop_manifest(r->m, t->job->checkpoint);
-		core_set_checkpoint(r->m, t->job, digest);
-		req_json(r, 201, json_pack("{s:s, s:I, s:i}", "checkpoint", digest, "size", (json_int_t)size,
-					   "files", (int)files));
-	}
-	json_decref(body);
+	l.replaced = l.t->job->checkpoint;
+	reply_left(r, &l, "checkpoint"); /* before core_set_checkpoint frees it */
+	core_set_checkpoint(r->m, l.t->job, l.digest);
 }
 
 /* The first OUTPUTS_FILES_MAX files of manifest, {"files": [{path, size}],
@@ -75,33 +93,25 @@ static json_t *listing(const json_t *manifest, unsigned count)
 	return json_pack("{s:o, s:i}", "files", files, "count", (int)count);
 }
 
-/* A task's outputs dir as it ended, its chunks handed in by its agent:
- * kept with the task (so per attempt), readable by whoever may see the job
- * whole. */
+/* A task's outputs dir as it ended: kept with the task (so per attempt),
+ * readable by whoever may see the job whole. */
 void h_task_outputs(struct req *r)
 {
-	struct task *t = path_agent_task(r);
-	json_t *body = t ? body_json(r) : NULL;
-	char digest[72];
-	uint64_t size;
-	unsigned files;
+	struct left l;
+	struct task *t;
 
-	if (!body)
+	if (!take_left(r, &l))
 		return;
-	if (!put_left(r, body, digest, &size, &files)) {
-		if (t->outputs && strcmp(t->outputs, digest))
-			datasets_drop_manifest(r->m, t->outputs);
-		free(t->outputs);
-		t->outputs = xstrdup(digest);
-		t->outputs_size = size;
-		json_decref(t->outputs_files);
-		t->outputs_files = listing(json_object_get(body, "manifest"), files);
-		codeindex_add(&r->m->code_index, digest, t->job->id);
-		core_save_task(r->m, t);
-		req_json(r, 201, json_pack("{s:s, s:I, s:i}", "outputs", digest, "size", (json_int_t)size,
-					   "files", (int)files));
-	}
-	json_decref(body);
+	t = l.t;
+	json_decref(t->outputs_files);
+	t->outputs_files = listing(json_object_get(l.body, "manifest"), l.files);
+	t->outputs_size = l.size;
+	codeindex_add(&r->m->code_index, l.digest, t->job->id);
+	l.replaced = t->outputs;
+	reply_left(r, &l, "outputs");
+	free(t->outputs);
+	t->outputs = xstrdup(l.digest);
+	core_save_task(r->m, t);
 }
 
 /* The "task" filter, ROLE/INDEX: OUT role (into buf) and index. */
