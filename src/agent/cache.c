@@ -2,6 +2,7 @@
 #include "agent/cache.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -35,9 +36,10 @@ char *cache_entry_path(const struct cache *c, const char *key)
 	return xasprintf("%s/%s", c->dir, key);
 }
 
-char *cache_partial_path(const struct cache *c, const char *key)
+char *cache_partial_path(struct cache *c, const char *key)
 {
-	return xasprintf("%s/%s.partial", c->dir, key);
+	uint64_t n = __atomic_add_fetch(&c->partials, 1, __ATOMIC_RELAXED);
+	return xasprintf("%s/%s.%" PRIu64 ".partial", c->dir, key, n);
 }
 
 /* Walks the tree under the directory fd dfd (closed here), calling fn on
@@ -307,10 +309,10 @@ void cache_unreserve(struct cache *c, uint64_t n)
 	pthread_mutex_unlock(&c->lock);
 }
 
-int cache_commit(struct cache *c, const char *key, uint64_t size, struct errbuf *eb)
+int cache_commit(struct cache *c, const char *key, const char *partial, uint64_t size, struct errbuf *eb)
 {
 	int ret = 0;
-	char *partial = cache_partial_path(c, key), *final = cache_entry_path(c, key);
+	char *final = cache_entry_path(c, key);
 	pthread_mutex_lock(&c->lock);
 	struct cache_entry *e = find(c, key);
 	if (e) {
@@ -327,7 +329,6 @@ int cache_commit(struct cache *c, const char *key, uint64_t size, struct errbuf 
 	save_index(c);
 out:
 	pthread_mutex_unlock(&c->lock);
-	free(partial);
 	free(final);
 	return ret;
 }

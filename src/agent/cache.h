@@ -5,8 +5,10 @@
  * that uses it. WORK/cache/index.json keeps each entry's size and last use,
  * so that least recently used entries can be evicted under a cap.
  *
- * A staging writes KEY.partial/ (cache_partial_path), then cache_commit()
- * renames it to KEY and holds it. A task holds its entries while it lives
+ * A staging writes KEY.N.partial/ (cache_partial_path: N its own, so that
+ * two stagings of the same data, for two tasks at once, never write into
+ * one dir), then cache_commit() renames it to KEY and holds it; the second
+ * to commit finds KEY there and holds that. A task holds its entries while it lives
  * (cache_hold / cache_unhold); a held entry is never evicted. Holds are in
  * memory: an agent that restarts holds again what its live tasks name.
  *
@@ -37,6 +39,7 @@ struct cache {
 	uint64_t cap;               /* bytes */
 	uint64_t used;              /* sum of the entries' sizes */
 	uint64_t reserved;          /* bytes promised to stagings under way */
+	uint64_t partials;          /* staging dirs named so far (cache_partial_path) */
 	struct cache_entry *v;      /* owned */
 	size_t n, alloc;
 };
@@ -51,9 +54,10 @@ void cache_release(struct cache *c);
 /* cache_key_valid: "yard-", "s3-", "https-" or "job-" and 64 lowercase hex digits. */
 bool cache_key_valid(const char *key);
 
-/* Paths of an entry and of its staging dir. Caller frees. */
+/* Paths of an entry and of a new staging dir of it, one per call. Caller
+ * frees. */
 char *cache_entry_path(const struct cache *c, const char *key);
-char *cache_partial_path(const struct cache *c, const char *key);
+char *cache_partial_path(struct cache *c, const char *key);
 
 /* cache_hold: when key is cached, holds it, marks it used now and returns
  * 1; returns 0 when it is not cached. */
@@ -69,10 +73,11 @@ int cache_reserve(struct cache *c, uint64_t need, struct errbuf *eb);
 /* cache_unreserve gives back what cache_reserve promised. */
 void cache_unreserve(struct cache *c, uint64_t n);
 
-/* cache_commit renames KEY.partial to KEY, records it with size bytes, held
- * once, and saves the index. When KEY appeared meanwhile (another staging of
- * the same data won), the partial is removed and that entry is held. */
-int cache_commit(struct cache *c, const char *key, uint64_t size, struct errbuf *eb);
+/* cache_commit renames partial (cache_partial_path's of key) to KEY,
+ * records it with size bytes, held once, and saves the index. When KEY
+ * appeared meanwhile (another staging of the same data won), partial is
+ * removed and that entry is held. */
+int cache_commit(struct cache *c, const char *key, const char *partial, uint64_t size, struct errbuf *eb);
 
 /* cache_keys: a new array of the keys that start with prefix ("" for all). */
 json_t *cache_keys(struct cache *c, const char *prefix);

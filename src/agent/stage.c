@@ -499,7 +499,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 	uint64_t have = 0;
 	cache_measure(partial, &have);
 	if (!(ret = sync_entry(partial, eb)))
-		ret = cache_commit(cfg->cache, key, have, eb);
+		ret = cache_commit(cfg->cache, key, partial, have, eb);
 out:
 	httpc_release(&h);
 	cache_unreserve(cfg->cache, size > 0 ? (uint64_t)size : 0);
@@ -833,7 +833,7 @@ static int stage_s3(struct run *r, const char *source, char **key_out, struct er
 	if (!ret)
 		ret = sync_entry(partial, eb);
 	if (!ret)
-		ret = cache_commit(cfg->cache, key, l.size, eb);
+		ret = cache_commit(cfg->cache, key, partial, l.size, eb);
 out:
 	if (reserved)
 		cache_unreserve(cfg->cache, l.size);
@@ -912,7 +912,7 @@ static int stage_https(struct run *r, const json_t *d, const char *source, char 
 		ret = io_error(eb, "chmod", file);
 	/* the size is known only now: make room for it before it counts */
 	if (!ret && !(ret = cache_reserve(cfg->cache, s.got, eb))) {
-		ret = cache_commit(cfg->cache, key, s.got, eb);
+		ret = cache_commit(cfg->cache, key, partial, s.got, eb);
 		cache_unreserve(cfg->cache, s.got);
 	}
 out:

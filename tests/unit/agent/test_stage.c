@@ -42,7 +42,7 @@ static void make_entry(struct cache *c, const char *key, size_t size)
 	assert_int_equal(mkdir_p(p, 0755), 0);
 	assert_int_equal(write_file_atomic(f, buf, size, 0444), 0);
 	assert_int_equal(cache_reserve(c, size, &eb), 0);
-	assert_int_equal(cache_commit(c, key, size, &eb), 0);
+	assert_int_equal(cache_commit(c, key, p, size, &eb), 0);
 	cache_unreserve(c, size);
 	free(buf);
 	free(f);
@@ -98,6 +98,41 @@ static void test_cache_lru(void **state)
 	free(a);
 	free(b);
 	free(k3);
+}
+
+/* Two tasks stage the same data at once: each writes a dir of its own, the
+ * first to commit makes the entry, the second holds it and its dir goes. */
+static void test_cache_two_stagings_of_one_key(void **state)
+{
+	char dir[] = "/tmp/yard-cache-XXXXXX";
+	struct cache c;
+	struct errbuf eb = ERRBUF_INIT;
+	char *a = key_of("yard", 'a');
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(cache_open(&c, dir, 1000, &eb), 0);
+	char *p1 = cache_partial_path(&c, a), *p2 = cache_partial_path(&c, a);
+	assert_string_not_equal(p1, p2);
+	char *f1 = xasprintf("%s/f", p1), *f2 = xasprintf("%s/f", p2);
+	assert_int_equal(mkdir_p(p1, 0755), 0);
+	assert_int_equal(mkdir_p(p2, 0755), 0);
+	assert_int_equal(write_file_atomic(f1, "one", 3, 0444), 0);
+	assert_int_equal(write_file_atomic(f2, "one", 3, 0444), 0);
+	assert_int_equal(cache_commit(&c, a, p2, 3, &eb), 0);
+	assert_int_equal(cache_commit(&c, a, p1, 3, &eb), 0);
+	assert_false(path_exists(p1));
+	assert_false(path_exists(p2));
+	assert_true(entry_exists(&c, a));
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.used, 3);
+	assert_int_equal(c.v[0].holds, 2);
+	cache_release(&c);
+	rm_rf(dir);
+	free(f1);
+	free(f2);
+	free(p1);
+	free(p2);
+	free(a);
 }
 
 static void test_cache_reload(void **state)
@@ -647,6 +682,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cache_lru),
+		cmocka_unit_test(test_cache_two_stagings_of_one_key),
 		cmocka_unit_test(test_cache_reload),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test_setup_teardown(test_yard, setup, teardown),
