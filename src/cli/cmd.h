@@ -192,7 +192,8 @@ int cli_outputs_get(struct cli_ctx *ctx, uint64_t id, const char *task, const ch
 		    json_t **out, struct errbuf *eb);
 /* cli_outputs_manifest: the outputs of job id as one manifest, each
  * task's latest attempt (or attempt N) under ROLE-INDEX/, or the one task's
- * as they are; YERR(NOT_FOUND) when none matched. */
+ * as they are, once none of them is stopping (up to 10 minutes);
+ * YERR(NOT_FOUND) when none matched. */
 int cli_outputs_manifest(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
 			 json_t **manifest, struct errbuf *eb);
 /* Task-side helpers of the MPI launcher (cmd_mpi.c). */

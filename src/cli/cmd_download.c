@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
@@ -30,6 +31,45 @@ static bool latest_of(const json_t *tasks, const json_t *tk)
 	return true;
 }
 
+/* How many of tasks are stopping: each hands in its outputs as it ends. */
+static size_t stopping(const json_t *tasks)
+{
+	size_t i, n = 0;
+	json_t *tk;
+
+	json_array_foreach(tasks, i, tk)
+		n += !strcmp(cli_jstr(tk, "state"), "stopping");
+	return n;
+}
+
+/* The outputs document of job id once none of its tasks (of those asked
+ * for) is stopping, or after STOPPING_WAIT_MS: a job cancelled, stopped
+ * early or failed is final while the rest of its gang still hands in its
+ * outputs and checkpoint. */
+#define STOPPING_WAIT_MS 600000
+static int outputs_settled(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
+			   json_t **reply, struct errbuf *eb)
+{
+	uint64_t deadline = mono_ms() + STOPPING_WAIT_MS;
+	unsigned delay_ms = 50;
+	bool told = false;
+	size_t n;
+	int ret;
+
+	while (!(ret = cli_outputs_get(ctx, id, task, attempt, reply, eb)) &&
+	       (n = stopping(json_object_get(*reply, "tasks"))) && mono_ms() < deadline) {
+		if (!told)
+			fprintf(stderr, "yard: waiting for %zu stopping task%s of job %" PRIu64
+				" to hand in what they leave\n", n, n == 1 ? "" : "s", id);
+		told = true;
+		json_decref(*reply);
+		*reply = NULL;
+		usleep(delay_ms * 1000);
+		delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2;
+	}
+	return ret;
+}
+
 int cli_outputs_manifest(struct cli_ctx *ctx, uint64_t id, const char *task, const char *attempt,
 			 json_t **manifest, struct errbuf *eb)
 {
@@ -39,7 +79,7 @@ int cli_outputs_manifest(struct cli_ctx *ctx, uint64_t id, const char *task, con
 	int ret;
 
 	*manifest = NULL;
-	if ((ret = cli_outputs_get(ctx, id, task, attempt, &reply, eb)))
+	if ((ret = outputs_settled(ctx, id, task, attempt, &reply, eb)))
 		return ret;
 	tasks = json_object_get(reply, "tasks");
 	json_array_foreach(tasks, i, tk) {
@@ -114,7 +154,7 @@ int cmd_download(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "DIR: cannot create '%s': %s", dir, strerror(errno));
 	if (!ckpt) {
 		rc = cli_outputs_manifest(ctx, id, task, attempt, &manifest, &eb);
-	} else if (!(rc = cli_outputs_get(ctx, id, NULL, NULL, &reply, &eb))) {
+	} else if (!(rc = outputs_settled(ctx, id, NULL, NULL, &reply, &eb))) {
 		if (!(d = json_string_value(json_object_get(reply, "checkpoint"))))
 			rc = error(&eb, YERR(NOT_FOUND), "job %" PRIu64 " has no checkpoint", id);
 		else

@@ -45,6 +45,10 @@ static enum dep_verdict dep_verdict(struct master *m, const struct job *j, char 
 				 s->after_any ? "finish" : "succeed");
 			return DEP_WAIT;
 		}
+		if (!core_job_settled(d)) {
+			snprintf(msg, size, "waits for the tasks of job %" PRIu64 " to stop", id);
+			return DEP_WAIT;
+		}
 		if (!s->after_any && d->state != JOB_SUCCEEDED) {
 			snprintf(msg, size, "dependency job %" PRIu64 " %s", id,
 				 d->state == JOB_CANCELLED ? "was cancelled" : "failed");
@@ -60,9 +64,9 @@ static enum dep_verdict verdict(struct master *m, struct job *j, char *msg, size
 {
 	enum dep_verdict v = j->spec->nafter ? dep_verdict(m, j, msg, size) : DEP_MET;
 
-	if (v == DEP_MET && jobsource_pin(m, j, msg, size))
-		return DEP_FAILED;
-	return v;
+	int pinned = v == DEP_MET ? jobsource_pin(m, j, msg, size) : 0;
+
+	return pinned < 0 ? DEP_FAILED : pinned ? DEP_WAIT : v;
 }
 
 /* sweep_once marks m's queued jobs and gathers (OUT: fail, nfail) those to

@@ -748,6 +748,16 @@ void core_index_task(struct master *m, struct task *t)
 		SET_DEL(m->live, m->nlive, t, live_slot);
 }
 
+bool core_job_settled(const struct job *j)
+{
+	if (!job_state_is_final(j->state))
+		return false;
+	for (size_t i = 0; i < j->ntasks; i++)
+		if (task_state_holds_resources(j->tasks[i]->state))
+			return false;
+	return true;
+}
+
 int core_load(struct master *m, struct errbuf *eb)
 {
 	static const store_load_fn fns[] = { load_job, load_task, load_node, load_token };

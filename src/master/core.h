@@ -382,6 +382,12 @@ void core_index_task(struct master *m, struct task *t);
  * themselves (the queue position and waiting reason, log sizes). */
 void core_job_changed(struct master *m, struct job *j);
 
+/* core_job_settled: j is final and every task of it has ended, so what it
+ * leaves is in (a task's agent hands in its outputs and checkpoint before
+ * it reports the end; a job cancelled, stopped early or failed is final
+ * while the rest of its gang is still stopping). */
+bool core_job_settled(const struct job *j);
+
 /* core_set_checkpoint makes digest j's checkpoint (saving j), and lists j
  * under it in the code index. */
 void core_set_checkpoint(struct master *m, struct job *j, const char *digest);

@@ -114,7 +114,7 @@ int jobsource_resolve(struct master *m, const struct caller *c, const struct job
 	if (!src || !visibility_job(m, c, src))
 		return error_field(eb, YERR(INVALID_SPEC), field, "%s: no job %" PRIu64, field, d->job);
 	json_object_set_new(e, "job", json_integer((json_int_t)d->job));
-	if (job_state_is_final(src->state)) {
+	if (core_job_settled(src)) {
 		int ret = pin(m, e, src, eb);
 		if (ret == 1)
 			return error_field(eb, YERR(INVALID_SPEC), field, "%s: job %" PRIu64 " left %s", field,
@@ -123,7 +123,7 @@ int jobsource_resolve(struct master *m, const struct caller *c, const struct job
 	}
 	for (size_t k = 0; k < spec->nafter; k++)
 		waits |= spec->after[k] == d->job;
-	if (!waits)
+	if (!waits && !job_state_is_final(src->state))
 		return error_field(eb, YERR(INVALID_SPEC), field, "%s: job %" PRIu64 " is %s: list it in "
 				   "after: so that this job waits for what it leaves", field, d->job,
 				   job_state_name(src->state));
@@ -144,8 +144,13 @@ int jobsource_pin(struct master *m, struct job *j, char *msg, size_t size)
 		if (!is_job_entry(e) || json_object_get(e, "digest"))
 			continue;
 		src = core_job(m, (uint64_t)json_integer_value(json_object_get(e, "job")));
-		if (!src || !job_state_is_final(src->state))
+		if (!src)
 			continue;
+		if (!core_job_settled(src)) {
+			snprintf(msg, size, "waits for the tasks of job %" PRIu64 " to stop", src->id);
+			ret = 1;
+			continue;
+		}
 		if ((rc = pin(m, e, src, &eb))) {
 			if (rc == 1)
 				snprintf(msg, size, "data[%zu]: job %" PRIu64 " left %s", i, src->id, left_nothing(e));

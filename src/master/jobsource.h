@@ -34,14 +34,16 @@ struct job_spec;
 /* jobsource_resolve, at submit, completes e, the resolved entry of
  * spec->data[i] (a yard-job source): YERR(INVALID_SPEC) naming
  * data[i].source for a job that c may not see whole (as if there were
- * none), for one that is not final and not in spec's after, or for a final
- * one with nothing to read. */
+ * none), for one that is not final and not in spec's after, or for a settled
+ * one with nothing to read (one that is final with tasks still stopping
+ * is pinned once they have stopped: jobsource_pin). */
 int jobsource_resolve(struct master *m, const struct caller *c, const struct job_spec *spec, size_t i,
 		      json_t *e, struct errbuf *eb);
 
-/* jobsource_pin pins j's entries whose source job is final now (saving j
- * when one changed); -1 with msg (size bytes) naming the entry when a
- * source job left nothing to read, else 0. */
+/* jobsource_pin pins j's entries whose source job has settled
+ * (core_job_settled; saving j when one changed); -1 with msg (size bytes)
+ * naming the entry when a source job left nothing to read, 1 with msg when
+ * one is still to settle, else 0. */
 int jobsource_pin(struct master *m, struct job *j, char *msg, size_t size);
 
 /* jobsource_has: whether digest is a manifest that j's data pins. */

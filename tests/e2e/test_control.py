@@ -207,6 +207,40 @@ def test_pipeline_step_reads_the_outputs_of_the_one_before():
         check(f"job {e['id']} left no outputs" in doc["error"]["message"], f"the reason: {doc}")
 
 
+def test_what_a_stopped_gang_leaves_is_read_once_it_has_stopped():
+    # worker/0 fails at once: the job is final while worker/1, stopped,
+    # takes 3 s to write its model. What the job left is read only once
+    # worker/1 has handed it in: by a reader submitted meanwhile (with
+    # after.any, and without after at all), and by yard download.
+    run = ('if [ "$YARD_TASK_INDEX" = 0 ]; then sleep 0.5; exit 3; fi; '
+           'trap \'sleep 3; echo last > "$YARD_OUTPUT_DIR/model.txt"; exit 0\' TERM; '
+           'while :; do sleep 0.1; done')
+    read = 'set -e; test "$(cat "$YARD_DATA_DIR/prev/worker-1/model.txt")" = last'
+    with cluster("settle") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        _, a = c.api.submit(spec([SH, "-c", run], name="gang", replicas=2))
+        ja = c.api.wait_job(a["id"])
+        check_eq(ja["state"], "failed", f"the gang whose worker/0 failed: {ja}")
+        states = {f"{t['role']}/{t['index']}": t["state"] for t in ja["tasks"]}
+        check_eq(states["worker/1"], "stopping", f"worker/1 still stopping as the job ends: {ja['tasks']}")
+        src = [{"source": f"yard-job://{a['id']}/outputs", "mount": "prev"}]
+        st, b = c.api.submit(spec([SH, "-c", read], name="any", after={"any": [a["id"]]}, data=src))
+        check_eq(st, 201, f"a reader after any end: {b}")
+        st, d = c.api.submit(spec([SH, "-c", read], name="late", data=src))
+        check_eq(st, 201, f"a reader of a final job still stopping, without after: {d}")
+        jd = c.api.job(d["id"])
+        check_eq((jd["state"], jd["data"][0].get("digest")), ("queued", None),
+                 f"the reader waits, its data not pinned yet: {jd}")
+        r = c.cli("download", str(a["id"]), os.path.join(c.dir, "out"), check_rc=0)
+        check(b"waiting for 1 stopping task" in r.stderr, f"yard download says what it waits for: {r.stderr!r}")
+        with open(os.path.join(c.dir, "out", "worker-1", "model.txt")) as f:
+            check_eq(f.read(), "last\n", "yard download has what worker/1 wrote as it stopped")
+        for x in (b, d):
+            jx = c.api.wait_job(x["id"])
+            check_eq(jx["state"], "succeeded", f"reader {x['id']} read what worker/1 left: {jx}")
+
+
 def test_after_unknown_or_invisible_job_refused():
     with cluster("afterbad") as c:
         c.start_master()
