@@ -20,13 +20,15 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # server of (tests/pg/pgtmp.sh: initdb in a temp dir, as the user postgres).
 # patroni and etcd-server (Patroni's store) run a primary and a
 # synchronous replica that fail over under the masters (tests/e2e/patroni.py).
+# prometheus (with promtool) checks and scrapes the master's /metrics and
+# evaluates the alerts of contrib/prometheus (tests/e2e/test_prometheus.py).
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium wrk patroni etcd-server
+	chromium wrk patroni etcd-server prometheus
 
 .PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser
 

@@ -676,31 +676,9 @@ static void h_node_delete(struct req *r)
 
 static void h_metrics(struct req *r)
 {
-	struct master *m = r->m;
-	unsigned jobs[JOB_STATE__COUNT] = { 0 }, nodes[NODE_STATE__COUNT] = { 0 };
-	uint64_t gtotal = 0, gused = 0;
 	struct strbuf sb = STRBUF_INIT;
 
-	for (size_t i = 0; i < m->njobs; i++)
-		if (m->jobs[i])
-			jobs[m->jobs[i]->state]++;
-	for (size_t i = 0; i < m->nnodes; i++) {
-		nodes[m->nodes[i]->state]++;
-		gtotal += m->nodes[i]->ngpus;
-	}
-	for (size_t i = 0; i < m->nlive; i++) /* the tasks that hold resources */
-		gused += m->live[i]->ngpus;
-	strbuf_addstr(&sb, "# HELP yard_jobs Jobs by state.\n# TYPE yard_jobs gauge\n");
-	for (int s = 0; s < JOB_STATE__COUNT; s++)
-		strbuf_addf(&sb, "yard_jobs{state=\"%s\"} %u\n", job_state_name(s), jobs[s]);
-	strbuf_addstr(&sb, "# HELP yard_nodes Nodes by state.\n# TYPE yard_nodes gauge\n");
-	for (int s = 0; s < NODE_STATE__COUNT; s++)
-		if (s != NODE_REMOVED) /* never in the model */
-			strbuf_addf(&sb, "yard_nodes{state=\"%s\"} %u\n", node_state_name(s), nodes[s]);
-	strbuf_addf(&sb, "# HELP yard_gpus_total GPUs of all nodes.\n# TYPE yard_gpus_total gauge\n"
-			 "yard_gpus_total %" PRIu64 "\n"
-			 "# HELP yard_gpus_used GPUs held by tasks.\n# TYPE yard_gpus_used gauge\n"
-			 "yard_gpus_used %" PRIu64 "\n", gtotal, gused);
+	prom_render(r->m, &sb);
 	req_text(r, 200, "text/plain; version=0.0.4", sb.buf, sb.len);
 	strbuf_release(&sb);
 }
@@ -972,7 +950,7 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 static const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, PERM_PUBLIC, SCOPE_CLUSTER, ROUTE_ANY_ROLE, BODY_NONE,
 	  "liveness and role: {\"ok\": true, \"role\": \"leader\"|\"standby\", \"leader\": URL, \"epoch\": N}" },
-	{ "GET", "/metrics", h_metrics, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "Prometheus metrics: jobs and nodes by state, GPUs total/used" },
+	{ "GET", "/metrics", h_metrics, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "Prometheus metrics: jobs, queue and waits, nodes, GPUs by pool and team, scheduler and store timings" },
 	{ "GET", "/v1/whoami", h_whoami, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the caller's user and role" },
 	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "create a user (or admin) token (expires: seconds or a duration)" },
 	{ "GET", "/v1/tokens", h_tokens_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list tokens by id, never their text (users: their own; admins: all)" },

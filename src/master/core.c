@@ -748,6 +748,14 @@ void core_index_task(struct master *m, struct task *t)
 		SET_DEL(m->live, m->nlive, t, live_slot);
 }
 
+void core_job_drop_spec(struct job *j)
+{
+	if (j->spec)
+		spec_release(j->spec);
+	free(j->spec);
+	j->spec = NULL;
+}
+
 bool core_job_settled(const struct job *j)
 {
 	if (!job_state_is_final(j->state))
@@ -801,10 +809,7 @@ static void job_free(struct job *j)
 	free(j->checkpoint);
 	free(j->submit_key);
 	free(j->spec_text);
-	if (j->spec) {
-		spec_release(j->spec);
-		free(j->spec);
-	}
+	core_job_drop_spec(j);
 	free(j->reason_code);
 	free(j->reason_msg);
 	free(j->tasks);

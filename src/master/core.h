@@ -20,6 +20,7 @@
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/leader.h"
+#include "master/prom.h"
 #include "master/ratelimit.h"
 #include "master/store.h"
 #include "master/tls.h"
@@ -239,6 +240,8 @@ struct master {
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
+	uint64_t started_wall_us; /* wall_us when it was opened */
+	struct prom prom;       /* the histograms of GET /metrics (prom.h) */
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */
 	struct pool_policy *pool_policies; /* owned: pools with a policy of their own */
 	size_t npool_policies, apool_policies;
@@ -381,6 +384,9 @@ void core_index_task(struct master *m, struct task *t);
  * it, so only changes that are neither saved nor indexed need to call it
  * themselves (the queue position and waiting reason, log sizes). */
 void core_job_changed(struct master *m, struct job *j);
+
+/* core_job_drop_spec frees j's parsed spec (a final job keeps its text). */
+void core_job_drop_spec(struct job *j);
 
 /* core_job_settled: j is final and every task of it has ended, so what it
  * leaves is in (a task's agent hands in its outputs and checkpoint before

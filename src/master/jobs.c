@@ -65,17 +65,15 @@ static bool job_event(struct master *m, struct job *j, enum job_event ev)
 
 	if (next < 0)
 		return false;
+	if (j->state == JOB_QUEUED && next == JOB_STARTING)
+		prom_job_placed(m, j);
 	j->state = (enum job_state)next;
 	job_note(j);
 	if (job_state_is_final(j->state)) {
 		j->finished_at = wall_us();
 		j->queue_position = 0;
 		jobsource_release(m, j);
-		if (j->spec) {
-			spec_release(j->spec);
-			free(j->spec);
-			j->spec = NULL;
-		}
+		core_job_drop_spec(j);
 		free(j->wait_msg);
 		j->wait_msg = NULL;
 	}

@@ -114,6 +114,30 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	return rc;
 }
 
+/* A scheduling pass when one is due and this master leads, and a commit
+ * of the open batch, each timed for GET /metrics (prom.h). */
+static void schedule_timed(struct master *m)
+{
+	uint64_t t0;
+
+	if (m->leadership.state == LEADER_STANDBY || (!m->sched_needed && !m->nfresh))
+		return;
+	t0 = mono_us();
+	jobs_schedule(m);
+	prom_sched_pass(m, mono_us() - t0);
+}
+
+static int commit_timed(struct master *m, struct errbuf *eb)
+{
+	bool open = m->txn_open;
+	uint64_t t0 = mono_us();
+	int rc = batch_commit(m, eb);
+
+	if (open)
+		prom_commit(m, mono_us() - t0);
+	return rc;
+}
+
 /* Runs before the loop sleeps (redis's beforeSleep): schedule, commit the
  * batch, then release the replies that waited for it. */
 static void on_prepare(uv_prepare_t *h)
@@ -122,19 +146,14 @@ static void on_prepare(uv_prepare_t *h)
 	struct errbuf eb = ERRBUF_INIT;
 	int rc;
 
-	bool leads = m->leadership.state != LEADER_STANDBY;
-
-	if (leads && (m->sched_needed || m->nfresh))
-		jobs_schedule(m);
-	rc = batch_commit(m, &eb);
+	schedule_timed(m);
+	rc = commit_timed(m, &eb);
 	http_wake(m, rc, &eb);
 	http_run(m);
 	/* MHD_run may have produced more changes (resumed requests): commit them too */
-	leads = m->leadership.state != LEADER_STANDBY;
-	if (leads && (m->sched_needed || m->nfresh))
-		jobs_schedule(m);
+	schedule_timed(m);
 	if (m->txn_open) {
-		rc = batch_commit(m, &eb);
+		rc = commit_timed(m, &eb);
 		http_wake(m, rc, &eb);
 	}
 }
@@ -430,6 +449,8 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
 	m->outputs_retention_ms = cfg->outputs_retention_ms;
+	m->started_wall_us = wall_us();
+	prom_init(&m->prom);
 	/* first: master_free closes the loop, whatever failed after this */
 	uv_loop_init(&m->loop);
 	ret = master_policies(m, cfg, eb);
@@ -560,6 +581,7 @@ void master_free(struct master *m)
 	}
 	datasets_collect_garbage(m, false);
 	core_clear(m);
+	prom_release(&m->prom);
 	uv_loop_close(&m->loop);
 	shared_body_unref(m->queue_cache);
 	shared_body_unref(m->jobs_list);
