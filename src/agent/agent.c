@@ -711,12 +711,10 @@ static void ship_task_free(struct ship_task *t)
 
 static json_t *exit_report(const struct ship_task *t)
 {
-	const struct task_exit *e = &t->exit;
-	return json_pack("{s:I, s:s, s:o, s:o, s:b, s:s}", "id", (json_int_t)t->id, "state",
-			 e->start_failed ? "start_failed" : "exited", "exit_code",
-			 e->has_code ? json_integer(e->exit_code) : json_null(), "signal",
-			 e->signal ? json_integer(e->signal) : json_null(), "oom_killed", e->oom_killed,
-			 "message", e->reason);
+	json_t *r = task_exit_json(&t->exit);
+	json_object_set_new(r, "id", json_integer((json_int_t)t->id));
+	json_object_set_new(r, "state", json_string(t->exit.start_failed ? "start_failed" : "exited"));
+	return r;
 }
 
 /* Once the final status is acknowledged the task dir is no longer needed:
@@ -1046,10 +1044,9 @@ static void exec_report(struct agent *a, int64_t task, int64_t id, const char *d
 	}
 	ev = xcalloc(1, sizeof(*ev));
 	ev->kind = SHIP_EXEC;
-	ev->report = json_pack("{s:I, s:I, s:o, s:o, s:s}", "task", (json_int_t)task, "id",
-			       (json_int_t)id, "exit_code",
-			       e.has_code ? json_integer(e.exit_code) : json_null(), "signal",
-			       e.signal ? json_integer(e.signal) : json_null(), "message", e.reason);
+	ev->report = task_exit_json(&e);
+	json_object_set_new(ev->report, "task", json_integer((json_int_t)task));
+	json_object_set_new(ev->report, "id", json_integer((json_int_t)id));
 	shipper_post(&a->sh, ev);
 }
 

@@ -12,7 +12,9 @@
 #define DEFAULT_ROOT "/sys/fs/cgroup"
 #define CFS_PERIOD_US 100000
 
-static const char *const v1_controllers[] = { "cpu", "memory", "pids", "devices" };
+/* cpuacct for accounting (cgroup_usage); where it shares cpu's hierarchy
+ * (cpu,cpuacct) that one group serves both. */
+static const char *const v1_controllers[] = { "cpu", "cpuacct", "memory", "pids", "devices" };
 
 static int write_str(const char *dir, const char *file, const char *value, struct errbuf *eb)
 {
@@ -58,9 +60,14 @@ void cgroup_init(struct cgroup *cg, const struct cgroup_ops *ops, const char *ro
 	cg->root = xstrdup(root ? root : DEFAULT_ROOT);
 	cg->rel = xstrdup(rel);
 	if (ops == &cgroup_v1_ops) {
+		char *real[ARRAY_SIZE(v1_controllers)] = { NULL };
 		for (size_t i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
 			char *hier = xasprintf("%s/%s", cg->root, v1_controllers[i]);
-			if (is_dir(hier)) {
+			bool seen = false;
+			real[i] = realpath(hier, NULL);
+			for (size_t k = 0; k < i && real[i]; k++)
+				seen |= real[k] && !strcmp(real[k], real[i]);
+			if (is_dir(hier) && !seen) {
 				cg->dirs[n] = xasprintf("%s/%s", hier, rel);
 				if (!strcmp(v1_controllers[i], "memory"))
 					cg->memory_dir = cg->dirs[n];
@@ -68,6 +75,8 @@ void cgroup_init(struct cgroup *cg, const struct cgroup_ops *ops, const char *ro
 			}
 			free(hier);
 		}
+		for (size_t i = 0; i < ARRAY_SIZE(v1_controllers); i++)
+			free(real[i]);
 	} else {
 		cg->dirs[n++] = xasprintf("%s/%s", cg->root, rel);
 		cg->memory_dir = cg->dirs[0];
@@ -188,28 +197,33 @@ static int v1_create(struct cgroup *cg, const struct cgroup_limits *lim, struct 
 }
 
 /* The counter "oom_kill N" of a flat keyed file (memory.oom_control, memory.events). */
-static uint64_t read_oom_kill(const char *dir, const char *file)
+/* The number after "KEY " on a line of DIR/FILE (key NULL: the file's
+ * first number): 0 and *v, or -1 when the file or the key is not there. */
+static int read_stat(const char *dir, const char *file, const char *key, uint64_t *v)
 {
 	struct strbuf sb = STRBUF_INIT;
-	uint64_t n = 0;
 	char *path = xasprintf("%s/%s", dir, file);
+	size_t n = key ? strlen(key) : 0;
+	int ret = -1;
+
 	if (strbuf_read_file(&sb, path, 1 << 16) == 0) {
-		const char *p = sb.buf;
-		while (p && *p) {
-			if (!strncmp(p, "oom_kill ", 9)) {
-				const char *q = p + 9;
-				if (parse_u64(&q, &n) < 0)
-					n = 0;
+		for (const char *p = sb.buf; p && *p && ret; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+			const char *q = p + n + (key ? 1 : 0);
+			if ((!key || (!strncmp(p, key, n) && p[n] == ' ')) && parse_u64(&q, v) == 0)
+				ret = 0;
+			if (!key)
 				break;
-			}
-			p = strchr(p, '\n');
-			if (p)
-				p++;
 		}
 	}
 	strbuf_release(&sb);
 	free(path);
-	return n;
+	return ret;
+}
+
+static uint64_t read_oom_kill(const char *dir, const char *file)
+{
+	uint64_t n = 0;
+	return read_stat(dir, file, "oom_kill", &n) ? 0 : n;
 }
 
 static uint64_t v1_oom_kills(struct cgroup *cg)
@@ -217,10 +231,25 @@ static uint64_t v1_oom_kills(struct cgroup *cg)
 	return cg->memory_dir ? read_oom_kill(cg->memory_dir, "memory.oom_control") : 0;
 }
 
+/* cpuacct.usage (ns), and memory.max_usage_in_bytes. */
+static void v1_usage(struct cgroup *cg, struct cgroup_usage *u)
+{
+	const char *cpu = v1_dir(cg, "cpuacct") ? v1_dir(cg, "cpuacct") : v1_dir(cg, "cpu");
+	uint64_t ns;
+
+	if (cpu && !read_stat(cpu, "cpuacct.usage", NULL, &ns)) {
+		u->cpu_usec = ns / 1000;
+		u->has_cpu = true;
+	}
+	if (cg->memory_dir && !read_stat(cg->memory_dir, "memory.max_usage_in_bytes", NULL, &u->memory_peak))
+		u->has_memory = true;
+}
+
 const struct cgroup_ops cgroup_v1_ops = {
 	.name = "v1",
 	.create = v1_create,
 	.oom_kills = v1_oom_kills,
+	.usage = v1_usage,
 };
 
 /* ---- cgroup v2 ---- */
@@ -385,10 +414,18 @@ static uint64_t v2_oom_kills(struct cgroup *cg)
 	return read_oom_kill(cg->dirs[0], "memory.events");
 }
 
+/* cpu.stat's usage_usec, and memory.peak (Linux 5.19 and later). */
+static void v2_usage(struct cgroup *cg, struct cgroup_usage *u)
+{
+	u->has_cpu = !read_stat(cg->dirs[0], "cpu.stat", "usage_usec", &u->cpu_usec);
+	u->has_memory = !read_stat(cg->dirs[0], "memory.peak", NULL, &u->memory_peak);
+}
+
 const struct cgroup_ops cgroup_v2_ops = {
 	.name = "v2",
 	.create = v2_create,
 	.oom_kills = v2_oom_kills,
+	.usage = v2_usage,
 };
 
 /* ---- common ---- */
@@ -399,6 +436,12 @@ int cgroup_create(struct cgroup *cg, const struct cgroup_limits *lim, struct err
 	if (ret)
 		cgroup_destroy(cg, NULL);
 	return ret;
+}
+
+void cgroup_usage(struct cgroup *cg, struct cgroup_usage *u)
+{
+	memset(u, 0, sizeof(*u));
+	cg->ops->usage(cg, u);
 }
 
 int cgroup_signal_all(struct cgroup *cg, int sig)

@@ -10,6 +10,7 @@
 #ifndef YARD_AGENT_CGROUP_H
 #define YARD_AGENT_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,14 @@ struct cgroup_limits {
 	size_t ndevs;
 };
 
+/* What the group's tasks used, for accounting: each part where the
+ * kernel tells it. */
+struct cgroup_usage {
+	bool has_cpu, has_memory;
+	uint64_t cpu_usec;     /* CPU time of all its processes, user and system */
+	uint64_t memory_peak;  /* bytes: the most it held at once */
+};
+
 struct cgroup;
 
 /* A backend. Each function fills eb on failure and returns a YERR code. */
@@ -41,6 +50,8 @@ struct cgroup_ops {
 	int (*create)(struct cgroup *cg, const struct cgroup_limits *lim, struct errbuf *eb);
 	/* oom_kills: the count of OOM kills inside the group so far (0 if unknown) */
 	uint64_t (*oom_kills)(struct cgroup *cg);
+	/* usage fills what it can read of u (zeroed) */
+	void (*usage)(struct cgroup *cg, struct cgroup_usage *u);
 };
 
 extern const struct cgroup_ops cgroup_v1_ops;
@@ -50,14 +61,14 @@ struct cgroup {
 	const struct cgroup_ops *ops;
 	char *root;        /* owned: "/sys/fs/cgroup" or the v2 mount */
 	char *rel;         /* owned: "yard/n1/task-41" */
-	char *dirs[5];     /* owned, NULL-terminated: each group directory */
-	char *procs[5];    /* owned, NULL-terminated: each group's cgroup.procs */
+	char *dirs[6];     /* owned, NULL-terminated: each group directory */
+	char *procs[6];    /* owned, NULL-terminated: each group's cgroup.procs */
 	/* owned, NULL-terminated: the file a fresh single-threaded child writes
 	 * "0" to, to join each group. On v1 that is "tasks": moving one thread
 	 * (the caller itself) skips the kernel's threadgroup lock and the RCU
 	 * grace period it waits for, 1 ms for four hierarchies where
 	 * cgroup.procs takes about 10. On v2, cgroup.procs. */
-	char *join[5];
+	char *join[6];
 	const char *memory_dir; /* points into dirs[]: the group with the memory controller, or NULL */
 };
 
@@ -79,6 +90,8 @@ int cgroup_signal_all(struct cgroup *cg, int sig);
  * rounds (to wait for children). Returns 0 when empty, -1 otherwise. */
 int cgroup_kill_all(struct cgroup *cg, unsigned timeout_ms, void (*reap)(void));
 uint64_t cgroup_oom_kills(struct cgroup *cg);
+/* cgroup_usage: what the group used so far (before cgroup_destroy). */
+void cgroup_usage(struct cgroup *cg, struct cgroup_usage *u);
 /* cgroup_destroy removes the groups (missing is fine); YERR(IO) if one is busy. */
 int cgroup_destroy(struct cgroup *cg, struct errbuf *eb);
 void cgroup_release(struct cgroup *cg);

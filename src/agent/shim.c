@@ -430,6 +430,7 @@ out_write:
 			e.oom_killed = true;
 			snprintf(e.reason, sizeof(e.reason), "oom_killed: killed by the kernel out of memory");
 		}
+		cgroup_usage(&s.cg, &e.usage); /* everything in it has exited (kill_rest) */
 		if (cgroup_destroy(&s.cg, &eb))
 			fprintf(stderr, "yard shim: %s\n", eb.msg);
 		cgroup_release(&s.cg);

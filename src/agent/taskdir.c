@@ -40,9 +40,24 @@ int task_exit_write(const char *dir, const struct task_exit *e, struct errbuf *e
 				"exit_code", e->has_code ? json_integer(e->exit_code) : json_null(),
 				"signal", e->signal ? json_integer(e->signal) : json_null(),
 				"oom_killed", e->oom_killed, "reason", e->reason);
+	if (e->usage.has_cpu)
+		json_object_set_new(doc, "cpu_usec", json_integer((json_int_t)e->usage.cpu_usec));
+	if (e->usage.has_memory)
+		json_object_set_new(doc, "memory_peak", json_integer((json_int_t)e->usage.memory_peak));
 	int ret = taskdir_write_json(dir, "exit.json", doc, TASKDIR_DURABLE, eb);
 	json_decref(doc);
 	return ret;
+}
+
+json_t *task_exit_json(const struct task_exit *e)
+{
+	const struct cgroup_usage *u = &e->usage;
+
+	return json_pack("{s:o, s:o, s:b, s:s, s:o, s:o}", "exit_code",
+			 e->has_code ? json_integer(e->exit_code) : json_null(), "signal",
+			 e->signal ? json_integer(e->signal) : json_null(), "oom_killed", e->oom_killed,
+			 "message", e->reason, "cpu_usec", u->has_cpu ? json_integer((json_int_t)u->cpu_usec) : json_null(),
+			 "memory_peak", u->has_memory ? json_integer((json_int_t)u->memory_peak) : json_null());
 }
 
 int task_exit_read(const char *dir, struct task_exit *e, struct errbuf *eb)
@@ -60,6 +75,10 @@ int task_exit_read(const char *dir, struct task_exit *e, struct errbuf *eb)
 	e->oom_killed = json_is_true(json_object_get(doc, "oom_killed"));
 	snprintf(e->reason, sizeof(e->reason), "%s", reason ? reason : "");
 	e->start_failed = !strncmp(e->reason, "start_failed", 12);
+	e->usage.has_cpu = json_is_integer(json_object_get(doc, "cpu_usec"));
+	e->usage.cpu_usec = (uint64_t)json_integer_value(json_object_get(doc, "cpu_usec"));
+	e->usage.has_memory = json_is_integer(json_object_get(doc, "memory_peak"));
+	e->usage.memory_peak = (uint64_t)json_integer_value(json_object_get(doc, "memory_peak"));
 	json_decref(doc);
 	return 0;
 }

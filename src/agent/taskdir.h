@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "agent/cgroup.h"
 #include "base/error.h"
 
 /* How a task ended, as the shim writes it to exit.json. */
@@ -18,6 +19,7 @@ struct task_exit {
 	bool oom_killed;
 	bool start_failed;  /* reason starts with "start_failed: " */
 	char reason[1100];
+	struct cgroup_usage usage; /* what its cgroup used (process runtime; else none known) */
 };
 
 enum taskdir_write_flags {
@@ -35,6 +37,10 @@ int taskdir_write_json(const char *dir, const char *name, const json_t *doc, uns
 int taskdir_read_json(const char *dir, const char *name, json_t **out, struct errbuf *eb);
 
 int task_exit_write(const char *dir, const struct task_exit *e, struct errbuf *eb);
+/* task_exit_json: e as the master takes it in a status report: {"exit_code",
+ * "signal", "oom_killed", "message", "cpu_usec", "memory_peak"} (null where
+ * not known). New reference. */
+json_t *task_exit_json(const struct task_exit *e);
 /* task_exit_read: 0 and *e filled; YERR(NOT_FOUND) while the task runs. */
 int task_exit_read(const char *dir, struct task_exit *e, struct errbuf *eb);
 

@@ -94,7 +94,8 @@ void cli_until(int64_t at_us, char *buf, size_t len);
 /* cli_job_gpus: GPUs the job asks for (replicas x gpus over its spec's roles). */
 uint64_t cli_job_gpus(const json_t *job);
 
-/* A text table: columns padded to their widest cell, the last one not. */
+/* A text table: columns padded to their widest cell, the last one not;
+ * CSV under --output csv. */
 struct cli_table {
 	size_t ncols;
 	char **cells; /* owned, row-major, header first */
@@ -165,6 +166,7 @@ int cmd_update(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_rerun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_usage(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_audit(struct cli_ctx *ctx, int argc, char **argv);

@@ -38,6 +38,9 @@ static int usage_report(const struct cli_ctx *ctx, const char *msg, const char *
 	return EXIT_USAGE;
 }
 
+/* --output csv: cli_table_print writes CSV (one process runs one command). */
+static bool table_csv;
+
 int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option *opts,
 	      size_t nopts, int argc, char **argv, int *npos)
 {
@@ -53,7 +56,8 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 		  "trust an https master by its key's pin, sha256//... (default: $YARD_PIN)" },
 		{ "output", 'o', CLI_OPT_STRING, &ctx->opt_output, "FORMAT",
 		  "'json' prints the server's JSON instead of text, and errors as\n"
-		  "{\"error\": {\"code\", \"message\", \"field\"}} on stdout" },
+		  "{\"error\": {\"code\", \"message\", \"field\"}} on stdout; 'csv' prints\n"
+		  "a table as CSV (RFC 4180), its header first" },
 	};
 	struct errbuf eb = ERRBUF_INIT;
 	int rc;
@@ -67,8 +71,9 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 	ctx->json = ctx->opt_output && !strcmp(ctx->opt_output, "json");
 	if (rc)
 		return usage_report(ctx, eb.msg, NULL);
-	if (ctx->opt_output && !ctx->json && strcmp(ctx->opt_output, "text"))
-		return cli_usage_error(ctx, "unknown output format '%s' (json or text)",
+	table_csv = ctx->opt_output && !strcmp(ctx->opt_output, "csv");
+	if (ctx->opt_output && !ctx->json && !table_csv && strcmp(ctx->opt_output, "text"))
+		return cli_usage_error(ctx, "unknown output format '%s' (json, csv or text)",
 				       ctx->opt_output);
 	if (!(ctx->flags & NEED_MASTER))
 		return -1;
@@ -268,9 +273,36 @@ void cli_table_add(struct cli_table *t, const char *fmt, ...)
 	t->cells[t->nr++] = strbuf_detach(&sb, NULL);
 }
 
+/* A CSV field: quoted when it holds a comma, a quote or a space at an end. */
+static void csv_field(const char *s, FILE *out)
+{
+	size_t n = strlen(s);
+
+	if (!strpbrk(s, ",\"") && (!n || (s[0] != ' ' && s[n - 1] != ' '))) {
+		fputs(s, out);
+		return;
+	}
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
 void cli_table_print(const struct cli_table *t, FILE *out)
 {
-	size_t *width = xcalloc(t->ncols, sizeof(*width));
+	size_t *width;
+
+	if (table_csv) {
+		for (size_t i = 0; i < t->nr; i++) {
+			csv_field(t->cells[i], out);
+			fputs(i % t->ncols == t->ncols - 1 || i == t->nr - 1 ? "\r\n" : ",", out);
+		}
+		return;
+	}
+	width = xcalloc(t->ncols, sizeof(*width));
 
 	for (size_t i = 0; i < t->nr; i++) {
 		size_t w = strlen(t->cells[i]);

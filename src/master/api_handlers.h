@@ -36,6 +36,9 @@ void h_templates_list(struct req *r);
 void h_template_get(struct req *r);
 void h_template_delete(struct req *r);
 
+/* api_usage.c */
+void h_usage(struct req *r);
+
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);
 void h_task_outputs(struct req *r);

@@ -162,6 +162,7 @@ void core_save_job(struct master *m, struct job *j)
 			      "running_at", (json_int_t)j->running_at);
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)j->finished_at));
 	json_object_set_new(d, "checkpoint", str_or_null(j->checkpoint));
+	json_object_set_new(d, "pool", json_string(j->pool));
 	if (j->submit_key)
 		json_object_set_new(d, "submit_key", json_string(j->submit_key));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
@@ -198,6 +199,9 @@ void core_save_task(struct master *m, struct task *t)
 	json_object_set_new(d, "reason_code", str_or_null(t->reason_code));
 	json_object_set_new(d, "reason_msg", str_or_null(t->reason_msg));
 	json_object_set_new(d, "started_at", json_integer((json_int_t)t->started_at));
+	json_object_set_new(d, "cpu_usec", t->has_cpu ? json_integer((json_int_t)t->cpu_usec) : json_null());
+	json_object_set_new(d, "memory_peak",
+			    t->has_memory_peak ? json_integer((json_int_t)t->memory_peak) : json_null());
 	json_object_set_new(d, "finished_at", json_integer((json_int_t)t->finished_at));
 	json_object_set_new(d, "stdout", json_integer((json_int_t)t->log_size[LOG_STDOUT]));
 	json_object_set_new(d, "stderr", json_integer((json_int_t)t->log_size[LOG_STDERR]));
@@ -439,6 +443,18 @@ struct job *core_find_submit_key(const struct master *m, const char *user, const
 		(arr)[(n)++] = (item);                          \
 	} while (0)
 
+/* The pool a canonical spec names ("default" when it names none), or NULL
+ * when it is not JSON. Caller frees. */
+static char *spec_text_pool(const char *text)
+{
+	json_t *sd = json_loads(text, 0, NULL);
+	const char *pool = json_string_value(json_object_get(sd, "pool"));
+	char *out = sd ? xstrdup(pool ? pool : "default") : NULL;
+
+	json_decref(sd);
+	return out;
+}
+
 static int load_job(void *ctx, const char *key, const char *text)
 {
 	struct master *m = ctx;
@@ -454,6 +470,7 @@ static int load_job(void *ctx, const char *key, const char *text)
 	j->team = get_str(d, "team");
 	j->code = get_str(d, "code");
 	j->spec_text = get_str(d, "spec");
+	j->pool = get_str(d, "pool");
 	j->state = get_int(d, "state");
 	j->priority = get_int(d, "priority");
 	j->reason_code = get_str(d, "reason_code");
@@ -480,7 +497,9 @@ static int load_job(void *ctx, const char *key, const char *text)
 	codeindex_add(&m->code_index, j->checkpoint, j->id);
 	jobsource_index(m, j);
 	core_index_submit_key(m, j);
-	if (!j->id || !j->name || !j->user || !j->spec_text || (unsigned)j->state >= JOB_STATE__COUNT ||
+	if (!j->pool && j->spec_text) /* a record of an earlier build: its spec says */
+		j->pool = spec_text_pool(j->spec_text);
+	if (!j->id || !j->name || !j->user || !j->spec_text || !j->pool || (unsigned)j->state >= JOB_STATE__COUNT ||
 	    (unsigned)j->priority > PRIO_HIGH || (m->njobs && j->id <= m->njobs)) {
 		job_free(j);
 		return YERR(IO);
@@ -572,6 +591,10 @@ static int load_task(void *ctx, const char *key, const char *text)
 	t->reason_msg = get_str(d, "reason_msg");
 	t->started_at = get_u64(d, "started_at");
 	t->finished_at = get_u64(d, "finished_at");
+	t->has_cpu = json_is_integer(json_object_get(d, "cpu_usec"));
+	t->cpu_usec = get_u64(d, "cpu_usec");
+	t->has_memory_peak = json_is_integer(json_object_get(d, "memory_peak"));
+	t->memory_peak = get_u64(d, "memory_peak");
 	t->port = (unsigned)get_u64(d, "port");
 	t->grace_ms = get_u64(d, "grace_ms");
 	t->preempted = json_is_true(json_object_get(d, "preempted"));
@@ -807,6 +830,7 @@ static void job_free(struct job *j)
 	free(j->team);
 	free(j->code);
 	free(j->checkpoint);
+	free(j->pool);
 	free(j->submit_key);
 	free(j->spec_text);
 	core_job_drop_spec(j);

@@ -74,6 +74,10 @@ struct task {
 	int exit_code, signal;
 	char *reason_code, *reason_msg; /* owned or NULL */
 	uint64_t started_at, finished_at;
+	/* what its cgroup used, as its agent reported at its end (accounting:
+	 * usage.h); each where has_*: not known for a container task, a lost one */
+	bool has_cpu, has_memory_peak;
+	uint64_t cpu_usec, memory_peak;
 	/* wall us of its last checkpoint, as its agent's status reports say
 	 * (a "@yard {\"checkpoint\": N}" line in its output); 0: none. In memory
 	 * only: the agent reports it again after a master restart. */
@@ -93,6 +97,7 @@ struct job {
 	uint64_t id;
 	char *name, *user, *team, *code; /* owned; team and code may be NULL */
 	char *checkpoint;       /* owned or NULL: "sha256:HEX" of the latest checkpoint */
+	char *pool;             /* owned: its spec's pool, kept once the spec is dropped (usage.h) */
 	char *submit_key;       /* owned or NULL: the submission's idempotency_key (jobs.h) */
 	char *spec_text;        /* owned canonical spec, compact JSON */
 	struct job_spec *spec;  /* owned parsed spec, only while the job is not final */

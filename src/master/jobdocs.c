@@ -14,6 +14,7 @@
 #include "master/execs.h"
 #include "master/jobs.h"
 #include "master/logs.h"
+#include "master/usage.h"
 #include "master/visibility.h"
 
 static json_t *reason_json(const char *code, const char *msg)
@@ -111,6 +112,8 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 				    json_pack("{s:I, s:I}", "stdout",
 					      (json_int_t)logs_size(m, t, LOG_STDOUT), "stderr",
 					      (json_int_t)logs_size(m, t, LOG_STDERR)));
+		if (whole)
+			json_object_set_new(td, "usage", usage_task_json(t));
 		json_array_append_new(tasks, td);
 	}
 	json_object_set_new(d, "tasks", tasks);

@@ -18,6 +18,7 @@
 #include "master/datasets.h"
 #include "master/execs.h"
 #include "master/jobsource.h"
+#include "master/usage.h"
 #include "master/visibility.h"
 #include "sched/estimate.h"
 #include "sched/decide.h"
@@ -65,8 +66,7 @@ static bool job_event(struct master *m, struct job *j, enum job_event ev)
 
 	if (next < 0)
 		return false;
-	if (j->state == JOB_QUEUED && next == JOB_STARTING)
-		prom_job_placed(m, j);
+	prom_job_event(m, j, (enum job_state)next);
 	j->state = (enum job_state)next;
 	job_note(j);
 	if (job_state_is_final(j->state)) {
@@ -329,6 +329,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 	j->user = xstrdup(c->user);
 	j->team = spec->team ? xstrdup(spec->team) : c->team ? xstrdup(c->team) : NULL;
 	j->code = code ? xstrdup(code) : NULL;
+	j->pool = xstrdup(spec->pool ? spec->pool : "default");
 	j->submit_key = key ? xstrdup(key) : NULL;
 	codeindex_add(&m->code_index, j->code, j->id);
 	jobsource_index(m, j);
@@ -378,9 +379,7 @@ static void job_stop_tasks(struct master *m, struct job *j, const struct task *e
 {
 	for (size_t i = 0; i < j->ntasks; i++) {
 		struct task *t = j->tasks[i];
-		if (t == except || task_state_is_final(t->state))
-			continue;
-		if (t->state == TASK_STOPPING)
+		if (t == except || task_state_is_final(t->state) || t->state == TASK_STOPPING)
 			continue;
 		if (task_event(m, t, TASK_EV_STOP)) {
 			core_save_task(m, t);
@@ -1424,6 +1423,7 @@ static void task_exited(struct master *m, struct task *t, const json_t *r, bool 
 
 	if (!task_event(m, t, ok ? TASK_EV_EXITED_OK : TASK_EV_EXITED_FAIL))
 		return;
+	usage_task_ended(t, r);
 	t->has_exit = has_exit;
 	t->exit_code = code;
 	t->has_signal = has_sig;

@@ -65,10 +65,10 @@ void prom_release(struct prom *p)
 
 static const char *job_pool(const struct job *j)
 {
-	return j->spec && j->spec->pool ? j->spec->pool : "default";
+	return j->pool ? j->pool : "default";
 }
 
-void prom_job_placed(struct master *m, const struct job *j)
+void prom_job_event(struct master *m, const struct job *j, enum job_state next)
 {
 	struct prom *p = &m->prom;
 	const json_t *last = json_array_get(j->events, json_array_size(j->events) - 1);
@@ -77,7 +77,7 @@ void prom_job_placed(struct master *m, const struct job *j)
 	uint64_t now = wall_us();
 	struct prom_wait *w = NULL;
 
-	if (!last || strcmp(json_string_value(json_object_get(last, "state")), "queued") || at <= 0)
+	if (j->state != JOB_QUEUED || next != JOB_STARTING || !last || strcmp(json_string_value(json_object_get(last, "state")), "queued") || at <= 0)
 		return;
 	for (size_t i = 0; i < p->nwaits && !w; i++)
 		if (!strcmp(p->waits[i].pool, pool) && !strcmp(p->waits[i].team, team))

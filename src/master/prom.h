@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/state.h"
+
 struct master;
 struct job;
 struct strbuf;
@@ -47,9 +49,10 @@ struct prom {
 void prom_init(struct prom *p);
 void prom_release(struct prom *p);
 
-/* prom_job_placed, as j leaves the queue for its nodes: observes how long
- * it waited since it was last queued (its last event, jobs.c's job_note). */
-void prom_job_placed(struct master *m, const struct job *j);
+/* prom_job_event, as j goes to state next: when it leaves the queue for its
+ * nodes, observes how long it waited since it was last queued (its last
+ * event, jobs.c's job_note). */
+void prom_job_event(struct master *m, const struct job *j, enum job_state next);
 /* A scheduling pass and a store commit took us microseconds. */
 void prom_sched_pass(struct master *m, uint64_t us);
 void prom_commit(struct master *m, uint64_t us);

@@ -280,6 +280,19 @@ async function experiments(page) {
 	await shot(page, `template-${cfg.template}`);
 	await page.locator(`${tid('template-runs')} a`).click();
 	await page.waitForURL(new RegExp(`#/jobs/${cfg.template_job}$`), { timeout: 20000 });
+	// the usage page: the admin's GPU-hours as the API has them, a chart over time, by pool
+	await page.goto(`${cfg.url}/#/usage`);
+	const gpu = page.locator(tid('usage-gpu-admin'));
+	await gpu.waitFor({ timeout: 20000 });
+	const u = await (await fetch(`${cfg.url}/v1/usage?by=user&since=30d`, { headers: { Authorization: `Bearer ${cfg.token}` } })).json();
+	const mine = u.rows.find((r) => r.key === 'admin');
+	const shown = Number(await gpu.innerText());
+	check(mine && Math.abs(shown - mine.gpu_seconds / 3600) < 0.01, `the admin's GPU-hours: ${shown} shown, ${JSON.stringify(mine)} from the API`);
+	const points = Number(await page.locator(tid('chart-GPU-hours')).getAttribute('data-points'));
+	check(points >= 30, `the chart's points (a day each over 30 days, a line per user): ${points}`);
+	await page.locator(tid('usage-by')).selectOption('pool');
+	await page.locator(tid('usage-row-default')).waitFor({ timeout: 20000 });
+	await shot(page, 'usage-by-pool');
 	// hold and release of a job that waits
 	await page.goto(`${cfg.url}/#/jobs/${cfg.queued_job}`);
 	await page.locator(tid('hold-button')).click();

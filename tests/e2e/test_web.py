@@ -277,5 +277,5 @@ def test_web_experiments():
         check_eq(sorted(ev["path"].rsplit("/", 1)[1] for ev in events), ["hold", "release"],
                  "the UI held and released it (the audit log)")
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
-    for page in ("experiments", "compare", "reopened", "held"):
+    for page in ("experiments", "compare", "reopened", "usage-by-pool", "held"):
         check(any(page in x for x in shots), f"no screenshot of {page}: {shots}")

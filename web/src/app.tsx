@@ -8,6 +8,7 @@ import { JobPage } from './pages/job';
 import { SubmitPage } from './pages/submit';
 import { ExperimentPage, ExperimentsPage } from './pages/experiments';
 import { TemplatePage, TemplatesPage } from './pages/templates';
+import { UsagePage } from './pages/usage';
 import { formatView, parseView } from './lib/experiments';
 
 interface Who {
@@ -50,6 +51,7 @@ const NAV = [
   ['jobs', '#/jobs', 'Jobs'],
   ['experiments', '#/experiments', 'Experiments'],
   ['templates', '#/templates', 'Templates'],
+  ['usage', '#/usage', 'Usage'],
   ['submit', '#/submit', 'Submit'],
 ] as const;
 
@@ -121,6 +123,7 @@ export function App({ notice = null }: { notice?: string | null }) {
     current = 'templates';
   } else if (section === 'templates') page = <TemplatesPage />;
   else if (section === 'queue') page = <QueuePage />;
+  else if (section === 'usage') page = <UsagePage />;
   else if (section === 'jobs') page = <JobsPage />;
   else if (section === 'submit') page = <SubmitPage key={hash} />;
   else {

@@ -35,7 +35,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 	if (f->rel) {
-		static const char *const hier[] = { "cpu", "memory", "pids", "devices", "unified" };
+		static const char *const hier[] = { "cpu", "cpuacct", "memory", "pids", "devices", "unified" };
 		for (size_t i = 0; i < ARRAY_SIZE(hier); i++) {
 			char *d = xasprintf("/sys/fs/cgroup/%s/%s", hier[i], f->rel);
 			rmdir(d);

@@ -6,8 +6,11 @@ import type { Series } from '../lib/types';
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
-/** Chart: one metric's lines on a step axis; log: a log-scale y axis (positive values only). */
-export function Chart({ name, lines, log = false }: { name: string; lines: Line[]; log?: boolean }) {
+/**
+ * Chart: one metric's lines on a step axis; log: a log-scale y axis (positive values only);
+ * time: x is Unix seconds, drawn as dates.
+ */
+export function Chart({ name, lines, log = false, time = false }: { name: string; lines: Line[]; log?: boolean; time?: boolean }) {
   const div = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const labels = lines.map((l) => l.label).join('\n');
@@ -17,9 +20,9 @@ export function Chart({ name, lines, log = false }: { name: string; lines: Line[
     const opts: uPlot.Options = {
       width,
       height: 240,
-      scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
-      axes: [{ label: 'step' }, { label: name }],
-      series: [{ label: 'step' }, ...lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))],
+      scales: { x: { time }, y: log ? { distr: 3 } : {} },
+      axes: [{ label: time ? 'time' : 'step' }, { label: name }],
+      series: [{ label: time ? 'time' : 'step' }, ...lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))],
     };
     plot.current = new uPlot(opts, mergeSeries(lines) as uPlot.AlignedData, div.current);
     const onResize = () => {
@@ -31,7 +34,7 @@ export function Chart({ name, lines, log = false }: { name: string; lines: Line[
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [name, labels, log]);
+  }, [name, labels, log, time]);
   useEffect(() => {
     plot.current?.setData(mergeSeries(lines) as uPlot.AlignedData);
   }, [lines]);

@@ -1,0 +1,82 @@
+/* GET /v1/usage (master/usage.h; the route table is api.c's): what the
+ * tasks of the jobs the caller sees whole used, by user, team or pool. */
+#include "base/compat.h"
+#include "master/api_handlers.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/parse.h"
+#include "base/xalloc.h"
+#include "common/state.h"
+#include "master/core.h"
+#include "master/usage.h"
+
+#define USAGE_DEFAULT_SINCE_MS (30ull * 24 * 3600 * 1000)
+
+/* A duration query parameter name (absent: *ms unchanged): 0, or -1 after
+ * replying 400 naming it. */
+static int query_duration(struct req *r, const char *name, uint64_t *ms)
+{
+	const char *v = req_query(r, name);
+
+	if (v && (parse_duration_str(v, ms) || !*ms)) {
+		reply_err(r, YERR(BAD_REQUEST), "%s: '%s' is not a duration such as 30d, 12h or 15m", name, v);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *group_of(const struct job *j, const char *by)
+{
+	if (!strcmp(by, "team"))
+		return j->team ? j->team : "";
+	return !strcmp(by, "pool") ? j->pool : j->user;
+}
+
+void h_usage(struct req *r)
+{
+	struct master *m = r->m;
+	struct caller c = caller_of(r);
+	struct errbuf eb = ERRBUF_INIT;
+	const char *by = req_query(r, "by") ? req_query(r, "by") : "user";
+	uint64_t since_ms = USAGE_DEFAULT_SINCE_MS, step_ms = 0, now = wall_us(), since;
+	struct usage_run *runs = NULL;
+	size_t n = 0, alloc = 0;
+	json_t *rows, *buckets;
+
+	if (strcmp(by, "user") && strcmp(by, "team") && strcmp(by, "pool")) {
+		reply_err(r, YERR(BAD_REQUEST), "by: '%s' is not user, team or pool", by);
+		return;
+	}
+	if (query_duration(r, "since", &since_ms) || query_duration(r, "step", &step_ms))
+		return;
+	since = since_ms * 1000 < now ? now - since_ms * 1000 : 0;
+	for (size_t i = 0; i < m->njobs; i++) {
+		const struct job *j = m->jobs[i];
+		if (!j || !visibility_job(m, &c, j) || (job_state_is_final(j->state) && j->finished_at < since))
+			continue;
+		for (size_t k = 0; k < j->ntasks; k++) {
+			const struct task *t = j->tasks[k];
+			bool ended = task_state_is_final(t->state);
+			if (!t->started_at)
+				continue; /* never ran */
+			ALLOC_GROW(runs, n + 1, alloc);
+			runs[n++] = (struct usage_run){ group_of(j, by), j->id, t->ngpus, t->started_at,
+							ended && t->finished_at ? t->finished_at : now, ended,
+							t->has_cpu, t->has_memory_peak, t->cpu_usec, t->memory_peak };
+		}
+	}
+	if (usage_report(runs, n, since, now, step_ms * 1000, &rows, &buckets, &eb)) {
+		req_error(r, &eb);
+	} else {
+		json_t *doc = json_pack("{s:s, s:I, s:I, s:o}", "by", by, "since", (json_int_t)since, "until",
+					(json_int_t)now, "rows", rows);
+		if (buckets)
+			json_object_set_new(doc, "buckets", buckets);
+		json_object_set_new(doc, "step", step_ms ? json_integer((json_int_t)(step_ms / 1000)) : json_null());
+		req_json(r, 200, doc);
+	}
+	free(runs);
+}
