@@ -2034,7 +2034,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	pthread_mutex_init(&a.fetch_lock, NULL);
 
 	a.sh.s = a.s;
-	a.sh.sampler = gpu_sampler_open(cfg->gpus);
+	a.sh.sampler = gpu_sampler_open(cfg->gpus, cfg->work_dir);
 	pthread_mutex_init(&a.sh.lock, NULL);
 	pthread_cond_init(&a.sh.cond, NULL);
 	scan_work_dir(&a);

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "base/parse.h"
+#include "base/strbuf.h"
 #include "base/xalloc.h"
 
 #define SIM_MEMORY (80ULL << 30)
@@ -200,18 +201,101 @@ int gpu_minor(const struct gpu_list *l, int index)
 	return index;
 }
 
-struct gpu_sampler {
-	struct nvml nv;         /* initialised; shut down by gpu_sampler_free */
+/* A sampler backend: NVML's, or the simulated GPUs' file. */
+struct gpu_sampler_ops {
+	size_t (*util)(struct gpu_sampler *s, int *util, size_t max);
+	void (*free)(struct gpu_sampler *s);
 };
 
-struct gpu_sampler *gpu_sampler_open(const char *spec)
+struct gpu_sampler {
+	const struct gpu_sampler_ops *ops;
+	struct nvml nv;         /* nvml: initialised; shut down by its free */
+	char *file;             /* sim: owned, WORK/sim-gpu-util */
+	size_t n;               /* sim: its GPUs */
+};
+
+static size_t nvml_util(struct gpu_sampler *s, int *util, size_t max)
+{
+	unsigned int count = 0;
+	size_t n;
+
+	if (s->nv.count(&count) != NVML_SUCCESS)
+		return 0;
+	n = count < max ? count : max;
+	for (size_t i = 0; i < n; i++) {
+		nvml_device dev;
+		struct nvml_utilization u;
+		util[i] = -1;
+		if (s->nv.by_index((unsigned int)i, &dev) == NVML_SUCCESS &&
+		    s->nv.utilization(dev, &u) == NVML_SUCCESS && u.gpu <= 100)
+			util[i] = (int)u.gpu;
+	}
+	return n;
+}
+
+static void nvml_free(struct gpu_sampler *s)
+{
+	s->nv.shutdown();
+	dlclose(s->nv.lib);
+}
+
+static const struct gpu_sampler_ops nvml_sampler = { nvml_util, nvml_free };
+
+/* Simulated GPUs take what the file says: a percentage per GPU, in index
+ * order, separated by white space; -1 for a GPU it does not reach, or
+ * one it gives as something else. */
+static size_t sim_util(struct gpu_sampler *s, int *util, size_t max)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t n = s->n < max ? s->n : max;
+	const char *p;
+
+	for (size_t i = 0; i < n; i++)
+		util[i] = -1;
+	if (strbuf_read_file(&sb, s->file, 1 << 16) == 0) {
+		p = sb.buf;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v;
+			p += strspn(p, " \t\r\n");
+			if (!*p)
+				break;
+			if (parse_u64(&p, &v) == 0 && v <= 100 && (!*p || strchr(" \t\r\n", *p)))
+				util[i] = (int)v;
+			p += strcspn(p, " \t\r\n");
+		}
+	}
+	strbuf_release(&sb);
+	return n;
+}
+
+static void sim_free(struct gpu_sampler *s)
+{
+	free(s->file);
+}
+
+static const struct gpu_sampler_ops sim_sampler = { sim_util, sim_free };
+
+struct gpu_sampler *gpu_sampler_open(const char *spec, const char *work_dir)
 {
 	struct gpu_sampler *s;
 	int missing = 0;
+	uint64_t n;
+	const char *p;
 
+	if (spec && !strncmp(spec, "sim:", 4)) {
+		p = spec + 4;
+		if (parse_u64(&p, &n) || !n)
+			return NULL;
+		s = xcalloc(1, sizeof(*s));
+		s->ops = &sim_sampler;
+		s->file = xasprintf("%s/sim-gpu-util", work_dir);
+		s->n = (size_t)n;
+		return s;
+	}
 	if (!spec || strcmp(spec, "auto"))
 		return NULL;
 	s = xcalloc(1, sizeof(*s));
+	s->ops = &nvml_sampler;
 	s->nv.lib = nvml_load();
 	if (!s->nv.lib)
 		goto out_free;
@@ -232,28 +316,13 @@ out_free:
 
 size_t gpu_sampler_util(struct gpu_sampler *s, int *util, size_t max)
 {
-	unsigned int count = 0;
-	size_t n;
-
-	if (s->nv.count(&count) != NVML_SUCCESS)
-		return 0;
-	n = count < max ? count : max;
-	for (size_t i = 0; i < n; i++) {
-		nvml_device dev;
-		struct nvml_utilization u;
-		util[i] = -1;
-		if (s->nv.by_index((unsigned int)i, &dev) == NVML_SUCCESS &&
-		    s->nv.utilization(dev, &u) == NVML_SUCCESS && u.gpu <= 100)
-			util[i] = (int)u.gpu;
-	}
-	return n;
+	return s->ops->util(s, util, max);
 }
 
 void gpu_sampler_free(struct gpu_sampler *s)
 {
 	if (!s)
 		return;
-	s->nv.shutdown();
-	dlclose(s->nv.lib);
+	s->ops->free(s);
 	free(s);
 }

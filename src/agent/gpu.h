@@ -46,15 +46,17 @@ json_t *gpu_list_to_json(const struct gpu_list *l);
 /* gpu_minor: the device minor of GPU index, or index itself when unknown. */
 int gpu_minor(const struct gpu_list *l, int index);
 
-/* A GPU utilisation sampler: NVML kept open for the agent's life, for the
- * status reports (the master's GET /v1/nodes shows it per GPU). */
+/* A GPU utilisation sampler (a table of ops: NVML kept open for the agent's
+ * life, or simulated GPUs' file), for the status reports (the master's GET
+ * /v1/nodes shows it per GPU; jobs keep a series of it, master/gpuidle.h). */
 struct gpu_sampler;
 
 /* gpu_sampler_open returns a sampler for spec "auto" when NVML loads, has
- * nvmlDeviceGetUtilizationRates and initialises; NULL otherwise ("none",
- * simulated GPUs, no NVML: there is nothing to sample). Freed with
- * gpu_sampler_free. */
-struct gpu_sampler *gpu_sampler_open(const char *spec);
+ * nvmlDeviceGetUtilizationRates and initialises; for "sim:N..." one that
+ * reads WORK/sim-gpu-util (work_dir's: "87 0 12 ...", a percentage per GPU,
+ * which a test writes; no file: not known); NULL otherwise ("none", no
+ * NVML: there is nothing to sample). Freed with gpu_sampler_free. */
+struct gpu_sampler *gpu_sampler_open(const char *spec, const char *work_dir);
 /* gpu_sampler_util fills util[i] with GPU i's utilisation over NVML's last
  * sample period (0-100), or -1 where NVML cannot tell, for the first
  * min(max, GPUs) GPUs; returns how many it filled. */

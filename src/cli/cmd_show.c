@@ -1,6 +1,8 @@
 #include "base/compat.h"
 
 #include "base/clock.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
 #include "cli/cmd.h"
 
 static void print_time(const char *label, const json_t *job, const char *key)
@@ -61,6 +63,29 @@ static void print_tasks(const json_t *tasks)
 	cli_table_release(&t);
 }
 
+/* "gpu util    87% now, mean 64%  ▁▃▇█▇" (and "idle since ..." while its
+ * GPUs stay idle), from the job's series (master/gpuidle.h). */
+static void print_util(const json_t *u)
+{
+	const json_t *pts = json_object_get(u, "points"), *p;
+	struct strbuf sb = STRBUF_INIT;
+	double *v;
+	size_t i;
+
+	if (!json_is_object(u))
+		return;
+	v = xcalloc(json_array_size(pts) + 1, sizeof(*v));
+	json_array_foreach(pts, i, p)
+		v[i] = json_number_value(json_array_get(p, 1));
+	cli_sparkline(&sb, v, json_array_size(pts), 30);
+	printf("%-12s %.0f%% now, mean %.0f%%  %s\n", "gpu util", json_number_value(json_object_get(u, "last")),
+	       json_number_value(json_object_get(u, "mean")), sb.buf ? sb.buf : "");
+	if (json_is_integer(json_object_get(u, "idle_since")))
+		print_time(json_is_true(json_object_get(u, "flagged")) ? "idle (flag)" : "idle since", u, "idle_since");
+	strbuf_release(&sb);
+	free(v);
+}
+
 int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct errbuf eb = ERRBUF_INIT;
@@ -99,6 +124,7 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 		printf("\n");
 	}
 	printf("%-12s %" PRIu64 "\n", "gpus", cli_job_gpus(job));
+	print_util(json_object_get(job, "gpu_util"));
 	/* only jobs that run in a container image: the others look as before */
 	if (json_is_string(json_object_get(json_object_get(job, "spec"), "image")))
 		show_value("image", json_object_get(job, "spec"), "image");

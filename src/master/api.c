@@ -589,7 +589,7 @@ static void h_nodes(struct req *r)
 
 	for (size_t i = 0; i < r->m->nnodes; i++)
 		json_array_append_new(arr, jobs_node_json(r->m, r->m->nodes[i]));
-	req_json(r, 200, json_pack("{s:o}", "nodes", arr));
+	req_json(r, 200, json_pack("{s:o, s:o}", "nodes", arr, "gpu_util", gpuidle_cluster_json(r->m)));
 }
 
 /* The node an admin's node route names. */

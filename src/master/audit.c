@@ -73,6 +73,16 @@ void audit_record(struct req *r)
 	free(path);
 }
 
+void audit_event(struct master *m, const char *path, const char *code)
+{
+	struct store_audit e = { .time = (int64_t)wall_us(), .role = "master", .method = "EVENT", .path = path,
+				 .code = code };
+	int rc;
+
+	if (!core_batch_open(m) && (rc = m->sops->audit_append(m->store, &e, &m->batch_eb)))
+		m->batch_err = rc;
+}
+
 static json_t *str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();

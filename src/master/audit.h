@@ -31,6 +31,11 @@ struct req;
  * the replies that wait for the commit report it. */
 void audit_record(struct req *r);
 
+/* audit_event appends an entry of the master's own doing (role "master",
+ * no user or token, method "EVENT"): what it did to path, as code (such as
+ * "gpus_idle" on "/v1/jobs/7"). */
+void audit_event(struct master *m, const char *path, const char *code);
+
 /* audit_escape_path: path with every byte that is not part of a valid UTF-8
  * sequence, every control character and '%' itself written as %XX, so that
  * the result is valid UTF-8 and says which bytes came (caller frees). */

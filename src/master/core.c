@@ -831,6 +831,7 @@ static void job_free(struct job *j)
 	free(j->code);
 	free(j->checkpoint);
 	free(j->pool);
+	free(j->util);
 	free(j->submit_key);
 	free(j->spec_text);
 	core_job_drop_spec(j);

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "common/spec.h"
 #include "common/state.h"
+#include "master/gpuidle.h"
 #include "master/leader.h"
 #include "master/prom.h"
 #include "master/ratelimit.h"
@@ -98,6 +99,7 @@ struct job {
 	char *name, *user, *team, *code; /* owned; team and code may be NULL */
 	char *checkpoint;       /* owned or NULL: "sha256:HEX" of the latest checkpoint */
 	char *pool;             /* owned: its spec's pool, kept once the spec is dropped (usage.h) */
+	struct gpu_series *util; /* owned or NULL: its GPUs' utilisation (gpuidle.h); in memory */
 	char *submit_key;       /* owned or NULL: the submission's idempotency_key (jobs.h) */
 	char *spec_text;        /* owned canonical spec, compact JSON */
 	struct job_spec *spec;  /* owned parsed spec, only while the job is not final */
@@ -247,6 +249,8 @@ struct master {
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	uint64_t started_wall_us; /* wall_us when it was opened */
 	struct prom prom;       /* the histograms of GET /metrics (prom.h) */
+	struct gpuidle_policy gpuidle; /* --idle-gpu-* (gpuidle.h) */
+	struct gpu_series cluster_util, cluster_alloc; /* in memory (gpuidle.h) */
 	struct sched_policy_conf policy; /* how the queue is ordered, who is preempted */
 	struct pool_policy *pool_policies; /* owned: pools with a policy of their own */
 	size_t npool_policies, apool_policies;

@@ -1481,8 +1481,8 @@ static void task_staging(struct task *t, const json_t *r)
 
 /* Takes a status report's "gpus": [{"index", "util"}], the utilisation of
  * the node's GPUs (0-100, null when NVML cannot tell); anything malformed
- * is ignored entry by entry. */
-static void node_set_util(struct node *n, const json_t *gpus)
+ * is ignored entry by entry. Whether the report had any. */
+static bool node_set_util(struct node *n, const json_t *gpus)
 {
 	const json_t *g;
 	size_t i;
@@ -1497,6 +1497,7 @@ static void node_set_util(struct node *n, const json_t *gpus)
 			n->gpus[k].util = n->gpus[k].has_util ? (unsigned)json_integer_value(u) : 0;
 		}
 	}
+	return json_array_size(gpus) > 0;
 }
 
 /* Takes a status report's "checkpoint_at" of task t (wall us, 0: none
@@ -1527,7 +1528,8 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
 	nodes_touch(m, n);
 	node_set_cache(n, json_object_get(body, "cache"));
-	node_set_util(n, json_object_get(body, "gpus"));
+	if (node_set_util(n, json_object_get(body, "gpus")))
+		gpuidle_node_sampled(m, n);
 	json_array_foreach(json_object_get(body, "execs"), i, r)
 		execs_reported(m, n, r);
 	json_array_foreach(tasks, i, r) {

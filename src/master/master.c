@@ -182,6 +182,8 @@ static void on_tick(uv_timer_t *t)
 		/* tokens' last use: at most one store write a minute each */
 		auth_tick(m, wall_us());
 		outputs_expire(m, wall_us());
+		if (m->ticks % 25 == 0) /* every 5 s, as agents sample */
+			gpuidle_cluster_sample(m);
 	}
 }
 
@@ -453,7 +455,10 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	prom_init(&m->prom);
 	/* first: master_free closes the loop, whatever failed after this */
 	uv_loop_init(&m->loop);
-	ret = master_policies(m, cfg, eb);
+	ret = gpuidle_parse(&m->gpuidle, cfg->idle_gpu_threshold, cfg->idle_gpu_action, eb);
+	m->gpuidle.timeout_ms = cfg->idle_gpu_timeout_ms;
+	if (!ret)
+		ret = master_policies(m, cfg, eb);
 	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
 		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
 	if (ret)
@@ -639,6 +644,9 @@ static void master_usage(FILE *out)
 		     "                    checkpointed since it started; 0: off)\n"
 		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
 		     "                   [--outputs-retention DURATION] (free outputs of jobs final this long)\n"
+		     "                   [--idle-gpu-timeout DURATION [--idle-gpu-threshold PCT]\n"
+		     "                    [--idle-gpu-action flag|stop]]   (flag, or stop, a running job\n"
+		     "                    whose GPUs stay under PCT%% busy, default 5, that long)\n"
 		     "                   [--store postgres://USER@HOST/DB]   (keep the state in\n"
 		     "                    PostgreSQL, a URI or libpq keywords, PG* variables for the\n"
 		     "                    rest; default: SQLite in DIR/state.db)\n"
@@ -734,11 +742,19 @@ int cmd_master(int argc, char **argv)
 			}
 			*(!strcmp(a, "--leader-lease") ? &cfg.leader_lease_ms : &cfg.leader_renew_ms) = (unsigned)ms;
 			i++;
-		} else if (!strcmp(a, "--outputs-retention") && v) {
-			if (parse_duration_str(v, &cfg.outputs_retention_ms) || !cfg.outputs_retention_ms) {
-				fprintf(stderr, "yard master: --outputs-retention '%s': expected a duration such as 30d\n", v);
+		} else if ((!strcmp(a, "--outputs-retention") || !strcmp(a, "--idle-gpu-timeout")) && v) {
+			uint64_t *ms = a[2] == 'o' ? &cfg.outputs_retention_ms : &cfg.idle_gpu_timeout_ms;
+			if (parse_duration_str(v, ms) || !*ms) {
+				fprintf(stderr, "yard master: %s '%s': expected a duration such as %s\n", a, v,
+					a[2] == 'o' ? "30d" : "30m");
 				return 2;
 			}
+			i++;
+		} else if (!strcmp(a, "--idle-gpu-threshold") && v) {
+			cfg.idle_gpu_threshold = v;
+			i++;
+		} else if (!strcmp(a, "--idle-gpu-action") && v) {
+			cfg.idle_gpu_action = v;
 			i++;
 		} else if (!strcmp(a, "--lease") && v) {
 			uint64_t ms;

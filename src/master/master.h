@@ -19,6 +19,10 @@ struct master_config {
 	const char *store;
 	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
 	uint64_t outputs_retention_ms; /* outputs of jobs final this long are freed; 0: kept */
+	/* --idle-gpu-timeout (0: off), --idle-gpu-threshold, --idle-gpu-action
+	 * (NULL: the defaults; master/gpuidle.h) */
+	uint64_t idle_gpu_timeout_ms;
+	const char *idle_gpu_threshold, *idle_gpu_action;
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
 	 * one; NULL entries or none: the default policy. */

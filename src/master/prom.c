@@ -162,13 +162,13 @@ static void hist_render(struct strbuf *sb, const char *name, const char *const *
 	strbuf_addf(sb, "%" PRIu64 "\n", h->count);
 }
 
-/* A count by two labels (pool and something), gathered at scrape time. */
+/* A sum by two labels (pool and something), gathered at scrape time. */
 struct tally {
-	struct { const char *a, *b; uint64_t n; } *v;
+	struct { const char *a, *b; double n; } *v;
 	size_t n, alloc;
 };
 
-static void tally_add(struct tally *t, const char *a, const char *b, uint64_t n)
+static void tally_add(struct tally *t, const char *a, const char *b, double n)
 {
 	for (size_t i = 0; i < t->n; i++)
 		if (!strcmp(t->v[i].a, a) && !strcmp(t->v[i].b, b)) {
@@ -187,7 +187,7 @@ static void tally_render(struct strbuf *sb, const char *name, const char *ka, co
 	for (size_t i = 0; i < t->n; i++) {
 		const char *labels[] = { ka, t->v[i].a, kb, t->v[i].b, NULL };
 		series(sb, name, "", labels, NULL);
-		strbuf_addf(sb, "%" PRIu64 "\n", t->v[i].n);
+		strbuf_addf(sb, "%.15g\n", t->v[i].n);
 	}
 	free(t->v);
 	memset(t, 0, sizeof(*t));
@@ -196,7 +196,7 @@ static void tally_render(struct strbuf *sb, const char *name, const char *ka, co
 static void render_jobs(struct master *m, struct strbuf *sb)
 {
 	unsigned jobs[JOB_STATE__COUNT] = { 0 };
-	struct tally queued = { 0 };
+	struct tally queued = { 0 }, idle = { 0 };
 
 	for (size_t i = 0; i < m->njobs; i++)
 		if (m->jobs[i])
@@ -209,6 +209,8 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 	}
 	for (size_t i = 0; i < m->nnodes; i++) /* each pool has its series, 0 when none waits */
 		tally_add(&queued, m->nodes[i]->pool, "", 0);
+	for (size_t i = 0; i < m->nnodes; i++)
+		tally_add(&idle, m->nodes[i]->pool, "", 0);
 	for (size_t i = 0; i < m->nqueue; i++)
 		if (!m->queue[i]->blocked) /* held or waiting for a job of its after: not for GPUs */
 			tally_add(&queued, job_pool(m->queue[i]), m->queue[i]->team ? m->queue[i]->team : "", 1);
@@ -216,6 +218,14 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 	     "Jobs waiting for resources, by pool and team (\"\": none); held ones and those waiting "
 	     "for a job they come after are not counted.");
 	tally_render(sb, "yard_jobs_queued", "pool", "team", &queued);
+	for (size_t i = 0; i < m->njobs; i++) {
+		const struct job *j = m->jobs[i];
+		if (j && j->state == JOB_RUNNING && j->util && j->util->flagged)
+			tally_add(&idle, job_pool(j), j->team ? j->team : "", 1);
+	}
+	head(sb, "yard_jobs_gpus_idle", "gauge",
+	     "Running jobs flagged for GPUs under --idle-gpu-threshold for --idle-gpu-timeout, by pool and team.");
+	tally_render(sb, "yard_jobs_gpus_idle", "pool", "team", &idle);
 	head(sb, "yard_job_wait_seconds", "histogram",
 	     "How long jobs waited from queued to placed, by pool and team, since the master started.");
 	for (size_t i = 0; i < m->prom.nwaits; i++) {
@@ -227,12 +237,13 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 static void render_nodes(struct master *m, struct strbuf *sb)
 {
 	unsigned nodes[NODE_STATE__COUNT] = { 0 };
-	struct tally gpus = { 0 }, held = { 0 };
+	struct tally gpus = { 0 }, held = { 0 }, busy = { 0 };
 
 	for (size_t i = 0; i < m->nnodes; i++) {
 		nodes[m->nodes[i]->state]++;
 		tally_add(&gpus, m->nodes[i]->pool, node_state_name(m->nodes[i]->state), m->nodes[i]->ngpus);
 		tally_add(&held, m->nodes[i]->pool, "", 0);
+		tally_add(&busy, m->nodes[i]->pool, "", 0);
 	}
 	head(sb, "yard_nodes", "gauge", "Nodes by state.");
 	for (int s = 0; s < NODE_STATE__COUNT; s++) {
@@ -247,10 +258,20 @@ static void render_nodes(struct master *m, struct strbuf *sb)
 	for (size_t i = 0; i < m->nlive; i++) { /* the tasks that hold resources */
 		const struct task *t = m->live[i];
 		const struct node *n = core_node(m, t->node);
-		tally_add(&held, n ? n->pool : "default", t->job->team ? t->job->team : "", t->ngpus);
+		const char *pool = n ? n->pool : "default", *team = t->job->team ? t->job->team : "";
+		double b = 0;
+		tally_add(&held, pool, team, t->ngpus);
+		for (unsigned g = 0; n && g < t->ngpus; g++)
+			for (size_t x = 0; x < n->ngpus; x++)
+				if (n->gpus[x].index == t->gpus[g] && n->gpus[x].has_util)
+					b += n->gpus[x].util / 100.0;
+		tally_add(&busy, pool, team, b);
 	}
 	head(sb, "yard_gpus_allocated", "gauge", "GPUs held by tasks, by the pool of their node and their job's team.");
 	tally_render(sb, "yard_gpus_allocated", "pool", "team", &held);
+	head(sb, "yard_gpus_busy", "gauge",
+	     "GPUs held by tasks weighted by their last utilisation (one at 50% counts 0.5), by pool and team.");
+	tally_render(sb, "yard_gpus_busy", "pool", "team", &busy);
 	head(sb, "yard_node_last_seen_timestamp_seconds", "gauge",
 	     "When each node's agent was last heard from (Unix time).");
 	for (size_t i = 0; i < m->nnodes; i++) {

@@ -138,6 +138,10 @@ async function app(page) {
 	await nav(page, 'cluster', '#/cluster');
 	await page.locator(tid(`node-${cfg.node}`)).waitFor({ timeout: 15000 });
 	await page.locator(tid(`gpu-${cfg.node}-0`)).waitFor({ timeout: 15000 });
+	// the cluster's GPUs over time: allocated and utilised (sampled every 5 s)
+	const gchart = page.locator(tid('chart-GPUs %'));
+	await gchart.waitFor({ timeout: 20000 });
+	check((await gchart.getAttribute('data-lines')) === 'allocated\nutilised', 'the cluster chart has both lines');
 	await shot(page, 'cluster');
 
 	// queue: the job that cannot start, with the master's reason
@@ -158,6 +162,8 @@ async function app(page) {
 	page.on('dialog', (d) => d.accept());
 	await page.goto(`${cfg.url}/#/jobs/${cfg.cancel_job}`);
 	await waitText(page, 'job-state', /running/i, 30000);
+	// its GPU's utilisation, as the simulated GPU says (40%)
+	await waitText(page, 'job-gpu-util', /40% now, mean 40%/, 20000);
 	await page.locator(tid('cancel-button')).click();
 	await waitText(page, 'job-state', /cancel/i, 30000);
 	// its timeline is the job's history: queued ... running ... cancelled

@@ -113,7 +113,7 @@ def test_metrics_count_the_cluster_and_pass_promtool():
 def test_shipped_rules_and_dashboard_name_what_the_master_serves():
     r = promtool("check", "rules", RULES)
     check_eq(r.returncode, 0, f"promtool check rules: {r.stdout + r.stderr!r}")
-    check(b"SUCCESS: 6 rules found" in r.stdout, f"promtool's verdict: {r.stdout!r}")
+    check(b"SUCCESS: 7 rules found" in r.stdout, f"promtool's verdict: {r.stdout!r}")
     with open(DASHBOARD) as f:
         dash = json.load(f)
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
@@ -174,7 +174,7 @@ scrape_configs:
             prom_get(url, "/api/v1/rules")["groups"]), 30, "every rule evaluated once")
         check_eq(sorted((r["name"], r["health"]) for r in groups[0]["rules"]),
                  sorted((n, "ok") for n in ("YardMasterDown", "YardNodeLost", "YardJobsWaitLong",
-                                            "YardQueuedWhileGPUsFree", "YardSchedulerSlow",
+                                            "YardQueuedWhileGPUsFree", "YardJobsGPUsIdle", "YardSchedulerSlow",
                                             "YardStoreCommitSlow")),
                  "every shipped rule evaluates without error")
         check_eq(prom_get(url, "/api/v1/alerts")["alerts"], [], "nothing alerts on a healthy cluster")

@@ -184,9 +184,11 @@ def ui_flow(name, web, art):
     with cluster(name, master_args=["--web-dir", web]) as c:
         c.start_master()
         c.start_agent("n1", gpus="sim:2")
+        with open(os.path.join(c.dir, "agent-n1", "sim-gpu-util"), "w") as f:
+            f.write("40 40\n")  # what the simulated GPUs say they do
         api = c.api
         # a long job to cancel from its page, and one that cannot start
-        status, victim = api.submit(spec(["/bin/sleep", "1000"], name="ui-sleeper"))
+        status, victim = api.submit(spec(["/bin/sleep", "1000"], name="ui-sleeper", gpus=1))
         check_eq(status, 201, f"submit of the sleeper: {victim}")
         status, queued = api.submit(spec(["/bin/true"], name="ui-too-big", gpus=8,
                                          placement={"wait_for_nodes": True}))

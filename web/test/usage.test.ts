@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hours, keyLabel, usageLines, type UsageDoc } from '../src/lib/usage';
+import { hours, keyLabel, pointsLine, usageLines, type UsageDoc } from '../src/lib/usage';
 
 const doc: UsageDoc = {
   by: 'team',
@@ -30,5 +30,9 @@ describe('usage', () => {
     expect(hours(5400)).toBe('1.500');
     expect(keyLabel('')).toBe('(none)');
     expect(keyLabel('nlp')).toBe('nlp');
+  });
+  it('makes a line of [time, value] points', () => {
+    expect(pointsLine('util', [[10, 90], [15, 0]])).toEqual({ label: 'util', points: [[10, 90], [15, 0]] });
+    expect(pointsLine('util', undefined).points).toEqual([]);
   });
 });

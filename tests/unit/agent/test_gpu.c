@@ -5,6 +5,8 @@
 #include <cmocka.h>
 
 #include "agent/gpu.h"
+#include "base/fsutil.h"
+#include "base/xalloc.h"
 
 static void test_none(void **state)
 {
@@ -76,9 +78,8 @@ static void test_sampler(void **state)
 	int util[8];
 	setenv("YARD_NVML_LIBRARY", FAKENVML_PATH, 1);
 	setenv("FAKE_NVML_GPUS", "4", 1);
-	assert_null(gpu_sampler_open("none"));
-	assert_null(gpu_sampler_open("sim:2"));
-	s = gpu_sampler_open("auto");
+	assert_null(gpu_sampler_open("none", "/nonexistent"));
+	s = gpu_sampler_open("auto", "/nonexistent");
 	assert_non_null(s);
 	assert_int_equal(gpu_sampler_util(s, util, 8), 4);
 	assert_int_equal(util[0], 0);
@@ -87,8 +88,36 @@ static void test_sampler(void **state)
 	assert_int_equal(util[1], 10);
 	gpu_sampler_free(s);
 	setenv("YARD_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
-	assert_null(gpu_sampler_open("auto"));
+	assert_null(gpu_sampler_open("auto", "/nonexistent"));
 	gpu_sampler_free(NULL);
+}
+
+/* Simulated GPUs read WORK/sim-gpu-util: a percentage per GPU, -1 for what
+ * it lacks or gives as something else, all -1 without the file. */
+static void test_sim_sampler(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/yard-gpu-XXXXXX";
+	int util[8];
+	assert_non_null(mkdtemp(dir));
+	char *file = xasprintf("%s/sim-gpu-util", dir);
+	struct gpu_sampler *s = gpu_sampler_open("sim:4:A100", dir);
+	assert_non_null(s);
+	assert_int_equal(gpu_sampler_util(s, util, 8), 4);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(util[i], -1);
+	assert_int_equal(write_file_atomic(file, "87 0\n101 x7", 12, 0644), 0);
+	assert_int_equal(gpu_sampler_util(s, util, 8), 4);
+	assert_int_equal(util[0], 87);
+	assert_int_equal(util[1], 0);
+	assert_int_equal(util[2], -1);
+	assert_int_equal(util[3], -1);
+	assert_int_equal(gpu_sampler_util(s, util, 1), 1);
+	gpu_sampler_free(s);
+	assert_null(gpu_sampler_open("sim:0", dir));
+	unlink(file);
+	rmdir(dir);
+	free(file);
 }
 
 static void test_no_nvml(void **state)
@@ -107,6 +136,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_none),
 		cmocka_unit_test(test_sim),
+		cmocka_unit_test(test_sim_sampler),
 		cmocka_unit_test(test_fake_nvml),
 		cmocka_unit_test(test_sampler),
 		cmocka_unit_test(test_no_nvml),

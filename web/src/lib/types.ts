@@ -48,6 +48,17 @@ export interface Job {
   tasks?: Task[];
   /** The job's history (GET /v1/jobs/{id} only), oldest first. */
   events?: JobEvent[];
+  /** Its GPUs' utilisation (docs/api.md, "GPU utilisation"); null before a sample. */
+  gpu_util?: GpuUtil | null;
+}
+
+export interface GpuUtil {
+  last: number;
+  mean: number;
+  idle_since: number | null;
+  flagged: boolean;
+  /** [unix seconds, percent] */
+  points: [number, number][];
 }
 
 export interface JobEvent {

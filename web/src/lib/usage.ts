@@ -51,3 +51,8 @@ export function usageLines(doc: UsageDoc): Line[] {
 export function hours(seconds: number): string {
   return (seconds / 3600).toFixed(3);
 }
+
+/** pointsLine: [unix s, value] points (a job's or the cluster's utilisation) as one chart line. */
+export function pointsLine(label: string, points: [number, number][] | undefined): Line {
+  return { label, points: (points ?? []).map(([t, v]) => [t, v] as [number, number]) };
+}

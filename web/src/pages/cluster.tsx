@@ -3,9 +3,17 @@ import { usePoll } from '../hooks';
 import { formatBytes, formatTime, formatUtil, stateClass } from '../lib/format';
 import { poolTotals } from '../lib/cluster';
 import type { Node } from '../lib/types';
+import { pointsLine } from '../lib/usage';
+import { Chart } from './charts';
+
+/** GET /v1/nodes's gpu_util: the cluster's GPUs over time, [unix s, percent] each. */
+interface ClusterUtil {
+  util: [number, number][];
+  allocated: [number, number][];
+}
 
 export function ClusterPage() {
-  const { data, error } = usePoll(() => getJson<{ nodes: Node[] }>('/v1/nodes'), 2000, []);
+  const { data, error } = usePoll(() => getJson<{ nodes: Node[]; gpu_util?: ClusterUtil }>('/v1/nodes'), 2000, []);
   const nodes = data?.nodes ?? [];
   return (
     <section aria-labelledby="cluster-h">
@@ -35,6 +43,9 @@ export function ClusterPage() {
             ))}
           </tbody>
         </table>
+      )}
+      {data?.gpu_util && data.gpu_util.allocated.length > 0 && (
+        <Chart name="GPUs %" lines={[pointsLine('allocated', data.gpu_util.allocated), pointsLine('utilised', data.gpu_util.util)]} time />
       )}
       {data && nodes.length === 0 && <p>No nodes have joined yet.</p>}
       {!data && !error && <p>Loading…</p>}

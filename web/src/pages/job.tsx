@@ -7,7 +7,8 @@ import { attemptChoices, taskNames } from '../lib/logs';
 import { specToYaml } from '../lib/spec';
 import type { Job } from '../lib/types';
 import { LogView } from './logs';
-import { Charts } from './charts';
+import { Chart, Charts } from './charts';
+import { pointsLine } from '../lib/usage';
 import { Outputs } from './outputs';
 
 export const RESUBMIT_KEY = 'yard.resubmit';
@@ -193,6 +194,16 @@ export function JobPage({ id }: { id: number }) {
         attempts={attemptChoices(tasks)}
         onAttempt={setLogAttempt}
       />
+      {job.gpu_util && (
+        <section aria-labelledby="util-h" data-testid="job-gpu-util">
+          <h2 id="util-h">GPU utilisation</h2>
+          <p>
+            {job.gpu_util.last.toFixed(0)}% now, mean {job.gpu_util.mean.toFixed(0)}%
+            {job.gpu_util.flagged && <span class="state failed"> idle: flagged</span>}
+          </p>
+          <Chart name="GPU util %" lines={[pointsLine('util', job.gpu_util.points)]} time />
+        </section>
+      )}
       <Charts job={job.id} live={live} />
       <Outputs job={job.id} live={live} />
     </article>
