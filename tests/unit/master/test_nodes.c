@@ -61,6 +61,7 @@ static int teardown(void **state)
 
 	commit(f);
 	core_clear(&f->m);
+	prom_release(&f->m.prom);
 	f->m.sops->close(f->m.store);
 	free(f->m.job_key);
 	rm_rf(f->dir);
@@ -180,6 +181,7 @@ static void test_runtimes_survive_reload(void **state)
 				"\"runtimes\": [\"process\", \"docker\"], "
 				"\"engine\": \"Podman Engine 4.3.1\"}", &n, &eb), 0);
 	core_clear(&f->m);
+	prom_release(&f->m.prom);
 	assert_int_equal(core_load(&f->m, &eb), 0);
 	assert_int_equal(f->m.nnodes, 2);
 	n = core_node(&f->m, "n1");
@@ -371,6 +373,7 @@ static void reload(struct fixture *f)
 
 	commit(f);
 	core_clear(&f->m);
+	prom_release(&f->m.prom);
 	assert_int_equal(core_load(&f->m, &eb), 0);
 }
 
