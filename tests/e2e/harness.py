@@ -304,8 +304,9 @@ class Cluster:
         self.scan_text(r.stderr.decode(errors="replace"), "yard " + args[0])
         return r
 
-    def user_token(self, user, admin=False):
-        status, doc = self.api.json("POST", "/v1/tokens", {"user": user, "admin": admin}, expect=201)
+    def user_token(self, user, admin=False, team=None):
+        body = {"user": user, "admin": admin, **({"team": team} if team else {})}
+        status, doc = self.api.json("POST", "/v1/tokens", body, expect=201)
         return doc["token"]
 
     @staticmethod

@@ -32,8 +32,8 @@ def test_template_runs_on_each_new_version():
     with cluster("templates") as c:
         c.start_master()
         c.start_agent("n1", gpus="sim:2")
-        alice = c.api.json("POST", "/v1/tokens", {"user": "alice", "team": "vision"}, expect=201)[1]["token"]
-        bob = c.api.json("POST", "/v1/tokens", {"user": "bob", "team": "nlp"}, expect=201)[1]["token"]
+        alice = c.user_token("alice", team="vision")
+        bob = c.user_token("bob", team="nlp")
         d = os.path.join(c.dir, "digits")
         os.makedirs(d)
         push(c, d, "10 rows\n", alice)

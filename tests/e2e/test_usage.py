@@ -38,8 +38,8 @@ def test_usage_by_user_team_and_pool_against_the_task_records():
     with cluster("usage") as c:
         c.start_master()
         c.start_agent("n1", gpus="sim:4")
-        alice = c.api.json("POST", "/v1/tokens", {"user": "alice", "team": "vision"}, expect=201)[1]["token"]
-        bob = c.api.json("POST", "/v1/tokens", {"user": "bob", "team": "nlp"}, expect=201)[1]["token"]
+        alice = c.user_token("alice", team="vision")
+        bob = c.user_token("bob", team="nlp")
         ids = [c.api.submit(spec([SH, "-c", "sleep 1"], name="two", gpus=2), token=alice)[1]["id"],
                c.api.submit(spec([SH, "-c", "sleep 0.5"], name="gang", gpus=1, replicas=2), token=alice)[1]["id"],
                c.api.submit(spec([PY, "-c", BURN], name="burn", gpus=1, memory="512MiB"), token=bob)[1]["id"]]
