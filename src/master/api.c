@@ -477,8 +477,9 @@ static void h_job_get(struct req *r)
 		/* the jobs ahead: in the one-job document, not in listings */
 		json_t *d = jobs_job_json(r->m, j, visibility_job(r->m, &c, j));
 		json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
-		/* and its history: in the one-job document too */
+		/* and its history and GPU utilisation: in the one-job document too */
 		json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
+		json_object_set_new(d, "gpu_util", gpuidle_job_json(j));
 		req_json(r, 200, d);
 	}
 }

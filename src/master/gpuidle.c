@@ -98,8 +98,7 @@ static void job_sampled(struct master *m, struct job *j, float u, unsigned ngpus
 	if (!j->util)
 		j->util = xcalloc(1, sizeof(*j->util));
 	s = j->util;
-	series_add(s, now, u);
-	core_job_changed(m, j);
+	series_add(s, now, u); /* shown by GET /v1/jobs/{id} only: no listing changes */
 	if (u >= (float)m->gpuidle.threshold) {
 		s->idle_since = 0;
 		s->idle_sum = 0;

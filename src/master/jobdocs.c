@@ -12,7 +12,6 @@
 #include "launch/launch.h"
 #include "master/auth.h"
 #include "master/execs.h"
-#include "master/gpuidle.h"
 #include "master/jobs.h"
 #include "master/logs.h"
 #include "master/usage.h"
@@ -91,7 +90,6 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 		json_object_set_new(d, "trial", json_integer(j->trial));
 	}
 
-	json_object_set_new(d, "gpu_util", gpuidle_job_json(j));
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
 	for (size_t i = 0; i < j->ntasks; i++) {

@@ -48,7 +48,7 @@ export interface Job {
   tasks?: Task[];
   /** The job's history (GET /v1/jobs/{id} only), oldest first. */
   events?: JobEvent[];
-  /** Its GPUs' utilisation (docs/api.md, "GPU utilisation"); null before a sample. */
+  /** Its GPUs' utilisation (GET /v1/jobs/{id} only; docs/api.md, "GPU utilisation"); null before a sample. */
   gpu_util?: GpuUtil | null;
 }
 
