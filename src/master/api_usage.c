@@ -52,7 +52,9 @@ void h_usage(struct req *r)
 	}
 	if (query_duration(r, "since", &since_ms) || query_duration(r, "step", &step_ms))
 		return;
-	since = since_ms * 1000 < now ? now - since_ms * 1000 : 0;
+	/* a window or step longer than the epoch is all of it (and never overflows) */
+	since = since_ms < now / 1000 ? now - since_ms * 1000 : 0;
+	step_ms = step_ms < now / 1000 ? step_ms : now / 1000;
 	for (size_t i = 0; i < m->njobs; i++) {
 		const struct job *j = m->jobs[i];
 		if (!j || !visibility_job(m, &c, j) || (job_state_is_final(j->state) && j->finished_at < since))

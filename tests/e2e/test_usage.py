@@ -78,6 +78,11 @@ def test_usage_by_user_team_and_pool_against_the_task_records():
         check_eq((st, len(doc["buckets"]), doc["step"]), (200, 10, 60), f"ten steps of a minute: {doc}")
         per = sum(v for b in doc["buckets"] for k, v in b["gpu_seconds"].items() if k == "alice")
         check(abs(per - want["alice"]) < 1e-3, f"alice's steps add up: {per} against {want['alice']}")
+        # windows and steps longer than the epoch are all of it
+        st, doc = usage(c, since="99999999999d", step="99999999999d")
+        check_eq((st, [r["key"] for r in doc["rows"]], len(doc["buckets"]), doc["since"]),
+                 (200, ["alice", "bob"] if want["alice"] >= want["bob"] else ["bob", "alice"], 1, 0),
+                 f"a window of all time: {doc}")
         # a window that ends before the jobs ran holds nothing of them
         time.sleep(1.5)
         st, doc = usage(c, since="1s")
