@@ -127,7 +127,7 @@ def listed(api, jid, query=""):
 def alone(api, jid):
     """GET /v1/jobs/{id} less what only the one-job document has."""
     d = api.job(jid)
-    del d["ahead"], d["events"]
+    del d["ahead"], d["events"], d["gpu_util"]
     return d
 
 
