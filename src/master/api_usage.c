@@ -41,7 +41,7 @@ void h_usage(struct req *r)
 	struct caller c = caller_of(r);
 	struct errbuf eb = ERRBUF_INIT;
 	const char *by = req_query(r, "by") ? req_query(r, "by") : "user";
-	uint64_t since_ms = USAGE_DEFAULT_SINCE_MS, step_ms = 0, now = wall_us(), since;
+	uint64_t since_ms = USAGE_DEFAULT_SINCE_MS, step_ms = 0, now = wall_us(), since, step_us;
 	struct usage_run *runs = NULL;
 	size_t n = 0, alloc = 0;
 	json_t *rows, *buckets;
@@ -52,9 +52,10 @@ void h_usage(struct req *r)
 	}
 	if (query_duration(r, "since", &since_ms) || query_duration(r, "step", &step_ms))
 		return;
-	/* a window or step longer than the epoch is all of it (and never overflows) */
+	/* a window longer than the epoch, or a step longer than the window, is
+	 * all of it (and never overflows) */
 	since = since_ms < now / 1000 ? now - since_ms * 1000 : 0;
-	step_ms = step_ms < now / 1000 ? step_ms : now / 1000;
+	step_us = step_ms < (now - since) / 1000 ? step_ms * 1000 : now - since;
 	for (size_t i = 0; i < m->njobs; i++) {
 		const struct job *j = m->jobs[i];
 		if (!j || !visibility_job(m, &c, j) || (job_state_is_final(j->state) && j->finished_at < since))
@@ -70,14 +71,14 @@ void h_usage(struct req *r)
 							t->has_cpu, t->has_memory_peak, t->cpu_usec, t->memory_peak };
 		}
 	}
-	if (usage_report(runs, n, since, now, step_ms * 1000, &rows, &buckets, &eb)) {
+	if (usage_report(runs, n, since, now, step_us, &rows, &buckets, &eb)) {
 		req_error(r, &eb);
 	} else {
 		json_t *doc = json_pack("{s:s, s:I, s:I, s:o}", "by", by, "since", (json_int_t)since, "until",
 					(json_int_t)now, "rows", rows);
 		if (buckets)
 			json_object_set_new(doc, "buckets", buckets);
-		json_object_set_new(doc, "step", step_ms ? json_integer((json_int_t)(step_ms / 1000)) : json_null());
+		json_object_set_new(doc, "step", step_us ? json_integer((json_int_t)(step_us / 1000000)) : json_null());
 		req_json(r, 200, doc);
 	}
 	free(runs);
