@@ -206,6 +206,35 @@ struct store_ops {
 	 * writes it may also run outside a transaction, taking effect at once
 	 * (garbage collected after the commit that dropped the last use). */
 	int (*blob_delete)(struct store *st, const char *name, struct errbuf *eb);
+
+	/* Backups (master/backup.h): whole stores, each op with a connection
+	 * of its own, never through an open struct store. */
+	/* blobs_are_files: the blobs are files of the data dir (SQLite), which
+	 * a snapshot does not hold: a backup copies them after it, and the
+	 * master's garbage collection waits while a backup runs; false: the
+	 * blobs are in the store and in its snapshots (PostgreSQL) */
+	bool blobs_are_files;
+	/* snapshot writes a consistent copy of the store at where, as of one
+	 * moment, to the new file dest (SQLite: a state.db made by SQLite's
+	 * online backup, from a connection of its own, while a master writes;
+	 * PostgreSQL: pg_dump -Fc of one snapshot of the database, blobs
+	 * included). OUT version: the copy's schema version. YERR(NOT_FOUND)
+	 * when where holds no store. */
+	int (*snapshot)(const char *where, const char *dest, int64_t *version, struct errbuf *eb);
+	/* held: *out whether where holds a store (SQLite: a state.db;
+	 * PostgreSQL: a schema_version table) */
+	int (*held)(const char *where, bool *out, struct errbuf *eb);
+	/* restore makes the snapshot file src (what snapshot wrote, of any
+	 * schema version up to STORE_SCHEMA_VERSION: the master upgrades it
+	 * when it opens it) the store at where, checking it first (SQLite:
+	 * its integrity; PostgreSQL: that pg_restore can read it). No master
+	 * may have where open. A store where holds already is refused with
+	 * YERR(CONFLICT) unless aside is given, a name to keep it under:
+	 * SQLite moves state.db (and its -wal, -shm) into the dir where/aside;
+	 * PostgreSQL moves the yard tables into the schema aside. src must be
+	 * on the data dir's filesystem (SQLite renames it into place); it is
+	 * gone after a SQLite restore that succeeded. */
+	int (*restore)(const char *where, const char *src, const char *aside, struct errbuf *eb);
 };
 
 extern const struct store_ops store_sqlite_ops;

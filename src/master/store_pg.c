@@ -20,7 +20,9 @@
 #include <libpq-fe.h>
 
 #include <endian.h>
+#include <sys/wait.h>
 
+#include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
@@ -613,7 +615,9 @@ static void pg_close(struct store *st)
 	free(st);
 }
 
-static int pg_open(const char *conninfo, struct store **out, int *created, struct errbuf *eb)
+/* Connects to the database of conninfo: *out (pg_close it, also on
+ * error) has no statement prepared and its schema is not looked at. */
+static int pg_connect(const char *conninfo, struct store **out, struct errbuf *eb)
 {
 	/* Defaults the connection string may override: a server that cannot
 	 * be reached, or stops answering, fails the statement instead of
@@ -625,8 +629,7 @@ static int pg_open(const char *conninfo, struct store **out, int *created, struc
 	size_t n = 0;
 	int ret = 0;
 
-	*out = NULL;
-	*created = 0;
+	*out = st;
 	st->name = store_pg_display(conninfo);
 	opts = PQconninfoParse(conninfo, &err);
 	if (!opts) {
@@ -648,14 +651,23 @@ static int pg_open(const char *conninfo, struct store **out, int *created, struc
 	keys[n] = "dbname", vals[n++] = conninfo; /* expanded: its keywords win */
 	keys[n] = NULL, vals[n] = NULL;
 	st->conn = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(st->conn) != CONNECTION_OK) {
+	if (PQstatus(st->conn) != CONNECTION_OK)
 		ret = pg_error(st, eb, NULL, "connect");
-		goto out;
-	}
-	ret = pg_migrate(st, created, eb);
+out:
+	return ret;
+}
+
+static int pg_open(const char *conninfo, struct store **out, int *created, struct errbuf *eb)
+{
+	struct store *st;
+	int ret = pg_connect(conninfo, &st, eb);
+
+	*out = NULL;
+	*created = 0;
+	if (!ret)
+		ret = pg_migrate(st, created, eb);
 	if (!ret)
 		ret = pg_prepare_all(st, eb);
-out:
 	if (ret)
 		pg_close(st);
 	else
@@ -1207,6 +1219,293 @@ static int pg_blob_read(struct store *st, const char *name, uint64_t off, uint64
 	return 0;
 }
 
+/* ---- backups: pg_dump, pg_restore ---- */
+
+/* Every table a migration step made, in no order: what a restore with
+ * aside moves out of the way. A step that makes a table adds it here. */
+static const char *const yard_tables[] = { "schema_version", "jobs", "tasks", "nodes", "tokens", "meta",
+					    "datasets", "metrics", "metric_cursors", "audit", "blobs",
+					    "leader", "experiments", "templates" };
+/* and the functions, as to_regprocedure names them */
+static const char *const yard_functions[] = { "yard_fence(bigint, bigint)" };
+
+/* Adds a program's stderr to sb, its lines joined by "; ", at most max bytes. */
+static void add_output(struct strbuf *sb, const char *text, size_t max)
+{
+	size_t start = sb->len;
+
+	for (const char *p = text; *p && sb->len - start < max;) {
+		size_t n = strcspn(p, "\n");
+		if (n) {
+			if (sb->len > start)
+				strbuf_addstr(sb, "; ");
+			strbuf_add(sb, p, n);
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	if (sb->len == start)
+		strbuf_addstr(sb, "no message");
+}
+
+/*
+ * Runs the PostgreSQL client program args[0] (looked up in PATH) with the
+ * arguments args[1..], then, with a conninfo, "-d" and the connection
+ * string less its password: the password goes in PGPASSWORD, never in an
+ * argv that ps shows. What it prints on stderr is the error when it fails,
+ * after what (the program and what it worked on).
+ */
+static int pg_tool(const char *conninfo, const char *const *args, const char *what, struct errbuf *eb)
+{
+	extern char **environ;
+	PQconninfoOption *opts = conninfo ? PQconninfoParse(conninfo, NULL) : NULL;
+	const char *password = NULL;
+	char *display = conninfo ? store_pg_display(conninfo) : NULL, *pw_env = NULL;
+	char **argv = NULL, **env = NULL;
+	struct strbuf out = STRBUF_INIT, msg = STRBUF_INIT;
+	struct spawn_opts o;
+	size_t n = 0, nenv = 0;
+	int fds[2] = { -1, -1 }, status = 0, child_errno = 0, ret = 0;
+	pid_t pid;
+
+	for (PQconninfoOption *p = opts; p && p->keyword; p++)
+		if (!strcmp(p->keyword, "password") && p->val && *p->val)
+			password = p->val;
+	while (args[n])
+		n++;
+	argv = xcalloc(n + 3, sizeof(*argv));
+	for (size_t i = 0; i < n; i++)
+		argv[i] = (char *)args[i];
+	if (display) {
+		argv[n] = (char *)"-d";
+		argv[n + 1] = display;
+	}
+	for (char **e = environ; *e; e++)
+		nenv++;
+	env = xcalloc(nenv + 2, sizeof(*env));
+	nenv = 0;
+	for (char **e = environ; *e; e++)
+		if (!password || strncmp(*e, "PGPASSWORD=", 11))
+			env[nenv++] = *e;
+	if (password) {
+		pw_env = xasprintf("PGPASSWORD=%s", password);
+		env[nenv++] = pw_env;
+	}
+	if (pipe2(fds, O_CLOEXEC)) {
+		ret = error(eb, YERR(INTERNAL), "cannot make a pipe: %s", strerror(errno));
+		goto out;
+	}
+	spawn_opts_init(&o);
+	o.argv = argv;
+	o.env = env;
+	o.stderr_fd = fds[1];
+	o.flags = SPAWN_SEARCH_PATH;
+	if (spawn_process(&o, &pid, &child_errno, eb)) {
+		if (child_errno == ENOENT)
+			error(eb, YERR(INTERNAL), "cannot run '%s': it is not installed (Debian: postgresql-client)",
+			      args[0]);
+		ret = YERR(INTERNAL);
+		goto out;
+	}
+	close(fds[1]);
+	fds[1] = -1;
+	for (;;) {
+		char buf[4096];
+		ssize_t r = read(fds[0], buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (out.len < 65536)
+			strbuf_add(&out, buf, (size_t)r);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		add_output(&msg, out.buf, 1000);
+		if (WIFEXITED(status))
+			ret = error(eb, YERR(IO), "%s failed (exit %d): %s", what, WEXITSTATUS(status), msg.buf);
+		else
+			ret = error(eb, YERR(IO), "%s was killed by signal %d: %s", what,
+				    WIFSIGNALED(status) ? WTERMSIG(status) : 0, msg.buf);
+	}
+out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	PQconninfoFree(opts);
+	free(pw_env);
+	free(env);
+	free(argv);
+	free(display);
+	strbuf_release(&out);
+	strbuf_release(&msg);
+	return ret;
+}
+
+/* The first value of one statement without parameters into *out (caller
+ * frees; NULL when it answered no row). */
+static int pg_value(struct store *st, const char *sql, const char *what, char **out, struct errbuf *eb)
+{
+	PGresult *res = PQexec(st->conn, sql);
+	int ret = 0;
+
+	*out = NULL;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		ret = pg_error(st, eb, res, what);
+	else if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+		*out = xstrdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return ret;
+}
+
+static int pg_held_conn(struct store *st, bool *out, struct errbuf *eb)
+{
+	char *v;
+	int ret = pg_value(st, "SELECT to_regclass('schema_version') IS NOT NULL", "look for a store", &v, eb);
+
+	*out = !ret && v && !strcmp(v, "t");
+	free(v);
+	return ret;
+}
+
+static int pg_held(const char *conninfo, bool *out, struct errbuf *eb)
+{
+	struct store *st;
+	int ret = pg_connect(conninfo, &st, eb);
+
+	*out = false;
+	if (!ret)
+		ret = pg_held_conn(st, out, eb);
+	pg_close(st);
+	return ret;
+}
+
+/* pg_dump of the snapshot of a transaction that reads the schema's
+ * version, held open until pg_dump ends: the version is the dump's. */
+static int pg_snapshot(const char *conninfo, const char *dest, int64_t *version, struct errbuf *eb)
+{
+	struct store *st;
+	char *snap = NULL, *v = NULL, *snap_arg = NULL, *what = NULL;
+	bool held;
+	int ret = pg_connect(conninfo, &st, eb);
+
+	*version = 0;
+	if (ret)
+		goto out;
+	if ((ret = pg_simple(st, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "begin a snapshot", eb)) ||
+	    (ret = pg_held_conn(st, &held, eb)))
+		goto out;
+	if (!held) {
+		ret = error(eb, YERR(NOT_FOUND), "store '%s' holds no yard store (no table schema_version)",
+			    st->name);
+		goto out;
+	}
+	if ((ret = pg_value(st, "SELECT version FROM schema_version", "read the schema version", &v, eb)) ||
+	    (ret = pg_value(st, "SELECT pg_export_snapshot()", "export a snapshot", &snap, eb)))
+		goto out;
+	*version = v ? strtoll(v, NULL, 10) : 0;
+	snap_arg = xasprintf("--snapshot=%s", snap ? snap : "");
+	what = xasprintf("pg_dump of store '%s'", st->name);
+	{
+		const char *args[] = { "pg_dump", "--format=custom", snap_arg, "--file", dest, NULL };
+		ret = pg_tool(conninfo, args, what, eb);
+	}
+out:
+	if (st && st->conn && PQstatus(st->conn) == CONNECTION_OK)
+		PQclear(PQexec(st->conn, "ROLLBACK"));
+	pg_close(st);
+	free(snap);
+	free(v);
+	free(snap_arg);
+	free(what);
+	return ret;
+}
+
+/* Moves every yard table and function there is into the new schema aside,
+ * in one transaction. */
+static int pg_move_aside(struct store *st, const char *aside, struct errbuf *eb)
+{
+	char *schema = PQescapeIdentifier(st->conn, aside, strlen(aside));
+	struct strbuf sql = STRBUF_INIT;
+	int ret = 0;
+
+	if (!schema)
+		return pg_error(st, eb, NULL, "name a schema");
+	strbuf_addf(&sql, "BEGIN; CREATE SCHEMA %s;", schema);
+	for (size_t i = 0; i < ARRAY_SIZE(yard_tables); i++)
+		strbuf_addf(&sql, " ALTER TABLE IF EXISTS %s SET SCHEMA %s;", yard_tables[i], schema);
+	for (size_t i = 0; i < ARRAY_SIZE(yard_functions); i++)
+		strbuf_addf(&sql,
+			    " DO $$ BEGIN IF to_regprocedure('%s') IS NOT NULL THEN"
+			    " EXECUTE 'ALTER FUNCTION %s SET SCHEMA ' || quote_ident('%s'); END IF; END $$;",
+			    yard_functions[i], yard_functions[i], aside);
+	strbuf_addstr(&sql, " COMMIT;");
+	ret = pg_simple(st, sql.buf, "move the store aside", eb);
+	if (ret)
+		PQclear(PQexec(st->conn, "ROLLBACK"));
+	PQfreemem(schema);
+	strbuf_release(&sql);
+	return ret;
+}
+
+static bool aside_valid(const char *aside)
+{
+	for (const char *p = aside; *p; p++)
+		if (!(*p == '-' || *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9')))
+			return false;
+	return *aside && strlen(aside) < 60;
+}
+
+static int pg_restore_op(const char *conninfo, const char *src, const char *aside, struct errbuf *eb)
+{
+	struct store *st = NULL;
+	char *what = xasprintf("pg_restore --list of '%s'", src);
+	bool held;
+	int ret;
+
+	if (aside && !aside_valid(aside)) {
+		ret = error(eb, YERR(BAD_REQUEST), "'%s': expected a schema name of letters, digits, '-' and '_'",
+			    aside);
+		goto out;
+	}
+	{
+		/* a dump pg_restore can read (its table of contents), before
+		 * anything is touched; the file alone, no connection */
+		const char *args[] = { "pg_restore", "--list", "--file=/dev/null", src, NULL };
+		if ((ret = pg_tool(NULL, args, what, eb)))
+			goto out;
+	}
+	if ((ret = pg_connect(conninfo, &st, eb)) || (ret = pg_held_conn(st, &held, eb)))
+		goto out;
+	if (held && !aside) {
+		ret = error(eb, YERR(CONFLICT), "store '%s' holds a yard store already: a restore replaces it"
+			    " only when told to (--force keeps it aside)", st->name);
+		goto out;
+	}
+	if (held && (ret = pg_move_aside(st, aside, eb)))
+		goto out;
+	free(what);
+	what = xasprintf("pg_restore into store '%s'", st->name);
+	{
+		const char *args[] = { "pg_restore", "--no-owner", "--no-privileges", "--exit-on-error",
+				       "--single-transaction", src, NULL };
+		ret = pg_tool(conninfo, args, what, eb);
+	}
+	/* the lease of the master that made the backup is over: the next one leads at once */
+	if (!ret)
+		ret = pg_simple(st, "DO $$ BEGIN IF to_regclass('leader') IS NOT NULL THEN"
+				" UPDATE leader SET expires_at = '-infinity', pid = NULL; END IF; END $$",
+				"end the old lease", eb);
+out:
+	pg_close(st);
+	free(what);
+	return ret;
+}
+
 const struct store_ops store_pg_ops = {
 	.name = "postgres",
 	.open = pg_open,
@@ -1234,4 +1533,8 @@ const struct store_ops store_pg_ops = {
 	.blob_size = pg_blob_size,
 	.blob_read = pg_blob_read,
 	.blob_delete = pg_blob_delete,
+	.blobs_are_files = false,
+	.snapshot = pg_snapshot,
+	.held = pg_held,
+	.restore = pg_restore_op,
 };

@@ -740,6 +740,208 @@ static int sqlite_blob_read(struct store *st, const char *name, uint64_t off, ui
 	return ret;
 }
 
+/* ---- backups: whole state.db files ---- */
+
+/* The version a state.db's schema_version holds (0: no such table, a store
+ * from before versions), in *out; an SQLite result code. */
+static int read_version(sqlite3 *db, int64_t *out)
+{
+	sqlite3_stmt *s = NULL;
+	int rc;
+
+	*out = 0;
+	rc = sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &s, NULL);
+	if (rc == SQLITE_ERROR && strstr(sqlite3_errmsg(db), "no such table"))
+		return SQLITE_OK;
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		*out = sqlite3_column_int64(s, 0);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* SQLite's online backup, all pages in one step: one read transaction of
+ * the source (WAL: the master goes on writing meanwhile), so the copy is
+ * the store as of one commit. The copy leaves WAL mode (it is one file).
+ * The -wal and -shm files a reader makes when the master is not running
+ * are given by SQLite, run as root, to the owner of state.db: a master
+ * run as a service user can still open them. */
+static int sqlite_snapshot(const char *dir, const char *dest, int64_t *version, struct errbuf *eb)
+{
+	char *path = xasprintf("%s/state.db", dir);
+	sqlite3 *src = NULL, *dst = NULL;
+	sqlite3_backup *b;
+	struct stat db_st;
+	int rc, fd, ret = 0;
+
+	*version = 0;
+	if (stat(path, &db_st)) {
+		ret = error(eb, errno == ENOENT ? YERR(NOT_FOUND) : yerr_of_errno(errno),
+			    "cannot read store '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	rc = sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_open_v2(dest, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3 *db = dst ? dst : src;
+		ret = error(eb, YERR(IO), "cannot open '%s': %s", dst ? dest : path,
+			    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	sqlite3_busy_timeout(src, 5000);
+	b = sqlite3_backup_init(dst, "main", src, "main");
+	if (!b) {
+		ret = error(eb, YERR(IO), "cannot copy store '%s': %s", path, sqlite3_errmsg(dst));
+		goto out;
+	}
+	/* busy only while the master recovers its WAL: a little later */
+	for (int tries = 0; (rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED; tries++) {
+		if (tries == 100)
+			break;
+		sqlite3_sleep(50);
+	}
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		ret = error(eb, rc == SQLITE_FULL ? YERR(NO_SPACE) : YERR(IO), "cannot copy store '%s' to '%s': %s",
+			    path, dest, sqlite3_errstr(rc));
+		goto out;
+	}
+	rc = sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = read_version(dst, version);
+	if (rc != SQLITE_OK) {
+		ret = error(eb, YERR(IO), "cannot read the copy '%s' of store '%s': %s", dest, path,
+			    sqlite3_errmsg(dst));
+		goto out;
+	}
+	rc = sqlite3_close(dst);
+	dst = NULL;
+	fd = rc == SQLITE_OK ? open(dest, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0 || fsync(fd)) {
+		ret = error(eb, YERR(IO), "cannot sync '%s': %s", dest,
+			    rc != SQLITE_OK ? sqlite3_errstr(rc) : strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+out:
+	sqlite3_close(dst);
+	sqlite3_close(src);
+	free(path);
+	return ret;
+}
+
+static int sqlite_held(const char *dir, bool *out, struct errbuf *eb)
+{
+	char *path = xasprintf("%s/state.db", dir);
+	struct stat sb;
+	int ret = 0;
+
+	*out = !lstat(path, &sb);
+	if (!*out && errno != ENOENT)
+		ret = error(eb, yerr_of_errno(errno), "cannot read '%s': %s", path, strerror(errno));
+	free(path);
+	return ret;
+}
+
+/* Checks that the file at src is a whole SQLite database of a schema this
+ * master can open (at most STORE_SCHEMA_VERSION). */
+static int check_copy(const char *src, struct errbuf *eb)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t version = 0;
+	int rc, ret = 0;
+
+	rc = sqlite3_open_v2(src, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(s, 0);
+		if (!v || strcmp(v, "ok")) {
+			ret = error(eb, YERR(BAD_REQUEST), "store copy '%s' is damaged: %s", src, v ? v : "?");
+			goto out;
+		}
+		rc = SQLITE_OK;
+	}
+	if (rc == SQLITE_OK)
+		rc = read_version(db, &version);
+	if (rc != SQLITE_OK) {
+		ret = error(eb, YERR(BAD_REQUEST), "store copy '%s' is not a yard state.db: %s", src,
+			    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	if (version > STORE_SCHEMA_VERSION)
+		ret = error(eb, YERR(BAD_REQUEST),
+			    "store copy '%s' is at schema version %" PRId64 ", newer than this yard's %d:"
+			    " restore it with the yard that made it", src, version, STORE_SCHEMA_VERSION);
+out:
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return ret;
+}
+
+/* Moves state.db, with its -wal and -shm, into dir/aside. */
+static int move_aside(const char *dir, const char *aside, struct errbuf *eb)
+{
+	static const char *const names[] = { "state.db", "state.db-wal", "state.db-shm" };
+	char *to_dir = xasprintf("%s/%s", dir, aside);
+	int ret = 0;
+
+	if (mkdir_p(to_dir, 0700)) {
+		ret = error(eb, yerr_of_errno(errno), "cannot create '%s': %s", to_dir, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(names); i++) {
+		char *from = xasprintf("%s/%s", dir, names[i]), *to = xasprintf("%s/%s", to_dir, names[i]);
+		if (rename(from, to) && errno != ENOENT)
+			ret = error(eb, yerr_of_errno(errno), "cannot move '%s' to '%s': %s", from, to,
+				    strerror(errno));
+		free(from);
+		free(to);
+	}
+	if (!ret && fsync_parent_dir(to_dir))
+		ret = error(eb, YERR(IO), "cannot sync '%s': %s", dir, strerror(errno));
+out:
+	free(to_dir);
+	return ret;
+}
+
+static int sqlite_restore(const char *dir, const char *src, const char *aside, struct errbuf *eb)
+{
+	char *dst = xasprintf("%s/state.db", dir);
+	bool held;
+	int fd, ret;
+
+	if ((ret = check_copy(src, eb)) || (ret = sqlite_held(dir, &held, eb)))
+		goto out;
+	if (held && !aside) {
+		ret = error(eb, YERR(CONFLICT), "store '%s' exists: a restore replaces it only when told to"
+			    " (--force keeps it aside)", dst);
+		goto out;
+	}
+	if (held && (ret = move_aside(dir, aside, eb)))
+		goto out;
+	fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd)) {
+		ret = error(eb, yerr_of_errno(errno), "cannot sync '%s': %s", src, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	if (rename(src, dst))
+		ret = error(eb, yerr_of_errno(errno), "cannot move '%s' to '%s': %s", src, dst, strerror(errno));
+	else if (fsync_parent_dir(dst))
+		ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", dst, strerror(errno));
+out:
+	free(dst);
+	return ret;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sqlite_open,
@@ -764,4 +966,8 @@ const struct store_ops store_sqlite_ops = {
 	.blob_size = sqlite_blob_size,
 	.blob_read = sqlite_blob_read,
 	.blob_delete = sqlite_blob_delete,
+	.blobs_are_files = true,
+	.snapshot = sqlite_snapshot,
+	.held = sqlite_held,
+	.restore = sqlite_restore,
 };

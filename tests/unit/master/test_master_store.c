@@ -16,6 +16,7 @@
 #include <sqlite3.h>
 
 #include "base/fsutil.h"
+#include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "master/store.h"
 
@@ -1136,6 +1137,209 @@ static void test_upgrade_from_v1(void **state)
 	ops->close(st);
 }
 
+/* ---- backups: snapshot, held, restore ---- */
+
+/* The job rows' keys of the store at where, joined by ','. */
+static void job_keys(const struct store_ops *ops, const char *where, char *out, size_t len)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct seen s = { 0 };
+	struct store *st;
+	int created;
+
+	assert_int_equal(ops->open(where, &st, &created, &eb), 0);
+	assert_int_equal(ops->load(st, STORE_JOB, collect, &s, &eb), 0);
+	out[0] = 0;
+	for (int i = 0; i < s.n && i < 8; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "", s.keys[i]);
+	ops->close(st);
+}
+
+/* A snapshot is the store as of one moment: taken while a master has it
+ * open and another connection's transaction is in flight, it holds what
+ * was committed before and nothing after (with PostgreSQL, blobs too). A
+ * restore over a store is refused and touches nothing unless told where
+ * to keep the old one; a damaged snapshot is refused before anything is
+ * touched. */
+static void test_snapshot_restore(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char tmp[64] = "/tmp/yard-snap-XXXXXX", *snap, *bad, out[64];
+	int64_t version = -1;
+	uint64_t have;
+	bool held = true;
+	int created;
+
+	assert_non_null(mkdtemp(tmp));
+	snap = xasprintf("%s/snapshot", tmp);
+	bad = xasprintf("%s/bad", tmp);
+	/* nothing to snapshot yet */
+	assert_int_equal(ops->held(b->where, &held, &eb), 0);
+	assert_false(held);
+	assert_int_equal(ops->snapshot(b->where, snap, &version, &eb), YERR(NOT_FOUND));
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	errbuf_reset(&eb);
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/1.stdout", 0, "hello\n", 6, &have, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	/* in flight while the snapshot is taken: not in it */
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->put(st, STORE_JOB, "2", "{\"id\":2}", &eb), 0);
+	assert_int_equal(ops->get_meta(st, "x", &(char *){ NULL }, &eb), 0); /* the writes reach the server */
+	assert_int_equal(ops->snapshot(b->where, snap, &version, &eb), 0);
+	assert_int_equal(version, STORE_SCHEMA_VERSION);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	ops->close(st);
+
+	assert_int_equal(ops->held(b->where, &held, &eb), 0);
+	assert_true(held);
+	assert_int_equal(ops->restore(b->where, snap, NULL, &eb), YERR(CONFLICT));
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	errbuf_reset(&eb);
+	job_keys(ops, b->where, out, sizeof(out));
+	assert_string_equal(out, "1,2");
+	/* a damaged snapshot: refused, nothing moved */
+	assert_int_equal(write_file_atomic(bad, "SQLite format 3\0 and then garbage", 34, 0600), 0);
+	assert_int_not_equal(ops->restore(b->where, bad, "aside-bad", &eb), 0);
+	fprintf(stderr, "refused as expected: %s\n", eb.msg);
+	errbuf_reset(&eb);
+	job_keys(ops, b->where, out, sizeof(out));
+	assert_string_equal(out, "1,2");
+
+	assert_int_equal(ops->restore(b->where, snap, "aside-1", &eb), 0);
+	job_keys(ops, b->where, out, sizeof(out));
+	assert_string_equal(out, "1");
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(created, 0);
+	check_filled(ops, st);
+	if (!ops->blobs_are_files) { /* the log is in the snapshot */
+		char text[16];
+		assert_int_equal(blob_read_all(ops, st, "logs/1.stdout", 0, sizeof(text), text), 6);
+		assert_memory_equal(text, "hello\n", 6);
+	}
+	ops->close(st);
+	/* the store it replaced, kept aside whole */
+	if (ops == &store_pg_ops) {
+		assert_int_equal(b->sql(b, "SELECT string_agg(k::text, ',' ORDER BY k) FROM \"aside-1\".jobs", out,
+					sizeof(out)), 0);
+		assert_string_equal(out, "1,2");
+		assert_int_equal(b->sql(b, "SET client_min_messages = warning; DROP SCHEMA \"aside-1\" CASCADE", NULL, 0),
+				 0);
+	} else {
+		char *aside = xasprintf("%s/aside-1", b->where);
+		job_keys(ops, aside, out, sizeof(out));
+		assert_string_equal(out, "1,2");
+		assert_false(path_exists(snap)); /* renamed into place */
+		free(aside);
+	}
+	rm_rf(tmp);
+	free(snap);
+	free(bad);
+}
+
+/* SQLite: a snapshot made by root beside a master run as a service user
+ * leaves no -wal or -shm file the master could not open (SQLite gives
+ * those it makes as root to the database's owner). */
+static void test_sqlite_snapshot_owner(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char *db = xasprintf("%s/state.db", b->dir), *snap = xasprintf("%s/snap", b->dir);
+	int64_t version;
+	int created;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "runs as uid %u: the case needs root to own files as another user\n",
+			(unsigned)geteuid());
+		fail();
+	}
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	fill(ops, st);
+	ops->close(st); /* closed: the -wal and -shm are gone */
+	assert_int_equal(chown_tree(b->dir, 65534, 65534), 0);
+	assert_int_equal(ops->snapshot(b->where, snap, &version, &eb), 0);
+	for (int i = 0; i < 2; i++) {
+		char *p = xasprintf("%s%s", db, i ? "-shm" : "-wal");
+		struct stat sb;
+		/* SQLite makes them for a reader of a WAL store, and leaves them */
+		assert_int_equal(lstat(p, &sb), 0);
+		assert_int_equal(sb.st_uid, 65534);
+		assert_int_equal(sb.st_gid, 65534);
+		free(p);
+	}
+	free(db);
+	free(snap);
+}
+
+/* PostgreSQL: pg_dump gets the password by its environment, never in its
+ * argv (which ps shows to every user); a failing pg_dump's message is in
+ * the error, without the password. A wrapper first on PATH records what
+ * the real pg_dump is run with. */
+static void test_pg_tools_hide_password(void **state)
+{
+	struct backend *b = *state;
+	const char *at = strchr(b->where + strlen("postgres://"), '@'), *colon;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	char tmp[64] = "/tmp/yard-pgtool-XXXXXX", *wrapper, *script, *path, *old_path, *password, *file;
+	struct strbuf got = STRBUF_INIT;
+	int64_t version;
+	int created;
+
+	assert_non_null(at);
+	colon = strchr(b->where + strlen("postgres://"), ':');
+	assert_true(colon && colon < at);
+	password = xstrndup(colon + 1, (size_t)(at - colon - 1));
+	assert_non_null(mkdtemp(tmp));
+	wrapper = xasprintf("%s/pg_dump", tmp);
+	script = xasprintf("#!/bin/sh\nprintf '%%s\\n' \"$0\" \"$@\" >%s/argv\nprintf '%%s' \"$PGPASSWORD\" >%s/env\n"
+			   "exec /usr/bin/pg_dump \"$@\"\n", tmp, tmp);
+	assert_int_equal(write_file_atomic(wrapper, script, strlen(script), 0755), 0);
+	old_path = xstrdup(getenv("PATH"));
+	path = xasprintf("%s:%s", tmp, old_path);
+	setenv("PATH", path, 1);
+	assert_int_equal(store_pg_ops.open(b->where, &st, &created, &eb), 0);
+	store_pg_ops.close(st);
+	file = xasprintf("%s/dump", tmp);
+	assert_int_equal(store_pg_ops.snapshot(b->where, file, &version, &eb), 0);
+	free(file);
+	file = xasprintf("%s/argv", tmp);
+	assert_int_equal(strbuf_read_file(&got, file, 65536), (int)got.len);
+	fprintf(stderr, "pg_dump ran with:\n%s", got.buf);
+	assert_null(strstr(got.buf, password));
+	assert_non_null(strstr(got.buf, "\n-d\npostgres://yard@"));
+	strbuf_setlen(&got, 0);
+	free(file);
+	file = xasprintf("%s/env", tmp);
+	assert_true(strbuf_read_file(&got, file, 65536) >= 0);
+	assert_string_equal(got.buf, password);
+	/* and a failing one: its message, no password */
+	free(file);
+	file = xasprintf("%s/no-such-dir/dump", tmp);
+	assert_int_equal(store_pg_ops.snapshot(b->where, file, &version, &eb), YERR(IO));
+	fprintf(stderr, "failed as expected: %s\n", eb.msg);
+	assert_non_null(strstr(eb.msg, "pg_dump of store 'postgres://yard@"));
+	assert_non_null(strstr(eb.msg, "no-such-dir"));
+	assert_null(strstr(eb.msg, password));
+	setenv("PATH", old_path, 1);
+	rm_rf(tmp);
+	strbuf_release(&got);
+	free(file);
+	free(old_path);
+	free(path);
+	free(script);
+	free(wrapper);
+	free(password);
+}
+
 /* a case on one backend, named after both */
 #define ON(b, f) { #b ": " #f, f, setup, teardown, &b }
 #define BOTH(f) ON(sqlite_backend, f), ON(pg_backend, f)
@@ -1161,6 +1365,9 @@ int main(void)
 		ON(pg_backend, test_pg_error_hides_password),
 		ON(pg_backend, test_pg_connection_lost),
 		ON(pg_backend, test_pg_failed_statement_fails_commit),
+		BOTH(test_snapshot_restore),
+		ON(sqlite_backend, test_sqlite_snapshot_owner),
+		ON(pg_backend, test_pg_tools_hide_password),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
