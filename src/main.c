@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include "admin.h"
 #include "agent/agent.h"
 #include "agent/shim_docker.h"
 #include "cli/cli.h"
@@ -20,6 +21,7 @@ static const struct role {
 	{ "agent", cmd_agent },
 	{ "shim", cmd_shim_any },
 	{ "up", cmd_up },
+	{ "admin", cmd_admin },
 };
 
 static void usage(FILE *out)
@@ -28,7 +30,8 @@ static void usage(FILE *out)
 		     "daemons:\n"
 		     "  master   run the control plane\n"
 		     "  agent    run a node agent\n"
-		     "  up       master and a local agent in one process\n\n");
+		     "  up       master and a local agent in one process\n"
+		     "  admin    back up and restore a master's state, on its host (yard admin --help)\n\n");
 	cli_usage(out);
 }
 

@@ -24,6 +24,38 @@ void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 	to_hex(md, 32, out);
 }
 
+/* struct sha256_stream is OpenSSL's EVP_MD_CTX under another name. */
+struct sha256_stream *sha256_stream_new(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		fprintf(stderr, "yard: cannot start a sha256\n");
+		abort();
+	}
+	return (struct sha256_stream *)ctx;
+}
+
+void sha256_stream_add(struct sha256_stream *s, const void *data, size_t len)
+{
+	EVP_DigestUpdate((EVP_MD_CTX *)s, data, len);
+}
+
+void sha256_stream_finish(struct sha256_stream *s, char out[SHA256_HEX_LEN + 1])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
+	EVP_DigestFinal_ex((EVP_MD_CTX *)s, md, &mdlen);
+	to_hex(md, 32, out);
+	EVP_MD_CTX_free((EVP_MD_CTX *)s);
+}
+
+void sha256_stream_free(struct sha256_stream *s)
+{
+	EVP_MD_CTX_free((EVP_MD_CTX *)s);
+}
+
 void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 {
 	unsigned char md[32];

@@ -10,6 +10,15 @@
 void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1]);
 /* sha256_file_hex hashes a whole file; -1 with errno on error. */
 int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1]);
+/* A sha256 of bytes that come in pieces: sha256_stream_new, then
+ * sha256_stream_add for each piece, then sha256_stream_finish, which
+ * writes the digest as 64 hex digits and a NUL into out[65] and frees s
+ * (sha256_stream_free frees one unfinished). */
+struct sha256_stream;
+struct sha256_stream *sha256_stream_new(void);
+void sha256_stream_add(struct sha256_stream *s, const void *data, size_t len);
+void sha256_stream_finish(struct sha256_stream *s, char out[SHA256_HEX_LEN + 1]);
+void sha256_stream_free(struct sha256_stream *s);
 /* hmac_sha256_hex writes the HMAC-SHA256 of data under key as 64 hex
  * digits and a NUL into out[65]. */
 void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA256_HEX_LEN + 1]);

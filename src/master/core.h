@@ -239,6 +239,7 @@ struct codeindex;
 
 struct master {
 	char *data_dir, *url, *web_dir;
+	int data_dir_lock;      /* the flock of data_dir held for the master's life (backup.h), or -1 */
 	/* what MHD serves over TLS; all NULL: plain http (master/tls.h) */
 	struct tls_identity tls;
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
@@ -309,6 +310,9 @@ struct master {
 	struct dataset **datasets; /* owned (datasets.h), unordered */
 	json_t *gc_digests;     /* owned or NULL: manifests of versions deleted in the open
 	                         * batch; their chunks go once it is committed */
+	json_t *gc_pending;     /* owned or NULL: manifests dropped by committed batches whose
+	                         * removal waits for a backup to end (backup.h) */
+	bool gc_wait_said;      /* that wait is in the log already */
 	size_t ndatasets, adatasets;
 	struct data_quota *data_quotas; /* owned */
 	size_t ndata_quotas, adata_quotas;

@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/dataset.h"
+#include "master/backup.h"
 #include "master/jobsource.h"
 #include "master/templates.h"
 #include "master/visibility.h"
@@ -618,12 +619,43 @@ int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **j
 
 void datasets_collect_garbage(struct master *m, bool committed)
 {
-	if (!m->gc_digests)
-		return;
-	if (committed)
-		collect_garbage(m, m->gc_digests);
+	if (m->gc_digests && committed) {
+		if (!m->gc_pending)
+			m->gc_pending = json_array();
+		json_array_extend(m->gc_pending, m->gc_digests);
+	}
 	json_decref(m->gc_digests);
 	m->gc_digests = NULL;
+	datasets_collect_pending(m);
+}
+
+void datasets_collect_pending(struct master *m)
+{
+	int lock = -1;
+
+	if (!m->gc_pending)
+		return;
+	if (m->sops->blobs_are_files && !backup_gc_begin(m->data_dir, &lock)) {
+		if (!m->gc_wait_said)
+			fprintf(stderr, "yard master: a backup runs (%s/backup.lock is held): unused blobs"
+					" are removed once it ends\n", m->data_dir);
+		m->gc_wait_said = true;
+		return;
+	}
+	collect_garbage(m, m->gc_pending);
+	backup_gc_end(lock);
+	json_decref(m->gc_pending);
+	m->gc_pending = NULL;
+	m->gc_wait_said = false;
+}
+
+void datasets_gc_release(struct master *m)
+{
+	json_decref(m->gc_digests);
+	m->gc_digests = NULL;
+	json_decref(m->gc_pending);
+	m->gc_pending = NULL;
+	m->gc_wait_said = false;
 }
 
 int datasets_resolve(struct master *m, const struct caller *c, struct job_spec *spec, json_t **out,

@@ -80,8 +80,16 @@ int datasets_delete(struct master *m, struct dataset *ds, unsigned n, json_t **j
  * the manifests dropped) in the batch just committed: those that no
  * dataset version, task's outputs, job's checkpoint or job not final still
  * holds (committed: false after a failed commit, which
- * brought them back: nothing is removed). */
+ * brought them back: nothing is removed). While a backup runs (the blobs
+ * are files it copies after its snapshot, backup.h) they wait, with those
+ * of later batches, for datasets_collect_pending. */
 void datasets_collect_garbage(struct master *m, bool committed);
+/* datasets_collect_pending removes what waited for a backup, once none
+ * runs (the master calls it every second). */
+void datasets_collect_pending(struct master *m);
+/* datasets_gc_release forgets what was to be removed, in the open batch
+ * and waiting (a master stopping or stepping down); the blobs stay, unused. */
+void datasets_gc_release(struct master *m);
 
 /* datasets_resolve: for a spec at submit, the resolved data entries of
  * docs/datasets.md (new reference, NULL when the spec has none), pinning

@@ -18,6 +18,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "master/auth.h"
+#include "master/backup.h"
 #include "master/core.h"
 #include "master/outputs.h"
 #include "master/datasets.h"
@@ -56,6 +57,7 @@ static void step_down(struct master *m, const struct errbuf *why)
 	error(&eb, YERR(NOT_LEADER), "this master stepped down: another master leads now; retry");
 	http_release_all(m, &eb);
 	execs_clear(m);
+	datasets_gc_release(m);
 	core_clear(m);
 }
 
@@ -182,6 +184,7 @@ static void on_tick(uv_timer_t *t)
 		/* tokens' last use: at most one store write a minute each */
 		auth_tick(m, wall_us());
 		outputs_expire(m, wall_us());
+		datasets_collect_pending(m); /* what waited for a backup to end */
 		if (m->ticks % 25 == 0) /* every 5 s, as agents sample */
 			gpuidle_cluster_sample(m);
 	}
@@ -447,6 +450,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	int created = 0, ret = 0;
 
 	*out = NULL;
+	m->data_dir_lock = -1;
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
@@ -474,20 +478,28 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		ratelimit_init(&m->ratelimit, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
 	}
 	m->sops = cfg->store ? &store_pg_ops : &store_sqlite_ops;
-	for (int i = 0; i < 3; i++) {
-		static const char *const sub[] = { "", "/logs", "/code" };
-		free(dir);
-		dir = xasprintf("%s%s", m->data_dir, sub[i]);
-		if (mkdir_p(dir, 0700)) {
-			ret = error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
-			goto out;
-		}
+	if (mkdir_p(m->data_dir, 0700)) {
+		ret = error(eb, YERR(IO), "cannot create '%s': %s", m->data_dir, strerror(errno));
+		goto out;
 	}
 	if (access(m->data_dir, W_OK)) {
 		/* a read-only data dir would fail later, and less clearly */
 		ret = error(eb, yerr_of_errno(errno), "--data-dir '%s': %s: the master writes its store there",
 			    m->data_dir, strerror(errno));
 		goto out;
+	}
+	/* one master per data dir, and none while a restore writes it: locked
+	 * before anything in it is made */
+	if ((ret = backup_lock_datadir(m->data_dir, &m->data_dir_lock, eb)))
+		goto out;
+	for (int i = 0; i < 2; i++) {
+		static const char *const sub[] = { "/logs", "/code" };
+		free(dir);
+		dir = xasprintf("%s%s", m->data_dir, sub[i]);
+		if (mkdir_p(dir, 0700)) {
+			ret = error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
+			goto out;
+		}
 	}
 	ret = datasets_open(m, eb);
 	if (ret)
@@ -584,7 +596,7 @@ void master_free(struct master *m)
 			m->sops->rollback(m->store);
 		m->sops->close(m->store);
 	}
-	datasets_collect_garbage(m, false);
+	datasets_gc_release(m);
 	core_clear(m);
 	prom_release(&m->prom);
 	uv_loop_close(&m->loop);
@@ -592,6 +604,8 @@ void master_free(struct master *m)
 	shared_body_unref(m->jobs_list);
 	free(m->jobs_list_user);
 	free(m->jobs_list_viewer);
+	if (m->data_dir_lock >= 0)
+		close(m->data_dir_lock);
 	free(m->data_dir);
 	free(m->job_key);
 	for (size_t i = 0; i < m->npool_policies; i++)
