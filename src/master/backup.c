@@ -243,7 +243,8 @@ static int add_tree(struct writer *w, const char *data_dir, const char *rel, int
 	DIR *d = NULL;
 	int fd = -1, ret = 0;
 
-	if (lstat(path, &sb)) {
+	/* an entry itself may be a link (blobs/ moved to another disk), what is under it not */
+	if (depth ? lstat(path, &sb) : stat(path, &sb)) {
 		if (errno != ENOENT)
 			ret = error(eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
 		goto out;
@@ -270,7 +271,12 @@ static int add_tree(struct writer *w, const char *data_dir, const char *rel, int
 	}
 	if (transient(rel))
 		goto out;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (!data_name_ok(rel)) {
+		/* a restore would refuse the archive (read_archive) */
+		fprintf(stderr, "yard admin backup: '%s' left out: not a name the master gives its files\n", path);
+		goto out;
+	}
+	fd = open(path, depth ? O_RDONLY | O_CLOEXEC | O_NOFOLLOW : O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		goto out;
 	if (fd < 0 || fstat(fd, &sb)) {

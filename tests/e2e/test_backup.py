@@ -215,7 +215,11 @@ def test_refusals():
         st, j = c.api.submit(spec(["/bin/true"], name="one"))
         check_eq(st, 201, "a job")
         good = os.path.join(c.dir, "good.tar")  # uncompressed: bytes can be changed in place
-        admin(c, "backup", good, "--data-dir", c.data_dir)
+        with open(os.path.join(c.data_dir, "logs", "a stray file"), "w") as f:
+            f.write("not the master's\n")
+        _, err = admin(c, "backup", good, "--data-dir", c.data_dir)
+        check("a stray file' left out: not a name the master gives its files" in err,
+              f"a file of a name a restore would refuse is left out, saying so: {err!r}")
         _, err = admin(c, "backup", good, "--data-dir", c.data_dir, rc=1)
         check(f"'{good}' exists" in err, f"a backup never replaces a file: {err!r}")
         # a data dir a master runs on: no restore, no second master
