@@ -667,7 +667,8 @@ static int read_archive(struct reader *r, const struct backend *be, struct backu
 		}
 		if (strcmp(name, HEADER_NAME) && strcmp(name, TRAILER_NAME) && strcmp(name, be->member) &&
 		    !(is_data && data_name_ok(name + 5))) {
-			ret = error(eb, YERR(BAD_REQUEST), "'%s': member '%s' is none a yard backup holds", r->file,
+			ret = error(eb, YERR(BAD_REQUEST), "'%s': member '%s' is not one a yard backup holds: a name"
+				    " outside the data dir's entries", r->file,
 				    name);
 			goto out;
 		}
