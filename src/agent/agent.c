@@ -2116,9 +2116,10 @@ static void on_signal(int sig)
 	agent_stop = 1;
 }
 
-static int agent_usage(void)
+/* The usage: on stdout for --help (exit 0), else on stderr (exit 2). */
+static int agent_usage(FILE *out)
 {
-	fprintf(stderr, "usage: yard agent --master URL[,URL...] --name NAME --work-dir DIR\n"
+	fprintf(out, "usage: yard agent --master URL[,URL...] --name NAME --work-dir DIR\n"
 			"                  (the masters sharing a store: the agent finds the leader)\n"
 			"                  [--gpus auto|none|sim:N[:MODEL]]\n"
 			"                  [--advertise-addr IP] [--join-token-file F] [--dev-dir DIR]\n"
@@ -2132,7 +2133,7 @@ static int agent_usage(void)
 			"                   its CA's certificates, or the pin it prints)\n"
 			"                  [--run-as USER|UID|FIRST-LAST]   (tasks run as that user, or a uid\n"
 			"                   of the range per job; never root; the agent must run as root)\n");
-	return 2;
+	return out == stdout ? 0 : 2;
 }
 
 int cmd_agent(int argc, char **argv)
@@ -2149,6 +2150,8 @@ int cmd_agent(int argc, char **argv)
 
 	cfg.labels = labels;
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return agent_usage(stdout);
 		if (!strcmp(argv[i], "--label") && i + 1 < argc) {
 			const char *l = argv[++i], *eq = strchr(l, '=');
 			char *key = eq ? xstrndup(l, (size_t)(eq - l)) : NULL;
@@ -2186,11 +2189,11 @@ int cmd_agent(int argc, char **argv)
 				  : !strcmp(argv[i], "--run-as")         ? &run_as
 									 : NULL;
 		if (!slot || i + 1 >= argc)
-			return agent_usage();
+			return agent_usage(stderr);
 		*slot = argv[++i];
 	}
 	if (!cfg.master_url || !cfg.name || !cfg.work_dir)
-		return agent_usage();
+		return agent_usage(stderr);
 	if (cfg.pool && !spec_name_valid(cfg.pool)) {
 		fprintf(stderr, "yard agent: --pool '%s': expected [a-z0-9][a-z0-9_.-]{0,62}\n", cfg.pool);
 		return 2;
