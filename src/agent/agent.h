@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "base/conf.h"
 #include "base/error.h"
 
 struct runas;
@@ -46,7 +47,21 @@ struct agent_config {
 /* agent_run registers and serves until *stop becomes non-zero. */
 int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struct errbuf *eb);
 
-/* `yard agent --master URL --name NAME --work-dir DIR [...]` */
+/* The agent's options as text, as its table (agent_conf_options) writes
+ * them from the command line and the config file; cmd_agent turns them
+ * into a struct agent_config. */
+struct agent_options {
+	const char *master, *name, *work_dir, *gpus, *advertise_addr, *join_token_file, *dev_dir;
+	const char *ports, *pool, *runtime, *docker_socket, *cache_size;
+	const char *s3_endpoint, *s3_region, *s3_credentials, *ca, *pin, *run_as;
+	struct conf_list labels;
+};
+
+/* agent_conf_options: the table of the agent's options (n OUT), each a
+ * flag and a key of the config file (agent_main.c). */
+const struct conf_option *agent_conf_options(size_t *n);
+
+/* `yard agent [--config FILE] --master URL --work-dir DIR [...]` */
 int cmd_agent(int argc, char **argv);
 /* `yard shim --dir TASKDIR`: internal, started by the agent (the process
  * shim; the yard binary's `shim` is cmd_shim_any, shim_docker.h). */

@@ -10,9 +10,9 @@
  * and -2 is nobody's on some systems. */
 #define UID_LIMIT 4294967293ULL
 
-static int bad(struct errbuf *eb, const char *text, const char *why)
+static int bad(struct errbuf *eb, const char *what, const char *text, const char *why)
 {
-	return error(eb, YERR(BAD_REQUEST), "--run-as '%s': %s", text, why);
+	return error(eb, YERR(BAD_REQUEST), "%s '%s': %s", what, text, why);
 }
 
 /* getpwnam(3): "not found" may come with errno 0, ENOENT, ESRCH, EBADF or EPERM. */
@@ -21,27 +21,27 @@ static bool pw_not_found(int e)
 	return !e || e == ENOENT || e == ESRCH || e == EBADF || e == EPERM;
 }
 
-int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
+int runas_parse(const char *what, const char *text, struct runas *ra, struct errbuf *eb)
 {
 	const char *p = text;
 	uint64_t a, b;
 
 	memset(ra, 0, sizeof(*ra));
 	if (!*text)
-		return bad(eb, text, "expected USER, UID or FIRST-LAST");
+		return bad(eb, what, text, "expected USER, UID or FIRST-LAST");
 	if (parse_u64(&p, &a) == 0 && *p == '-') {
 		p++;
 		if (parse_u64(&p, &b) < 0 || *p)
-			return bad(eb, text, "expected FIRST-LAST, two uids");
+			return bad(eb, what, text, "expected FIRST-LAST, two uids");
 		if (!a)
-			return bad(eb, text,
+			return bad(eb, what, text,
 			           "the range holds uid 0 (root): tasks must not run as root");
 		if (b < a)
-			return bad(eb, text, "the range ends before it starts");
+			return bad(eb, what, text, "the range ends before it starts");
 		if (b > UID_LIMIT)
-			return bad(eb, text, "the range goes past the largest uid");
+			return bad(eb, what, text, "the range goes past the largest uid");
 		if (b - a + 1 > RUNAS_RANGE_MAX)
-			return bad(eb, text, "the range holds more than 65536 uids");
+			return bad(eb, what, text, "the range holds more than 65536 uids");
 		ra->on = ra->range = true;
 		ra->first = (uid_t)a;
 		ra->last = (uid_t)b;
@@ -53,9 +53,9 @@ int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
 	if (parse_u64(&p, &a) == 0 && !*p) {
 		struct passwd *pw;
 		if (!a)
-			return bad(eb, text, "uid 0 is root: tasks must not run as root");
+			return bad(eb, what, text, "uid 0 is root: tasks must not run as root");
 		if (a > UID_LIMIT)
-			return bad(eb, text, "not a valid uid");
+			return bad(eb, what, text, "not a valid uid");
 		errno = 0;
 		pw = getpwuid((uid_t)a);
 		ra->uid = (uid_t)a;
@@ -65,16 +65,16 @@ int runas_parse(const char *text, struct runas *ra, struct errbuf *eb)
 		errno = 0;
 		pw = getpwnam(text);
 		if (!pw)
-			return bad(eb, text,
+			return bad(eb, what, text,
 			           pw_not_found(errno) ? "no such user" : strerror(errno));
 		if (!pw->pw_uid)
-			return bad(eb, text,
+			return bad(eb, what, text,
 			           "the user is root (uid 0): tasks must not run as root");
 		ra->uid = pw->pw_uid;
 		ra->gid = pw->pw_gid;
 	}
 	if (!ra->gid)
-		return bad(eb, text, "the user's group is root's (gid 0)");
+		return bad(eb, what, text, "the user's group is root's (gid 0)");
 	ra->on = true;
 	return 0;
 }

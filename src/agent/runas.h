@@ -46,9 +46,10 @@ struct runas {
 };
 
 /* runas_parse reads a --run-as value into ra (OUT; runas_release frees it).
- * YERR(BAD_REQUEST) naming --run-as, the value and why: an unknown user,
- * root or uid 0, a range backwards, too wide or past the largest uid. */
-int runas_parse(const char *text, struct runas *ra, struct errbuf *eb);
+ * YERR(BAD_REQUEST) naming what (the flag, or the config file's line and
+ * key), the value and why: an unknown user, root or uid 0, a range
+ * backwards, too wide or past the largest uid. */
+int runas_parse(const char *what, const char *text, struct runas *ra, struct errbuf *eb);
 void runas_release(struct runas *ra);
 
 /* runas_acquire: the uid and gid (OUT) a task of job runs as. In a range,

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 
+#include "base/conf.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/httpc.h"
@@ -25,41 +26,25 @@ static void set(char **slot, const char *s, size_t n)
 int cli_config_parse(const char *text, size_t len, const char *origin, struct cli_config *cfg,
 		     struct errbuf *eb)
 {
-	const char *p = text, *end = text + len;
+	static const struct {
+		const char *key;
+		size_t offset;
+	} keys[] = {
+		{ "master", offsetof(struct cli_config, master) },
+		{ "token", offsetof(struct cli_config, token) },
+		{ "ca", offsetof(struct cli_config, ca) },
+		{ "pin", offsetof(struct cli_config, pin) },
+	};
+	struct conf_line l;
+	size_t pos = 0;
 	unsigned lineno = 0;
+	int ret;
 
-	while (p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *s = p, *e = eol ? eol : end, *eq, *ke, *v;
-
-		p = eol ? eol + 1 : end;
-		lineno++;
-		while (s < e && isspace((unsigned char)*s))
-			s++;
-		while (e > s && isspace((unsigned char)e[-1]))
-			e--;
-		if (s == e || *s == '#')
-			continue;
-		eq = memchr(s, '=', (size_t)(e - s));
-		if (!eq)
-			return error(eb, YERR(BAD_REQUEST), "'%s' line %u: expected 'key = value'",
-				     origin, lineno);
-		ke = eq;
-		while (ke > s && isspace((unsigned char)ke[-1]))
-			ke--;
-		v = eq + 1;
-		while (v < e && isspace((unsigned char)*v))
-			v++;
-		if (ke - s == 6 && !strncmp(s, "master", 6))
-			set(&cfg->master, v, (size_t)(e - v));
-		else if (ke - s == 5 && !strncmp(s, "token", 5))
-			set(&cfg->token, v, (size_t)(e - v));
-		else if (ke - s == 2 && !strncmp(s, "ca", 2))
-			set(&cfg->ca, v, (size_t)(e - v));
-		else if (ke - s == 3 && !strncmp(s, "pin", 3))
-			set(&cfg->pin, v, (size_t)(e - v));
-	}
-	return 0;
+	while ((ret = conf_next_line(text, len, &pos, &lineno, origin, &l, eb)) == 1)
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+			if (strlen(keys[i].key) == l.keylen && !strncmp(keys[i].key, l.key, l.keylen))
+				set((char **)(void *)((char *)cfg + keys[i].offset), l.value, l.valuelen);
+	return ret;
 }
 
 char *cli_config_path(void)

@@ -956,6 +956,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/tokens", h_tokens, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "create a user (or admin) token (expires: seconds or a duration)" },
 	{ "GET", "/v1/tokens", h_tokens_list, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "list tokens by id, never their text (users: their own; admins: all)" },
 	{ "DELETE", "/v1/tokens/{id}", h_token_revoke, PERM_USER, SCOPE_TOKEN, ROUTE_AUDIT, BODY_NONE, "revoke a token by id (its own user or admin); refused from its next request" },
+	{ "POST", "/v1/admin/reload", h_admin_reload, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "read the master's config file again: apply the reloadable keys that changed, name those that need a restart" },
 	{ "GET", "/v1/audit", h_audit, PERM_ADMIN, SCOPE_CLUSTER, 0, BODY_NONE, "the audit log of state-changing requests, newest first (user, since, limit)" },
 	{ "POST", "/v1/code", h_code_put, PERM_USER, SCOPE_CLUSTER, 0, BODY_CODE, "upload a job's code (tar.gz, max 256 MiB), content-addressed" },
 	{ "GET", "/v1/code/{digest}", h_code_get, PERM_READ, SCOPE_CODE, 0, BODY_NONE, "download code by sha256:HEX digest" },

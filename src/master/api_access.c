@@ -9,6 +9,7 @@
 #include "common/spec.h"
 #include "master/audit.h"
 #include "master/auth.h"
+#include "master/settings.h"
 #include "master/visibility.h"
 
 void h_whoami(struct req *r)
@@ -111,6 +112,19 @@ void h_token_revoke(struct req *r)
 }
 
 /* ---- audit ---- */
+
+/* POST /v1/admin/reload: settings.h's reload; its refusal (a bad file)
+ * changes nothing and names the file, the line and the reason. */
+void h_admin_reload(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *doc;
+
+	if (settings_reload(r->m, &doc, &eb))
+		req_error(r, &eb);
+	else
+		req_json(r, 200, doc);
+}
 
 void h_audit(struct req *r)
 {

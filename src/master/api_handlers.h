@@ -46,6 +46,7 @@ void h_job_outputs(struct req *r);
 
 /* api_access.c */
 void h_whoami(struct req *r);
+void h_admin_reload(struct req *r);
 void h_tokens(struct req *r);
 void h_tokens_list(struct req *r);
 void h_token_revoke(struct req *r);

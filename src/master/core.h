@@ -29,6 +29,7 @@
 
 struct MHD_Daemon;
 struct req;
+struct conf;
 
 enum role { ROLE_ADMIN, ROLE_USER, ROLE_AGENT, ROLE_JOIN, ROLE_JOB, ROLE__COUNT };
 enum log_stream { LOG_STDOUT, LOG_STDERR, LOG_STREAM__COUNT };
@@ -244,6 +245,7 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	struct conf *conf;      /* borrowed or NULL: the options it started with (settings.h) */
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
@@ -325,7 +327,7 @@ struct master {
 	uv_poll_t mhd_poll;
 	uv_timer_t mhd_timer, tick, lease_tick;
 	uv_prepare_t prepare;
-	uv_async_t stop_async;
+	uv_async_t stop_async, reload_async;
 	struct req *held;       /* suspended requests (intrusive list) */
 	unsigned short port;
 };

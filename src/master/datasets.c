@@ -31,7 +31,7 @@ int datasets_open(struct master *m, struct errbuf *eb)
 	return 0;
 }
 
-int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb)
+int datasets_parse_quota(const char *what, const char *arg, struct data_quota *out, struct errbuf *eb)
 {
 	const char *eq = strchr(arg, '=');
 	char *team = eq ? xstrndup(arg, (size_t)(eq - arg)) : NULL;
@@ -39,11 +39,10 @@ int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb)
 
 	if (!team || !spec_name_valid(team) || parse_size_str(eq + 1, &bytes) < 0) {
 		free(team);
-		return error(eb, YERR(BAD_REQUEST), "--data-quota '%s': expected TEAM=SIZE such as vision=10GiB",
-			     arg);
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected TEAM=SIZE such as vision=10GiB",
+			     what, arg);
 	}
-	ALLOC_GROW(m->data_quotas, m->ndata_quotas + 1, m->adata_quotas);
-	m->data_quotas[m->ndata_quotas++] = (struct data_quota){ team, bytes };
+	*out = (struct data_quota){ team, bytes };
 	return 0;
 }
 

@@ -19,8 +19,9 @@
 /* datasets_open creates DATA_DIR/blobs and DATA_DIR/manifests (SQLite's
  * blobs; unused with PostgreSQL). */
 int datasets_open(struct master *m, struct errbuf *eb);
-/* datasets_add_quota parses "TEAM=SIZE" (--data-quota). */
-int datasets_add_quota(struct master *m, const char *arg, struct errbuf *eb);
+/* datasets_parse_quota parses "TEAM=SIZE" (--data-quota) into *out (its
+ * team owned); what names the flag or the config file's line and key. */
+int datasets_parse_quota(const char *what, const char *arg, struct data_quota *out, struct errbuf *eb);
 
 /* datasets_chunk_name: the store's blob of a chunk of a valid digest,
  * "blobs/HEX" (store.h), written into out. */

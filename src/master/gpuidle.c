@@ -14,21 +14,21 @@
 #include "master/core.h"
 #include "master/jobs.h"
 
-#define GPUIDLE_DEFAULT_THRESHOLD 5
-
-int gpuidle_parse(struct gpuidle_policy *p, const char *threshold, const char *action, struct errbuf *eb)
+int gpuidle_parse_threshold(const char *what, const char *text, unsigned *pct, struct errbuf *eb)
 {
-	p->threshold = GPUIDLE_DEFAULT_THRESHOLD;
-	if (threshold) {
-		uint64_t v;
-		if (parse_u64_str(threshold, &v) || v < 1 || v > 100)
-			return error(eb, YERR(BAD_REQUEST), "--idle-gpu-threshold '%s': expected a percentage of 1 to 100",
-				     threshold);
-		p->threshold = (unsigned)v;
-	}
-	if (action && strcmp(action, "flag") && strcmp(action, "stop"))
-		return error(eb, YERR(BAD_REQUEST), "--idle-gpu-action '%s': expected flag or stop", action);
-	p->stop = action && !strcmp(action, "stop");
+	uint64_t v;
+
+	if (parse_u64_str(text, &v) || v < 1 || v > 100)
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a percentage of 1 to 100", what, text);
+	*pct = (unsigned)v;
+	return 0;
+}
+
+int gpuidle_parse_action(const char *what, const char *text, bool *stop, struct errbuf *eb)
+{
+	if (strcmp(text, "flag") && strcmp(text, "stop"))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected flag or stop", what, text);
+	*stop = !strcmp(text, "stop");
 	return 0;
 }
 

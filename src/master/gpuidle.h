@@ -47,15 +47,20 @@ struct gpu_series {
 };
 
 /* The master's policy (its flags). */
+/* --idle-gpu-threshold's default: a GPU under 5 % busy is idle */
+#define GPUIDLE_DEFAULT_THRESHOLD 5
+
 struct gpuidle_policy {
 	uint64_t timeout_ms;  /* 0: no job is flagged */
 	unsigned threshold;   /* percent */
 	bool stop;            /* --idle-gpu-action stop */
 };
 
-/* gpuidle_parse: --idle-gpu-threshold and --idle-gpu-action (either NULL:
- * the default) into p; YERR(BAD_REQUEST) naming the flag and the value. */
-int gpuidle_parse(struct gpuidle_policy *p, const char *threshold, const char *action, struct errbuf *eb);
+/* gpuidle_parse_threshold (--idle-gpu-threshold, a percent) and
+ * gpuidle_parse_action (--idle-gpu-action flag|stop: *stop); what names
+ * the flag or the config file's line and key in a YERR(BAD_REQUEST). */
+int gpuidle_parse_threshold(const char *what, const char *text, unsigned *pct, struct errbuf *eb);
+int gpuidle_parse_action(const char *what, const char *text, bool *stop, struct errbuf *eb);
 
 /* gpuidle_node_sampled: n's GPUs have new values: each running task on
  * it with GPUs adds a sample to its job, which is flagged (or stopped)

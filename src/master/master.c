@@ -1,7 +1,7 @@
 /*
- * The master's process: options, start-up (store, first tokens, listening
- * socket), the event loop (MHD under libuv, group commit before sleeping)
- * and shutdown.
+ * The master's process: start-up (store, first tokens, listening socket),
+ * the event loop (MHD under libuv, group commit before sleeping) and
+ * shutdown. Its options and signals are master_main.c's.
  */
 #include "base/compat.h"
 #include "master/master.h"
@@ -17,6 +17,7 @@
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
+#include "master/audit.h"
 #include "master/auth.h"
 #include "master/core.h"
 #include "master/outputs.h"
@@ -25,9 +26,8 @@
 #include "sched/decide.h"
 #include "master/http.h"
 #include "master/jobs.h"
-#include "master/ratelimit.h"
+#include "master/settings.h"
 #include "master/static.h"
-#include "master/visibility.h"
 
 #define TICK_MS 200
 
@@ -217,6 +217,21 @@ static void on_stop(uv_async_t *a)
 	uv_stop(a->loop);
 }
 
+/* SIGHUP: the config file again (settings.h); a bad one changes nothing. */
+static void on_reload(uv_async_t *a)
+{
+	struct master *m = a->data;
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *res = NULL;
+
+	if (settings_reload(m, &res, &eb))
+		fprintf(stderr, "yard master: reload refused, nothing changed: %s\n", eb.msg);
+	/* the audit log has every reload, as it has the API's (a standby's: none) */
+	if (leader_serving(m))
+		audit_event(m, "/v1/admin/reload", res ? NULL : yerr_code_str(eb.code));
+	json_decref(res);
+}
+
 static int first_start(struct master *m, struct errbuf *eb)
 {
 	char *admin = auth_create_token(m, ROLE_ADMIN, "admin", NULL, 0);
@@ -234,87 +249,6 @@ static int first_start(struct master *m, struct errbuf *eb)
 	free(admin);
 	free(join);
 	return ret;
-}
-
-/* Parses "T1,T2,..." into conf's thresholds. */
-static int parse_thresholds(const char *text, struct sched_policy_conf *conf, struct errbuf *eb)
-{
-	const char *p = text;
-	size_t n = 0;
-	uint64_t v, last = 0;
-
-	while (*p && n < ARRAY_SIZE(conf->thresholds)) {
-		if (parse_u64(&p, &v) < 0 || v <= last || (*p && *p != ','))
-			return error(eb, YERR(BAD_REQUEST),
-				     "--thresholds '%s': expected ascending GPU-seconds such as 3250,7200,18000",
-				     text);
-		conf->thresholds[n++] = last = v;
-		if (*p == ',')
-			p++;
-	}
-	conf->nthresholds = n;
-	return 0;
-}
-
-/* The policy of every pool (cfg->policies), the levels, the teams' shares,
- * the protection of running work. */
-static int master_policies(struct master *m, const struct master_config *cfg, struct errbuf *eb)
-{
-	sched_policy_conf_init(&m->policy, SCHED_POLICY_DEFAULT);
-	for (size_t i = 0; i < cfg->npolicies; i++) {
-		const char *v = cfg->policies[i], *eq = strchr(v, '=');
-		int p = sched_policy_parse(eq ? eq + 1 : v);
-		char *pool = eq ? xstrndup(v, (size_t)(eq - v)) : NULL;
-		bool ok = p >= 0 && (!pool || spec_name_valid(pool));
-		free(pool);
-		if (!ok)
-			return error(eb, YERR(BAD_REQUEST),
-				     "--policy '%s': expected [POOL=]glas|las|fifo|fair|srtf|greedy", v);
-		if (!eq) {
-			sched_policy_conf_init(&m->policy, (enum sched_policy)p);
-			continue;
-		}
-		ALLOC_GROW(m->pool_policies, m->npool_policies + 1, m->apool_policies);
-		struct pool_policy *pp = &m->pool_policies[m->npool_policies++];
-		pp->pool = xstrndup(v, (size_t)(eq - v));
-		sched_policy_conf_init(&pp->conf, (enum sched_policy)p);
-	}
-	if (cfg->thresholds) {
-		int ret = parse_thresholds(cfg->thresholds, &m->policy, eb);
-		for (size_t i = 0; !ret && i < m->npool_policies; i++)
-			ret = parse_thresholds(cfg->thresholds, &m->pool_policies[i].conf, eb);
-		if (ret)
-			return ret;
-	}
-	{
-		/* the protection of running work, the same in every pool */
-		uint64_t min_run_ms = SCHED_PREEMPT_MIN_RUN_S * 1000,
-			 max_lost_ms = SCHED_PREEMPT_MAX_LOST_S * 1000;
-		if (cfg->preempt_min_run && parse_duration_str(cfg->preempt_min_run, &min_run_ms))
-			return error(eb, YERR(BAD_REQUEST), "--preempt-min-run '%s': expected a duration",
-				     cfg->preempt_min_run);
-		if (cfg->preempt_max_lost && parse_duration_str(cfg->preempt_max_lost, &max_lost_ms))
-			return error(eb, YERR(BAD_REQUEST), "--preempt-max-lost '%s': expected a duration",
-				     cfg->preempt_max_lost);
-		for (size_t i = 0; i <= m->npool_policies; i++) {
-			struct sched_policy_conf *c = i < m->npool_policies ? &m->pool_policies[i].conf : &m->policy;
-			c->min_run_s = min_run_ms / 1000;
-			c->max_lost_s = max_lost_ms / 1000;
-			c->need_checkpoint = max_lost_ms > 0;
-		}
-	}
-	for (size_t i = 0; i < cfg->nteams; i++) {
-		const char *v = cfg->teams[i], *eq = strchr(v, '='), *p;
-		uint64_t w = 0, q = 0;
-		p = eq ? eq + 1 : NULL;
-		if (!eq || parse_u64(&p, &w) < 0 || !w || (*p && (*p != ':' || (p++, parse_u64(&p, &q) < 0) || *p)))
-			return error(eb, YERR(BAD_REQUEST),
-				     "--team '%s': expected TEAM=WEIGHT or TEAM=WEIGHT:QUOTA (integers)", v);
-		ALLOC_GROW(m->teams, m->nteams + 1, m->ateams);
-		m->teams[m->nteams++] = (struct team_share){ xstrndup(v, (size_t)(eq - v)), (double)w,
-							     (unsigned)q };
-	}
-	return 0;
 }
 
 static void add_name(char ***names, size_t *n, size_t *alloc, const char *name, size_t len)
@@ -357,8 +291,8 @@ static char **self_signed_names(const struct master_config *cfg, size_t *n)
 	} else {
 		add_name(&names, n, &alloc, cfg->listen, hlen);
 	}
-	for (size_t i = 0; i < cfg->ntls_sans; i++)
-		add_name(&names, n, &alloc, cfg->tls_sans[i], strlen(cfg->tls_sans[i]));
+	for (size_t i = 0; i < cfg->tls_sans.n; i++)
+		add_name(&names, n, &alloc, cfg->tls_sans.items[i], strlen(cfg->tls_sans.items[i]));
 	return names;
 }
 
@@ -382,16 +316,16 @@ static int master_tls(struct master *m, const struct master_config *cfg, struct 
 		return tls_load(cfg->tls_cert, cfg->tls_key, "--tls-cert", "--tls-key", &m->tls, eb);
 	}
 	if (!cfg->tls_self_signed) {
-		if (cfg->ntls_sans)
+		if (cfg->tls_sans.n)
 			return error(eb, YERR(BAD_REQUEST), "--tls-san '%s' needs --tls-self-signed",
-				     cfg->tls_sans[0]);
+				     cfg->tls_sans.items[0]);
 		return 0;
 	}
-	for (size_t i = 0; i < cfg->ntls_sans; i++)
-		if (!tls_san_valid(cfg->tls_sans[i]))
+	for (size_t i = 0; i < cfg->tls_sans.n; i++)
+		if (!tls_san_valid(cfg->tls_sans.items[i]))
 			return error(eb, YERR(BAD_REQUEST),
 				     "--tls-san '%s': expected a host name or an IP address",
-				     cfg->tls_sans[i]);
+				     cfg->tls_sans.items[i]);
 	names = self_signed_names(cfg, &nnames);
 	dir = xasprintf("%s/tls", m->data_dir);
 	cert = xasprintf("%s/cert.pem", dir);
@@ -443,36 +377,23 @@ static int master_lead(struct master *m, struct errbuf *eb)
 int master_open(const struct master_config *cfg, struct master **out, struct errbuf *eb)
 {
 	struct master *m = xcalloc(1, sizeof(*m));
+	struct master_settings settings = { 0 };
 	char *dir = NULL;
 	int created = 0, ret = 0;
 
 	*out = NULL;
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
-	m->lease_ms = cfg->lease_ms ? cfg->lease_ms : 15000;
-	m->outputs_retention_ms = cfg->outputs_retention_ms;
+	m->lease_ms = cfg->lease_ms ? (unsigned)cfg->lease_ms : 15000;
+	m->conf = cfg->conf;
 	m->started_wall_us = wall_us();
 	prom_init(&m->prom);
 	/* first: master_free closes the loop, whatever failed after this */
 	uv_loop_init(&m->loop);
-	ret = gpuidle_parse(&m->gpuidle, cfg->idle_gpu_threshold, cfg->idle_gpu_action, eb);
-	m->gpuidle.timeout_ms = cfg->idle_gpu_timeout_ms;
-	if (!ret)
-		ret = master_policies(m, cfg, eb);
-	for (size_t i = 0; !ret && i < cfg->ndata_quotas; i++)
-		ret = datasets_add_quota(m, cfg->data_quotas[i], eb);
+	ret = settings_build(cfg, &settings, eb);
 	if (ret)
 		goto out;
-	if (cfg->visibility && (ret = visibility_parse(cfg->visibility, &m->visibility_open, eb)))
-		goto out;
-	if (cfg->rate_limit) {
-		uint64_t rate, burst;
-		if ((ret = ratelimit_parse(cfg->rate_limit, &rate, &burst, eb)))
-			goto out;
-		ratelimit_init(&m->ratelimit, rate, burst);
-	} else {
-		ratelimit_init(&m->ratelimit, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
-	}
+	settings_install(m, &settings);
 	m->sops = cfg->store ? &store_pg_ops : &store_sqlite_ops;
 	for (int i = 0; i < 3; i++) {
 		static const char *const sub[] = { "", "/logs", "/code" };
@@ -499,12 +420,13 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		ret = http_start(m, cfg->listen, eb);
 	if (ret)
 		goto out;
-	leader_init(m, cfg->advertise_url, cfg->leader_lease_ms, cfg->leader_renew_ms);
+	leader_init(m, cfg->advertise_url, (unsigned)cfg->leader_lease_ms, (unsigned)cfg->leader_renew_ms);
 	/* a standby loads the model when it takes over */
 	if (leader_try(m))
 		ret = master_lead(m, eb);
 out:
 	free(dir);
+	settings_release(&settings);
 	if (ret) {
 		master_free(m);
 		m = NULL;
@@ -547,6 +469,8 @@ int master_run(struct master *m)
 	uv_prepare_start(&m->prepare, on_prepare);
 	uv_async_init(&m->loop, &m->stop_async, on_stop);
 	m->stop_async.data = m;
+	uv_async_init(&m->loop, &m->reload_async, on_reload);
+	m->reload_async.data = m;
 	http_run(m);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 
@@ -565,6 +489,7 @@ int master_run(struct master *m)
 	uv_close((uv_handle_t *)&m->lease_tick, NULL);
 	uv_close((uv_handle_t *)&m->prepare, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
+	uv_close((uv_handle_t *)&m->reload_async, NULL);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
 	return m->store_lost ? YERR(IO) : 0;
 }
@@ -572,6 +497,11 @@ int master_run(struct master *m)
 void master_stop(struct master *m)
 {
 	uv_async_send(&m->stop_async);
+}
+
+void master_reload(struct master *m)
+{
+	uv_async_send(&m->reload_async);
 }
 
 void master_free(struct master *m)
@@ -612,216 +542,3 @@ void master_free(struct master *m)
 	free(m);
 }
 
-/* ---- yard master ---- */
-
-struct sig_waiter {
-	struct master *m;
-	sigset_t set;
-};
-
-static void *sig_thread(void *arg)
-{
-	struct sig_waiter *w = arg;
-	int sig;
-
-	if (!sigwait(&w->set, &sig))
-		master_stop(w->m);
-	return NULL;
-}
-
-static void master_usage(FILE *out)
-{
-	fprintf(out, "usage: yard master --listen ADDR --data-dir DIR [--lease SECONDS]\n"
-		     "                   [--policy [POOL=]glas|las|fifo|fair|srtf|greedy]...   (default glas)\n"
-		     "                   [--thresholds T1,T2,...]   (las levels, in GPU-seconds)\n"
-		     "                   [--team TEAM=WEIGHT[:QUOTA]]...   (fair shares and GPU quotas)\n"
-		     "                   [--preempt-min-run DURATION]   (default 2m: a job started or\n"
-		     "                    resumed this recently is preempted only by a higher priority;\n"
-		     "                    0: off)\n"
-		     "                   [--preempt-max-lost DURATION]   (default 10m: least-attained-\n"
-		     "                    service and fair preemption never cost more work than this\n"
-		     "                    since a job's last checkpoint, nor touch a job that has not\n"
-		     "                    checkpointed since it started; 0: off)\n"
-		     "                   [--data-quota TEAM=SIZE]...   (bytes of a team's datasets)\n"
-		     "                   [--outputs-retention DURATION] (free outputs of jobs final this long)\n"
-		     "                   [--idle-gpu-timeout DURATION [--idle-gpu-threshold PCT]\n"
-		     "                    [--idle-gpu-action flag|stop]]   (flag, or stop, a running job\n"
-		     "                    whose GPUs stay under PCT%% busy, default 5, that long)\n"
-		     "                   [--store postgres://USER@HOST/DB]   (keep the state in\n"
-		     "                    PostgreSQL, a URI or libpq keywords, PG* variables for the\n"
-		     "                    rest; default: SQLite in DIR/state.db)\n"
-		     "                   [--advertise-url URL]   (how other masters and clients reach\n"
-		     "                    this one; default: the listening address)\n"
-		     "                   [--leader-lease DURATION] [--leader-renew DURATION]   (masters\n"
-		     "                    on one PostgreSQL store: one leads, the others stand by and\n"
-		     "                    take over once its lease lapses; defaults %dms and %dms)\n"
-		     "                   [--web-dir DIR]   (the web UI; default: web/ beside the yard\n"
-		     "                    binary if there, else " YARD_WEB_DIR ")\n"
-		     "                   [--tls-cert FILE --tls-key FILE]   (serve https)\n"
-		     "                   [--tls-self-signed [--tls-san NAME|IP]...]   (https with a\n"
-		     "                    certificate made once in DIR/tls; clients give its pin)\n"
-
-		     "                   [--rate-limit RATE[:BURST]]   (requests per second per token;\n"
-		     "                    default %d:%d, 0: no limit; agents are not limited)\n"
-		     "                   [--visibility team|open]   (team, the default: a job's logs,\n"
-		     "                    metrics, code and params are its owner's, its team's and the\n"
-		     "                    admins'; open: every user sees all)\n",
-		LEADER_LEASE_MS, LEADER_RENEW_MS, RATELIMIT_DEFAULT_RATE, RATELIMIT_DEFAULT_BURST);
-}
-
-int cmd_master(int argc, char **argv)
-{
-	struct master_config cfg = { .listen = "127.0.0.1:7420", .data_dir = NULL };
-	const char *policies[64], *teams[256], *quotas[256], *sans[64];
-	struct errbuf eb = ERRBUF_INIT;
-	struct sig_waiter w;
-	struct master *m;
-	pthread_t th;
-	int rc;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			master_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--listen") && v) {
-			cfg.listen = v;
-			i++;
-		} else if (!strcmp(a, "--data-dir") && v) {
-			cfg.data_dir = v;
-			i++;
-		} else if (!strcmp(a, "--store") && v) {
-			cfg.store = v;
-			i++;
-		} else if (!strcmp(a, "--web-dir") && v) {
-			cfg.web_dir = v;
-			i++;
-		} else if (!strcmp(a, "--policy") && v && cfg.npolicies < ARRAY_SIZE(policies)) {
-			policies[cfg.npolicies++] = v;
-			i++;
-		} else if (!strcmp(a, "--team") && v && cfg.nteams < ARRAY_SIZE(teams)) {
-			teams[cfg.nteams++] = v;
-			i++;
-		} else if (!strcmp(a, "--data-quota") && v && cfg.ndata_quotas < ARRAY_SIZE(quotas)) {
-			quotas[cfg.ndata_quotas++] = v;
-			i++;
-		} else if (!strcmp(a, "--tls-cert") && v) {
-			cfg.tls_cert = v;
-			i++;
-		} else if (!strcmp(a, "--tls-key") && v) {
-			cfg.tls_key = v;
-			i++;
-		} else if (!strcmp(a, "--tls-self-signed")) {
-			cfg.tls_self_signed = true;
-		} else if (!strcmp(a, "--tls-san") && v && cfg.ntls_sans < ARRAY_SIZE(sans)) {
-			sans[cfg.ntls_sans++] = v;
-			i++;
-		} else if (!strcmp(a, "--rate-limit") && v) {
-			cfg.rate_limit = v;
-			i++;
-		} else if (!strcmp(a, "--visibility") && v) {
-			cfg.visibility = v;
-			i++;
-		} else if (!strcmp(a, "--preempt-min-run") && v) {
-			cfg.preempt_min_run = v;
-			i++;
-		} else if (!strcmp(a, "--preempt-max-lost") && v) {
-			cfg.preempt_max_lost = v;
-			i++;
-		} else if (!strcmp(a, "--thresholds") && v) {
-			cfg.thresholds = v;
-			i++;
-		} else if (!strcmp(a, "--advertise-url") && v) {
-			cfg.advertise_url = v;
-			i++;
-		} else if ((!strcmp(a, "--leader-lease") || !strcmp(a, "--leader-renew")) && v) {
-			uint64_t ms;
-			if (parse_duration_str(v, &ms) || !ms || ms > 600 * 1000) {
-				fprintf(stderr, "yard master: %s '%s': expected a duration of 1ms to 10m\n", a, v);
-				return 2;
-			}
-			*(!strcmp(a, "--leader-lease") ? &cfg.leader_lease_ms : &cfg.leader_renew_ms) = (unsigned)ms;
-			i++;
-		} else if ((!strcmp(a, "--outputs-retention") || !strcmp(a, "--idle-gpu-timeout")) && v) {
-			uint64_t *ms = a[2] == 'o' ? &cfg.outputs_retention_ms : &cfg.idle_gpu_timeout_ms;
-			if (parse_duration_str(v, ms) || !*ms) {
-				fprintf(stderr, "yard master: %s '%s': expected a duration such as %s\n", a, v,
-					a[2] == 'o' ? "30d" : "30m");
-				return 2;
-			}
-			i++;
-		} else if (!strcmp(a, "--idle-gpu-threshold") && v) {
-			cfg.idle_gpu_threshold = v;
-			i++;
-		} else if (!strcmp(a, "--idle-gpu-action") && v) {
-			cfg.idle_gpu_action = v;
-			i++;
-		} else if (!strcmp(a, "--lease") && v) {
-			uint64_t ms;
-			if (parse_duration_str(v, &ms) || !ms || ms > 3600 * 1000) {
-				fprintf(stderr, "yard master: --lease '%s': expected a duration\n", v);
-				return 2;
-			}
-			cfg.lease_ms = (unsigned)ms;
-			i++;
-		} else {
-			fprintf(stderr, "yard master: unknown option '%s'\n", a);
-			master_usage(stderr);
-			return 2;
-		}
-	}
-	if (!cfg.data_dir) {
-		master_usage(stderr);
-		return 2;
-	}
-	if (cfg.advertise_url && strncmp(cfg.advertise_url, "http://", 7) &&
-	    strncmp(cfg.advertise_url, "https://", 8)) {
-		fprintf(stderr, "yard master: --advertise-url '%s': expected http://HOST:PORT or https://HOST:PORT\n",
-			cfg.advertise_url);
-		return 2;
-	}
-	if (cfg.advertise_url && cfg.advertise_url[strcspn(cfg.advertise_url, ", \t\r\n")]) {
-		fprintf(stderr, "yard master: --advertise-url '%s': one URL, without spaces or commas\n",
-			cfg.advertise_url);
-		return 2;
-	}
-	{
-		unsigned lease = cfg.leader_lease_ms ? cfg.leader_lease_ms : LEADER_LEASE_MS;
-		unsigned renew = cfg.leader_renew_ms ? cfg.leader_renew_ms : LEADER_RENEW_MS;
-		if (2 * renew > lease) {
-			fprintf(stderr, "yard master: --leader-renew %u ms must be at most half of --leader-lease"
-				" (%u ms): the lease would lapse between renewals\n", renew, lease);
-			return 2;
-		}
-	}
-	cfg.policies = policies;
-	cfg.teams = teams;
-	cfg.data_quotas = quotas;
-	cfg.tls_sans = sans;
-	/* signals go to one waiting thread that asks the loop to stop */
-	sigemptyset(&w.set);
-	sigaddset(&w.set, SIGTERM);
-	sigaddset(&w.set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &w.set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if (master_open(&cfg, &m, &eb)) {
-		fprintf(stderr, "yard master: %s\n", eb.msg);
-		return 1;
-	}
-	w.m = m;
-	pthread_create(&th, NULL, sig_thread, &w);
-	if (master_tls_pin(m)) {
-		fprintf(stderr, "yard master: serving https; clients trust it with --pin %s\n",
-			master_tls_pin(m));
-		printf("yard master ready url=%s pin=%s\n", master_url(m), master_tls_pin(m));
-	} else {
-		printf("yard master ready url=%s\n", master_url(m));
-	}
-	fflush(stdout);
-	rc = master_run(m);
-	pthread_cancel(th);
-	pthread_join(th, NULL);
-	master_free(m);
-	return rc ? 1 : 0;
-}

@@ -9,15 +9,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/conf.h"
 #include "base/error.h"
 
+/* What a master is started with: the values of its options (the table in
+ * master_main.c, from the command line and the config file), or set by
+ * hand (yard up, tests). Strings and lists are borrowed for master_open's
+ * call; the master copies what it keeps. */
 struct master_config {
 	const char *listen;     /* "HOST:PORT"; port 0 picks a free one; NULL: none (http_start) */
 	const char *data_dir;   /* created if missing */
 	/* a PostgreSQL connection string (store.h's store_pg_ops) for the
 	 * state; NULL: SQLite in data_dir (logs, code and tokens stay there) */
 	const char *store;
-	unsigned lease_ms;      /* an agent silent this long is lost; default 15000 */
+	uint64_t lease_ms;      /* an agent silent this long is lost; 0: 15000 */
 	uint64_t outputs_retention_ms; /* outputs of jobs final this long are freed; 0: kept */
 	/* --idle-gpu-timeout (0: off), --idle-gpu-threshold, --idle-gpu-action
 	 * (NULL: the defaults; master/gpuidle.h) */
@@ -25,13 +30,11 @@ struct master_config {
 	const char *idle_gpu_threshold, *idle_gpu_action;
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
-	 * one; NULL entries or none: the default policy. */
-	const char *const *policies;
-	size_t npolicies;
+	 * one; none: the default policy. */
+	struct conf_list policies;
 	const char *thresholds; /* las/glas/fair levels: "T1,T2,..." GPU-seconds; NULL: defaults */
 	/* fair: "TEAM=WEIGHT" or "TEAM=WEIGHT:QUOTA" (GPUs); teams not listed weigh 1, no quota */
-	const char *const *teams;
-	size_t nteams;
+	struct conf_list teams;
 	/* Protection of running work from least-attained-service and fair
 	 * preemption (sched/policy.h conf min_run_s, max_lost_s,
 	 * need_checkpoint), durations as parse_duration_str reads them:
@@ -41,16 +44,14 @@ struct master_config {
 	 * checkpoint since it started (NULL: 10m; "0": both off). */
 	const char *preempt_min_run, *preempt_max_lost;
 	/* datasets: "TEAM=SIZE", the unique chunk bytes a team's datasets may hold */
-	const char *const *data_quotas;
-	size_t ndata_quotas;
+	struct conf_list data_quotas;
 	/* TLS (master/tls.h): serve https with the certificate and key of
 	 * these files, or with a pair made once in DATA/tls (tls_self_signed,
 	 * naming loopback, this host, the listen address and tls_sans).
 	 * Neither: plain http. */
 	const char *tls_cert, *tls_key;
 	bool tls_self_signed;
-	const char *const *tls_sans;
-	size_t ntls_sans;
+	struct conf_list tls_sans;
 	/* "RATE[:BURST]" requests per second per token (ratelimit.h); "0": off;
 	 * NULL: RATELIMIT_DEFAULT_RATE:RATELIMIT_DEFAULT_BURST */
 	const char *rate_limit;
@@ -60,7 +61,11 @@ struct master_config {
 	 * this one at (NULL: the bound one), and the leader's lease and how
 	 * often it is renewed (0: LEADER_LEASE_MS, LEADER_RENEW_MS). */
 	const char *advertise_url;
-	unsigned leader_lease_ms, leader_renew_ms;
+	uint64_t leader_lease_ms, leader_renew_ms;
+	/* The options the master was started with, which a reload reads
+	 * again (settings.h); borrowed for the master's life; NULL: it has no
+	 * config file to reload. */
+	struct conf *conf;
 };
 
 struct master;
@@ -78,12 +83,17 @@ const char *master_tls_pin(const struct master *m);
 int master_run(struct master *m);
 /* master_stop may be called from any thread or a signal-handling thread. */
 void master_stop(struct master *m);
+/* master_reload asks the loop to read the config file again (SIGHUP;
+ * settings.h's settings_reload); any thread. */
+void master_reload(struct master *m);
 void master_free(struct master *m);
 
-/* `yard master --listen ADDR --data-dir DIR [--lease S] [--policy [POOL=]P]...
- * [--thresholds T1,T2,...] [--team TEAM=WEIGHT[:QUOTA]]...
- * [--preempt-min-run DURATION] [--preempt-max-lost DURATION] [--store CONNINFO]
- * [--tls-cert FILE --tls-key FILE | --tls-self-signed [--tls-san NAME]...]` */
+/* master_conf_options: the table of the master's options (n OUT), each a
+ * flag and a key of the config file. */
+const struct conf_option *master_conf_options(size_t *n);
+
+/* `yard master [--config FILE] [options]`: the options are the table in
+ * master_main.c, each also a key of the config file; SIGHUP reloads it. */
 int cmd_master(int argc, char **argv);
 
 #endif

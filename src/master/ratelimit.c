@@ -4,7 +4,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 
-int ratelimit_parse(const char *text, uint64_t *rate, uint64_t *burst, struct errbuf *eb)
+int ratelimit_parse(const char *what, const char *text, uint64_t *rate, uint64_t *burst, struct errbuf *eb)
 {
 	const char *p = text;
 	uint64_t r, b = 0;
@@ -25,9 +25,9 @@ int ratelimit_parse(const char *text, uint64_t *rate, uint64_t *burst, struct er
 	return 0;
 bad:
 	return error(eb, YERR(BAD_REQUEST),
-		     "--rate-limit '%s': expected RATE[:BURST], requests per second per token "
+		     "%s '%s': expected RATE[:BURST], requests per second per token "
 		     "(at most 1000000) and the burst (1 to 100000000); 0 turns limits off",
-		     text);
+		     what, text);
 }
 
 void ratelimit_init(struct ratelimit *rl, uint64_t rate, uint64_t burst)

@@ -44,8 +44,8 @@ struct ratelimit {
 
 /* ratelimit_parse reads "RATE" or "RATE:BURST" (whole requests; BURST
  * defaults to 10 x RATE, at least 1; "0" turns limits off) into *rate and
- * *burst (OUT). YERR(BAD_REQUEST) naming --rate-limit and the value. */
-int ratelimit_parse(const char *text, uint64_t *rate, uint64_t *burst, struct errbuf *eb);
+ * *burst (OUT). YERR(BAD_REQUEST) starting with what ("--rate-limit") and the value. */
+int ratelimit_parse(const char *what, const char *text, uint64_t *rate, uint64_t *burst, struct errbuf *eb);
 
 /* ratelimit_init sets rl up for rate and burst, allocating the table once
  * (nothing when rate is 0). ratelimit_release frees it. */

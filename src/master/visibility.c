@@ -10,14 +10,14 @@
 #include "master/jobsource.h"
 #include "master/templates.h"
 
-int visibility_parse(const char *s, bool *open_out, struct errbuf *eb)
+int visibility_parse(const char *what, const char *s, bool *open_out, struct errbuf *eb)
 {
 	if (!strcmp(s, "team") || !strcmp(s, "open")) {
 		*open_out = !strcmp(s, "open");
 		return 0;
 	}
-	return error(eb, YERR(BAD_REQUEST), "--visibility '%s': expected team (each job and dataset "
-		     "is its owner's, its team's and the admins') or open (every user sees all)", s);
+	return error(eb, YERR(BAD_REQUEST), "%s '%s': expected team (each job and dataset "
+		     "is its owner's, its team's and the admins') or open (every user sees all)", what, s);
 }
 
 static bool same(const char *a, const char *b)

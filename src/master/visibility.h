@@ -42,8 +42,9 @@ struct caller {
 };
 
 /* visibility_parse: "team" or "open" (--visibility) into *open_out;
- * YERR(BAD_REQUEST) naming the flag and the value otherwise. */
-int visibility_parse(const char *s, bool *open_out, struct errbuf *eb);
+ * YERR(BAD_REQUEST) starting with what (the flag, or the
+ * config file's line and key) and the value otherwise. */
+int visibility_parse(const char *what, const char *s, bool *open_out, struct errbuf *eb);
 
 /* Whether c sees job j whole (its own data), dataset ds's contents. */
 bool visibility_job(const struct master *m, const struct caller *c, const struct job *j);

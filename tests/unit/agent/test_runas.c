@@ -19,7 +19,7 @@ static void expect_refused(const char *text, const char *why)
 	struct errbuf eb = ERRBUF_INIT;
 	char want[300];
 
-	assert_int_equal(runas_parse(text, &ra, &eb), YERR(BAD_REQUEST));
+	assert_int_equal(runas_parse("--run-as", text, &ra, &eb), YERR(BAD_REQUEST));
 	snprintf(want, sizeof(want), "--run-as '%s': %s", text, why);
 	assert_string_equal(eb.msg, want);
 	assert_false(ra.on);
@@ -48,7 +48,7 @@ static void test_parse_users(void **state)
 	gid_t gid;
 
 	/* a uid without a passwd entry: gid = uid */
-	assert_int_equal(runas_parse("61777", &ra, &eb), 0);
+	assert_int_equal(runas_parse("--run-as", "61777", &ra, &eb), 0);
 	assert_true(ra.on);
 	assert_false(ra.range);
 	assert_int_equal(runas_acquire(&ra, 1, &uid, &gid, &eb), 0);
@@ -59,7 +59,7 @@ static void test_parse_users(void **state)
 	assert_int_equal(uid, 61777);
 	runas_release(&ra);
 	if (pw) {
-		assert_int_equal(runas_parse("nobody", &ra, &eb), 0);
+		assert_int_equal(runas_parse("--run-as", "nobody", &ra, &eb), 0);
 		assert_int_equal(runas_acquire(&ra, 1, &uid, &gid, &eb), 0);
 		assert_int_equal(uid, pw->pw_uid);
 		assert_int_equal(gid, pw->pw_gid);
@@ -74,7 +74,7 @@ static void test_range(void **state)
 	uid_t u1, u1b, u2, u3, u4;
 	gid_t g;
 
-	assert_int_equal(runas_parse("61000-61002", &ra, &eb), 0);
+	assert_int_equal(runas_parse("--run-as", "61000-61002", &ra, &eb), 0);
 	assert_true(ra.range);
 	/* job 1's two tasks share a uid; job 2 and 3 get others */
 	assert_int_equal(runas_acquire(&ra, 1, &u1, &g, &eb), 0);

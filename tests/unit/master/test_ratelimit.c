@@ -105,7 +105,7 @@ static void expect_parse(const char *text, uint64_t rate, uint64_t burst)
 	uint64_t r = 99, b = 99;
 	struct errbuf eb = ERRBUF_INIT;
 
-	if (ratelimit_parse(text, &r, &b, &eb)) {
+	if (ratelimit_parse("--rate-limit", text, &r, &b, &eb)) {
 		fprintf(stderr, "'%s' refused: %s\n", text, eb.msg);
 		fail();
 	}
@@ -118,7 +118,7 @@ static void expect_refused(const char *text)
 	uint64_t r, b;
 	struct errbuf eb = ERRBUF_INIT;
 
-	assert_int_equal(ratelimit_parse(text, &r, &b, &eb), YERR(BAD_REQUEST));
+	assert_int_equal(ratelimit_parse("--rate-limit", text, &r, &b, &eb), YERR(BAD_REQUEST));
 	if (!strstr(eb.msg, "--rate-limit") || !strstr(eb.msg, text)) {
 		fprintf(stderr, "message for '%s' names neither flag nor value: %s\n", text, eb.msg);
 		fail();

@@ -1,0 +1,261 @@
+/*
+ * `yard master`: its options, one table read from the command line and from
+ * the config file (base/conf.h), and its signals: SIGTERM and SIGINT stop
+ * it, SIGHUP reloads the config file (settings.h).
+ */
+#include "base/compat.h"
+#include "master/master.h"
+
+#include <pthread.h>
+
+#include "base/conf.h"
+#include "base/parse.h"
+#include "master/datasets.h"
+#include "master/gpuidle.h"
+#include "master/leader.h"
+#include "master/ratelimit.h"
+#include "master/settings.h"
+#include "master/tls.h"
+#include "master/visibility.h"
+
+/* A duration of at most max_ms, and more than 0. */
+static int check_span(const char *what, const char *v, uint64_t max_ms, const char *range,
+		      struct errbuf *eb)
+{
+	uint64_t ms;
+
+	if (parse_duration_str(v, &ms) || !ms || ms > max_ms)
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a duration of %s", what, v, range);
+	return 0;
+}
+
+static int check_lease(const char *what, const char *v, struct errbuf *eb)
+{
+	return check_span(what, v, 3600 * 1000, "1ms to 1h", eb);
+}
+
+static int check_leader_span(const char *what, const char *v, struct errbuf *eb)
+{
+	return check_span(what, v, 600 * 1000, "1ms to 10m", eb);
+}
+
+static int check_duration(const char *what, const char *v, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	if (parse_duration_str(v, &ms))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a duration such as 2m (0: off)", what, v);
+	return 0;
+}
+
+static int check_quota(const char *what, const char *v, struct errbuf *eb)
+{
+	struct data_quota q;
+	int ret = datasets_parse_quota(what, v, &q, eb);
+
+	if (!ret)
+		free(q.team);
+	return ret;
+}
+
+static int check_rate_limit(const char *what, const char *v, struct errbuf *eb)
+{
+	uint64_t rate, burst;
+
+	return ratelimit_parse(what, v, &rate, &burst, eb);
+}
+
+static int check_visibility(const char *what, const char *v, struct errbuf *eb)
+{
+	bool open;
+
+	return visibility_parse(what, v, &open, eb);
+}
+
+static int check_idle_threshold(const char *what, const char *v, struct errbuf *eb)
+{
+	unsigned pct;
+
+	return gpuidle_parse_threshold(what, v, &pct, eb);
+}
+
+static int check_idle_action(const char *what, const char *v, struct errbuf *eb)
+{
+	bool stop;
+
+	return gpuidle_parse_action(what, v, &stop, eb);
+}
+
+static int check_tls_san(const char *what, const char *v, struct errbuf *eb)
+{
+	if (!tls_san_valid(v))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a host name or an IP address", what, v);
+	return 0;
+}
+
+static int check_url(const char *what, const char *v, struct errbuf *eb)
+{
+	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected http://HOST:PORT or https://HOST:PORT",
+			     what, v);
+	if (v[strcspn(v, ", \t")])
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': one URL, without spaces or commas", what, v);
+	return 0;
+}
+
+#define OPT(name, kind, flags, field, check, arg, help) \
+	{ name, kind, flags, offsetof(struct master_config, field), check, arg, help }
+
+static const struct conf_option master_options[] = {
+	OPT("listen", CONF_STRING, 0, listen, NULL, "HOST:PORT",
+	    "where to serve the API and the web UI (default 127.0.0.1:7420)"),
+	OPT("data-dir", CONF_STRING, CONF_REQUIRED, data_dir, NULL, "DIR",
+	    "the master's state: its SQLite store, logs, code, tokens"),
+	OPT("store", CONF_STRING, 0, store, NULL, "CONNINFO",
+	    "keep the state in PostgreSQL (postgres://USER@HOST/DB or libpq\n"
+	    "keywords; PG* variables for the rest); default: SQLite in DIR"),
+	OPT("web-dir", CONF_STRING, 0, web_dir, NULL, "DIR",
+	    "the web UI's files (default: web/ beside the yard binary, else\n"
+	    YARD_WEB_DIR ")"),
+	OPT("lease", CONF_DURATION, 0, lease_ms, check_lease, "DURATION",
+	    "an agent silent this long is lost (default 15s)"),
+	OPT("policy", CONF_LIST, CONF_RELOAD, policies, settings_check_policy, "[POOL=]POLICY",
+	    "glas|las|fifo|fair|srtf|greedy, for every pool or for POOL (default glas)"),
+	OPT("thresholds", CONF_STRING, CONF_RELOAD, thresholds, settings_check_thresholds, "T1,T2,...",
+	    "the levels of las, glas and fair, in GPU-seconds"),
+	OPT("team", CONF_LIST, CONF_RELOAD, teams, settings_check_team, "TEAM=WEIGHT[:QUOTA]",
+	    "a team's fair share and GPU quota"),
+	OPT("preempt-min-run", CONF_STRING, CONF_RELOAD, preempt_min_run, check_duration, "DURATION",
+	    "a job started or resumed this recently is preempted only by a\n"
+	    "higher priority (default 2m; 0: off)"),
+	OPT("preempt-max-lost", CONF_STRING, CONF_RELOAD, preempt_max_lost, check_duration, "DURATION",
+	    "least-attained-service and fair preemption never cost more work than\n"
+	    "this since a job's last checkpoint, nor touch a job that has not\n"
+	    "checkpointed since it started (default 10m; 0: off)"),
+	OPT("data-quota", CONF_LIST, CONF_RELOAD, data_quotas, check_quota, "TEAM=SIZE",
+	    "the bytes a team's datasets may hold"),
+	OPT("outputs-retention", CONF_DURATION, CONF_RELOAD, outputs_retention_ms, NULL, "DURATION",
+	    "free the outputs of jobs final this long (default 0: kept)"),
+	OPT("idle-gpu-timeout", CONF_DURATION, CONF_RELOAD, idle_gpu_timeout_ms, NULL, "DURATION",
+	    "flag (or stop) a running job whose GPUs stay idle this long\n"
+	    "(default 0: off)"),
+	OPT("idle-gpu-threshold", CONF_STRING, CONF_RELOAD, idle_gpu_threshold, check_idle_threshold, "PCT",
+	    "a GPU under PCT% busy is idle (default 5)"),
+	OPT("idle-gpu-action", CONF_STRING, CONF_RELOAD, idle_gpu_action, check_idle_action, "flag|stop",
+	    "what an idle job gets (default flag)"),
+	OPT("rate-limit", CONF_STRING, CONF_RELOAD, rate_limit, check_rate_limit, "RATE[:BURST]",
+	    "requests per second per token (default 200:2000; 0: no limit;\n"
+	    "agents are not limited)"),
+	OPT("visibility", CONF_STRING, CONF_RELOAD, visibility, check_visibility, "team|open",
+	    "team (default): a job's logs, metrics, code and params are its\n"
+	    "owner's, its team's and the admins'; open: every user sees all"),
+	OPT("tls-cert", CONF_STRING, 0, tls_cert, NULL, "FILE", "serve https with this certificate (PEM)"),
+	OPT("tls-key", CONF_STRING, 0, tls_key, NULL, "FILE", "and this key (PEM)"),
+	OPT("tls-self-signed", CONF_BOOL, 0, tls_self_signed, NULL, NULL,
+	    "serve https with a certificate made once in DIR/tls; clients give\n"
+	    "the pin it prints"),
+	OPT("tls-san", CONF_LIST, 0, tls_sans, check_tls_san, "NAME|IP",
+	    "another name the self-signed certificate holds"),
+	OPT("advertise-url", CONF_STRING, 0, advertise_url, check_url, "URL",
+	    "how other masters and clients reach this one (default: the\n"
+	    "listening address)"),
+	OPT("leader-lease", CONF_DURATION, 0, leader_lease_ms, check_leader_span, "DURATION",
+	    "masters on one PostgreSQL store: one leads, the others take over\n"
+	    "once its lease lapses (default 1500ms)"),
+	OPT("leader-renew", CONF_DURATION, 0, leader_renew_ms, check_leader_span, "DURATION",
+	    "how often the leader renews its lease (default 250ms; at most half\n"
+	    "the lease)"),
+};
+
+const struct conf_option *master_conf_options(size_t *n)
+{
+	*n = ARRAY_SIZE(master_options);
+	return master_options;
+}
+
+struct sig_waiter {
+	struct master *m;
+	sigset_t set;
+};
+
+/* Takes the signals in set: SIGHUP reloads, the others stop the master. */
+static void *sig_thread(void *arg)
+{
+	struct sig_waiter *w = arg;
+	int sig;
+
+	while (!sigwait(&w->set, &sig)) {
+		if (sig != SIGHUP) {
+			master_stop(w->m);
+			break;
+		}
+		master_reload(w->m);
+	}
+	return NULL;
+}
+
+int cmd_master(int argc, char **argv)
+{
+	struct master_config cfg = { .listen = "127.0.0.1:7420" };
+	struct errbuf eb = ERRBUF_INIT;
+	struct sig_waiter w;
+	struct master *m;
+	struct conf conf;
+	pthread_t th;
+	int rc;
+
+	conf_init(&conf, "master", master_options, ARRAY_SIZE(master_options));
+	rc = conf_parse_args(&conf, argc, argv, &eb);
+	if (rc == CONF_HELP) {
+		conf_usage(&conf, stdout);
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		rc = conf_apply(&conf, &cfg, &eb);
+	if (!rc) {
+		uint64_t lease = cfg.leader_lease_ms ? cfg.leader_lease_ms : LEADER_LEASE_MS;
+		uint64_t renew = cfg.leader_renew_ms ? cfg.leader_renew_ms : LEADER_RENEW_MS;
+		if (2 * renew > lease)
+			rc = error(&eb, YERR(BAD_REQUEST),
+				   "leader-renew %" PRIu64 "ms must be at most half of leader-lease (%" PRIu64
+				   "ms): the lease would lapse between renewals", renew, lease);
+	}
+	if (rc) {
+		fprintf(stderr, "yard master: %s\n", eb.msg);
+		if (!conf.file || !strstr(eb.msg, conf.file))
+			fprintf(stderr, "(yard master --help lists the options)\n");
+		rc = 2;
+		goto out;
+	}
+	cfg.conf = conf.file ? &conf : NULL;
+	/* signals go to one waiting thread that asks the loop to stop or reload */
+	sigemptyset(&w.set);
+	sigaddset(&w.set, SIGTERM);
+	sigaddset(&w.set, SIGINT);
+	sigaddset(&w.set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &w.set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (master_open(&cfg, &m, &eb)) {
+		fprintf(stderr, "yard master: %s\n", eb.msg);
+		rc = 1;
+		goto out;
+	}
+	w.m = m;
+	pthread_create(&th, NULL, sig_thread, &w);
+	if (master_tls_pin(m)) {
+		fprintf(stderr, "yard master: serving https; clients trust it with --pin %s\n",
+			master_tls_pin(m));
+		printf("yard master ready url=%s pin=%s\n", master_url(m), master_tls_pin(m));
+	} else {
+		printf("yard master ready url=%s\n", master_url(m));
+	}
+	fflush(stdout);
+	rc = master_run(m) ? 1 : 0;
+	pthread_cancel(th);
+	pthread_join(th, NULL);
+	master_free(m);
+out:
+	conf_release(&conf);
+	return rc;
+}

@@ -1,0 +1,268 @@
+/* The daemons' options (master_main.c's and agent_main.c's tables): every
+ * key of a config file reaches its field (and, for the master, the settings
+ * built from it); docs/configuration.md lists exactly each table's keys,
+ * with which ones a reload applies. */
+#include "base/compat.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "base/conf.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "agent/agent.h"
+#include "master/master.h"
+#include "master/settings.h"
+
+static const char *doc_path;
+
+/* Every key once (the lists twice); the test fails when the table has a key
+ * this text does not set. */
+static const char master_keys[] = "listen = 0.0.0.0:7420\n"
+				"data-dir = /var/lib/yard/master\n"
+				"store = postgres://yard@db/yard\n"
+				"web-dir = /usr/share/yard/web\n"
+				"lease = 20s\n"
+				"policy = fair\n"
+				"policy = gpu=las\n"
+				"thresholds = 100,200\n"
+				"team = vision=2:8\n"
+				"team = speech=1\n"
+				"preempt-min-run = 1m\n"
+				"preempt-max-lost = 0\n"
+				"data-quota = vision=10GiB\n"
+				"outputs-retention = 30d\n"
+				"idle-gpu-timeout = 30m\n"
+				"idle-gpu-threshold = 10\n"
+				"idle-gpu-action = stop\n"
+				"rate-limit = 50:500\n"
+				"visibility = open\n"
+				"tls-cert = /etc/yard/cert.pem\n"
+				"tls-key = /etc/yard/key.pem\n"
+				"tls-self-signed = false\n"
+				"tls-san = yard.example\n"
+				"tls-san = 10.0.0.1\n"
+				"advertise-url = https://yard.example:7420\n"
+				"leader-lease = 3s\n"
+				"leader-renew = 500ms\n";
+
+/* Fails naming the first key of opts that text does not set. */
+static void check_sets_every_key(const char *text, const struct conf_option *opts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *key = xasprintf("\n%s = ", opts[i].name);
+		if (!strstr(text, key) && strncmp(text, key + 1, strlen(key + 1))) {
+			fprintf(stderr, "the test sets no '%s': add it and check its field\n", opts[i].name);
+			fail();
+		}
+		free(key);
+	}
+}
+
+static void test_master_every_key(void **state)
+{
+	size_t n;
+	const struct conf_option *opts = master_conf_options(&n);
+	struct master_config cfg = { .tls_self_signed = true };
+	struct master_settings s;
+	struct errbuf eb = ERRBUF_INIT;
+	struct conf c;
+
+	check_sets_every_key(master_keys, opts, n);
+	conf_init(&c, "master", opts, n);
+	assert_int_equal(conf_parse_file(&c, master_keys, strlen(master_keys), "master.conf", &eb), 0);
+	assert_int_equal(conf_apply(&c, &cfg, &eb), 0);
+	assert_string_equal(cfg.listen, "0.0.0.0:7420");
+	assert_string_equal(cfg.data_dir, "/var/lib/yard/master");
+	assert_string_equal(cfg.store, "postgres://yard@db/yard");
+	assert_string_equal(cfg.web_dir, "/usr/share/yard/web");
+	assert_int_equal(cfg.lease_ms, 20000);
+	assert_int_equal(cfg.policies.n, 2);
+	assert_string_equal(cfg.policies.items[1], "gpu=las");
+	assert_string_equal(cfg.thresholds, "100,200");
+	assert_int_equal(cfg.teams.n, 2);
+	assert_string_equal(cfg.preempt_min_run, "1m");
+	assert_string_equal(cfg.preempt_max_lost, "0");
+	assert_int_equal(cfg.data_quotas.n, 1);
+	assert_int_equal(cfg.outputs_retention_ms, 30ull * 86400 * 1000);
+	assert_int_equal(cfg.idle_gpu_timeout_ms, 30 * 60 * 1000);
+	assert_string_equal(cfg.idle_gpu_threshold, "10");
+	assert_string_equal(cfg.idle_gpu_action, "stop");
+	assert_string_equal(cfg.rate_limit, "50:500");
+	assert_string_equal(cfg.visibility, "open");
+	assert_string_equal(cfg.tls_cert, "/etc/yard/cert.pem");
+	assert_string_equal(cfg.tls_key, "/etc/yard/key.pem");
+	assert_false(cfg.tls_self_signed);
+	assert_int_equal(cfg.tls_sans.n, 2);
+	assert_string_equal(cfg.tls_sans.items[1], "10.0.0.1");
+	assert_string_equal(cfg.advertise_url, "https://yard.example:7420");
+	assert_int_equal(cfg.leader_lease_ms, 3000);
+	assert_int_equal(cfg.leader_renew_ms, 500);
+
+	/* and what a reload would install from them */
+	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
+	assert_int_equal(s.policy.policy, SCHED_POLICY_FAIR);
+	assert_int_equal(s.npool_policies, 1);
+	assert_string_equal(s.pool_policies[0].pool, "gpu");
+	assert_int_equal(s.pool_policies[0].conf.policy, SCHED_POLICY_LAS);
+	assert_int_equal(s.pool_policies[0].conf.nthresholds, 2);
+	assert_int_equal(s.pool_policies[0].conf.thresholds[1], 200);
+	assert_int_equal(s.policy.min_run_s, 60);
+	assert_int_equal(s.policy.max_lost_s, 0);
+	assert_false(s.policy.need_checkpoint);
+	assert_int_equal(s.nteams, 2);
+	assert_string_equal(s.teams[0].team, "vision");
+	assert_int_equal(s.teams[0].quota, 8);
+	assert_true(s.teams[1].weight == 1.0);
+	assert_int_equal(s.ndata_quotas, 1);
+	assert_int_equal(s.data_quotas[0].bytes, 10ull << 30);
+	assert_int_equal(s.rate, 50);
+	assert_int_equal(s.burst, 500);
+	assert_true(s.visibility_open);
+	assert_int_equal(s.gpuidle.threshold, 10);
+	assert_true(s.gpuidle.stop);
+	assert_int_equal(s.gpuidle.timeout_ms, 30 * 60 * 1000);
+	assert_int_equal(s.outputs_retention_ms, 30ull * 86400 * 1000);
+	settings_release(&s);
+	conf_release(&c);
+	(void)state;
+}
+
+static const char agent_keys[] = "master = https://m1:7420,https://m2:7420\n"
+			       "name = gpu-17\n"
+			       "work-dir = /var/lib/yard/agent\n"
+			       "gpus = auto\n"
+			       "advertise-addr = 10.0.0.17\n"
+			       "join-token-file = /etc/yard/join-token\n"
+			       "dev-dir = /dev\n"
+			       "ports = 40000-41000\n"
+			       "pool = a100\n"
+			       "label = rack=r3\n"
+			       "label = net=ib\n"
+			       "runtime = process,docker\n"
+			       "docker-socket = /run/podman/podman.sock\n"
+			       "cache-size = 200GiB\n"
+			       "s3-endpoint = https://s3.example\n"
+			       "s3-region = eu-west-1\n"
+			       "s3-credentials = /etc/yard/s3\n"
+			       "ca = /etc/hosts\n"
+			       "pin = sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+			       "run-as = 61000-61999\n";
+
+static void test_agent_every_key(void **state)
+{
+	size_t n;
+	const struct conf_option *opts = agent_conf_options(&n);
+	struct agent_options o = { 0 };
+	struct errbuf eb = ERRBUF_INIT;
+	struct conf c;
+
+	check_sets_every_key(agent_keys, opts, n);
+	conf_init(&c, "agent", opts, n);
+	if (conf_parse_file(&c, agent_keys, strlen(agent_keys), "agent.conf", &eb)) {
+		fprintf(stderr, "%s\n", eb.msg);
+		fail();
+	}
+	assert_int_equal(conf_apply(&c, &o, &eb), 0);
+	assert_string_equal(o.master, "https://m1:7420,https://m2:7420");
+	assert_string_equal(o.name, "gpu-17");
+	assert_string_equal(o.work_dir, "/var/lib/yard/agent");
+	assert_string_equal(o.gpus, "auto");
+	assert_string_equal(o.advertise_addr, "10.0.0.17");
+	assert_string_equal(o.join_token_file, "/etc/yard/join-token");
+	assert_string_equal(o.dev_dir, "/dev");
+	assert_string_equal(o.ports, "40000-41000");
+	assert_string_equal(o.pool, "a100");
+	assert_int_equal(o.labels.n, 2);
+	assert_string_equal(o.labels.items[1], "net=ib");
+	assert_string_equal(o.runtime, "process,docker");
+	assert_string_equal(o.docker_socket, "/run/podman/podman.sock");
+	assert_string_equal(o.cache_size, "200GiB");
+	assert_string_equal(o.s3_endpoint, "https://s3.example");
+	assert_string_equal(o.s3_region, "eu-west-1");
+	assert_string_equal(o.s3_credentials, "/etc/yard/s3");
+	assert_string_equal(o.ca, "/etc/hosts");
+	assert_string_equal(o.pin, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+	assert_string_equal(o.run_as, "61000-61999");
+	conf_release(&c);
+	(void)state;
+}
+
+/* Without any key: the defaults the master documents. */
+static void test_defaults(void **state)
+{
+	struct master_config cfg = { 0 };
+	struct master_settings s;
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
+	assert_int_equal(s.policy.policy, SCHED_POLICY_DEFAULT);
+	assert_int_equal(s.policy.min_run_s, SCHED_PREEMPT_MIN_RUN_S);
+	assert_int_equal(s.policy.max_lost_s, SCHED_PREEMPT_MAX_LOST_S);
+	assert_int_equal(s.rate, RATELIMIT_DEFAULT_RATE);
+	assert_false(s.visibility_open);
+	assert_int_equal(s.gpuidle.threshold, GPUIDLE_DEFAULT_THRESHOLD);
+	settings_release(&s);
+	(void)state;
+}
+
+/* docs/configuration.md: under "## yard master", one row per key in the
+ * table's order, "| `KEY` | ... | yes |" for the reloadable ones. */
+static void check_doc_section(const char *section, const struct conf_option *opts, size_t n)
+{
+	struct strbuf doc = STRBUF_INIT, want = STRBUF_INIT, got = STRBUF_INIT;
+	const char *p, *end;
+
+	assert_int_equal(strbuf_read_file(&doc, doc_path, 0), 0);
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&want, "%s %s\n", opts[i].name, opts[i].flags & CONF_RELOAD ? "yes" : "no");
+	p = strstr(doc.buf, section);
+	assert_non_null(p);
+	end = strstr(p + strlen(section), "\n## ");
+	if (!end)
+		end = doc.buf + doc.len;
+	while ((p = strstr(p, "\n| `")) && p < end) {
+		const char *key = p + 4, *k_end = strchr(key, '`'), *eol = strchr(key, '\n');
+		const char *last = eol;
+		/* the last cell: reloadable */
+		while (last > key && (last[-1] == ' ' || last[-1] == '|'))
+			last--;
+		const char *cell = last;
+		while (cell > key && cell[-1] != ' ' && cell[-1] != '|')
+			cell--;
+		strbuf_addf(&got, "%.*s %.*s\n", (int)(k_end - key), key, (int)(last - cell), cell);
+		p = eol;
+	}
+	assert_string_equal(got.buf, want.buf);
+	strbuf_release(&doc);
+	strbuf_release(&want);
+	strbuf_release(&got);
+}
+
+static void test_doc_lists_every_key(void **state)
+{
+	size_t n;
+	const struct conf_option *opts = master_conf_options(&n);
+
+	check_doc_section("\n## yard master\n", opts, n);
+	opts = agent_conf_options(&n);
+	check_doc_section("\n## yard agent\n", opts, n);
+	(void)state;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_master_every_key),
+		cmocka_unit_test(test_agent_every_key),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_doc_lists_every_key),
+	};
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_daemon_conf docs/configuration.md\n");
+		return 2;
+	}
+	doc_path = argv[1];
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
