@@ -193,6 +193,10 @@ def sweep():
         if not _remove(st):
             os.unlink(path)
         swept.append(st.get("dir", name))
+    try:
+        os.rmdir(STATE_DIR)
+    except OSError:
+        pass
     return swept
 
 

@@ -181,7 +181,8 @@ class Run:
         return self.m.sh(f"journalctl -u {unit} -o cat --no-pager", check=False)[1]
 
     def master(self):
-        harness.wait_until(lambda: "yard master ready url=" in self.journal("yard-master"), 30,
+        # /etc/yard/master.conf's listen: loopback only
+        harness.wait_until(lambda: f"yard master ready url={MASTER_URL}" in self.journal("yard-master"), 30,
                            "yard-master.service's ready line in the journal")
         u = self.unit("yard-master", "ActiveState", "MainPID", "NRestarts")
         check_eq(u["ActiveState"], "active", "yard-master's state")
@@ -192,7 +193,31 @@ class Run:
         for tok in ("admin-token", "join-token"):
             rc, st = self.m.sh(f"stat -c '%U %a' {DATA}/{tok}")
             check_eq(st.strip(), "yard 600", f"{DATA}/{tok}'s owner and mode")
-        return f"(pid {u['MainPID']}, uid {uid})"
+        self.check_web_app(7420, "/etc/yard/master.conf's web-dir")
+        return f"(pid {u['MainPID']}, uid {uid}; GET / is the packaged web app)"
+
+    def check_web_app(self, port, why):
+        """GET / on the master at port is /usr/share/yard/web/index.html
+        (bash's /dev/tcp: minbase has no curl)."""
+        rc, page = self.m.sh(f"bash -c \"exec 3<>/dev/tcp/127.0.0.1/{port} && "
+                             "printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3\"", check=False)
+        with open(self.m.root + "/usr/share/yard/web/index.html") as f:
+            index = f.read()
+        check(page.startswith("HTTP/1.") and " 200 " in page.splitlines()[0] and page.endswith(index),
+              f"GET / of the master on port {port} ({why}) is not /usr/share/yard/web/index.html: "
+              f"{page[:600]!r}")
+
+    def default_web_dir(self):
+        """A master started without --web-dir (as `yard up` is) finds the
+        packaged web app: there is no web/ beside /usr/bin/yard."""
+        self.m.sh("systemd-run --unit=yard-nowebdir --property=DynamicUser=yes --property=StateDirectory=nowebdir "
+                  "/usr/bin/yard master --listen 127.0.0.1:7421 --data-dir /var/lib/nowebdir")
+        try:
+            harness.wait_until(lambda: "yard master ready url=" in self.journal("yard-nowebdir"), 30,
+                               "the master without --web-dir to be ready")
+            self.check_web_app(7421, "no --web-dir")
+        finally:
+            self.m.sh("systemctl stop yard-nowebdir", check=False)
 
     def agent_waits(self):
         u = self.unit("yard-agent", "ActiveState", "ConditionResult", "NRestarts", "UnitFileState")
@@ -265,12 +290,35 @@ class Run:
         return f"(task pid {pids[0]} of job {jid} outlived agent pid {before})"
 
     def reload(self):
+        """A reloadable key changed in /etc/yard/master.conf is applied by
+        `systemctl reload` (SIGHUP) without a restart."""
         before = self.unit("yard-master", "MainPID")["MainPID"]
-        self.m.sh("systemctl reload yard-master")
+        self.m.sh("echo 'rate-limit = 100:1000' >> /etc/yard/master.conf && systemctl reload yard-master")
+        want = "yard master: reloaded '/etc/yard/master.conf': applied rate-limit"
+        harness.wait_until(lambda: want in self.journal("yard-master"), 30, f"{want!r} in the journal")
         u = self.unit("yard-master", "MainPID", "ActiveState", "NRestarts")
         check_eq((u["ActiveState"], u["MainPID"], u["NRestarts"]), ("active", before, "0"),
                  "yard-master's state, pid and restarts after a reload")
-        harness.wait_until(lambda: self.nodes(), 30, "the reloaded master to answer")
+        check(self.nodes(), "the reloaded master lists no node")
+        return f"(pid {before} applied rate-limit)"
+
+    def tls(self):
+        """README's recipe for a cluster, on one machine: the master on every
+        address with a self-signed certificate (made in its state dir under
+        the unit's sandbox), the agent trusting it by the pin the journal
+        shows."""
+        self.m.sh("sed -i 's/^listen = .*/listen = 0.0.0.0:7420/; s/^#tls-self-signed = true/tls-self-signed = true/'"
+                  " /etc/yard/master.conf && systemctl restart yard-master")
+        pat = re.compile(r"yard master ready url=https://\S+ pin=(sha256//\S+)")
+        pin = harness.wait_until(lambda: pat.search(self.journal("yard-master")), 30,
+                                 "the https master's ready line with its pin").group(1)
+        check_eq(self.unit("yard-master", "NRestarts")["NRestarts"], "0", "yard-master's restarts")
+        ready = self.journal("yard-agent").count("yard agent ready name=")
+        self.m.sh(f"sed -i 's|^master = .*|master = https://127.0.0.1:7420|; s|^#pin = .*|pin = {pin}|'"
+                  " /etc/yard/agent.conf && systemctl restart yard-agent")
+        harness.wait_until(lambda: self.journal("yard-agent").count("yard agent ready name=") > ready, 30,
+                           "the agent's ready line over https")
+        return f"({pin[:20]}...)"
 
     def remove(self):
         self.m.sh("apt-get remove -y trainyard >/tmp/remove.log 2>&1 || { cat /tmp/remove.log; exit 1; }")
@@ -297,11 +345,13 @@ class Run:
             self.step("boot (systemd-nspawn -b)", self.boot)
             self.step("systemd-analyze verify, security", self.verify)
             self.step("yard-master.service up as yard", self.master)
+            self.step("a master without --web-dir finds the web app", self.default_web_dir)
             self.step("yard-agent.service waits for its join token", self.agent_waits)
             self.step("the agent joins", self.join)
             self.step("a job runs, its log is read back", self.job)
             self.step("an agent restart keeps a running task", self.agent_restart)
             self.step("systemctl reload yard-master", self.reload)
+            self.step("https: tls-self-signed, the agent pinning it", self.tls)
             self.step("apt-get remove, dpkg --purge", self.remove)
         except (TestFailure, AssertionError) as e:
             failed = e
