@@ -52,10 +52,6 @@ help:
 	@echo "make deb    build the Debian package ./$(BUILD)/trainyard_VERSION_ARCH.deb (in ./$(DEB_BUILD)), lintian it"
 	@echo "make package-test  the .deb installed and booted in a debootstrap'd Debian 12 (tests/package)"
 
-# Installs only what is missing, so a second run does nothing. Node.js and
-# npm (for s3rver, the web app and its browser test) come from Debian only where no node/npm is on the PATH: a
-# machine with NodeSource's nodejs (which bundles npm) cannot take Debian's
-# npm package.
 # apt_install_missing TARGET,PACKAGES,EXTRA: installs those of PACKAGES that
 # are not installed; EXTRA is shell that may add to $$missing.
 apt_install_missing = missing=""; for p in $(2); do \
@@ -67,6 +63,10 @@ apt_install_missing = missing=""; for p in $(2); do \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "$(1): all Debian packages present"; fi
+# Installs only what is missing, so a second run does nothing. Node.js and
+# npm (for s3rver, the web app and its browser test) come from Debian only where no node/npm is on the PATH: a
+# machine with NodeSource's nodejs (which bundles npm) cannot take Debian's
+# npm package.
 deps:
 	@$(call apt_install_missing,deps,$(DEB_PACKAGES),\
 		command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
@@ -178,7 +178,8 @@ $(DEB): $(DEB_SRCS) $(WEB_STAMP) | package-deps
 
 # The package test (tests/package): installs $(DEB) into a debootstrap'd
 # Debian 12, boots it under systemd-nspawn and runs a job through the
-# services. Minutes, so not part of make test; .ci/run runs it after.
+# services. A minute or so (the first run debootstraps; apt fetches from
+# Debian's mirror), so not part of make test; .ci/run runs it after.
 package-test: $(DEB)
 	$(PYTHON) tests/package/run.py --deb $(DEB) --build $(BUILD)
 
