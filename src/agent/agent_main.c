@@ -263,14 +263,11 @@ int cmd_agent(int argc, char **argv)
 
 	memset(&ra, 0, sizeof(ra));
 	conf_init(&conf, "agent", agent_options_table, ARRAY_SIZE(agent_options_table));
-	ret = conf_parse_args(&conf, argc, argv, &eb);
+	ret = conf_load(&conf, argc, argv, &o, &eb);
 	if (ret == CONF_HELP) {
-		conf_usage(&conf, stdout);
 		ret = 0;
 		goto out;
 	}
-	if (!ret)
-		ret = conf_apply(&conf, &o, &eb);
 	if (!ret)
 		ret = agent_configure(&o, &cfg, &ra, &host, &tok, &ca_path, &s3_key, &s3_secret, &eb);
 	if (ret) {

@@ -141,6 +141,15 @@ int conf_parse_args(struct conf *c, int argc, char **argv, struct errbuf *eb)
 	return conf_reload(c, eb);
 }
 
+int conf_load(struct conf *c, int argc, char **argv, void *target, struct errbuf *eb)
+{
+	int ret = conf_parse_args(c, argc, argv, eb);
+
+	if (ret == CONF_HELP)
+		conf_usage(c, stdout);
+	return ret ? ret : conf_apply(c, target, eb);
+}
+
 int conf_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno,
 		   const char *origin, struct conf_line *out, struct errbuf *eb)
 {

@@ -90,6 +90,11 @@ void conf_release(struct conf *c);
  * in eb. argv strings are copied. */
 int conf_parse_args(struct conf *c, int argc, char **argv, struct errbuf *eb);
 
+/* conf_load: conf_parse_args, then conf_apply into target; -h or --help
+ * prints conf_usage on stdout and returns CONF_HELP. What a daemon's main
+ * calls. */
+int conf_load(struct conf *c, int argc, char **argv, void *target, struct errbuf *eb);
+
 /* conf_parse_file reads text as the config file named origin into the
  * file's values of c (replacing them only when all of it is good): an
  * unknown key, a line that is not "key = value", a key given twice that is

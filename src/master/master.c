@@ -524,15 +524,7 @@ void master_free(struct master *m)
 	free(m->jobs_list_viewer);
 	free(m->data_dir);
 	free(m->job_key);
-	for (size_t i = 0; i < m->npool_policies; i++)
-		free(m->pool_policies[i].pool);
-	free(m->pool_policies);
-	for (size_t i = 0; i < m->nteams; i++)
-		free(m->teams[i].team);
-	free(m->teams);
-	for (size_t i = 0; i < m->ndata_quotas; i++)
-		free(m->data_quotas[i].team);
-	free(m->data_quotas);
+	settings_clear(m);
 	execs_clear(m);
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);

@@ -205,14 +205,11 @@ int cmd_master(int argc, char **argv)
 	int rc;
 
 	conf_init(&conf, "master", master_options, ARRAY_SIZE(master_options));
-	rc = conf_parse_args(&conf, argc, argv, &eb);
+	rc = conf_load(&conf, argc, argv, &cfg, &eb);
 	if (rc == CONF_HELP) {
-		conf_usage(&conf, stdout);
 		rc = 0;
 		goto out;
 	}
-	if (!rc)
-		rc = conf_apply(&conf, &cfg, &eb);
 	if (!rc) {
 		uint64_t lease = cfg.leader_lease_ms ? cfg.leader_lease_ms : LEADER_LEASE_MS;
 		uint64_t renew = cfg.leader_renew_ms ? cfg.leader_renew_ms : LEADER_RENEW_MS;

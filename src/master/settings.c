@@ -185,13 +185,24 @@ int settings_build(const struct master_config *cfg, struct master_settings *s, s
 	return 0;
 }
 
-void settings_install(struct master *m, struct master_settings *s)
+void settings_clear(struct master *m)
 {
 	struct master_settings old = {
 		.pool_policies = m->pool_policies, .npool_policies = m->npool_policies,
 		.teams = m->teams, .nteams = m->nteams,
 		.data_quotas = m->data_quotas, .ndata_quotas = m->ndata_quotas,
 	};
+
+	settings_release(&old);
+	m->pool_policies = NULL;
+	m->teams = NULL;
+	m->data_quotas = NULL;
+	m->npool_policies = m->apool_policies = m->nteams = m->ateams = m->ndata_quotas = m->adata_quotas = 0;
+}
+
+void settings_install(struct master *m, struct master_settings *s)
+{
+	settings_clear(m);
 
 	m->policy = s->policy;
 	m->pool_policies = s->pool_policies;
@@ -210,7 +221,6 @@ void settings_install(struct master *m, struct master_settings *s)
 	m->gpuidle = s->gpuidle;
 	m->outputs_retention_ms = s->outputs_retention_ms;
 	memset(s, 0, sizeof(*s));
-	settings_release(&old);
 	/* the queue's order and the listings may differ now */
 	m->sched_needed = true;
 	m->jobs_gen++;

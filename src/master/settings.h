@@ -49,6 +49,9 @@ void settings_install(struct master *m, struct master_settings *s);
 
 void settings_release(struct master_settings *s);
 
+/* settings_clear frees the master's installed settings (master_free). */
+void settings_clear(struct master *m);
+
 /* The checks of one value each (base/conf.h's conf_check_fn): what names
  * the flag or the file's line and key. */
 int settings_check_policy(const char *what, const char *value, struct errbuf *eb);
