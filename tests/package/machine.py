@@ -21,8 +21,8 @@ cgroup v1 host nspawn mounts the v1 controllers read-only in the machine
 cgroup; boot() remounts them read-write inside the machine, which hands the
 machine only its own subtree, as a runtime that delegates cgroups would.
 
-Everything a Machine makes (its dir, its cgroups, nspawn's runtime dir) is
-removed by close(): on the way out of run.py, at interpreter exit (atexit,
+Everything a Machine makes (its dir, its cgroups, what nspawn keeps of it in
+/run/systemd/nspawn) is removed by close(): on the way out of run.py, at interpreter exit (atexit,
 also after SIGTERM), and, when the process died without either, by sweep(),
 which every new Machine runs first. What a Machine makes is written down in
 STATE_DIR/ID.json before it is made, so a sweep only removes what a dead
@@ -170,6 +170,18 @@ def _remove(st):
     if machine.startswith(PREFIX):
         for sub in ("propagate", "unix-export"):
             shutil.rmtree(os.path.join(NSPAWN_RUN, sub, machine), ignore_errors=True)
+    # the lock a killed nspawn leaves on the root dir (inode-DEV:INO)
+    lock = st.get("lock", "")
+    if lock.startswith(os.path.join(NSPAWN_RUN, "locks", "inode-")):
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+    for sub in ("propagate", "locks", ""):  # nspawn's own dirs, once no one uses them
+        try:
+            os.rmdir(os.path.join(NSPAWN_RUN, sub))
+        except OSError:
+            pass
     return errors
 
 
@@ -240,14 +252,14 @@ class Machine:
         self.cgroups = _delegated_dirs(self.name)
         self._state = {"pid": os.getpid(), "start": netns._proc_start(os.getpid()),
                        "dir": self.dir, "machine": self.name, "cgroups": self.cgroups}
-        os.makedirs(STATE_DIR, exist_ok=True)
-        with open(_state_path(self.id) + ".tmp", "w") as f:
-            json.dump(self._state, f)
-        os.rename(_state_path(self.id) + ".tmp", _state_path(self.id))
+        self._save()  # before anything exists: a crash from here on is swept
         self._closed = False
         atexit.register(self.close)
         netns._exit_on_sigterm()
         os.makedirs(self.root, 0o755)
+        st = os.stat(self.root)
+        self._state["lock"] = os.path.join(NSPAWN_RUN, "locks", f"inode-{st.st_dev}:{st.st_ino}")
+        self._save()
         for c in self.cgroups:
             os.mkdir(c)
         r = subprocess.run(["tar", "-C", self.root, "--numeric-owner", "-xf", tarball],
@@ -257,6 +269,12 @@ class Machine:
         with open(os.path.join(self.root, "etc", "hostname"), "w") as f:
             f.write("yard-pkgtest\n")
         shutil.copyfile("/etc/resolv.conf", os.path.join(self.root, "etc", "resolv.conf"))
+
+    def _save(self):
+        os.makedirs(STATE_DIR, exist_ok=True)
+        with open(_state_path(self.id) + ".tmp", "w") as f:
+            json.dump(self._state, f)
+        os.rename(_state_path(self.id) + ".tmp", _state_path(self.id))
 
     def _in_cgroups(self, argv):
         """argv started by a shell that first moves itself into our cgroups."""
