@@ -30,7 +30,15 @@ DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
 	chromium wrk patroni etcd-server prometheus
 
-.PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser
+# What `make deb` and `make package-test` need beyond DEB_PACKAGES, installed
+# only by those targets (make test stays lean): debhelper and dpkg-dev build
+# the package (dh, dpkg-buildpackage), lintian checks it; the package test
+# debootstraps a Debian 12 (debootstrap) and boots it with systemd-nspawn
+# (systemd-container).
+PACKAGE_DEB_PACKAGES := debhelper dpkg-dev lintian debootstrap systemd-container
+
+.PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser \
+	package-deps deb package-test
 
 all: build
 
@@ -41,22 +49,28 @@ help:
 	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
 	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
 	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
+	@echo "make deb    build the Debian package ./$(BUILD)/trainyard_VERSION_ARCH.deb (in ./$(DEB_BUILD)), lintian it"
+	@echo "make package-test  the .deb installed and booted in a debootstrap'd Debian 12 (tests/package)"
 
+# apt_install_missing TARGET,PACKAGES,EXTRA: installs those of PACKAGES that
+# are not installed; EXTRA is shell that may add to $$missing.
+apt_install_missing = missing=""; for p in $(2); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	$(3) \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "$(1): all Debian packages present"; fi
 # Installs only what is missing, so a second run does nothing. Node.js and
 # npm (for s3rver, the web app and its browser test) come from Debian only where no node/npm is on the PATH: a
 # machine with NodeSource's nodejs (which bundles npm) cannot take Debian's
 # npm package.
 deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
-	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
-	if [ -n "$$missing" ]; then \
-		echo "installing:$$missing"; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "deps: all Debian packages present"; fi
+	@$(call apt_install_missing,deps,$(DEB_PACKAGES),\
+		command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+		command -v npm >/dev/null 2>&1 || missing="$$missing npm";)
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) -Dwerror=true
@@ -134,6 +148,41 @@ bench: deps build
 	$(PYTHON) bench/blobs.py --yard $(BUILD)/yard
 	$(PYTHON) bench/failover.py --yard $(BUILD)/yard --takeover-only
 
+# The Debian package (debian/: debhelper, dh_installsystemd, sysusers), built
+# by dpkg-buildpackage in a copy of the sources under $(DEB_BUILD), so that
+# neither the tree nor build/ and build-asan/ see its build; the .deb is then
+# copied to $(DEB) and checked with lintian (errors and warnings fail).
+# The web app is built here first (npm), so the package build needs no npm.
+DEB_BUILD   ?= build-deb
+DEB_VERSION := $(shell sed -n "s/^ *version *: *'\([^']*\)'.*/\1/p" meson.build)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB         := $(BUILD)/trainyard_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_INPUTS  := meson.build meson_options.txt README.md src bench tests/fakenvml docs debian
+DEB_SRCS    := $(shell find $(DEB_INPUTS) -type f)
+
+package-deps:
+	@$(call apt_install_missing,package-deps,$(DEB_PACKAGES) $(PACKAGE_DEB_PACKAGES),)
+
+deb: $(DEB)
+$(DEB): $(DEB_SRCS) $(WEB_STAMP) | package-deps
+	@v=$$(dpkg-parsechangelog -l debian/changelog -S Version); [ "$$v" = "$(DEB_VERSION)" ] || { \
+		echo "make deb: debian/changelog is at version '$$v', meson.build at '$(DEB_VERSION)':" \
+		     "add a debian/changelog entry (dch -v $(DEB_VERSION))" >&2; exit 1; }
+	rm -rf $(DEB_BUILD) && mkdir -p $(DEB_BUILD)/src/web
+	tar -cf - $(DEB_INPUTS) | tar -xf - -C $(DEB_BUILD)/src
+	cp -r web/dist $(DEB_BUILD)/src/web/dist && rm -f $(DEB_BUILD)/src/web/dist/.yard-stamp
+	cd $(DEB_BUILD)/src && dpkg-buildpackage -b -us -uc -j$$(nproc)
+	mkdir -p $(@D) && cp $(DEB_BUILD)/$(@F) $@.tmp && mv $@.tmp $@
+	lintian --fail-on error,warning --display-info --info $@
+	@echo "make deb: $@"
+
+# The package test (tests/package): installs $(DEB) into a debootstrap'd
+# Debian 12, boots it under systemd-nspawn and runs a job through the
+# services. A minute or so (the first run debootstraps; apt fetches from
+# Debian's mirror), so not part of make test; .ci/run runs it after.
+package-test: $(DEB)
+	$(PYTHON) tests/package/run.py --deb $(DEB) --build $(BUILD)
+
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test
 # runs them too (tests/run_all.py).
@@ -141,4 +190,4 @@ fuzz: deps
 	tests/fuzz/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz $(DEB_BUILD)

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 		return finish(argc < 2 ? 2 : 0);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("yard 0.1.0\n");
+		printf("yard %s\n", YARD_VERSION);
 		return finish(0);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(roles); i++)

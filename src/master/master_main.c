@@ -115,7 +115,8 @@ static const struct conf_option master_options[] = {
 	    "keep the state in PostgreSQL (postgres://USER@HOST/DB or libpq\n"
 	    "keywords; PG* variables for the rest); default: SQLite in DIR"),
 	OPT("web-dir", CONF_STRING, 0, web_dir, NULL, "DIR",
-	    "the web UI's files (default: web/ beside the yard binary)"),
+	    "the web UI's files (default: web/ beside the yard binary, else\n"
+	    YARD_WEB_DIR ")"),
 	OPT("lease", CONF_DURATION, 0, lease_ms, check_lease, "DURATION",
 	    "an agent silent this long is lost (default 15s)"),
 	OPT("policy", CONF_LIST, CONF_RELOAD, policies, settings_check_policy, "[POOL=]POLICY",

@@ -17,23 +17,31 @@ static const char not_built_page[] =
 	"the master with <code>--web-dir DIR</code>. The API is at <code>/v1/</code>.</p>\n"
 	"</body></html>\n";
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 char *static_default_dir(void)
 {
 	char *exe = realpath("/proc/self/exe", NULL), *slash, *dir;
-	struct stat st;
 
-	if (!exe)
-		return NULL;
-	slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	dir = xasprintf("%s/web", exe);
-	free(exe);
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+	if (exe) {
+		slash = strrchr(exe, '/');
+		if (slash)
+			*slash = 0;
+		dir = xasprintf("%s/web", exe);
+		free(exe);
+		if (is_dir(dir))
+			return dir;
 		free(dir);
-		return NULL;
 	}
-	return dir;
+#ifdef YARD_WEB_DIR
+	if (is_dir(YARD_WEB_DIR))
+		return xstrdup(YARD_WEB_DIR);
+#endif
+	return NULL;
 }
 
 bool static_takes(const char *method, const char *path)

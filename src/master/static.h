@@ -22,8 +22,9 @@
 struct req;
 
 /* static_default_dir returns "<directory of the running binary>/web" when
- * that is a directory (build/web next to build/yard), else NULL. Caller
- * frees. */
+ * that is a directory (build/web next to build/yard), else YARD_WEB_DIR (the
+ * installed app, PREFIX/share/yard/web: /usr/share/yard/web in the Debian
+ * package) when that is one, else NULL. Caller frees. */
 char *static_default_dir(void);
 
 /* static_takes says whether a request that matched no route is the static
