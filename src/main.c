@@ -31,7 +31,7 @@ static void usage(FILE *out)
 		     "  master   run the control plane\n"
 		     "  agent    run a node agent\n"
 		     "  up       master and a local agent in one process\n"
-		     "  admin    back up and restore a master's state, on its host (yard admin --help)\n\n");
+		     "  admin    back up and restore a master's state; reload its config (yard admin --help)\n\n");
 	cli_usage(out);
 }
 

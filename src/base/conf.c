@@ -346,11 +346,15 @@ char *conf_key_text(const struct conf *c, size_t opt)
 
 void conf_usage(const struct conf *c, FILE *out)
 {
+	bool reload = false;
+
+	for (size_t i = 0; i < c->nopts; i++)
+		reload |= (c->opts[i].flags & CONF_RELOAD) != 0;
 	fprintf(out, "usage: yard %s [--config FILE] [options]\n\n"
 		     "Every option is also a key of the config file: the line 'KEY = VALUE' is\n"
-		     "--KEY VALUE. An option on the command line wins over its key. A reload\n"
-		     "(SIGHUP) reads the file again and applies the keys marked reloadable.\n\n",
-		c->role);
+		     "--KEY VALUE. An option on the command line wins over its key.%s\n\n",
+		c->role, reload ? " A reload\n(SIGHUP) reads the file again and applies the keys marked reloadable."
+				: "\nChanges to the file take effect when it starts again.");
 	fprintf(out, "  %-26s %s\n", "--config FILE", "read settings from FILE");
 	for (size_t i = 0; i < c->nopts; i++) {
 		const struct conf_option *o = &c->opts[i];

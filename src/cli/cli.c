@@ -31,6 +31,7 @@ static const struct cli_command {
 	{ "template", cmd_template, NEED_MASTER, "jobs run again on each new version of a dataset" },
 	{ "token", cmd_token, NEED_MASTER, "create, list and revoke API tokens" },
 	{ "audit", cmd_audit, NEED_MASTER, "show the audit log of state-changing requests (admin)" },
+	{ "admin reload", cmd_admin_reload, NEED_MASTER | SUBCOMMAND, "the master reads its config file again" },
 	{ "sim", cmd_sim, 0, "replay a job trace through the scheduler (offline)" },
 	{ "mpirun", cmd_mpirun, TASK_HELPER, "run mpirun over the job's nodes (inside an mpi task)" },
 	{ "mpi-rsh", cmd_mpi_rsh, TASK_HELPER, "mpirun's remote launch agent (inside an mpi task)" },
@@ -55,7 +56,7 @@ void cli_usage(void *stream)
 	FILE *out = stream;
 	fprintf(out, "commands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		if (!(commands[i].flags & TASK_HELPER))
+		if (!(commands[i].flags & (TASK_HELPER | SUBCOMMAND)))
 			fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].help);
 	fprintf(out, "\nRun 'yard COMMAND --help' for a command's options. The master and token\n"
 		     "come from --master/--token, YARD_MASTER/YARD_TOKEN or ~/.config/yard/config;\n"

@@ -24,6 +24,7 @@
 enum cli_cmd_flags {
 	NEED_MASTER = 1 << 0, /* resolve the master and open ctx->client */
 	TASK_HELPER = 1 << 1, /* runs inside tasks; not listed in the usage */
+	SUBCOMMAND = 1 << 2,  /* run through another command ("admin reload"); not listed */
 };
 
 struct cli_ctx {
@@ -170,6 +171,8 @@ int cmd_usage(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_audit(struct cli_ctx *ctx, int argc, char **argv);
+/* yard admin reload (cmd_admin.c; reached through src/admin.c) */
+int cmd_admin_reload(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
 /* cli_load_spec reads, overrides (--set) and validates the spec file:
  * 0, or an error in eb; *usage (OUT) tells a --set that is not PATH=VALUE

@@ -145,7 +145,11 @@ def test_backup_restore_sqlite_while_jobs_run():
         final = final_logs_of(c, before)
         c.agents["n1"].stop()
         c.master.stop()
-        out, _ = admin(c, "restore", path, "--data-dir", c2.data_dir)
+        # the restore reads where the new master keeps its state from that master's config file
+        conf = os.path.join(c2.dir, "master.conf")
+        with open(conf, "w") as f:
+            f.write(f"listen = 127.0.0.1:0\ndata-dir = {c2.data_dir}\nvisibility = team\n")
+        out, _ = admin(c, "restore", path, "--config", conf)
         check(re.search(rf"restored '.*' \(made \S+ by yard \S+\) in [\d.]+ s: the sqlite store at schema"
                         rf" version {store_schema_version()} and \d+ files", out), f"the restore's line: {out!r}")
         c2.start_master()

@@ -177,11 +177,19 @@ def test_reload_applies_what_it_can_and_names_the_rest():
         codes = [c.api.request("GET", "/v1/whoami", token=bob)[0] for _ in range(8)]
         check(codes.count(429) >= 3, f"the new limit of 3:3 holds for bob: {codes}")
 
+        # yard admin reload: the same through the CLI (no change now); a user may not
+        r = c.cli("admin", "reload", check_rc=0)
+        out = r.stdout.decode()
+        check(f"reloaded {mconf}" in out and "nothing to apply" in out and
+              "needs a restart to change: listen" in out, f"yard admin reload: {out!r}")
+        r = c.cli("admin", "reload", token=alice, check_rc=1)
+        check("forbidden" in r.stderr.decode() or "admin" in r.stderr.decode(), f"a user's reload: {r.stderr!r}")
+
         # SIGHUP: the same, from the file; the master says what it did
         write(mconf, base + "policy = fair\nteam = vision=1:2\nvisibility = team\nrate-limit = 0\n")
         m.kill(signal.SIGHUP)
-        wait_until(lambda: sum("reloaded" in l for l in open(m.logpath, errors="replace")) == 2, 10,
-                   "the master logs the second reload")
+        wait_until(lambda: sum("reloaded" in l for l in open(m.logpath, errors="replace")) == 3, 10,
+                   "the master logs the third reload")
         log = open(m.logpath, errors="replace").read()
         check(re.search(r"reloaded '.*master\.conf': applied rate-limit, visibility", log), log[-2000:])
         wait_until(lambda: c.api.request("GET", f"/v1/jobs/{v1}/logs?task=worker/0", token=bob)[0] in (403, 404),
