@@ -45,7 +45,7 @@ all: build
 help:
 	@echo "make deps   install the missing Debian packages (apt-get; idempotent)"
 	@echo "make        build ./$(BUILD)/yard"
-	@echo "make test   deps, an ASan+UBSan build, unit tests, fuzz targets (FUZZ_SECONDS each), end-to-end tests"
+	@echo "make test   deps, an ASan+UBSan build, unit tests, fuzz targets (FUZZ_SECONDS, 30, each), end-to-end tests"
 	@echo "make demo   deps, build, start a local cluster, run the example job, stop"
 	@echo "make bench  run the benchmarks in bench/ (prints numbers)"
 	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
