@@ -246,6 +246,7 @@ struct master {
 	char *job_key;          /* owned: the HMAC key of job tokens (auth.h) */
 	struct token job_token; /* auth_lookup's answer for a job token; user borrowed */
 	unsigned lease_ms;
+	uint64_t store_retry_ms; /* how long a failed commit's store is read again before stopping */
 	struct conf *conf;      /* borrowed or NULL: the options it started with (settings.h) */
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	size_t nawaited;        /* nodes with awaited set */

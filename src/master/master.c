@@ -93,17 +93,17 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 		struct errbuf leb = ERRBUF_INIT;
 		fprintf(stderr, "yard master: commit failed: %s\n", eb->msg);
 		/* A store that cannot be read now either (a PostgreSQL server
-		 * restarting) is tried again for up to a minute, the loop waiting
-		 * as no change could be stored meanwhile; then the master stops
-		 * rather than serve a model it does not have. */
+		 * restarting) is tried again for up to --store-retry (a minute),
+		 * the loop waiting as no change could be stored meanwhile; then
+		 * the master stops rather than serve a model it does not have. */
 		for (unsigned ms = 50, waited = 0; !m->store_lost; waited += ms, ms = ms < 1000 ? 2 * ms : ms) {
 			core_clear(m);
 			if (!core_load(m, &leb))
 				break;
-			m->store_lost = waited >= 60000;
+			m->store_lost = waited >= m->store_retry_ms;
 			if (!waited || m->store_lost)
 				fprintf(stderr, "yard master: cannot reload the store%s: %s\n",
-					m->store_lost ? ", stopping" : " (trying again for a minute)", leb.msg);
+					m->store_lost ? ", stopping" : " (trying again for --store-retry)", leb.msg);
 			if (m->store_lost)
 				uv_stop(&m->loop);
 			else
@@ -389,6 +389,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->lease_ms = cfg->lease_ms ? (unsigned)cfg->lease_ms : 15000;
+	m->store_retry_ms = cfg->store_retry_ms ? cfg->store_retry_ms : 60000;
 	m->conf = cfg->conf;
 	m->started_wall_us = wall_us();
 	prom_init(&m->prom);

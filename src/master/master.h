@@ -22,6 +22,9 @@ struct master_config {
 	/* a PostgreSQL connection string (store.h's store_pg_ops) for the
 	 * state; NULL: SQLite in data_dir (logs, code and tokens stay there) */
 	const char *store;
+	/* after a failed commit, how long the master tries to read its store
+	 * again before it stops (exit 1); 0: a minute */
+	uint64_t store_retry_ms;
 	uint64_t lease_ms;      /* an agent silent this long is lost; 0: 15000 */
 	uint64_t outputs_retention_ms; /* outputs of jobs final this long are freed; 0: kept */
 	/* --idle-gpu-timeout (0: off), --idle-gpu-threshold, --idle-gpu-action

@@ -34,6 +34,11 @@ static int check_lease(const char *what, const char *v, struct errbuf *eb)
 	return check_span(what, v, 3600 * 1000, "1ms to 1h", eb);
 }
 
+static int check_store_retry(const char *what, const char *v, struct errbuf *eb)
+{
+	return check_span(what, v, 3600 * 1000, "1ms to 1h", eb);
+}
+
 static int check_leader_span(const char *what, const char *v, struct errbuf *eb)
 {
 	return check_span(what, v, 600 * 1000, "1ms to 10m", eb);
@@ -114,6 +119,9 @@ static const struct conf_option master_options[] = {
 	OPT("store", CONF_STRING, 0, store, NULL, "CONNINFO",
 	    "keep the state in PostgreSQL (postgres://USER@HOST/DB or libpq\n"
 	    "keywords; PG* variables for the rest); default: SQLite in DIR"),
+	OPT("store-retry", CONF_DURATION, 0, store_retry_ms, check_store_retry, "DURATION",
+	    "after a failed commit, how long to try to read the store again\n"
+	    "before stopping (default 1m)"),
 	OPT("web-dir", CONF_STRING, 0, web_dir, NULL, "DIR",
 	    "the web UI's files (default: web/ beside the yard binary, else\n"
 	    YARD_WEB_DIR ")"),

@@ -21,6 +21,7 @@ static const char *doc_path;
 static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"data-dir = /var/lib/yard/master\n"
 				"store = postgres://yard@db/yard\n"
+				"store-retry = 20s\n"
 				"web-dir = /usr/share/yard/web\n"
 				"lease = 20s\n"
 				"policy = fair\n"
@@ -75,6 +76,7 @@ static void test_master_every_key(void **state)
 	assert_string_equal(cfg.listen, "0.0.0.0:7420");
 	assert_string_equal(cfg.data_dir, "/var/lib/yard/master");
 	assert_string_equal(cfg.store, "postgres://yard@db/yard");
+	assert_int_equal(cfg.store_retry_ms, 20000);
 	assert_string_equal(cfg.web_dir, "/usr/share/yard/web");
 	assert_int_equal(cfg.lease_ms, 20000);
 	assert_int_equal(cfg.policies.n, 2);
