@@ -311,7 +311,8 @@ class Run:
             check(not os.path.exists(a.root + f"{DATA}/admin-token"),
                   f"yard-master ran on {name}: it left {DATA}/admin-token")
             u = self.unit(a, "yard-agent", "ActiveState", "UnitFileState", "NRestarts")
-            check_eq((u["ActiveState"], u["UnitFileState"]), ("active", "enabled"), f"yard-agent on {name}")
+            check_eq((u["ActiveState"], u["UnitFileState"], u["NRestarts"]), ("active", "enabled", "0"),
+                     f"yard-agent's state, unit file state and restarts on failure on {name}")
             rc, st = a.sh("stat -c '%U %a' /etc/yard/join-token && cat /etc/yard/join-token")
             check_eq(st.split("\n", 1)[0], "root 600", f"/etc/yard/join-token's owner and mode on {name}")
             check_eq(st.split("\n", 1)[1], token, f"/etc/yard/join-token on {name} beside the master's")
