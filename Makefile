@@ -30,15 +30,19 @@ DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
 	chromium wrk patroni etcd-server prometheus
 
-# What `make deb` and `make package-test` need beyond DEB_PACKAGES, installed
-# only by those targets (make test stays lean): debhelper and dpkg-dev build
-# the package (dh, dpkg-buildpackage), lintian checks it; the package test
-# debootstraps a Debian 12 (debootstrap) and boots it with systemd-nspawn
-# (systemd-container).
-PACKAGE_DEB_PACKAGES := debhelper dpkg-dev lintian debootstrap systemd-container
+# What `make deb`, `make package-test` and `make ansible-test` need beyond
+# DEB_PACKAGES, installed only by those targets (make test stays lean):
+# debhelper and dpkg-dev build the package (dh, dpkg-buildpackage), lintian
+# checks it; the package test debootstraps a Debian 12 (debootstrap) and
+# boots it with systemd-nspawn (systemd-container). The Ansible role's test
+# runs Debian's ansible (ansible-core and its bundled collections) and
+# checks the role with ansible-lint; it reaches the machines with ssh and
+# makes their keys with ssh-keygen (openssh-client).
+PACKAGE_DEB_PACKAGES := debhelper dpkg-dev lintian debootstrap systemd-container \
+	ansible ansible-lint openssh-client
 
 .PHONY: all build deps test unit e2e demo bench clean asan help s3rver fuzz web browser \
-	package-deps deb package-test
+	package-deps deb package-test ansible-test
 
 all: build
 
@@ -51,6 +55,7 @@ help:
 	@echo "make fuzz   run every libFuzzer target for FUZZ_SECONDS (60) on its corpus"
 	@echo "make deb    build the Debian package ./$(BUILD)/trainyard_VERSION_ARCH.deb (in ./$(DEB_BUILD)), lintian it"
 	@echo "make package-test  the .deb installed and booted in a debootstrap'd Debian 12 (tests/package)"
+	@echo "make ansible-test  contrib/ansible's role installs the .deb on three booted Debian 12 machines, joins them"
 
 # apt_install_missing TARGET,PACKAGES,EXTRA: installs those of PACKAGES that
 # are not installed; EXTRA is shell that may add to $$missing.
@@ -182,6 +187,17 @@ $(DEB): $(DEB_SRCS) $(WEB_STAMP) | package-deps
 # Debian's mirror), so not part of make test; .ci/run runs it after.
 package-test: $(DEB)
 	$(PYTHON) tests/package/run.py --deb $(DEB) --build $(BUILD)
+
+# The Ansible role's test (tests/package/ansible_role.py): contrib/ansible's
+# site.yml, run by ansible-playbook over ssh, installs $(DEB) on three
+# debootstrap'd Debian 12 machines booted with systemd-nspawn on a private
+# network (one master, two agents), joins them, runs a job across both
+# agents, then runs again (changed=0), reloads and restarts the master. A
+# minute or two; a target of its own, so that the role can be tested without
+# the package test and CI says which of the two failed; .ci/run runs it after
+# package-test.
+ansible-test: $(DEB)
+	$(PYTHON) tests/package/ansible_role.py --deb $(DEB) --build $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan, build-fuzz), each FUZZ_SECONDS (60)
 # on its corpus in tests/fuzz/corpus, two at a time (FUZZ_JOBS); make test

@@ -13,6 +13,20 @@ into its namespaces, so that `systemctl` inside talks to its own systemd.
     m.sh("systemctl start x")          # after boot: (rc, output) of sh -c, inside
     m.close()                          # poweroff, then remove everything
 
+Several machines on a network of their own (tests/package/ansible_role.py):
+
+    net = Network()
+    net.create()                       # a network namespace holding a bridge, net.gateway on it
+    a = Machine(build_dir); a.create(hostname="a")
+    b = Machine(build_dir); b.create(hostname="b", clone=a)   # a copy of a's root
+    a.boot(net, net.addr(2)); b.boot(net, net.addr(3))       # each on its own address
+    subprocess.run(net.argv(["ssh", net.addr(2), ...]))      # from the bridge's side
+    b.close(); a.close(); net.close()
+
+A Network is a network namespace the test makes, not the host's: the
+bridge, the machines' veth ends and whatever runs through net.argv() live
+there, so no packet of the machines touches the host's interfaces.
+
 Cgroups: each nspawn runs in cgroups of its own (a child of our own cgroup
 in the name=systemd, cgroup2 and cpu, cpuacct, memory, pids and devices
 hierarchies), which nspawn makes the machine's cgroup namespace root. On a
@@ -21,12 +35,13 @@ cgroup v1 host nspawn mounts the v1 controllers read-only in the machine
 cgroup; boot() remounts them read-write inside the machine, which hands the
 machine only its own subtree, as a runtime that delegates cgroups would.
 
-Everything a Machine makes (its dir, its cgroups, what nspawn keeps of it in
-/run/systemd/nspawn) is removed by close(): on the way out of run.py, at interpreter exit (atexit,
-also after SIGTERM), and, when the process died without either, by sweep(),
-which every new Machine runs first. What a Machine makes is written down in
-STATE_DIR/ID.json before it is made, so a sweep only removes what a dead
-owner left behind.
+Everything a Machine makes (its dir, its cgroups, what nspawn keeps of it
+in /run/systemd/nspawn), and a Network's namespace, is removed by close():
+on the way out of the test, at interpreter exit (atexit, also after
+SIGTERM), and, when the process died without either, by sweep(), which
+every new Machine and Network runs first. What either makes is written
+down in STATE_DIR/ID.json before it is made, so a sweep only removes what a
+dead owner left behind.
 """
 import atexit
 import json
@@ -49,6 +64,7 @@ import netns  # noqa: E402  owner liveness, SIGTERM -> atexit
 PREFIX = "yard-pkgtest-"
 STATE_DIR = "/run/yard-package-test"
 NSPAWN_RUN = "/run/systemd/nspawn"
+NETNS_RUN = "/run/netns"                 # where `ip netns add` keeps a namespace
 # the hierarchies a machine gets cgroups of its own in: nspawn's and systemd's
 # own (name=systemd, cgroup2), and those the agent makes task groups in
 DELEGATED = ("name=systemd", "", "cpu", "cpuacct", "memory", "pids", "devices")
@@ -150,10 +166,31 @@ def _state_path(mid):
     return os.path.join(STATE_DIR, mid + ".json")
 
 
+def _remove_netns(name):
+    """Removes a Network's namespace: kills what still runs in it (an ssh
+    connection kept open, a killed machine's nspawn), then deletes it and
+    the bridge and veth ends in it. Returns the errors met."""
+    if not name.startswith(PREFIX):
+        return [f"not ours, not removed: network namespace {name!r}"]
+    if not os.path.exists(os.path.join(NETNS_RUN, name)):
+        return []
+    r = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    netns._kill_pids(sorted(int(p) for p in r.stdout.split() if p.isdigit()))
+    for _ in range(50):
+        r = subprocess.run(["ip", "netns", "del", name], capture_output=True, text=True)
+        if r.returncode == 0 or not os.path.exists(os.path.join(NETNS_RUN, name)):
+            return []
+        time.sleep(0.05)  # busy: a process was still leaving
+    return [f"ip netns del {name}: {r.stderr.strip()}"]
+
+
 def _remove(st):
-    """Removes one machine's leftovers as its state names them: its
-    processes (all in its cgroups, or named by its dir), its dir, its
-    cgroups and nspawn's runtime dir of it."""
+    """Removes one machine's or network's leftovers as its state names
+    them: a machine's processes (all in its cgroups, or named by its dir),
+    its dir, its cgroups and nspawn's runtime dir of it; a network's
+    namespace."""
+    if "netns" in st:
+        return _remove_netns(st["netns"])
     errors = []
     d = st.get("dir", "")
     if not os.path.basename(d.rstrip("/")).startswith(PREFIX):
@@ -186,8 +223,8 @@ def _remove(st):
 
 
 def sweep():
-    """Removes what machines whose owner process is gone left behind.
-    Returns the dirs swept."""
+    """Removes what machines and networks whose owner process is gone left
+    behind. Returns the dirs and namespaces swept."""
     swept = []
     try:
         names = os.listdir(STATE_DIR)
@@ -204,7 +241,7 @@ def sweep():
             continue
         if not _remove(st):
             os.unlink(path)
-        swept.append(st.get("dir", name))
+        swept.append(st.get("dir") or st.get("netns") or name)
     try:
         os.rmdir(STATE_DIR)
     except OSError:
@@ -225,13 +262,19 @@ class Machine:
         self.cgroups = []
         self.nspawn = None     # the booting nspawn (Popen)
         self.init_pid = None   # the machine's PID 1, as the host sees it
+        self.addr = None       # its address on a Network
+        self._network = self._addr = None
+        self._powering_off = False
         self.boot_log = None
         self._closed = True
         self._state = None
 
-    def create(self):
+    def create(self, hostname="yard-pkgtest", clone=None):
         """Sweeps dead runs' leftovers, then unpacks the cached debootstrap'd
-        rootfs (making it first when it is not cached: a minute or two)."""
+        rootfs (making it first when it is not cached: a minute or two), or,
+        with clone, copies the root of that Machine (created, not booted):
+        what was installed in it is in this one too. hostname: the
+        machine's /etc/hostname."""
         if os.geteuid() != 0:
             raise harness.TestFailure("the package test needs root (debootstrap, systemd-nspawn, cgroups)")
         for tool in ("systemd-nspawn", "nsenter", "tar"):
@@ -241,10 +284,14 @@ class Machine:
         swept = sweep()
         if swept:
             self.log(f"swept the leftovers of dead package tests: {' '.join(swept)}")
-        try:
-            tarball = engines.base_rootfs(self.build_dir)
-        except engines.EngineUnavailable as e:
-            raise harness.TestFailure(f"no Debian 12 rootfs to install into: {e.reason}") from None
+        tarball = None
+        if clone is None:
+            try:
+                tarball = engines.base_rootfs(self.build_dir)
+            except engines.EngineUnavailable as e:
+                raise harness.TestFailure(f"no Debian 12 rootfs to install into: {e.reason}") from None
+        elif clone.nspawn is not None or not clone.root:
+            raise harness.TestFailure("a machine can only be cloned when created and not booted")
         self.id = secrets.token_hex(4)
         self.name = PREFIX + self.id
         self.dir = os.path.join("/var/tmp", self.name)
@@ -262,12 +309,19 @@ class Machine:
         self._save()
         for c in self.cgroups:
             os.mkdir(c)
-        r = subprocess.run(["tar", "-C", self.root, "--numeric-owner", "-xf", tarball],
-                           capture_output=True, text=True)
+        if tarball:
+            argv, what = ["tar", "-C", self.root, "--numeric-owner", "-xf", tarball], f"unpacking {tarball}"
+        else:
+            argv, what = ["cp", "-a", "--reflink=auto", clone.root + "/.", self.root], f"copying {clone.root}"
+        r = subprocess.run(argv, capture_output=True, text=True)
         if r.returncode:
-            raise harness.TestFailure(f"unpacking {tarball}: {r.stderr.strip()[-1000:]}")
+            raise harness.TestFailure(f"{what}: {r.stderr.strip()[-1000:]}")
         with open(os.path.join(self.root, "etc", "hostname"), "w") as f:
-            f.write("yard-pkgtest\n")
+            f.write(hostname + "\n")
+        # an empty machine-id: systemd makes one of its own at each boot, so
+        # clones are told apart (journal, DHCP, D-Bus)
+        with open(os.path.join(self.root, "etc", "machine-id"), "w"):
+            pass
         shutil.copyfile("/etc/resolv.conf", os.path.join(self.root, "etc", "resolv.conf"))
 
     def _save(self):
@@ -282,9 +336,10 @@ class Machine:
                           for c in self.cgroups)
         return ["/bin/sh", "-c", f"{moves}; exec \"$@\"" if moves else 'exec "$@"', "sh"] + argv
 
-    def _nspawn(self, *opts):
-        return self._in_cgroups(["systemd-nspawn", "--quiet", "--register=no", "--keep-unit",
-                                 f"--machine={self.name}", "-D", self.root, *opts])
+    def _nspawn(self, *opts, network=None):
+        argv = ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit",
+                f"--machine={self.name}", "-D", self.root, *opts]
+        return self._in_cgroups(network.argv(argv) if network else argv)
 
     def run(self, script, timeout=600):
         """Runs sh -c script in the (not booted) machine, with the host's
@@ -302,16 +357,32 @@ class Machine:
                                       f"{(r.stdout + r.stderr)[-4000:]}")
         return r.stdout
 
-    def boot(self, timeout=120):
-        """Boots the machine (systemd-nspawn -b, private network) and waits
-        until its systemd has finished starting up. Fails with the boot log
-        when it does not boot."""
+    def boot(self, network=None, addr=None, timeout=120):
+        """Boots the machine (systemd-nspawn -b) and waits until its systemd
+        has finished starting up. Fails with the boot log when it does not
+        boot. Without a network its network is its own loopback; with one
+        (a Network), its interface host0 is a port of the network's bridge
+        and has the address addr (/24)."""
+        self.boot_start(network, addr)
+        return self.boot_wait(timeout)
+
+    def boot_start(self, network=None, addr=None):
+        """Starts booting; boot_wait() waits for it. Several machines boot
+        at once this way."""
+        if network and not addr:
+            raise harness.TestFailure("a machine on a network needs its address")
+        self._network, self._addr = network, addr
         self.boot_log = os.path.join(self.dir, "boot.log")
         log = open(self.boot_log, "wb")
-        self.nspawn = subprocess.Popen(self._nspawn("--private-network", "--boot"), stdin=subprocess.DEVNULL,
+        opts = [f"--network-bridge={network.bridge}"] if network else ["--private-network"]
+        self.nspawn = subprocess.Popen(self._nspawn(*opts, "--boot", network=network), stdin=subprocess.DEVNULL,
                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                        env=ENV)
         log.close()
+
+    def boot_wait(self, timeout=120):
+        """The rest of boot(): waits until the machine booted, then gives
+        it its address on the network."""
 
         def init():
             if self.nspawn.poll() is not None:
@@ -322,6 +393,16 @@ class Machine:
                     return pid
             return None
         self.init_pid = harness.wait_until(init, 30, "the machine's systemd to start")
+        if self._network:
+            # nspawn made host0 before it started init; the host's ip sets it up
+            addr = self._addr
+            r = subprocess.run(["nsenter", f"--target={self.init_pid}", "--net", "--", "/bin/sh", "-c",
+                                f"ip addr add {addr}/24 dev host0 && ip link set host0 up"],
+                               capture_output=True, text=True, env=ENV)
+            if r.returncode:
+                raise harness.TestFailure(f"giving the machine's host0 the address {addr}: "
+                                          f"{r.stderr.strip()}")
+            self.addr = addr
         # `is-system-running --wait` returns once the boot is done (running or degraded)
         deadline = time.monotonic() + timeout
         while True:
@@ -371,12 +452,20 @@ class Machine:
         except (OSError, TypeError):
             return ""
 
+    def poweroff_start(self):
+        """Starts an orderly shutdown (SIGTERM to nspawn: the machine's
+        systemd powers off); close() waits for it. Several machines power
+        off at once this way."""
+        if self.nspawn and self.nspawn.poll() is None and not self._powering_off:
+            self.nspawn.send_signal(signal.SIGTERM)
+            self._powering_off = True
+
     def poweroff(self, timeout=60):
         """Shuts the machine down the orderly way (SIGTERM to nspawn: the
         machine's systemd powers off) and waits; True when it did in time."""
         if not self.nspawn or self.nspawn.poll() is not None:
             return True
-        self.nspawn.send_signal(signal.SIGTERM)
+        self.poweroff_start()
         try:
             self.nspawn.wait(timeout)
             return True
@@ -403,6 +492,77 @@ class Machine:
             self.nspawn.kill()
         if self.nspawn:
             self.nspawn.wait()
+        return errors
+
+
+# -- a network between machines --
+
+class Network:
+    """A private /24 between machines: a network namespace of our own (not
+    the host's) holding a bridge with gateway (.1) on it. Machines booted on
+    it get a veth port of the bridge each (boot(network, addr)); argv()
+    runs a command in the namespace, where it reaches every machine."""
+
+    SUBNET = "10.231.0"    # inside our own namespace: it meets no host route
+    bridge = "br0"
+
+    def __init__(self, log=print):
+        self.log = log
+        self.id = None
+        self.ns = None
+        self.gateway = f"{self.SUBNET}.1"
+        self._closed = True
+        self._state = None
+
+    def addr(self, i):
+        """The i-th address of the subnet (2..254; 1 is the gateway's)."""
+        return f"{self.SUBNET}.{i}"
+
+    def create(self):
+        if os.geteuid() != 0:
+            raise harness.TestFailure("a test network needs root (network namespaces, a bridge)")
+        for tool in ("ip", "nsenter"):
+            if not shutil.which(tool):
+                raise harness.TestFailure(f"'{tool}' is not installed (Debian: iproute2, util-linux)")
+        swept = sweep()
+        if swept:
+            self.log(f"swept the leftovers of dead package tests: {' '.join(swept)}")
+        self.id = secrets.token_hex(4)
+        self.ns = PREFIX + "net-" + self.id
+        self._state = {"pid": os.getpid(), "start": netns._proc_start(os.getpid()), "netns": self.ns}
+        os.makedirs(STATE_DIR, exist_ok=True)
+        with open(_state_path(self.id) + ".tmp", "w") as f:
+            json.dump(self._state, f)
+        os.rename(_state_path(self.id) + ".tmp", _state_path(self.id))
+        self._closed = False
+        atexit.register(self.close)
+        netns._exit_on_sigterm()
+        for argv in (["ip", "netns", "add", self.ns],
+                     ["ip", "-n", self.ns, "link", "set", "lo", "up"],
+                     ["ip", "-n", self.ns, "link", "add", self.bridge, "type", "bridge"],
+                     ["ip", "-n", self.ns, "addr", "add", f"{self.gateway}/24", "dev", self.bridge],
+                     ["ip", "-n", self.ns, "link", "set", self.bridge, "up"]):
+            r = subprocess.run(argv, capture_output=True, text=True, env=ENV)
+            if r.returncode:
+                raise harness.TestFailure(f"'{' '.join(argv)}': {r.stderr.strip()}")
+
+    def argv(self, argv):
+        """argv run in the network's namespace (and the host's otherwise)."""
+        return ["nsenter", f"--net={os.path.join(NETNS_RUN, self.ns)}", "--"] + list(argv)
+
+    def close(self):
+        """Removes the namespace, killing what still runs in it: close the
+        machines on it first. Returns the errors met."""
+        if self._closed:
+            return []
+        self._closed = True
+        errors = _remove_netns(self.ns)
+        if not errors:
+            try:
+                os.unlink(_state_path(self.id))
+                os.rmdir(STATE_DIR)
+            except OSError:
+                pass
         return errors
 
 
