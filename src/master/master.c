@@ -247,8 +247,10 @@ static int first_start(struct master *m, struct errbuf *eb)
 		ret = write_token_file(m, "join-token", join, eb);
 	if (!ret)
 		ret = batch_commit(m, eb);
+	/* the tokens themselves never go to the log (a journal many may read) */
 	if (!ret)
-		fprintf(stderr, "yard master: admin token %s\n", admin);
+		fprintf(stderr, "yard master: made the first tokens: the admin token is in '%s/admin-token', "
+			"the join token in '%s/join-token' (mode 0600)\n", m->data_dir, m->data_dir);
 	free(admin);
 	free(join);
 	return ret;
