@@ -60,6 +60,7 @@ struct node *core_node(const struct master *m, const char *name)
 
 void core_add_node(struct master *m, struct node *n)
 {
+	m->nodes_gen++;
 	ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
 	n->slot = m->nnodes;
 	m->nodes[m->nnodes++] = n;
@@ -96,11 +97,25 @@ static void node_free(struct node *n)
 	free(n);
 }
 
+void core_node_bump(struct master *m, struct node *n)
+{
+	n->rev++;
+	if (n->bumped)
+		return;
+	n->bumped = true;
+	ALLOC_GROW(m->bumped, m->nbumped + 1, m->abumped);
+	m->bumped[m->nbumped++] = n;
+}
+
 void core_remove_node(struct master *m, struct node *n)
 {
 	size_t slot = n->slot;
 	int rc;
 
+	m->nodes_gen++;
+	for (size_t i = 0; n->bumped && i < m->nbumped; i++)
+		if (m->bumped[i] == n)
+			m->bumped[i--] = m->bumped[--m->nbumped];
 	if (!core_batch_open(m)) {
 		rc = m->sops->del(m->store, STORE_NODE, n->name, &m->batch_eb);
 		if (rc)
@@ -816,6 +831,14 @@ int core_load(struct master *m, struct errbuf *eb)
 	for (size_t i = 0; i < m->ntasks; i++)
 		if (m->tasks[i])
 			core_index_task(m, m->tasks[i]);
+	/* work polls held across a reload (a failed commit) compare their
+	 * revision with the stored one at the next wake */
+	m->nbumped = 0;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		ALLOC_GROW(m->bumped, m->nbumped + 1, m->abumped);
+		m->bumped[m->nbumped++] = m->nodes[i];
+		m->nodes[i]->bumped = true;
+	}
 	m->sched_needed = true;
 	int rc = experiments_load(m, eb);
 	return rc ? rc : templates_load(m, eb);
@@ -900,6 +923,17 @@ void core_clear(struct master *m)
 	m->ndatasets = m->adatasets = 0;
 	free(m->nodes);
 	free(m->tokens);
+	free(m->bumped); /* the nodes it named are gone */
+	m->bumped = NULL;
+	m->nbumped = m->abumped = 0;
+	m->nodes_gen++;
+	for (size_t i = 0; i < ADMIT_MEMO_MAX; i++) {
+		free(m->admit[i].shape);
+		m->admit[i].shape = NULL;
+	}
+	free(m->token_ix);
+	m->token_ix = NULL;
+	m->token_ix_cap = m->token_ix_n = 0;
 	m->jobs = NULL;
 	m->tasks = NULL;
 	m->nodes = NULL;

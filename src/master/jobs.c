@@ -17,6 +17,7 @@
 #include "master/experiments.h"
 #include "master/datasets.h"
 #include "master/execs.h"
+#include "master/http.h"
 #include "master/jobsource.h"
 #include "master/usage.h"
 #include "master/visibility.h"
@@ -103,7 +104,7 @@ static void node_bump(struct master *m, const char *name)
 	struct node *n = name ? core_node(m, name) : NULL;
 
 	if (n) {
-		n->rev++;
+		core_node_bump(m, n);
 		core_save_node(m, n);
 	}
 }
@@ -143,7 +144,17 @@ static void job_new_attempt_tasks(struct master *m, struct job *j)
 	core_save_meta(m, "next_task_id", buf);
 }
 
-static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus);
+/* Every node as the scheduler sees it, whole and free (fill_sched_node),
+ * in m->nodes order: four allocations, not two a node (a pass over 10,000
+ * nodes spent more in calloc and free than in deciding). */
+struct node_snapshot {
+	struct sched_node *sn;
+	struct sched_gpu **gp;      /* gp[i]: node i's GPUs, in gpus */
+	struct sched_gpu *gpus;
+	struct sched_label *labels;
+};
+static void snapshot_take(struct master *m, struct node_snapshot *s);
+static void snapshot_release(struct node_snapshot *s);
 
 /* The spec's placement labels as the scheduler takes them (caller frees the
  * array; the strings stay the spec's). */
@@ -190,6 +201,58 @@ static int submit_again(const struct job *prev, const struct job_spec *spec, con
 	return error_field(eb, YERR(CONFLICT), "idempotency_key",
 			   "idempotency_key: it made job %" PRIu64 " of another spec or code; a new "
 			   "submission needs a new key", prev->id);
+}
+
+/* What sched_check_feasible reads of a job, as text: jobs of one shape get
+ * one answer while the nodes stay as they are. */
+static char *admit_shape(const struct sched_job *sj)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addf(&sb, "%s\n%s\n%s\n%" PRIu64 "\n%u\n", sj->pool ? sj->pool : "\1",
+		    sj->image ? sj->image : "\1", sj->gpu_model ? sj->gpu_model : "\1", sj->gpu_memory,
+		    sj->max_nodes);
+	for (size_t i = 0; i < sj->nlabels; i++)
+		strbuf_addf(&sb, "%s=%s\n", sj->labels[i].key, sj->labels[i].value);
+	for (size_t i = 0; i < sj->ntasks; i++)
+		strbuf_addf(&sb, "%s:%u:%" PRIu64 ":%" PRIu64 "\n", sj->tasks[i].role, sj->tasks[i].gpus,
+			    sj->tasks[i].cpus_milli, sj->tasks[i].memory);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Admission (sched_check_feasible) over every node the master knows, its
+ * answer kept for the job's shape until a node changes (m->nodes_gen): a
+ * check walks every node, and 10,000 of them for each submission was most
+ * of what a submission cost. */
+static int admit_check(struct master *m, const struct sched_job *sj, char *field, size_t field_len,
+		       char *msg, size_t msg_len)
+{
+	char *shape = admit_shape(sj);
+	struct node_snapshot snap;
+	struct admit_memo *a;
+	int bad;
+
+	for (size_t i = 0; i < ADMIT_MEMO_MAX; i++) {
+		a = &m->admit[i];
+		if (a->shape && a->gen == m->nodes_gen && !strcmp(a->shape, shape)) {
+			free(shape);
+			snprintf(field, field_len, "%s", a->field);
+			snprintf(msg, msg_len, "%s", a->msg);
+			return a->bad ? -1 : 0;
+		}
+	}
+	snapshot_take(m, &snap);
+	field[0] = msg[0] = '\0';
+	bad = sched_check_feasible(snap.sn, m->nnodes, sj, field, field_len, msg, msg_len);
+	snapshot_release(&snap);
+	a = &m->admit[m->admit_next++ % ADMIT_MEMO_MAX];
+	free(a->shape);
+	a->shape = shape;
+	a->gen = m->nodes_gen;
+	a->bad = bad != 0;
+	snprintf(a->field, sizeof(a->field), "%s", field);
+	snprintf(a->msg, sizeof(a->msg), "%s", msg);
+	return bad;
 }
 
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body, struct job **out,
@@ -273,8 +336,6 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		 * waits, and the plan gives this check's message as its reason).
 		 * The cluster is every node the master knows, lost and drained ones
 		 * too (they may come back, or be resumed), but not removed ones. */
-		struct sched_node *sn = xcalloc(m->nnodes, sizeof(*sn));
-		struct sched_gpu **gp = xcalloc(m->nnodes, sizeof(*gp));
 		size_t ntasks = 0;
 		struct sched_task *st;
 		struct sched_job sj;
@@ -297,18 +358,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 					 .pool = spec->pool, .labels = spec_sched_labels(spec),
 					 .nlabels = spec->nlabels, .image = spec->image };
 
-		for (size_t i = 0; i < m->nnodes; i++) {
-			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-			fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-		}
-		bad = sched_check_feasible(sn, m->nnodes, &sj, field, sizeof(field), msg, sizeof(msg));
-		for (size_t i = 0; i < m->nnodes; i++) {
-			free(gp[i]);
-			free((void *)sn[i].labels);
-		}
+		bad = admit_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
 		free((void *)sj.labels);
-		free(gp);
-		free(sn);
 		free(st);
 		if (bad) {
 			ret = error_field(eb, YERR(INVALID_SPEC), field,
@@ -525,7 +576,7 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
 		n->drain_reason = n->drain_by = NULL;
 		n->drain_at = 0;
 	}
-	n->rev++;
+	core_node_bump(m, n);
 	core_save_node(m, n);
 	if (was_live && !node_state_is_live(n->state))
 		node_tasks_lost(m, n);
@@ -549,7 +600,11 @@ void jobs_tick(struct master *m)
 
 	for (size_t i = 0; i < m->nnodes; i++) {
 		struct node *n = m->nodes[i];
-		if (node_state_is_live(n->state) && n->lease_until && n->lease_until < now)
+		if (!node_state_is_live(n->state) || !n->lease_until || n->lease_until >= now)
+			continue;
+		if (http_polls_held(m, n->name))
+			nodes_touch(m, n); /* a held work poll is a live agent */
+		else
 			nodes_apply_event(m, n, NODE_EV_LEASE_LAPSED);
 	}
 	/* A job's timeout runs from its placement, and a placed job holds
@@ -617,11 +672,10 @@ static char **job_data_keys(const struct job *j, size_t *n)
 }
 
 /* sn describes n whole, every GPU free; sched_account_use subtracts what runs.
- * sn->labels is allocated: the caller frees it. */
-static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus)
+ * gpus and labels have room for n's. */
+static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus,
+			    struct sched_label *labels)
 {
-	struct sched_label *labels = xcalloc(n->nlabels + 1, sizeof(*labels));
-
 	for (size_t i = 0; i < n->nlabels; i++)
 		labels[i] = (struct sched_label){ n->labels[i].key, n->labels[i].value };
 	sn->labels = labels;
@@ -647,6 +701,35 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 		gpus[g].island = n->gpus[g].island;
 		gpus[g].memory = n->gpus[g].memory;
 	}
+}
+
+static void snapshot_take(struct master *m, struct node_snapshot *s)
+{
+	size_t ngpus = 0, nlabels = 0;
+
+	for (size_t i = 0; i < m->nnodes; i++) {
+		ngpus += m->nodes[i]->ngpus;
+		nlabels += m->nodes[i]->nlabels;
+	}
+	s->sn = xcalloc(m->nnodes + 1, sizeof(*s->sn));
+	s->gp = xcalloc(m->nnodes + 1, sizeof(*s->gp));
+	s->gpus = xcalloc(ngpus + 1, sizeof(*s->gpus));
+	s->labels = xcalloc(nlabels + 1, sizeof(*s->labels));
+	ngpus = nlabels = 0;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		s->gp[i] = s->gpus + ngpus;
+		fill_sched_node(m->nodes[i], &s->sn[i], s->gpus + ngpus, s->labels + nlabels);
+		ngpus += m->nodes[i]->ngpus;
+		nlabels += m->nodes[i]->nlabels;
+	}
+}
+
+static void snapshot_release(struct node_snapshot *s)
+{
+	free(s->sn);
+	free(s->gp);
+	free(s->gpus);
+	free(s->labels);
 }
 
 /* Subtracts what the tasks that hold resources use. */
@@ -929,8 +1012,8 @@ static void queued_sched_job_release(struct sched_job *sj)
  * master's records, and what it takes to apply the decision. */
 struct world_build {
 	struct sched_world w;
-	struct sched_node *sn;
-	struct sched_gpu **gp;
+	struct node_snapshot snap;
+	struct sched_node *sn;      /* snap's */
 	struct sched_world_job *wj;
 	struct sched_pjob *pol;
 	struct job **jobs;          /* per world job */
@@ -942,13 +1025,9 @@ struct world_build {
 
 static void world_nodes(struct master *m, struct world_build *b)
 {
-	b->sn = xcalloc(m->nnodes + 1, sizeof(*b->sn));
-	b->gp = xcalloc(m->nnodes + 1, sizeof(*b->gp));
-	for (size_t i = 0; i < m->nnodes; i++) {
-		b->gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**b->gp));
-		fill_sched_node(m->nodes[i], &b->sn[i], b->gp[i]);
-	}
-	sched_account_use(m, b->sn, b->gp);
+	snapshot_take(m, &b->snap);
+	b->sn = b->snap.sn;
+	sched_account_use(m, b->sn, b->snap.gp);
 }
 
 /* cand: the queued jobs to decide on (the queue, or the new arrivals with
@@ -1018,12 +1097,7 @@ static void world_release(struct master *m, struct world_build *b)
 			queued_sched_job_release(&b->wj[i].job);
 		free(b->jt[i]);
 	}
-	for (size_t i = 0; i < m->nnodes; i++) {
-		free(b->gp[i]);
-		free((void *)b->sn[i].labels);
-	}
-	free(b->sn);
-	free(b->gp);
+	snapshot_release(&b->snap);
 	free(b->wj);
 	free(b->pol);
 	free(b->jobs);
@@ -1155,8 +1229,7 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 			  struct job_start_estimate *out)
 {
-	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
-	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
+	struct node_snapshot snap;
 	const char **pools = xcalloc(n + 1, sizeof(*pools));
 	size_t npools = 0;
 	uint64_t now = wall_us();
@@ -1166,11 +1239,8 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 		snprintf(out[i].reason, sizeof(out[i].reason), "%s",
 			 "not_estimated: the job has no tasks to place yet");
 	}
-	for (size_t i = 0; i < m->nnodes; i++) {
-		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-		fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-	}
-	sched_account_use(m, sn, gp);
+	snapshot_take(m, &snap);
+	sched_account_use(m, snap.sn, snap.gp);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = job_pool(q[i]);
 		size_t k;
@@ -1180,13 +1250,8 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 			pools[npools++] = p;
 	}
 	for (size_t k = 0; k < npools; k++)
-		pool_start_estimates(m, pools[k], sn, q, n, now, out);
-	for (size_t i = 0; i < m->nnodes; i++) {
-		free(gp[i]);
-		free((void *)sn[i].labels);
-	}
-	free(gp);
-	free(sn);
+		pool_start_estimates(m, pools[k], snap.sn, q, n, now, out);
+	snapshot_release(&snap);
 	free(pools);
 }
 
@@ -1389,10 +1454,11 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	set_str(&n->pool, json_is_string(pool) ? json_string_value(pool) : "default");
 	core_node_set_labels(n, labels);
 	n->runtimes = runtimes;
+	m->nodes_gen++; /* what admission reads of it may have changed */
 	set_str(&n->engine, json_string_value(engine));
 	node_set_cache(n, json_object_get(body, "cache"));
 	nodes_apply_event(m, n, NODE_EV_REGISTER);
-	n->rev++;
+	core_node_bump(m, n);
 	nodes_touch(m, n);
 	core_save_node(m, n);
 	/* tasks we think run there but the agent has never heard of are lost */
@@ -1542,7 +1608,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
 			if (!strcmp(state, "running"))
-				n->rev++;
+				core_node_bump(m, n);
 			continue;
 		}
 		if (!strcmp(state, "running")) {

@@ -21,6 +21,18 @@ struct store {
 	/* the audit log */
 	sqlite3_stmt *a_insert, *a_query;
 	int in_txn;
+	/* The blob appends (task logs) of the open transaction: written at
+	 * once, fdatasync'd together at its commit before the rows are (one
+	 * sync a file a batch, where each 1 MiB chunk used to be synced on
+	 * its own), cut back to their size before it at a rollback or a
+	 * failed commit, as nothing of it was acknowledged. */
+	struct pending_append {
+		char *path;     /* owned */
+		int fd;
+		uint64_t before, size; /* the file's size before the batch, now */
+		bool created;   /* made by the batch: its directory is synced too */
+	} *pend;
+	size_t npend, apend;
 };
 
 /*
@@ -113,10 +125,52 @@ static int db_error(struct store *st, struct errbuf *eb, int rc, const char *wha
 	return error(eb, YERR(IO), "store: cannot %s: %s", what, sqlite3_errmsg(st->db));
 }
 
+/* Ends the open transaction's appends: each file is cut back to its size
+ * before it unless keep, and closed. */
+static void pending_end(struct store *st, bool keep)
+{
+	for (size_t i = 0; i < st->npend; i++) {
+		struct pending_append *p = &st->pend[i];
+		if (!keep && p->size != p->before && ftruncate(p->fd, (off_t)p->before)) {
+			/* the file's size stays the truth: the agent resends from it */
+		}
+		close(p->fd);
+		free(p->path);
+	}
+	st->npend = 0;
+}
+
+/* Syncs the open transaction's appends (their data, the directories of
+ * files it made). */
+static int pending_sync(struct store *st, struct errbuf *eb)
+{
+	const char *synced_dir = NULL;
+	size_t dir_len = 0;
+
+	for (size_t i = 0; i < st->npend; i++)
+		if (fdatasync(st->pend[i].fd))
+			return error(eb, yerr_of_errno(errno), "cannot write '%s': %s", st->pend[i].path,
+				     strerror(errno));
+	for (size_t i = 0; i < st->npend; i++) {
+		const char *path = st->pend[i].path, *slash = strrchr(path, '/');
+		size_t len = slash ? (size_t)(slash - path) : 0;
+		if (!st->pend[i].created || (synced_dir && len == dir_len && !strncmp(path, synced_dir, len)))
+			continue;
+		if (fsync_parent_dir(path))
+			return error(eb, YERR(IO), "cannot sync the directory of '%s': %s", path,
+				     strerror(errno));
+		synced_dir = path;
+		dir_len = len;
+	}
+	return 0;
+}
+
 static void sqlite_close(struct store *st)
 {
 	if (!st)
 		return;
+	pending_end(st, false);
+	free(st->pend);
 	for (int i = 0; i < STORE_KIND__COUNT; i++) {
 		sqlite3_finalize(st->put[i]);
 		sqlite3_finalize(st->del[i]);
@@ -289,18 +343,25 @@ static void sqlite_rollback(struct store *st)
 	if (sqlite3_get_autocommit(st->db) == 0)
 		step_once(st, st->rollback);
 	st->in_txn = 0;
+	pending_end(st, false);
 }
 
 static int sqlite_commit(struct store *st, struct errbuf *eb)
 {
-	int rc = step_once(st, st->commit);
+	int ret = pending_sync(st, eb), rc;
 
+	if (ret) {
+		sqlite_rollback(st);
+		return ret;
+	}
+	rc = step_once(st, st->commit);
 	if (rc != SQLITE_OK) {
-		int ret = db_error(st, eb, rc, "commit");
+		ret = db_error(st, eb, rc, "commit");
 		sqlite_rollback(st);
 		return ret;
 	}
 	st->in_txn = 0;
+	pending_end(st, true);
 	return 0;
 }
 
@@ -586,28 +647,38 @@ static int open_making_dir(const char *path, int flags)
 	return fd;
 }
 
-/* An append is written and fdatasync'd before it returns (a new file's
- * directory too); a failed write is cut off again so that a retry appends
- * cleanly. The file's size is the truth about what is held. */
+/* An append is written at once and fdatasync'd (a new file's directory
+ * too) at the commit of its transaction (pending_sync), or before it
+ * returns outside one; a failed write is cut off again so that a retry
+ * appends cleanly. The file's size is the truth about what is held. */
 static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, const void *data,
 			      size_t len, uint64_t *have, struct errbuf *eb)
 {
 	char *path = blob_path(st, name);
+	struct pending_append *p = NULL;
 	struct log_chunk_decision d;
 	struct stat sb;
-	int fd, ret = 0;
+	int fd = -1, ret = 0;
 
 	*have = 0;
-	fd = open_making_dir(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC);
-	if (fd < 0) {
-		ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s", path, strerror(errno));
-		goto out;
+	for (size_t i = 0; st->in_txn && i < st->npend && !p; i++)
+		if (!strcmp(st->pend[i].path, path))
+			p = &st->pend[i];
+	if (p) {
+		fd = p->fd;
+		*have = p->size;
+	} else {
+		fd = open_making_dir(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC);
+		if (fd < 0) {
+			ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s", path, strerror(errno));
+			goto out;
+		}
+		if (fstat(fd, &sb)) {
+			ret = error(eb, YERR(IO), "cannot stat '%s': %s", path, strerror(errno));
+			goto out_close;
+		}
+		*have = (uint64_t)sb.st_size;
 	}
-	if (fstat(fd, &sb)) {
-		ret = error(eb, YERR(IO), "cannot stat '%s': %s", path, strerror(errno));
-		goto out_close;
-	}
-	*have = (uint64_t)sb.st_size;
 	d = log_chunk_decide(*have, off, len);
 	if (d.action == LOG_CHUNK_GAP) {
 		ret = error(eb, YERR(CONFLICT), "blob '%s': offset %" PRIu64 " is past the %" PRIu64
@@ -615,23 +686,36 @@ static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, 
 		goto out_close;
 	}
 	if (d.action == LOG_CHUNK_APPEND) {
-		if (write_all(fd, (const char *)data + d.skip, len - d.skip) || fdatasync(fd)) {
+		uint64_t before = *have;
+		if (write_all(fd, (const char *)data + d.skip, len - d.skip) ||
+		    (!st->in_txn && fdatasync(fd))) {
 			int e = errno;
-			if (ftruncate(fd, sb.st_size)) {
+			if (ftruncate(fd, (off_t)before)) {
 				/* the size stays the truth; nothing more to do */
 			}
 			ret = error(eb, yerr_of_errno(e), "cannot write '%s': %s", path, strerror(e));
 			goto out_close;
 		}
 		*have += len - d.skip;
-		if (!sb.st_size && fsync_parent_dir(path)) {
+		if (!st->in_txn && !before && fsync_parent_dir(path)) {
 			ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", path,
 				    strerror(errno));
 			goto out_close;
 		}
+		if (st->in_txn && !p) {
+			/* synced (or cut back) with the transaction */
+			ALLOC_GROW(st->pend, st->npend + 1, st->apend);
+			p = &st->pend[st->npend++];
+			*p = (struct pending_append){ .path = path, .fd = fd, .before = before,
+						      .created = !before };
+			path = NULL;
+		}
+		if (p)
+			p->size = *have;
 	}
 out_close:
-	close(fd);
+	if (!p)
+		close(fd);
 out:
 	free(path);
 	return ret;
