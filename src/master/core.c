@@ -94,6 +94,11 @@ static void node_free(struct node *n)
 	for (size_t c = 0; c < n->ncache; c++)
 		free(n->cache[c]);
 	free(n->cache);
+	for (size_t i = 0; i < n->nlive; i++) {
+		n->live[i]->live_node = NULL;
+		n->live[i]->node_slot = 0;
+	}
+	free(n->live);
 	free(n);
 }
 
@@ -779,11 +784,23 @@ void core_index_job(struct master *m, struct job *j)
 
 void core_index_task(struct master *m, struct task *t)
 {
+	bool holds = t->node && task_state_holds_resources(t->state);
+	struct node *n = holds ? core_node(m, t->node) : NULL;
+
 	core_job_changed(m, t->job);
-	if (t->node && task_state_holds_resources(t->state))
+	if (holds)
 		SET_PUT(m->live, m->nlive, m->alive, t, live_slot);
 	else
 		SET_DEL(m->live, m->nlive, t, live_slot);
+	if (t->live_node && t->live_node != n) {
+		struct node *was = t->live_node;
+		SET_DEL(was->live, was->nlive, t, node_slot);
+		t->live_node = NULL;
+	}
+	if (n && !t->live_node) {
+		SET_PUT(n->live, n->nlive, n->alive, t, node_slot);
+		t->live_node = n;
+	}
 }
 
 void core_job_drop_spec(struct job *j)
@@ -898,12 +915,13 @@ void core_clear(struct master *m)
 	templates_clear(m);
 	codeindex_free(&m->code_index);
 	codeindex_free(&m->submit_keys);
+	/* nodes first: node_free lets go of their tasks */
+	for (size_t i = 0; i < m->nnodes; i++)
+		node_free(m->nodes[i]);
 	for (size_t i = 0; i < m->njobs; i++)
 		job_free(m->jobs[i]);
 	for (size_t i = 0; i < m->ntasks; i++)
 		task_free(m->tasks[i]);
-	for (size_t i = 0; i < m->nnodes; i++)
-		node_free(m->nodes[i]);
 	for (size_t i = 0; i < m->ntokens; i++) {
 		free(m->tokens[i].user);
 		free(m->tokens[i].team);

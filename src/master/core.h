@@ -93,6 +93,8 @@ struct task {
 	uint64_t log_size[LOG_STREAM__COUNT];
 	bool log_size_known[LOG_STREAM__COUNT]; /* in memory only */
 	size_t live_slot;       /* 1 + index in master->live, 0 when not holding resources */
+	struct node *live_node; /* borrowed: the node whose live list holds it (core_index_task), or NULL */
+	size_t node_slot;       /* 1 + its index there, 0 when in none */
 };
 
 struct job {
@@ -194,6 +196,11 @@ struct node {
 	size_t ncache;
 	bool awaited;           /* stored before this master started, not heard from since */
 	bool bumped;            /* in master->bumped */
+	/* borrowed: the tasks that hold its resources (master->live's on this
+	 * node), kept by core_index_task, so that a node's work, its free
+	 * resources and its GPUs' jobs cost its tasks, not every live one */
+	struct task **live;
+	size_t nlive, alive;
 };
 
 /* One version of a dataset (datasets.h); its manifest is the file
@@ -351,6 +358,7 @@ struct master {
 	uv_poll_t mhd_poll;
 	uv_timer_t mhd_timer, tick, lease_tick;
 	uv_timer_t sched_timer; /* wakes the loop when a deferred pass is due (master.c) */
+	uv_timer_t release_timer; /* wakes the loop when deferred replies may go (http.c) */
 	uint64_t sched_after_us; /* mono_us before which no pass runs (schedule_timed) */
 	uv_prepare_t prepare;
 	uv_async_t stop_async, reload_async;

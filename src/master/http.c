@@ -200,6 +200,8 @@ const char *req_query(struct req *r, const char *name)
 /* The held requests, by what they wait for (struct req's lists). */
 struct held_index {
 	struct req *commit;     /* WAIT_COMMIT: every one goes at the next wake */
+	struct req *ready;      /* answered, waiting to be resumed (release_ready) */
+	uint64_t release_after_us; /* mono_us before which none is resumed */
 	struct req *scan;       /* WAIT_LOGS, WAIT_EXEC, WAIT_JOB: looked at on every wake */
 	struct req **work;      /* WAIT_WORK, chained by the hash of the node's name */
 	size_t nwork_buckets;   /* a power of two, or 0 */
@@ -385,13 +387,60 @@ bool http_polls_held(const struct master *m, const char *name)
 	return false;
 }
 
-/* Releases r if its condition holds (api_poll_ready); true when it did. */
+/* r, answered, waits in the ready list to be resumed (release_ready). */
+static void make_ready(struct held_index *ix, struct req *r)
+{
+	kind_unlink(r);
+	heap_remove(ix, r);
+	r->wait = WAIT_READY;
+	kind_link(&ix->ready, r);
+}
+
+/* Answers r if its condition holds (api_poll_ready); true when it did. */
 static bool wake_one(struct master *m, struct req *r, uint64_t now)
 {
 	if (!api_poll_ready(r, now))
 		return false;
-	release(m, r);
+	if (r->pprev_kind && r->wait == WAIT_WORK)
+		m->held_ix->nwork--;
+	make_ready(m->held_ix, r);
 	return true;
+}
+
+static void on_release_timer(uv_timer_t *t)
+{
+	/* nothing: the loop turn it makes runs on_prepare, which wakes */
+}
+
+/*
+ * Resumes the answered requests and lets MHD send them. MHD's resume walks
+ * every suspended connection (libmicrohttpd 0.9.75's
+ * resume_suspended_connections), and with 10,000 agents' polls held that
+ * walk is a millisecond or more; resumed every loop turn, it was a fifth
+ * of the master's CPU. So resumes wait until three times as long after
+ * the last as that one took: at most a quarter of the loop goes to them,
+ * and each takes what was answered meanwhile. With few suspended
+ * connections the wait is microseconds.
+ */
+static void release_ready(struct master *m)
+{
+	struct held_index *ix = m->held_ix;
+	uint64_t t0 = mono_us(), dt;
+
+	if (!ix->ready)
+		return;
+	if (t0 < ix->release_after_us && m->release_timer.loop) {
+		if (!uv_is_active((uv_handle_t *)&m->release_timer))
+			uv_timer_start(&m->release_timer, on_release_timer,
+				       (ix->release_after_us - t0 + 999) / 1000, 0);
+		return;
+	}
+	while (ix->ready)
+		release(m, ix->ready);
+	/* a resumed connection needs MHD to run again before its reply goes out */
+	http_run(m);
+	dt = mono_us() - t0;
+	ix->release_after_us = t0 + 4 * dt;
 }
 
 void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
@@ -409,20 +458,22 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 		next = r->next_kind;
 		if (commit_err)
 			req_error(r, eb);
-		release(m, r);
-		released = true;
+		make_ready(ix, r);
 	}
 	if (!leader_serving(m)) {
 		/* a long poll held before this master's lease ran out is not
 		 * answered from a model another master may have moved on */
 		for (r = m->held; r; r = next) {
 			next = r->next_held;
-			leader_refuse(r);
+			if (r->wait != WAIT_READY)
+				leader_refuse(r);
 			release(m, r);
 			released = true;
 		}
 		m->nbumped = 0;
-		goto out;
+		if (released)
+			http_run(m);
+		return;
 	}
 	/* the work polls of nodes whose desired state changed */
 	for (size_t i = 0; i < m->nbumped; i++) {
@@ -433,13 +484,13 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 		for (r = *work_bucket(ix, n->name); r; r = next) {
 			next = r->next_kind;
 			if (!strcmp(r->cap[0], n->name))
-				released |= wake_one(m, r, now);
+				wake_one(m, r, now);
 		}
 	}
 	m->nbumped = 0;
 	for (r = ix->scan; r; r = next) {
 		next = r->next_kind;
-		released |= wake_one(m, r, now);
+		wake_one(m, r, now);
 	}
 	/* long polls whose time is up */
 	while (ix->nheap && ix->heap[0]->deadline_ms <= now) {
@@ -450,12 +501,8 @@ void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 			heap_sift(ix, r->heap_idx - 1);
 			break;
 		}
-		released = true;
 	}
-out:
-	/* a resumed connection needs MHD to run again before its reply goes out */
-	if (released)
-		http_run(m);
+	release_ready(m);
 }
 
 void http_release_all(struct master *m, const struct errbuf *why)
@@ -465,7 +512,8 @@ void http_release_all(struct master *m, const struct errbuf *why)
 	error(&eb, YERR(UNAVAILABLE), "the master is shutting down");
 	while (m->held) {
 		struct req *r = m->held;
-		req_error(r, why ? why : &eb);
+		if (r->wait != WAIT_READY) /* an answered one keeps its answer */
+			req_error(r, why ? why : &eb);
 		release(m, r);
 	}
 }

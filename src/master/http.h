@@ -21,7 +21,8 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 
-enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_JOB };
+/* WAIT_READY: answered while held, waiting to be resumed (http.c) */
+enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_JOB, WAIT_READY };
 
 struct req {
 	struct master *m;

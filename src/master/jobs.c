@@ -541,11 +541,26 @@ static void task_lost(struct master *m, struct task *t, const char *node_name)
 
 /* The tasks of a node that stopped being live are lost, but those whose
  * job keeps them through a disconnect. */
+/* A copy of n's live list (the tasks that hold its resources, a task on a
+ * node is not final without holding them): task_lost changes the list. */
+static struct task **node_live_copy(const struct node *n, size_t *count)
+{
+	struct task **live = xcalloc(n->nlive + 1, sizeof(*live));
+
+	if (n->nlive)
+		memcpy(live, n->live, n->nlive * sizeof(*live));
+	*count = n->nlive;
+	return live;
+}
+
 static void node_tasks_lost(struct master *m, struct node *n)
 {
-	for (size_t i = 0; i < m->ntasks; i++) {
-		struct task *t = m->tasks[i];
-		if (!t || !t->node || task_state_is_final(t->state) || strcmp(t->node, n->name))
+	size_t nlive;
+	struct task **live = node_live_copy(n, &nlive);
+
+	for (size_t i = 0; i < nlive; i++) {
+		struct task *t = live[i];
+		if (task_state_is_final(t->state))
 			continue;
 		/* on_disconnect: keep: its agent runs it on; wait for the node */
 		if (t->job && t->job->spec && t->job->spec->keep_on_disconnect &&
@@ -553,6 +568,7 @@ static void node_tasks_lost(struct master *m, struct node *n)
 			continue;
 		task_lost(m, t, n->name);
 	}
+	free(live);
 }
 
 int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
@@ -760,9 +776,9 @@ static unsigned node_free_port(struct master *m, const struct node *n)
 	if (!lo || hi < lo)
 		return 0;
 	used = xcalloc(hi - lo + 1, 1);
-	for (size_t i = 0; i < m->nlive; i++) {
-		const struct task *t = m->live[i];
-		if (t->port >= lo && t->port <= hi && t->node && !strcmp(t->node, n->name))
+	for (size_t i = 0; i < n->nlive; i++) {
+		const struct task *t = n->live[i];
+		if (t->port >= lo && t->port <= hi)
 			used[t->port - lo] = 1;
 	}
 	for (unsigned p = lo; p <= hi && !port; p++)
@@ -1462,13 +1478,14 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	nodes_touch(m, n);
 	core_save_node(m, n);
 	/* tasks we think run there but the agent has never heard of are lost */
-	for (size_t k = 0; k < m->ntasks; k++) {
-		struct task *t = m->tasks[k];
-		if (!t || !t->node || strcmp(t->node, n->name))
-			continue;
+	size_t nlive;
+	struct task **live = node_live_copy(n, &nlive);
+	for (size_t k = 0; k < nlive; k++) {
+		struct task *t = live[k];
 		if ((t->state == TASK_RUNNING || t->state == TASK_STOPPING) && !id_listed(tasks, t->id))
 			task_lost(m, t, n->name);
 	}
+	free(live);
 	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL, 0);
 	m->sched_needed = true;
 	*out = n;

@@ -493,6 +493,7 @@ int master_run(struct master *m)
 	m->tick.data = m;
 	uv_timer_start(&m->tick, on_tick, TICK_MS, TICK_MS);
 	uv_timer_init(&m->loop, &m->sched_timer);
+	uv_timer_init(&m->loop, &m->release_timer);
 	uv_timer_init(&m->loop, &m->lease_tick);
 	m->lease_tick.data = m;
 	if (m->leadership.shared)
@@ -522,6 +523,7 @@ int master_run(struct master *m)
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	uv_close((uv_handle_t *)&m->lease_tick, NULL);
 	uv_close((uv_handle_t *)&m->sched_timer, NULL);
+	uv_close((uv_handle_t *)&m->release_timer, NULL);
 	uv_close((uv_handle_t *)&m->prepare, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->reload_async, NULL);
