@@ -201,6 +201,7 @@ const char *req_query(struct req *r, const char *name)
 struct held_index {
 	struct req *commit;     /* WAIT_COMMIT: every one goes at the next wake */
 	struct req *ready;      /* answered, waiting to be resumed (release_ready) */
+	size_t nheld;           /* suspended requests, ready ones too */
 	uint64_t release_after_us; /* mono_us before which none is resumed */
 	struct req *scan;       /* WAIT_LOGS, WAIT_EXEC, WAIT_JOB: looked at on every wake */
 	struct req **work;      /* WAIT_WORK, chained by the hash of the node's name */
@@ -331,6 +332,8 @@ static void held_remove(struct master *m, struct req *r)
 		if (r->next_held)
 			r->next_held->pprev_held = r->pprev_held;
 	}
+	if (r->pprev_held && m->held_ix)
+		m->held_ix->nheld--;
 	r->next_held = NULL;
 	r->pprev_held = NULL;
 	if (r->wait == WAIT_WORK && r->pprev_kind)
@@ -347,6 +350,7 @@ static void hold(struct req *r)
 
 	MHD_suspend_connection(r->conn);
 	r->suspended = true;
+	ix->nheld++;
 	r->next_held = m->held;
 	if (m->held)
 		m->held->pprev_held = &r->next_held;
@@ -417,15 +421,19 @@ static void on_release_timer(uv_timer_t *t)
  * every suspended connection (libmicrohttpd 0.9.75's
  * resume_suspended_connections), and with 10,000 agents' polls held that
  * walk is a millisecond or more; resumed every loop turn, it was a fifth
- * of the master's CPU. So resumes wait until three times as long after
- * the last as that one took: at most a quarter of the loop goes to them,
- * and each takes what was answered meanwhile. With few suspended
- * connections the wait is microseconds.
+ * of the master's CPU. So one resume waits for the last by
+ * RELEASE_GAP_NS for each suspended connection (4 ms with 10,000): about
+ * four times what the walk costs, so that at most a quarter of a busy
+ * loop goes to it, and each resume takes what was answered meanwhile.
+ * With a hundred held the wait is 40 us.
  */
+#define RELEASE_GAP_NS 400
+
 static void release_ready(struct master *m)
 {
 	struct held_index *ix = m->held_ix;
-	uint64_t t0 = mono_us(), dt;
+	uint64_t t0 = mono_us();
+	size_t nheld = ix->nheld;
 
 	if (!ix->ready)
 		return;
@@ -439,8 +447,7 @@ static void release_ready(struct master *m)
 		release(m, ix->ready);
 	/* a resumed connection needs MHD to run again before its reply goes out */
 	http_run(m);
-	dt = mono_us() - t0;
-	ix->release_after_us = t0 + 4 * dt;
+	ix->release_after_us = t0 + nheld * RELEASE_GAP_NS / 1000;
 }
 
 void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
