@@ -57,9 +57,9 @@ static struct {
 	bool no_restart, keep;
 	const char *master_args[16];
 	unsigned nmaster_args;
-} opt = { .nodes = 1000, .jobs = 100000, .rate = 2000, .submitters = 4, .task_ms = 1000,
-	  .cpus = 4, .ship_ms = 1000, .points = 2, .idle_s = 10, .list_ms = 100, .down_ms = 2000,
-	  .log_rate = 4096 };
+} opt = { .nodes = 1000, .jobs = 100000, .rate = 2000, .submitters = 32, .task_ms = 1000,
+	  .cpus = 4, .ship_ms = 5000, .points = 2, .idle_s = 10, .list_ms = 100, .down_ms = 2000,
+	  .log_rate = 1024 };
 
 /* ---- the master ---- */
 
@@ -1508,7 +1508,7 @@ int main(int argc, char **argv)
 		want_succeeded = 0;
 		want_running = nagents;
 		metrics_ms = 200;
-		if (!loop_until(jobs_settled, 120000)) {
+		if (!loop_until(jobs_settled, 120000 + (uint64_t)nagents * 20)) {
 			fprintf(stderr, "fleet: %" PRIu64 " of %u long jobs running\n", prom.running, nagents);
 			goto out;
 		}
@@ -1517,7 +1517,7 @@ int main(int argc, char **argv)
 		submit_target = nshort;
 		submit_t0 = mono_ms();
 		want_running = nagents + nshort;
-		if (!loop_until(jobs_settled, 120000)) {
+		if (!loop_until(jobs_settled, 120000 + (uint64_t)nagents * 20)) {
 			fprintf(stderr, "fleet: %" PRIu64 " of %u jobs running\n", prom.running,
 				nagents + nshort);
 			goto out;
