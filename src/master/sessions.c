@@ -2,7 +2,10 @@
 #include "base/compat.h"
 #include "master/sessions.h"
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "base/clock.h"
@@ -178,7 +181,8 @@ json_t *sessions_work_json(struct master *m, const struct node *n)
 
 static size_t buf_room(struct session_buf *b)
 {
-	if (b->start && b->start + b->len == SESSION_BUF) {
+	/* a TLS leg reads whole records (TLS_RECORD_MAX): room at the end */
+	if (b->start && SESSION_BUF - b->start - b->len < 16384) {
 		memmove(b->data, b->data + b->start, b->len);
 		b->start = 0;
 	}
@@ -193,8 +197,123 @@ static void buf_take(struct session_buf *b, size_t n)
 		b->start = 0;
 }
 
-/* Hands l back to MHD, which closes it (over TLS: once it has sent what
- * its forwarding buffers still hold). */
+/*
+ * A leg's bytes: recv and send on the socket MHD handed over, or, over
+ * TLS, on MHD's own TLS session. libmicrohttpd 0.9.75 (Debian 12's)
+ * forwards an upgraded TLS connection through a socketpair with what is
+ * left of the connection's memory pool, and its reply head has taken all
+ * of it: an 8-byte emergency buffer, 4 bytes a turn of its loop, the loop
+ * spinning (fixed upstream in 0.9.77). So the master reads and writes the
+ * connection's GnuTLS session itself, on the connection's TCP socket, and
+ * keeps MHD from reading it: the session's pull function lets bytes
+ * through only while the master reads (tls_reading), so MHD's reads find
+ * nothing (EAGAIN) and its socketpair stays empty; and the master reads a
+ * whole record each time (TLS_RECORD_MAX), so GnuTLS never holds
+ * decrypted bytes that MHD's next read could take. MHD never has anything
+ * to send. A leg handed back to MHD gets the plain pull function again.
+ *
+ * recv and send: bytes moved (> 0), 0 at the end (recv), LEG_AGAIN when
+ * nothing can move now, LEG_BROKEN when the connection failed.
+ */
+#define LEG_AGAIN (-1)
+#define LEG_BROKEN (-2)
+/* The most plaintext of one TLS record. */
+#define TLS_RECORD_MAX 16384
+
+static bool tls_reading; /* the master reads a session now (one thread) */
+
+static ssize_t tls_pull_gated(gnutls_transport_ptr_t fd, void *buf, size_t len)
+{
+	if (!tls_reading) {
+		errno = EAGAIN;
+		return -1;
+	}
+	return recv((int)(intptr_t)fd, buf, len, 0);
+}
+
+static ssize_t tls_pull_plain(gnutls_transport_ptr_t fd, void *buf, size_t len)
+{
+	return recv((int)(intptr_t)fd, buf, len, 0);
+}
+
+static ssize_t plain_recv(struct session_leg *l, void *buf, size_t len)
+{
+	ssize_t n;
+
+	while ((n = recv(l->fd, buf, len, 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? LEG_AGAIN : LEG_BROKEN;
+	return n;
+}
+
+static ssize_t plain_send(struct session_leg *l, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	while ((n = send(l->fd, buf, len, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? LEG_AGAIN : LEG_BROKEN;
+	return n;
+}
+
+/* Reads one record (len must hold one: TLS_RECORD_MAX). */
+static ssize_t tls_recv(struct session_leg *l, void *buf, size_t len)
+{
+	ssize_t n = plain_recv(l, buf, len); /* nothing, unless MHD read before the gate shut */
+
+	if (n != LEG_AGAIN)
+		return n;
+	if (len < TLS_RECORD_MAX)
+		return LEG_AGAIN; /* no room for a whole record: later */
+	tls_reading = true;
+	do
+		n = gnutls_record_recv(l->tls, buf, len);
+	while (n == GNUTLS_E_INTERRUPTED);
+	tls_reading = false;
+	if (n == GNUTLS_E_AGAIN)
+		return LEG_AGAIN;
+	if (n == GNUTLS_E_PREMATURE_TERMINATION)
+		return 0; /* the peer closed without a close_notify: the end all the same */
+	return n < 0 ? LEG_BROKEN : n;
+}
+
+static ssize_t tls_send(struct session_leg *l, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	/* one record at a time; a record GnuTLS could not send yet is sent
+	 * again by a call without data (it keeps it encrypted) */
+	if (len > 16384)
+		len = 16384;
+	do
+		n = l->tls_pending ? gnutls_record_send(l->tls, NULL, 0) : gnutls_record_send(l->tls, buf, len);
+	while (n == GNUTLS_E_INTERRUPTED);
+	if (n == GNUTLS_E_AGAIN) {
+		l->tls_pending = true;
+		return LEG_AGAIN;
+	}
+	l->tls_pending = false;
+	return n < 0 ? LEG_BROKEN : n;
+}
+
+static bool tls_buffered(struct session_leg *l)
+{
+	return l->tls && gnutls_record_check_pending(l->tls) > 0;
+}
+
+static ssize_t leg_recv(struct session_leg *l, void *buf, size_t len)
+{
+	return l->tls ? tls_recv(l, buf, len) : plain_recv(l, buf, len);
+}
+
+static ssize_t leg_send(struct session_leg *l, const void *buf, size_t len)
+{
+	return l->tls ? tls_send(l, buf, len) : plain_send(l, buf, len);
+}
+
+/* Hands l back to MHD, which closes it. */
 static void leg_close(struct session *s, struct session_leg *l)
 {
 	if (!l->up || l->closed)
@@ -203,8 +322,15 @@ static void leg_close(struct session *s, struct session_leg *l)
 	l->eof = true;
 	s->closing++;
 	uv_close((uv_handle_t *)&l->poll, on_handle_closed);
+	if (l->tls) {
+		s->closing++;
+		uv_close((uv_handle_t *)&l->tcp_poll, on_handle_closed);
+	}
+	if (l->tls)
+		gnutls_transport_set_pull_function(l->tls, tls_pull_plain); /* MHD's again */
 	MHD_upgrade_action(l->urh, MHD_UPGRADE_ACTION_CLOSE);
 	l->fd = -1;
+	l->tls = NULL;
 }
 
 /* Reads what l has into the buffer of its direction, while there is room. */
@@ -213,15 +339,13 @@ static void leg_read(struct session *s, struct session_leg *l)
 	struct session_buf *b = l == &s->client ? &s->up : &s->down;
 	bool track = l == &s->agent && kinds[s->spec.kind].frames;
 
-	for (int rounds = 0; rounds < 4 && !l->eof; rounds++) {
+	for (int rounds = 0; rounds < 8 && !l->eof; rounds++) {
 		size_t room = buf_room(b);
 		ssize_t n;
 		if (!room)
 			return;
-		n = recv(l->fd, b->data + b->start + b->len, room, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		n = leg_recv(l, b->data + b->start + b->len, room);
+		if (n == LEG_AGAIN)
 			return;
 		if (n <= 0) {
 			l->eof = true; /* closed, or failed (reset): gone either way */
@@ -238,7 +362,7 @@ static void leg_write(struct session *s, struct session_leg *l)
 {
 	struct session_buf *b = l == &s->client ? &s->down : &s->up;
 
-	for (int rounds = 0; rounds < 4; rounds++) {
+	for (int rounds = 0; rounds < 8; rounds++) {
 		const char *p;
 		size_t len;
 		ssize_t n;
@@ -251,12 +375,10 @@ static void leg_write(struct session *s, struct session_leg *l)
 		} else {
 			return;
 		}
-		n = send(l->fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		n = leg_send(l, p, len);
+		if (n == LEG_AGAIN)
 			return;
-		if (n < 0) {
+		if (n <= 0) {
 			/* the reader is gone: what is left for it goes too */
 			l->eof = true;
 			b->len = b->start = 0;
@@ -291,15 +413,28 @@ static void on_leg(uv_poll_t *h, int status, int events)
 	session_step(s);
 }
 
+/* Watches l for want (UV_READABLE, UV_WRITABLE). Over TLS the socketpair
+ * is watched for reading (what MHD took), the TCP socket for both. */
+static void poll_set(uv_poll_t *p, int want)
+{
+	if (want)
+		uv_poll_start(p, want, on_leg);
+	else
+		uv_poll_stop(p);
+}
+
 static void leg_watch(struct session_leg *l, int want)
 {
 	if (!l->up || l->closed || want == l->events)
 		return;
 	l->events = want;
-	if (want)
-		uv_poll_start(&l->poll, want, on_leg);
-	else
-		uv_poll_stop(&l->poll);
+	if (!l->tls) {
+		poll_set(&l->poll, want);
+		return;
+	}
+	poll_set(&l->poll, want & UV_READABLE);
+	/* a record GnuTLS holds back goes once the socket takes it */
+	poll_set(&l->tcp_poll, want | (l->tls_pending ? UV_WRITABLE : 0));
 }
 
 /* The status message and close frame the master sends a client when it
@@ -367,6 +502,12 @@ static void session_step(struct session *s)
 	if (s->ending && c->up && !c->closed && (c->eof || (!s->down.len && !s->tail.len)))
 		leg_close(s, c);
 	if (!s->ending) {
+		/* plaintext GnuTLS decrypted but nobody took (a buffer was full):
+		 * no socket will say it is there */
+		if (c->up && !c->closed && tls_buffered(c) && buf_room(&s->up) >= TLS_RECORD_MAX)
+			leg_read(s, c);
+		if (a->up && !a->closed && tls_buffered(a) && buf_room(&s->down) >= TLS_RECORD_MAX)
+			leg_read(s, a);
 		leg_watch(c, (!c->eof && buf_room(&s->up) ? UV_READABLE : 0) | (s->down.len ? UV_WRITABLE : 0));
 		leg_watch(a, (!a->eof && buf_room(&s->down) ? UV_READABLE : 0) | (s->up.len ? UV_WRITABLE : 0));
 	} else {
@@ -408,8 +549,10 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 	struct req *r = con_cls;
 	struct session *s = r && r->session_id[0] ? find_any(m, r->session_id) : NULL;
 	bool client = r && r->session_leg == SESSION_LEG_CLIENT;
+	const union MHD_ConnectionInfo *ci;
 	struct session_leg *l;
 	struct session_buf *b;
+	int tcp, one = 1;
 
 	if (r)
 		r->session_id[0] = 0; /* handed over: its end is no longer the session's */
@@ -419,6 +562,25 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls, co
 	    uv_poll_init(&m->loop, &l->poll, sock) != 0) {
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 		return;
+	}
+	/* MHD turned Nagle's algorithm back on for the upgrade; a keystroke
+	 * must not wait for the peer's delayed ACK (40 ms). Over TLS this is
+	 * the socket of the TLS session, not sock. */
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	tcp = ci ? ci->connect_fd : sock;
+	setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* over TLS the leg is the session (see tls_recv) */
+	ci = tcp != sock ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
+	if (ci && ci->tls_session) {
+		if (uv_poll_init(&m->loop, &l->tcp_poll, tcp) != 0) {
+			s->closing++;
+			uv_close((uv_handle_t *)&l->poll, on_handle_closed);
+			MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+			return;
+		}
+		l->tls = ci->tls_session;
+		l->tcp_poll.data = l;
+		gnutls_transport_set_pull_function(l->tls, tls_pull_gated);
 	}
 	l->fd = sock;
 	l->urh = urh;

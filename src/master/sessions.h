@@ -101,8 +101,14 @@ struct session_leg {
 	struct session *s;      /* back pointer */
 	int fd;                 /* -1 until upgraded (and once closed) */
 	struct MHD_UpgradeResponseHandle *urh;
-	uv_poll_t poll;
+	uv_poll_t poll;         /* fd's */
 	int events;             /* UV_READABLE|UV_WRITABLE it is watched for */
+	/* over TLS: MHD's GnuTLS session of the connection (gnutls_session_t,
+	 * borrowed), which the master reads and writes itself on the TCP
+	 * socket (sessions.c says why), and that socket's poll; NULL: plain */
+	void *tls;
+	uv_poll_t tcp_poll;
+	bool tls_pending;       /* GnuTLS holds an encrypted record back (EAGAIN) */
 	bool up;                /* upgraded, its poll initialised */
 	bool eof;               /* it was read to its end (or it failed) */
 	bool shut;              /* its write side was shut down */
