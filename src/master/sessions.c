@@ -13,6 +13,9 @@
 #include "base/xalloc.h"
 #include "master/http.h"
 
+/* The most plaintext of one TLS record: what a TLS leg reads at once. */
+#define TLS_RECORD_MAX 16384
+
 /* How the master ends a session of a kind by itself (the agent is gone,
  * the node was lost, ...): what it sends the client before it closes. */
 enum end_style {
@@ -182,7 +185,7 @@ json_t *sessions_work_json(struct master *m, const struct node *n)
 static size_t buf_room(struct session_buf *b)
 {
 	/* a TLS leg reads whole records (TLS_RECORD_MAX): room at the end */
-	if (b->start && SESSION_BUF - b->start - b->len < 16384) {
+	if (b->start && SESSION_BUF - b->start - b->len < TLS_RECORD_MAX) {
 		memmove(b->data, b->data + b->start, b->len);
 		b->start = 0;
 	}
@@ -203,8 +206,9 @@ static void buf_take(struct session_buf *b, size_t n)
  * forwards an upgraded TLS connection through a socketpair with what is
  * left of the connection's memory pool, and its reply head has taken all
  * of it: an 8-byte emergency buffer, 4 bytes a turn of its loop, the loop
- * spinning (fixed upstream in 0.9.77). So the master reads and writes the
- * connection's GnuTLS session itself, on the connection's TCP socket, and
+ * spinning (libmicrohttpd 1.0 frees the reply's buffer first). So the
+ * master reads and writes the connection's GnuTLS session itself, on the
+ * connection's TCP socket, and
  * keeps MHD from reading it: the session's pull function lets bytes
  * through only while the master reads (tls_reading), so MHD's reads find
  * nothing (EAGAIN) and its socketpair stays empty; and the master reads a
@@ -217,8 +221,6 @@ static void buf_take(struct session_buf *b, size_t n)
  */
 #define LEG_AGAIN (-1)
 #define LEG_BROKEN (-2)
-/* The most plaintext of one TLS record. */
-#define TLS_RECORD_MAX 16384
 
 static bool tls_reading; /* the master reads a session now (one thread) */
 

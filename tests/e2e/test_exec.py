@@ -6,7 +6,8 @@ and stderr apart without one, the exit status passed through (a code, a
 signal, a session cut off), the task's environment, working dir, user and
 cgroup seen from inside, over https (into container tasks:
 test_containers.py); refusals (another team, a finished job, a bad task, no WebSocket, a cookie
-from another site) and the audit entry; the agent SIGKILLed mid-session;
+from another site) and the audit entry; the agent SIGKILLed and the master
+stopped mid-session;
 and a slow reader of 200 MB that does not grow the master's memory."""
 import os
 import re
@@ -187,6 +188,21 @@ def test_exec_agent_killed_mid_session():
         check_eq(p.returncode, 1, f"cut off: {err!r}")
         check(b"the agent of node 'n1' went away" in err, f"the CLI says why: {err!r}")
         check(took < 5, f"within a few seconds ({took:.1f} s)")
+
+
+def test_exec_master_stopped_mid_session():
+    with cluster("exec-mstop") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        jid = running_job(c)
+        p = subprocess.Popen([YARD, "exec", str(jid), "--", SH, "-c", "echo started; sleep 60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             env=cli_env(c))
+        check_eq(p.stdout.readline(), b"started\n", "the session runs")
+        c.master.stop()
+        out, err = p.communicate(timeout=15)
+        check_eq(p.returncode, 1, f"cut off: {err!r}")
+        check(b"yard exec: the master stopped" in err, f"the CLI says why: {err!r}")
 
 
 def rss_kb(pid):
