@@ -457,8 +457,15 @@ int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req
 	static const char *const headers[] = { "Sec-WebSocket-Protocol: yard.exec.v1", NULL };
 	char *path = client_exec_path(id, req);
 	struct httpc_upgrade_req up = { .path = path, .protocol = "websocket", .headers = headers };
-	int ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
+	size_t len = strlen(path);
+	int ret;
 
+	if (len > CLIENT_EXEC_PATH_MAX)
+		ret = error(eb, YERR(TOO_LARGE), "the command is too long: %zu bytes once URL-encoded, "
+			    "the most a session's request takes is %d (run a script instead)", len,
+			    CLIENT_EXEC_PATH_MAX);
+	else
+		ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
 	free(path);
 	return ret;
 }

@@ -91,12 +91,17 @@ struct client_exec_req {
 	unsigned cols, rows;    /* the terminal's size (0: the master's default) */
 };
 
+/* The longest request path of an exec: the master reads a request's head
+ * into 32 KiB of memory (the command travels in the query). */
+#define CLIENT_EXEC_PATH_MAX (24 * 1024)
+
 /* client_exec_path builds the request path of client_exec_open (exposed
  * for tests; caller frees). */
 char *client_exec_path(uint64_t id, const struct client_exec_req *req);
 /* client_exec_open opens an exec session's WebSocket (subprotocol
  * yard.exec.v1) into *s (the caller closes it with httpc_stream_close);
- * a refusal is the API's error. */
+ * a refusal is the API's error; a command whose request path would be
+ * over CLIENT_EXEC_PATH_MAX is YERR(TOO_LARGE), nothing sent. */
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb);
 

@@ -82,6 +82,9 @@ def test_exec_tty_status_stdin_env():
         r = c.cli("exec", "-t", str(jid), "--", "true", input=b"")
         check_eq(r.returncode, 2, "-t without a terminal")
         check(b"-t needs a terminal" in r.stderr, f"says so: {r.stderr!r}")
+        # a command longer than a request's head takes is refused before it is sent
+        r = c.cli("exec", str(jid), "--", "echo", "x" * 30000)
+        check(r.returncode == 1 and b"the command is too long: 30" in r.stderr, f"a long command: {r.stderr!r}")
 
 
 def test_exec_refusals_audit_and_tokens():
