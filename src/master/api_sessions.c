@@ -8,6 +8,7 @@
 #include <microhttpd.h>
 
 #include "base/parse.h"
+#include "base/utf8.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/wsframe.h"
@@ -212,6 +213,13 @@ void h_exec_session(struct req *r)
 		req_error(r, &eb);
 		goto out;
 	}
+	for (size_t i = 0; i < cmd.n; i++)
+		if (!utf8_valid(cmd.argv[i], strlen(cmd.argv[i]))) {
+			/* it goes to the agent in JSON */
+			error_field(&eb, YERR(BAD_REQUEST), "cmd", "cmd: argument %zu is not UTF-8", i);
+			req_error(r, &eb);
+			goto out;
+		}
 	if (query_bool(r, "tty", false, &spec.tty) || query_bool(r, "stdin", false, &spec.stdin_open) ||
 	    query_dim(r, "cols", 80, &spec.cols) || query_dim(r, "rows", 24, &spec.rows))
 		goto out;

@@ -137,6 +137,8 @@ def test_exec_refusals_audit_and_tokens():
                  403, "the cookie from another site")
         check_eq(ws_handshake(c, f"/v1/jobs/{jid}/exec?cmd=true", cookie=alice,
                               protocol="other.v1"), 400, "a subprotocol it does not speak")
+        check_eq(ws_handshake(c, f"/v1/jobs/{jid}/exec?cmd=echo&cmd=%FF", cookie=alice), 400,
+                 "an argument that is not UTF-8")
 
         # every session start is audited, with its kind and task; refusals too
         st, doc = c.api.json("GET", "/v1/audit?limit=1000", expect=200)
