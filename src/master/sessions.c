@@ -287,16 +287,17 @@ static ssize_t tls_send(struct session_leg *l, const void *buf, size_t len)
 
 	/* one record at a time; a record GnuTLS could not send yet is sent
 	 * again by a call without data (it keeps it encrypted) */
-	if (len > 16384)
-		len = 16384;
+	if (len > TLS_RECORD_MAX)
+		len = TLS_RECORD_MAX;
 	do
 		n = l->tls_pending ? gnutls_record_send(l->tls, NULL, 0) : gnutls_record_send(l->tls, buf, len);
 	while (n == GNUTLS_E_INTERRUPTED);
 	if (n == GNUTLS_E_AGAIN) {
-		l->tls_pending = true;
+		if (!l->tls_pending)
+			l->tls_pending = len;
 		return LEG_AGAIN;
 	}
-	l->tls_pending = false;
+	l->tls_pending = 0;
 	return n < 0 ? LEG_BROKEN : n;
 }
 
@@ -388,7 +389,7 @@ static void leg_write(struct session *s, struct session_leg *l)
 			return;
 		}
 		if (b->len) {
-			buf_take(b, (size_t)n);
+			buf_take(b, (size_t)n < b->len ? (size_t)n : b->len);
 		} else {
 			memmove(s->tail.buf, s->tail.buf + n, s->tail.len - (size_t)n);
 			strbuf_setlen(&s->tail, s->tail.len - (size_t)n);
@@ -450,7 +451,8 @@ static void session_tail(struct session *s, const char *why)
 
 	if (style == END_NONE || s->client.eof)
 		return;
-	if (s->track.broken || s->track.boundary < first)
+	/* a record GnuTLS holds back is as good as sent */
+	if (s->track.broken || s->track.boundary < first + s->client.tls_pending)
 		return; /* a frame was cut in what the client already has: only a close is honest */
 	/* what the client has not been sent of a frame cut short goes */
 	s->down.len = (size_t)(s->track.boundary - first);

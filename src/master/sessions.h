@@ -108,7 +108,7 @@ struct session_leg {
 	 * socket (sessions.c says why), and that socket's poll; NULL: plain */
 	void *tls;
 	uv_poll_t tcp_poll;
-	bool tls_pending;       /* GnuTLS holds an encrypted record back (EAGAIN) */
+	size_t tls_pending;     /* bytes of a record GnuTLS holds back (EAGAIN), 0: none */
 	bool up;                /* upgraded, its poll initialised */
 	bool eof;               /* it was read to its end (or it failed) */
 	bool shut;              /* its write side was shut down */
