@@ -351,8 +351,12 @@ static void exec_loop(struct exec_run *x)
 				x->p.ops->hangup(&x->p, false);
 				x->kill_at = now + HANGUP_GRACE_MS;
 			}
-			if (x->p.exit_fd < 0 || x->p.exited || now >= x->kill_at)
+			if (x->p.exited)
 				break;
+			if (now >= x->kill_at) {
+				x->p.ops->hangup(&x->p, true); /* (an engine's exec: no exit fd to wait on) */
+				break;
+			}
 		}
 		if (exec_finished(x))
 			break;

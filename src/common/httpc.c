@@ -635,15 +635,29 @@ int httpc_stream_send(struct httpc_stream *s, const void *buf, size_t len, size_
 {
 	CURLcode rc;
 
+	size_t n = 0;
+
 	*sent = 0;
 	if (!len)
 		return 0;
-	rc = curl_easy_send(s->curl, buf, len, sent);
-	if (rc == CURLE_AGAIN)
+	/* OpenSSL takes a write it answered "again" only with the same bytes
+	 * at the same address: the caller's buffer may have moved since */
+	if (!s->wlen) {
+		s->wlen = len < sizeof(s->wbuf) ? len : sizeof(s->wbuf);
+		memcpy(s->wbuf, buf, s->wlen);
+	}
+	rc = curl_easy_send(s->curl, s->wbuf, s->wlen, &n);
+	if (rc == CURLE_AGAIN || (rc == CURLE_OK && !n))
 		return HTTPC_STREAM_AGAIN;
-	if (rc != CURLE_OK)
+	if (rc != CURLE_OK) {
+		s->wlen = 0;
 		return error(eb, YERR(UNAVAILABLE), "the connection broke: %s", curl_easy_strerror(rc));
-	return *sent ? 0 : HTTPC_STREAM_AGAIN;
+	}
+	/* a plain socket may take part of it: the rest is the caller's next bytes */
+	memmove(s->wbuf, s->wbuf + n, s->wlen - n);
+	s->wlen -= n;
+	*sent = n;
+	return 0;
 }
 
 int httpc_stream_send_all(struct httpc_stream *s, const void *buf, size_t len, long timeout_ms,

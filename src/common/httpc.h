@@ -153,6 +153,10 @@ struct httpc_stream {
 	int fd;                 /* its socket, for poll(); closed by httpc_stream_close */
 	struct strbuf pending;  /* bytes that came after the 101's head: read first */
 	char *protocol;         /* owned or NULL: the Sec-WebSocket-Protocol chosen */
+	/* what httpc_stream_send is sending: a TLS write that could not go
+	 * must be tried again with the same bytes at the same address */
+	char wbuf[65536];
+	size_t wlen;
 };
 
 struct httpc_upgrade_req {
@@ -181,7 +185,10 @@ struct httpc_upgrade_req {
 int httpc_upgrade(struct httpc *c, const struct httpc_upgrade_req *req, struct httpc_stream *s,
 		  long *status, struct errbuf *eb);
 /* httpc_stream_send sends what it can of len bytes: 0 with *sent > 0,
- * HTTPC_STREAM_AGAIN when none could go now, or YERR(UNAVAILABLE). */
+ * HTTPC_STREAM_AGAIN when none could go now, or YERR(UNAVAILABLE). After
+ * HTTPC_STREAM_AGAIN the stream holds the bytes it tried (a copy, up to
+ * sizeof(wbuf)): call it again with buf starting with the same bytes (more
+ * may follow them). */
 int httpc_stream_send(struct httpc_stream *s, const void *buf, size_t len, size_t *sent,
 		      struct errbuf *eb);
 /* httpc_stream_send_all sends all len bytes, waiting (poll) up to timeout_ms
