@@ -195,6 +195,24 @@ def test_exec_agent_killed_mid_session():
         check(took < 5, f"within a few seconds ({took:.1f} s)")
 
 
+def test_exec_job_cancelled_mid_session():
+    with cluster("exec-cancel") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        jid = running_job(c)
+        p = subprocess.Popen([YARD, "exec", str(jid), "--", SH, "-c", "echo started; exec sleep 60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                             env=cli_env(c))
+        check_eq(p.stdout.readline(), b"started\n", "the session runs")
+        t0 = time.monotonic()
+        c.cli("cancel", str(jid), check_rc=0)
+        out, err = p.communicate(timeout=20)
+        took = time.monotonic() - t0
+        # what ran in the task ends with it: its agent kills it, and says how
+        check_eq(p.returncode, 128 + signal.SIGKILL, f"killed with its task: {err!r}")
+        check(took < 8, f"as the task ended ({took:.1f} s)")
+
+
 def test_exec_master_stopped_mid_session():
     with cluster("exec-mstop") as c:
         c.start_master()
@@ -206,7 +224,7 @@ def test_exec_master_stopped_mid_session():
         check_eq(p.stdout.readline(), b"started\n", "the session runs")
         c.master.stop()
         out, err = p.communicate(timeout=15)
-        check_eq(p.returncode, 1, f"cut off: {err!r}")
+        check_eq(p.returncode, 1, f"cut off: stdout {out!r} stderr {err!r}")
         check(b"yard exec: the master stopped" in err, f"the CLI says why: {err!r}")
 
 
