@@ -6,8 +6,8 @@ and stderr apart without one, the exit status passed through (a code, a
 signal, a session cut off), the task's environment, working dir, user and
 cgroup seen from inside, over https (into container tasks:
 test_containers.py); refusals (another team, a finished job, a bad task, no WebSocket, a cookie
-from another site) and the audit entry; the agent SIGKILLed and the master
-stopped mid-session;
+from another site) and the audit entry; the agent SIGKILLed, its node lost,
+the job cancelled and the master stopped mid-session;
 and a slow reader of 200 MB that does not grow the master's memory."""
 import os
 import re
@@ -193,6 +193,23 @@ def test_exec_agent_killed_mid_session():
         check_eq(p.returncode, 1, f"cut off: {err!r}")
         check(b"the agent of node 'n1' went away" in err, f"the CLI says why: {err!r}")
         check(took < 5, f"within a few seconds ({took:.1f} s)")
+
+
+def test_exec_node_lost_before_its_agent_dials():
+    with cluster("exec-lost-node", lease="2s") as c:
+        c.start_master()
+        agent = c.start_agent("n1", gpus="sim:2")
+        jid = running_job(c)
+        agent.kill(signal.SIGSTOP)  # alive, but it neither dials nor renews its lease
+        try:
+            t0 = time.monotonic()
+            r = c.cli("exec", str(jid), "--", "true", timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            agent.kill(signal.SIGKILL)
+        check_eq(r.returncode, 1, f"cut off: {r.stderr!r}")
+        check(b"yard exec: node 'n1' was lost" in r.stderr, f"the CLI says why: {r.stderr!r}")
+        check(took < 10, f"once the lease lapsed ({took:.1f} s), not at the 15 s dial deadline")
 
 
 def test_exec_job_cancelled_mid_session():
