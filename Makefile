@@ -22,8 +22,11 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # synchronous replica that fail over under the masters (tests/e2e/patroni.py).
 # prometheus (with promtool) checks and scrapes the master's /metrics and
 # evaluates the alerts of contrib/prometheus (tests/e2e/test_prometheus.py).
+# libgnutls28-dev: the master reads and writes the TLS sessions of upgraded
+# connections (exec sessions) itself, libmicrohttpd's own forwarding being
+# 4 bytes a turn in Debian 12's 0.9.75 (src/master/sessions.c).
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
-	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
+	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \

@@ -323,6 +323,8 @@ struct master {
 	size_t nexps, aexps;
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
+	struct session **sessions; /* owned, in memory only (sessions.h) */
+	size_t nsessions, asessions;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;

@@ -17,6 +17,7 @@
 #include "master/experiments.h"
 #include "master/datasets.h"
 #include "master/execs.h"
+#include "master/sessions.h"
 #include "master/jobsource.h"
 #include "master/usage.h"
 #include "master/visibility.h"
@@ -91,6 +92,8 @@ static bool task_event(struct master *m, struct task *t, enum task_event ev)
 	t->state = (enum task_state)next;
 	if (task_state_is_final(t->state) && !t->finished_at)
 		t->finished_at = wall_us();
+	if (task_state_is_final(t->state))
+		sessions_task_ended(m, t); /* what runs in it ends with it */
 	if (t->state == TASK_STOPPING || task_state_is_final(t->state))
 		t->stop = true;
 	core_index_task(m, t);
@@ -527,8 +530,10 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
 	}
 	n->rev++;
 	core_save_node(m, n);
-	if (was_live && !node_state_is_live(n->state))
+	if (was_live && !node_state_is_live(n->state)) {
+		sessions_node_lost(m, n->name); /* before its tasks: they end for that reason */
 		node_tasks_lost(m, n);
+	}
 	m->sched_needed = true;
 	return next;
 }
