@@ -396,6 +396,29 @@ static const struct bad_case bad_cases[] = {
 		"name: expected a name of lowercase letters, digits, '-', '_' and '.' "
 		"(at most 63, starting with a letter or digit), got \"BAD\"" },
 	{ "[1, 2]", "", "spec: expected a mapping of fields, got [1,2]" },
+	/* interactive jobs */
+	{ "tasks: {shell: {}}\ninteractive: yes", "interactive",
+		"interactive: expected a mapping such as {idle_timeout: 1h} ({} for the master's "
+		"default), got \"yes\"" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timout: 1h}", "interactive.idle_timout",
+		"interactive.idle_timout: unknown field (did you mean 'idle_timeout'?)" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timeout: 0}", "interactive.idle_timeout",
+		"interactive.idle_timeout: expected a duration > 0, got 0" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timeout: later}", "interactive.idle_timeout",
+		"interactive.idle_timeout: expected a duration such as 2h, 90m or 3600s, got \"later\"" },
+	{ "tasks: {shell: {replicas: 2}}\ninteractive: {}", "tasks",
+		"tasks: an interactive job has one task (one role, replicas 1), got 2" },
+	{ "tasks: {a: {}, b: {}}\ninteractive: {}", "tasks",
+		"tasks: an interactive job has one task (one role, replicas 1), got 2" },
+	{ "framework: pytorch\n" BASE "tasks: {worker: {}}\ninteractive: {}", "framework",
+		"framework: an interactive job runs its command as it is (framework command), got "
+		"\"pytorch\"" },
+	{ BASE "params: {lr: 0.1}\ntasks: {worker: {}}\ninteractive: {}\n"
+		"sweep: {method: grid, params: {lr: [0.1, 0.2]}, objective: {metric: acc, mode: max}}", "sweep",
+		"sweep: an interactive job cannot be a sweep's trial" },
+	/* a batch job still needs its command */
+	{ "tasks: {shell: {}}\ninteractive: null", "command",
+		"command: expected a non-empty array of strings" },
 };
 
 static void check_bad(const char *text, const char *field, const char *msg)
@@ -704,6 +727,57 @@ static void test_round_trip(void **state)
 	spec_release(&b);
 }
 
+/* An interactive job: its command may be left out (the login shell), its
+ * idle timeout is its own or the master's; the canonical form has it, and
+ * reads back the same; a batch job's canonical form has no interactive. */
+static void test_interactive(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec a, b;
+	json_t *ja;
+
+	parse_ok("name: shell\ntasks: {shell: {gpus: 1}}\ninteractive: {}\n", &a);
+	assert_true(a.interactive);
+	assert_int_equal(a.idle_timeout_ms, 0);
+	assert_null(a.command);
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": null}");
+	assert_true(json_is_null(json_object_get(ja, "command")));
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	assert_true(b.interactive);
+	assert_null(b.command);
+	json_decref(ja);
+	spec_release(&a);
+	spec_release(&b);
+
+	parse_ok(BASE "tasks: {shell: {}}\ninteractive: {idle_timeout: 90m}\n", &a);
+	assert_true(a.interactive);
+	assert_int_equal(a.idle_timeout_ms, 90 * 60 * 1000);
+	assert_string_equal(a.command[0], "run");
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": 5400}");
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	assert_int_equal(b.idle_timeout_ms, 90 * 60 * 1000);
+	json_decref(ja);
+	spec_release(&a);
+	spec_release(&b);
+
+	/* milliseconds survive as a duration string */
+	parse_ok("tasks: {shell: {}}\ninteractive: {idle_timeout: 1500ms}\n", &a);
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": \"1500ms\"}");
+	json_decref(ja);
+	spec_release(&a);
+
+	parse_ok(BASE "tasks: {worker: {}}\n", &a);
+	assert_false(a.interactive);
+	ja = spec_to_json(&a);
+	assert_null(json_object_get(ja, "interactive"));
+	json_decref(ja);
+	spec_release(&a);
+	(void)state;
+}
+
 /* ---- --set ------------------------------------------------------------ */
 
 /* ---- image references ------------------------------------------------ */
@@ -986,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(test_nul_in_json_strings),
 		cmocka_unit_test(test_full_spec),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_interactive),
 		cmocka_unit_test(test_placement_fields),
 		cmocka_unit_test(test_image_refs_good),
 		cmocka_unit_test(test_image_refs_bad),
