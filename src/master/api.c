@@ -987,6 +987,7 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}", h_job_update, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "change a job's priority, {\"priority\": \"low\", \"normal\" or \"high\"} (its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes, of any attempt (task, attempt, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
+	{ "GET", "/v1/jobs/{id}/attach", h_attach_session, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_NONE, "a WebSocket (yard.exec.v1) to the terminal of an interactive job's running task (task, cols, rows), shared with its other attachers: as a job's logs, its owner, its team, an admin or its job token" },
 	{ "GET", "/v1/jobs/{id}/exec", h_exec_session, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_NONE, "a WebSocket (yard.exec.v1) to a command run in a running task (task, cmd, tty, stdin, cols, rows): as a job's logs, its owner, its team, an admin or its job token" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
 	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint manifests of a job's tasks, every attempt (task, attempt)" },

@@ -184,6 +184,23 @@ static struct task *session_task(struct req *r, struct job *j)
 	return t;
 }
 
+/* The 101 that makes r's connection the client leg of session s. */
+static void upgrade_client(struct req *r, struct session *s, const char *accept, bool offered)
+{
+	struct MHD_Response *resp;
+
+	/* the audit entry names the kind and the task */
+	free(r->audit_path);
+	r->audit_path = xasprintf("%s?task=%s", r->url, s->task_name);
+	resp = sessions_upgrade_response(r, s, SESSION_LEG_CLIENT);
+	MHD_add_response_header(resp, "Upgrade", "websocket");
+	MHD_add_response_header(resp, "Connection", "Upgrade");
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
+	if (offered)
+		MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WS_PROTO_EXEC);
+	req_set_response(r, 101, resp);
+}
+
 /* GET /v1/jobs/{id}/exec?task=&cmd=&cmd=&tty=&stdin=&cols=&rows=: a
  * WebSocket (yard.exec.v1) to a command run in a task of the job. */
 void h_exec_session(struct req *r)
@@ -194,7 +211,6 @@ void h_exec_session(struct req *r)
 	struct job *j = path_job(r);
 	struct session *s;
 	struct task *t;
-	struct MHD_Response *resp;
 	char accept[29];
 	bool offered = false;
 
@@ -235,20 +251,48 @@ void h_exec_session(struct req *r)
 		req_error(r, &eb);
 		goto out;
 	}
-	/* the audit entry names the kind and the task */
-	free(r->audit_path);
-	r->audit_path = xasprintf("%s?task=%s", r->url, s->task_name);
-	resp = sessions_upgrade_response(r, s, SESSION_LEG_CLIENT);
-	MHD_add_response_header(resp, "Upgrade", "websocket");
-	MHD_add_response_header(resp, "Connection", "Upgrade");
-	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
-	if (offered)
-		MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WS_PROTO_EXEC);
-	req_set_response(r, 101, resp);
+	upgrade_client(r, s, accept, offered);
 out:
 	for (size_t i = 0; i < cmd.n; i++)
 		free(cmd.argv[i]);
 	free(cmd.argv);
+}
+
+/* GET /v1/jobs/{id}/attach?task=&cols=&rows=: a WebSocket (yard.exec.v1)
+ * to the terminal of an interactive job's task (its shim's, shared with
+ * the task's other attachers). */
+void h_attach_session(struct req *r)
+{
+	struct session_spec spec = { .kind = SESSION_ATTACH, .tty = true, .stdin_open = true };
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j = path_job(r);
+	struct session *s;
+	struct task *t;
+	char accept[29];
+	bool offered = false;
+
+	if (!j || ws_handshake(r, WS_PROTO_EXEC, accept, &offered))
+		return;
+	if (query_dim(r, "cols", 80, &spec.cols) || query_dim(r, "rows", 24, &spec.rows))
+		return;
+	if (!j->spec || !j->spec->interactive) {
+		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is not interactive: only an interactive job "
+			  "(yard shell) has a terminal to attach to; yard exec -it runs a command in any "
+			  "running job", j->id);
+		return;
+	}
+	if (j->state != JOB_RUNNING) {
+		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
+			  job_state_name(j->state));
+		return;
+	}
+	if (!(t = session_task(r, j)))
+		return;
+	if (sessions_create(r->m, &spec, j, t, &s, &eb)) {
+		req_error(r, &eb);
+		return;
+	}
+	upgrade_client(r, s, accept, offered);
 }
 
 /* GET /v1/agents/{id}/sessions/{sid} with Upgrade: yard-session/1: the

@@ -141,6 +141,10 @@ struct job {
 	 * show changes (core_job_changed drops them); in memory only */
 	char *doc[2];
 	size_t doc_len[2];
+	/* An interactive job's sessions (interactive.h), in memory only: how
+	 * many are open, and when (wall us) the last one closed, 0: never */
+	unsigned sessions;
+	uint64_t detached_at;
 };
 
 struct gpu_info {
@@ -249,6 +253,7 @@ struct master {
 	uint64_t store_retry_ms; /* how long a failed commit's store is read again before stopping */
 	struct conf *conf;      /* borrowed or NULL: the options it started with (settings.h) */
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
+	uint64_t interactive_idle_ms; /* --interactive-idle-timeout (interactive.h); 0: none */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	uint64_t started_wall_us; /* wall_us when it was opened */

@@ -12,6 +12,7 @@
 #include "launch/launch.h"
 #include "master/auth.h"
 #include "master/execs.h"
+#include "master/interactive.h"
 #include "master/jobs.h"
 #include "master/logs.h"
 #include "master/sessions.h"
@@ -93,6 +94,11 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
+	if (j->spec && j->spec->interactive) {
+		/* its sessions, and since when it has had none (interactive.h) */
+		json_object_set_new(d, "sessions", json_integer(j->sessions));
+		json_object_set_new(d, "idle_since", time_json(interactive_idle_since(m, j)));
+	}
 	for (size_t i = 0; i < j->ntasks; i++) {
 		struct task *t = j->tasks[i];
 		json_t *td = json_object();
@@ -405,6 +411,9 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 							 ? json_string(j->spec->image) : json_null());
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
+		/* on a terminal (the shim's); an empty argv: the user's login shell */
+		if (j->spec && j->spec->interactive)
+			json_object_set_new(td, "interactive", json_true());
 		if (lret) /* the agent fails the start with this message */
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);

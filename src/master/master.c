@@ -26,6 +26,7 @@
 #include "master/execs.h"
 #include "sched/decide.h"
 #include "master/http.h"
+#include "master/interactive.h"
 #include "master/jobs.h"
 #include "master/sessions.h"
 #include "master/settings.h"
@@ -175,6 +176,7 @@ static void on_tick(uv_timer_t *t)
 	if (!leader_serving(m))
 		return;
 	jobs_tick(m);
+	interactive_tick(m);
 	/* queue positions of jobs placed by fresh-only plans, and waiting
 	 * reasons in general, are refreshed by a full plan at most every tick */
 	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)

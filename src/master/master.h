@@ -31,6 +31,9 @@ struct master_config {
 	 * (NULL: the defaults; master/gpuidle.h) */
 	uint64_t idle_gpu_timeout_ms;
 	const char *idle_gpu_threshold, *idle_gpu_action;
+	/* --interactive-idle-timeout: a duration, "0" off; NULL: 1h
+	 * (master/interactive.h) */
+	const char *interactive_idle_timeout;
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
 	 * one; none: the default policy. */

@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "master/datasets.h"
 #include "master/gpuidle.h"
+#include "master/interactive.h"
 #include "master/leader.h"
 #include "master/ratelimit.h"
 #include "master/settings.h"
@@ -91,6 +92,13 @@ static int check_idle_action(const char *what, const char *v, struct errbuf *eb)
 	return gpuidle_parse_action(what, v, &stop, eb);
 }
 
+static int check_interactive_idle(const char *what, const char *v, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	return interactive_parse_idle(what, v, &ms, eb);
+}
+
 static int check_tls_san(const char *what, const char *v, struct errbuf *eb)
 {
 	if (!tls_san_valid(v))
@@ -151,6 +159,11 @@ static const struct conf_option master_options[] = {
 	    "a GPU under PCT% busy is idle (default 5)"),
 	OPT("idle-gpu-action", CONF_STRING, CONF_RELOAD, idle_gpu_action, check_idle_action, "flag|stop",
 	    "what an idle job gets (default flag)"),
+	OPT("interactive-idle-timeout", CONF_STRING, CONF_RELOAD, interactive_idle_timeout,
+	    check_interactive_idle, "DURATION",
+	    "cancel an interactive job (yard shell) with no session attached\n"
+	    "this long (default 1h; 0: off; a spec's interactive.idle_timeout\n"
+	    "wins)"),
 	OPT("rate-limit", CONF_STRING, CONF_RELOAD, rate_limit, check_rate_limit, "RATE[:BURST]",
 	    "requests per second per token (default 200:2000; 0: no limit;\n"
 	    "agents are not limited)"),

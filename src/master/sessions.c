@@ -12,6 +12,7 @@
 #include "base/crypto.h"
 #include "base/xalloc.h"
 #include "master/http.h"
+#include "master/interactive.h"
 
 /* The most plaintext of one TLS record: what a TLS leg reads at once. */
 #define TLS_RECORD_MAX 16384
@@ -105,6 +106,7 @@ static void session_free(struct session *s)
 			m->sessions[i] = m->sessions[--m->nsessions];
 			break;
 		}
+	interactive_session_closed(m, s->job_id);
 	uv_close((uv_handle_t *)&s->timer, on_handle_closed); /* its count is the one it was made with */
 }
 
@@ -151,6 +153,8 @@ int sessions_create(struct master *m, const struct session_spec *spec, const str
 	uv_timer_start(&s->timer, on_timer, SESSION_DIAL_MS, 0);
 	ALLOC_GROW(m->sessions, m->nsessions + 1, m->asessions);
 	m->sessions[m->nsessions++] = s;
+	/* an interactive job counts its sessions (its idle timeout) */
+	interactive_session_opened(m, j->id);
 	/* its agent learns of it now: a held work poll answers */
 	n->rev++;
 	*out = s;

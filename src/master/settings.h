@@ -2,7 +2,8 @@
  * The master's settings that a reload may change: the scheduling policy of
  * every pool with its levels and the protection of running work, the
  * teams' shares and GPU quotas, the teams' data quotas, the rate limit, the
- * visibility rule, the idle GPU policy and how long outputs are kept (the
+ * visibility rule, the idle GPU policy, how long outputs are kept and the
+ * idle timeout of interactive jobs (the
  * options marked CONF_RELOAD in master_main.c).
  *
  * They are built whole from a master_config (settings_build) and then
@@ -35,6 +36,7 @@ struct master_settings {
 	bool visibility_open;
 	struct gpuidle_policy gpuidle;
 	uint64_t outputs_retention_ms;
+	uint64_t interactive_idle_ms;        /* interactive.h; 0: none */
 };
 
 /* settings_build reads cfg's reloadable settings into *out (released by

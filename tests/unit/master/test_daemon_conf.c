@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "agent/agent.h"
+#include "master/interactive.h"
 #include "master/master.h"
 #include "master/settings.h"
 
@@ -36,6 +37,7 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"idle-gpu-timeout = 30m\n"
 				"idle-gpu-threshold = 10\n"
 				"idle-gpu-action = stop\n"
+				"interactive-idle-timeout = 2h\n"
 				"rate-limit = 50:500\n"
 				"visibility = open\n"
 				"tls-cert = /etc/yard/cert.pem\n"
@@ -90,6 +92,7 @@ static void test_master_every_key(void **state)
 	assert_int_equal(cfg.idle_gpu_timeout_ms, 30 * 60 * 1000);
 	assert_string_equal(cfg.idle_gpu_threshold, "10");
 	assert_string_equal(cfg.idle_gpu_action, "stop");
+	assert_string_equal(cfg.interactive_idle_timeout, "2h");
 	assert_string_equal(cfg.rate_limit, "50:500");
 	assert_string_equal(cfg.visibility, "open");
 	assert_string_equal(cfg.tls_cert, "/etc/yard/cert.pem");
@@ -125,6 +128,7 @@ static void test_master_every_key(void **state)
 	assert_true(s.gpuidle.stop);
 	assert_int_equal(s.gpuidle.timeout_ms, 30 * 60 * 1000);
 	assert_int_equal(s.outputs_retention_ms, 30ull * 86400 * 1000);
+	assert_int_equal(s.interactive_idle_ms, 2 * 3600 * 1000);
 	settings_release(&s);
 	conf_release(&c);
 	(void)state;
@@ -204,6 +208,16 @@ static void test_defaults(void **state)
 	assert_int_equal(s.rate, RATELIMIT_DEFAULT_RATE);
 	assert_false(s.visibility_open);
 	assert_int_equal(s.gpuidle.threshold, GPUIDLE_DEFAULT_THRESHOLD);
+	assert_int_equal(s.interactive_idle_ms, INTERACTIVE_IDLE_DEFAULT_MS);
+	settings_release(&s);
+	/* 0 turns it off; what is no duration is refused naming the flag */
+	cfg.interactive_idle_timeout = "0";
+	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
+	assert_int_equal(s.interactive_idle_ms, 0);
+	settings_release(&s);
+	cfg.interactive_idle_timeout = "soon";
+	assert_int_equal(settings_build(&cfg, &s, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "--interactive-idle-timeout 'soon': expected a duration such as 1h (0: off)");
 	settings_release(&s);
 	(void)state;
 }
