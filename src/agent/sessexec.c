@@ -10,6 +10,7 @@
 #include <termios.h>
 
 #include "agent/taskproc.h"
+#include "agent/termshare.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/spawn.h"
@@ -78,31 +79,6 @@ static int pump_fd(int fd, unsigned ch, struct strbuf *out)
 
 /* ---- the process runtime ---- */
 
-/* A pseudo-terminal: its master (ours) and slave (the command's), both
- * close-on-exec, the slave the task's user's when it runs as one. */
-static int open_pty(int *ptm, int *pts, const struct spawn_opts *user, struct errbuf *eb)
-{
-	char name[128];
-
-	*ptm = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (*ptm < 0)
-		return error(eb, YERR(INTERNAL), "cannot open a pseudo-terminal: %s", strerror(errno));
-	if (grantpt(*ptm) || unlockpt(*ptm) || ptsname_r(*ptm, name, sizeof(name)) ||
-	    (*pts = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
-		int ret = error(eb, YERR(INTERNAL), "cannot open a pseudo-terminal's slave: %s", strerror(errno));
-		close_fd(ptm);
-		return ret;
-	}
-	if ((user->flags & SPAWN_SETUID) && fchown(*pts, user->uid, user->gid) < 0) {
-		int ret = error(eb, YERR(INTERNAL), "cannot give '%s' to uid %u: %s", name,
-				(unsigned)user->uid, strerror(errno));
-		close_fd(ptm);
-		close_fd(pts);
-		return ret;
-	}
-	return 0;
-}
-
 static int proc_start(struct exec_proc *p, const struct exec_req *req, int *code, struct errbuf *eb)
 {
 	struct taskproc tp;
@@ -121,10 +97,8 @@ static int proc_start(struct exec_proc *p, const struct exec_req *req, int *code
 	taskproc_spawn_opts(&tp, &o);
 	o.flags |= SPAWN_SETSID;
 	if (req->tty) {
-		struct winsize ws = { .ws_row = (unsigned short)req->rows, .ws_col = (unsigned short)req->cols };
-		if ((ret = open_pty(&p->out_fd[0], &pts, &tp.user, eb)))
+		if ((ret = termshare_open_pty(&p->out_fd[0], &pts, req->cols, req->rows, &tp.user, eb)))
 			goto out;
-		ioctl(p->out_fd[0], TIOCSWINSZ, &ws);
 		p->in_fd = p->out_fd[0];
 		o.stdin_fd = o.stdout_fd = o.stderr_fd = pts;
 		o.flags |= SPAWN_CTTY;

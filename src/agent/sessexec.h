@@ -10,7 +10,12 @@
  *     POST /exec/{id}/start hijacked: the connection carries stdin one way
  *     and the output the other, raw with a tty, else in the engine's
  *     stream framing), its resize and its inspect for the exit code.
- *     Docker's and Podman's engines both answer it.
+ *     Docker's and Podman's engines both answer it;
+ *   - attach (sessattach.c): not a command but the terminal an interactive
+ *     task's shim shares (agent/termshare.h): a connection to
+ *     TASKDIR/attach.sock that carries what the terminal shows one way and
+ *     what is typed, resizes and signals the other; the client leaving
+ *     detaches (the task runs on), the task's end comes with its status.
  * Every fd here is non-blocking and close-on-exec; the session's thread
  * polls them.
  */
@@ -75,6 +80,7 @@ struct exec_proc_ops {
 
 extern const struct exec_proc_ops exec_process_ops;
 extern const struct exec_proc_ops exec_docker_ops;
+extern const struct exec_proc_ops exec_attach_ops;
 
 struct exec_proc {
 	const struct exec_proc_ops *ops;
@@ -92,6 +98,8 @@ struct exec_proc {
 	struct docker_demux dm;
 	struct strbuf pending;  /* output bytes that came with the engine's answer */
 	bool stdin_shut;
+	/* attach: the task's exit status as its shim sent it (owned), or NULL */
+	json_t *exit_doc;
 };
 
 void exec_proc_init(struct exec_proc *p, const struct exec_proc_ops *ops);

@@ -429,6 +429,27 @@ static void exec_loop(struct exec_run *x)
 	}
 }
 
+/* Runs req with ops on the session's leg, from its start to its status; a
+ * start that fails is refused with its message (and its exit code, unless
+ * ops left it negative). */
+static void serve(struct asession *s, struct wsconn *c, const struct exec_req *req,
+		  const struct exec_proc_ops *ops)
+{
+	struct exec_run x = { .s = s, .c = c };
+	struct errbuf eb = ERRBUF_INIT;
+	int code = 126;
+
+	exec_proc_init(&x.p, ops);
+	strbuf_init(&x.in, 0);
+	x.stdin_open = req->stdin_open || req->tty;
+	if (x.p.ops->start(&x.p, req, &code, &eb))
+		conn_refuse(c, code >= 0, code, "%s", eb.msg);
+	else
+		exec_loop(&x);
+	x.p.ops->release(&x.p);
+	strbuf_release(&x.in);
+}
+
 static void run_exec(struct asession *s, struct wsconn *c)
 {
 	const json_t *e = s->entry;
@@ -441,10 +462,7 @@ static void run_exec(struct asession *s, struct wsconn *c)
 		.task_dir = s->t.dir,
 		.docker_socket = s->as->docker_socket,
 	};
-	struct exec_run x = { .s = s, .c = c };
-	struct errbuf eb = ERRBUF_INIT;
 	json_t *conf = NULL;
-	int code = 126;
 
 	if (!s->t.found || !s->t.running) {
 		conn_refuse(c, false, 0, "task %" PRId64 " is not running on node '%s'", s->task, s->node);
@@ -456,17 +474,28 @@ static void run_exec(struct asession *s, struct wsconn *c)
 	}
 	if (s->t.container && !taskdir_read_json(s->t.dir, "shim.json", &conf, NULL))
 		req.container = json_string_value(json_object_get(conf, "container"));
-	exec_proc_init(&x.p, s->t.container ? &exec_docker_ops : &exec_process_ops);
-	strbuf_init(&x.in, 0);
-	x.stdin_open = req.stdin_open || req.tty;
-	if (x.p.ops->start(&x.p, &req, &code, &eb)) {
-		conn_refuse(c, true, code, "%s", eb.msg);
-	} else {
-		exec_loop(&x);
-	}
-	x.p.ops->release(&x.p);
-	strbuf_release(&x.in);
+	serve(s, c, &req, s->t.container ? &exec_docker_ops : &exec_process_ops);
 	json_decref(conf);
+}
+
+/* attach: the terminal of an interactive task, as its shim shares it
+ * (sessexec.h's exec_attach_ops); the client leaving detaches. */
+static void run_attach(struct asession *s, struct wsconn *c)
+{
+	const json_t *e = s->entry;
+	struct exec_req req = {
+		.tty = true,
+		.stdin_open = true,
+		.cols = json_dim(e, "cols", 10000) ? json_dim(e, "cols", 10000) : 80,
+		.rows = json_dim(e, "rows", 10000) ? json_dim(e, "rows", 10000) : 24,
+		.task_dir = s->t.dir,
+	};
+
+	if (!s->t.found || !s->t.running) {
+		conn_refuse(c, false, 0, "task %" PRId64 " is not running on node '%s'", s->task, s->node);
+		return;
+	}
+	serve(s, c, &req, &exec_attach_ops);
 }
 
 /* The kinds this agent does not serve yet. */
@@ -483,7 +512,7 @@ static const struct asession_kind {
 	void (*run)(struct asession *s, struct wsconn *c);
 } kinds[] = {
 	{ "exec", run_exec },
-	{ "attach", run_unsupported },
+	{ "attach", run_attach },
 	{ "port", run_unsupported },
 	{ "http", NULL }, /* raw bytes: the connection just closes */
 	{ "ws", NULL },

@@ -2,6 +2,7 @@
 #include "agent/shim.h"
 
 #include <jansson.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include "agent/heartbeat.h"
 #include "agent/taskdir.h"
 #include "agent/taskproc.h"
+#include "agent/termshare.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/spawn.h"
@@ -18,6 +20,11 @@
 #include "base/xalloc.h"
 
 #define MAX_DEVS 64
+/* How long attachers have to take a terminal task's last output and its
+ * exit status before the shim writes exit.json. */
+#define TERM_FINISH_MS 2000
+/* The TERM of a terminal task whose assignment sets none. */
+#define TERM_DEFAULT "xterm-256color"
 
 struct shim {
 	const char *dir;
@@ -28,6 +35,9 @@ struct shim {
 	pid_t pid;           /* the task, also its process group */
 	int notify_fd;       /* 1 until the start is reported, then -1 */
 	struct fence_watch fence; /* its agent's heartbeat (heartbeat.h) */
+	/* an interactive task's terminal (termshare.h), when has_term */
+	struct termshare term;
+	bool has_term;
 };
 
 static const char *conf_str(const struct shim *s, const char *key)
@@ -126,11 +136,12 @@ static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 }
 
 /* Starts argv_j (a JSON array of strings) as s->pid in the task's
- * environment, working dir, cgroup (when set up) and log files, in a new
- * session, as its user (run_as) when the agent set one. An argv[0] of
- * "yard" is the agent's own binary. */
-static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int err_fd,
-			 struct errbuf *eb)
+ * environment, working dir, cgroup (when set up) and stdio (in_fd -1:
+ * /dev/null), in a new session, as its user (run_as) when the agent set
+ * one; with SPAWN_CTTY in flags, in_fd (a terminal) is its controlling
+ * terminal. An argv[0] of "yard" is the agent's own binary. */
+static int spawn_in_task(struct shim *s, const json_t *argv_j, int in_fd, int out_fd, int err_fd,
+			 unsigned flags, struct errbuf *eb)
 {
 	struct spawn_opts o;
 	char **argv, **env;
@@ -147,6 +158,14 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 		argv[0] = xstrdup(conf_str(s, "yard_exe"));
 	}
 	env = taskproc_env(s->task, s->conf);
+	if (s->has_term && !json_object_get(json_object_get(s->task, "env"), "TERM")) {
+		size_t n = 0;
+		while (env[n])
+			n++;
+		env = xrealloc(env, (n + 2) * sizeof(*env));
+		env[n] = xstrdup("TERM=" TERM_DEFAULT);
+		env[n + 1] = NULL;
+	}
 	/* execvpe looks argv[0] up in our PATH: make it the task's (the shim
 	 * has one thread) */
 	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
@@ -155,9 +174,10 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 	o.argv = argv;
 	o.env = env;
 	o.cwd = conf_str(s, "cwd");
+	o.stdin_fd = in_fd;
 	o.stdout_fd = out_fd;
 	o.stderr_fd = err_fd;
-	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
+	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH | flags;
 	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
 	ret = taskproc_user(s->conf, &o, eb);
 	if (!ret)
@@ -193,15 +213,62 @@ int shim_make_output_dir(const json_t *conf, struct errbuf *eb)
 	return 0;
 }
 
+/* The login shell of the task's user (run_as, else the shim's): its
+ * passwd entry's shell, unless that one lets nobody in or is missing, then
+ * /bin/bash, then /bin/sh; as a login shell (-l). New reference. */
+static json_t *login_shell(const struct shim *s)
+{
+	json_t *ra = json_object_get(s->conf, "run_as");
+	uid_t uid = ra ? (uid_t)json_integer_value(json_object_get(ra, "uid")) : geteuid();
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	const char *sh = NULL;
+
+	if (!getpwuid_r(uid, &pw, buf, sizeof(buf), &res) && res && res->pw_shell && *res->pw_shell &&
+	    access(res->pw_shell, X_OK) == 0 && !strstr(res->pw_shell, "nologin") &&
+	    strcmp(res->pw_shell, "/bin/false") && strcmp(res->pw_shell, "/usr/bin/false"))
+		sh = res->pw_shell;
+	else if (access("/bin/bash", X_OK) == 0)
+		sh = "/bin/bash";
+	else
+		sh = "/bin/sh";
+	return json_pack("[s, s]", sh, "-l");
+}
+
+/* An interactive task's start: the terminal (its log the task's stdout),
+ * then the task on its slave. */
+static int start_on_terminal(struct shim *s, const json_t *argv_j, int out_fd, struct errbuf *eb)
+{
+	struct spawn_opts user;
+	json_t *shell = NULL;
+	int pts = -1, ret;
+
+	spawn_opts_init(&user);
+	if ((ret = taskproc_user(s->conf, &user, eb))) {
+		close(out_fd);
+		return ret;
+	}
+	s->has_term = true;
+	if ((ret = termshare_open(&s->term, s->dir, out_fd, &user, &pts, eb)))
+		return ret;
+	if (!json_array_size(argv_j))
+		argv_j = shell = login_shell(s);
+	ret = spawn_in_task(s, argv_j, pts, pts, pts, SPAWN_CTTY, eb);
+	close(pts);
+	json_decref(shell);
+	return ret;
+}
+
 /* Everything up to a running task; on failure eb says why. */
 static int start_task(struct shim *s, struct errbuf *eb)
 {
 	json_t *argv_j = json_object_get(s->task, "argv");
+	bool terminal = json_is_true(json_object_get(s->task, "interactive"));
 	int out_fd = -1, err_fd = -1, ret = 0;
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
 	size_t i;
 
-	if (!json_array_size(argv_j))
+	if (!json_array_size(argv_j) && !terminal)
 		return error(eb, YERR(BAD_REQUEST), "the assignment has no argv");
 	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
 		if (!dirs[i])
@@ -217,7 +284,12 @@ static int start_task(struct shim *s, struct errbuf *eb)
 		ret = YERR(IO);
 		goto out;
 	}
-	ret = spawn_in_task(s, argv_j, out_fd, err_fd, eb);
+	if (terminal) {
+		ret = start_on_terminal(s, argv_j, out_fd, eb); /* the terminal's log now */
+		out_fd = -1;
+	} else {
+		ret = spawn_in_task(s, argv_j, -1, out_fd, err_fd, 0, eb);
+	}
 out:
 	if (out_fd >= 0)
 		close(out_fd);
@@ -250,6 +322,25 @@ static void kill_rest(struct shim *s)
 	if (s->have_cg)
 		cgroup_kill_all(&s->cg, 10000, reap_children);
 	reap_children();
+}
+
+/* Waits up to ts for one of set's signals; a terminal task's terminal is
+ * served meanwhile. */
+static int wait_signal(struct shim *s, const sigset_t *set, const struct timespec *ts, siginfo_t *info)
+{
+	if (s->has_term)
+		return termshare_wait(&s->term, set, (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000), info);
+	return sigtimedwait(set, info, ts);
+}
+
+/* The start of a stop: SIGTERM to the task's process group; a terminal
+ * task's terminal hangs up first (SIGHUP: an interactive shell ignores
+ * SIGTERM). */
+static void stop_task(struct shim *s)
+{
+	if (s->has_term)
+		termshare_signal(&s->term, s->pid, SIGHUP);
+	kill(-s->pid, SIGTERM);
 }
 
 /* Wait for the task, forwarding a stop; OUT *status: its wait status. */
@@ -292,16 +383,16 @@ static void wait_task(struct shim *s, int *status)
 			}
 		}
 		siginfo_t info;
-		int sig = sigtimedwait(&set, &info, &ts);
+		int sig = wait_signal(s, &set, &ts, &info);
 		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
 			grace = shim_stop_grace(s->dir, grace);
 			stopping = true;
 			deadline = mono_ms() + grace;
-			kill(-s->pid, SIGTERM);
+			stop_task(s);
 		}
 		/* its agent gone: stopped, or a stop under way cut short (heartbeat.h) */
 		if (fence_watch_step(&s->fence, &stopping, &deadline))
-			kill(-s->pid, SIGTERM);
+			stop_task(s);
 	}
 }
 
@@ -350,6 +441,8 @@ int shim_main(const char *dir)
 		e.start_failed = true;
 		shim_notify(&s.notify_fd, "%s\n", e.reason);
 		kill_rest(&s);
+		if (s.has_term)
+			termshare_close(&s.term);
 		goto out_write;
 	}
 	json_t *pidj = json_pack("{s:i, s:i}", "pid", (int)s.pid, "pgid", (int)s.pid);
@@ -363,6 +456,15 @@ int shim_main(const char *dir)
 	fence_watch_mark_exit(&s.fence, &e);
 	fence_watch_release(&s.fence);
 	kill_rest(&s);
+	if (s.has_term) {
+		/* its attachers learn how it ended before the agent does */
+		json_t *ej = task_exit_json(&e);
+		char *text = json_dumps(ej, JSON_COMPACT);
+		termshare_finish(&s.term, text, TERM_FINISH_MS);
+		termshare_close(&s.term);
+		free(text);
+		json_decref(ej);
+	}
 out_write:
 	if (s.have_cg) {
 		if (!e.oom_killed && e.signal == SIGKILL && cgroup_oom_kills(&s.cg) > 0) {

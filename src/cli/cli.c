@@ -15,6 +15,8 @@ static const struct cli_command {
 	{ "show", cmd_show, NEED_MASTER, "show a job and its tasks" },
 	{ "logs", cmd_logs, NEED_MASTER, "print (or follow) a task's output" },
 	{ "exec", cmd_exec, NEED_MASTER, "run a command in a running task (-t: on a terminal, -i: with stdin)" },
+	{ "shell", cmd_shell, NEED_MASTER, "a login shell on a node with the GPUs asked for (an interactive job)" },
+	{ "attach", cmd_attach, NEED_MASTER, "attach to an interactive job's terminal again (~. detaches)" },
 	{ "metrics", cmd_metrics, NEED_MASTER, "show a job's training metrics" },
 	{ "cancel", cmd_cancel, NEED_MASTER, "cancel a job" },
 	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },

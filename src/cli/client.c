@@ -451,6 +451,28 @@ char *client_exec_path(uint64_t id, const struct client_exec_req *req)
 	return strbuf_detach(&sb, NULL);
 }
 
+int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned cols, unsigned rows,
+		       struct httpc_stream *s, struct errbuf *eb)
+{
+	static const char *const headers[] = { "Sec-WebSocket-Protocol: yard.exec.v1", NULL };
+	struct strbuf path = STRBUF_INIT;
+	struct httpc_upgrade_req up = { .protocol = "websocket", .headers = headers };
+	int ret;
+
+	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/attach", id);
+	if (cols && rows)
+		strbuf_addf(&path, "?cols=%u&rows=%u", cols, rows);
+	if (task) {
+		char *t = url_escape(task);
+		strbuf_addf(&path, "%stask=%s", cols && rows ? "&" : "?", t);
+		free(t);
+	}
+	up.path = path.buf;
+	ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
+	strbuf_release(&path);
+	return ret;
+}
+
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb)
 {

@@ -105,6 +105,14 @@ char *client_exec_path(uint64_t id, const struct client_exec_req *req);
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb);
 
+/* client_attach_open opens a WebSocket (yard.exec.v1) to the terminal of
+ * interactive job id (GET /v1/jobs/{id}/attach; task "ROLE/INDEX" or NULL:
+ * its task; cols x rows its size, 0: the master's default) into *s (the
+ * caller closes it with httpc_stream_close); a refusal is the API's
+ * error. */
+int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned cols, unsigned rows,
+		       struct httpc_stream *s, struct errbuf *eb);
+
 /* What to read of a task's log. */
 struct client_log_req {
 	const char *task;   /* "ROLE/INDEX" or NULL: the first task */
