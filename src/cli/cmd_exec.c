@@ -95,6 +95,8 @@ int cmd_exec(struct cli_ctx *ctx, int argc, char **argv)
 	rc = termsess_run(&st, &to, &eb);
 	if (rc == -1)
 		rc = cli_fail(ctx, &eb);
+	else if (rc == TERMSESS_DETACHED)
+		rc = EXIT_FAIL; /* our terminal hung up: the command was hung up on too */
 	httpc_stream_close(&st);
 out:
 	free(nargv);

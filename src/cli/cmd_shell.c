@@ -211,11 +211,13 @@ int cmd_shell(struct cli_ctx *ctx, int argc, char **argv)
 		return rc;
 	if (npos)
 		return cli_usage_error(ctx, "unexpected argument '%s'", argv[1]);
-	if (!isatty(STDIN_FILENO))
-		return cli_usage_error(ctx, "yard shell needs a terminal on stdin (yard submit runs a job "
-				       "without one)");
 	if (!(spec = shell_spec(ctx, &o, &rc)))
 		return rc;
+	if (!isatty(STDIN_FILENO)) {
+		json_decref(spec);
+		return cli_usage_error(ctx, "yard shell needs a terminal on stdin (yard submit runs a job "
+				       "without one)");
+	}
 	if (client_submit(&ctx->client, spec, NULL, &job, &eb)) {
 		rc = cli_fail(ctx, &eb);
 		goto out;

@@ -274,6 +274,12 @@ static void on_keys(struct termsess *x, const char *buf, size_t n)
 	strbuf_release(&keys);
 }
 
+/* Whether a read of stdin that gave n says a raw terminal hung up. */
+static bool o_raw_hangup(const struct termsess *x, ssize_t n)
+{
+	return x->o->raw && (n == 0 || (errno != EINTR && errno != EAGAIN));
+}
+
 static void session_loop(struct termsess *x)
 {
 	while (!x->eof && !(x->closed && x->out_off == x->out.len)) {
@@ -312,6 +318,10 @@ static void session_loop(struct termsess *x)
 			ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 			if (n > 0) {
 				on_keys(x, buf, (size_t)n);
+			} else if (o_raw_hangup(x, n)) {
+				/* a raw terminal has no end of file (^D is a key):
+				 * it hung up (closed), as a detach */
+				detach(x);
 			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 				/* the end of stdin: an empty stdin message */
 				ws_channel_append(&x->out, WS_CH_STDIN, "", 0, true);

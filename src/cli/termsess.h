@@ -12,7 +12,9 @@
  * send_stdin, stdin is sent, and its end as an empty stdin message. With
  * escape (raw only), "~." typed at the start of a line (after Enter, or
  * first) detaches, as in ssh: a close frame, the task runs on; "~~"
- * sends one "~".
+ * sends one "~". A raw terminal that hangs up (it was closed: a read
+ * gives its end) detaches the same way, never as an end of stdin (that
+ * would be a ^D to the task).
  */
 #ifndef YARD_CLI_TERMSESS_H
 #define YARD_CLI_TERMSESS_H
@@ -40,7 +42,7 @@ void termsess_size(unsigned *cols, unsigned *rows);
  * caller) until it ends. Returns the exit status it stands for: the
  * command's, 128+N when signal N killed it, 1 when the session was cut off
  * (the why printed on stderr) or ended without a status; TERMSESS_DETACHED
- * when the user detached; -1 with eb when it could not start (a pipe, raw
+ * when the user detached (or the raw terminal hung up); -1 with eb when it could not start (a pipe, raw
  * mode). A status's message is printed on stderr. */
 int termsess_run(struct httpc_stream *st, const struct termsess_opts *o, struct errbuf *eb);
 
