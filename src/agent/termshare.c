@@ -98,7 +98,7 @@ int termshare_open(struct termshare *t, const char *dir, int log_fd, const struc
 	t->sock_path = xasprintf("%s/%s", dir, TERMSHARE_SOCK);
 	unlink(t->sock_path); /* an earlier shim's */
 	t->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	old = umask(077); /* 0600 from the start: only the shim's user connects */
+	old = umask(0177); /* 0600 from the start: only the shim's user connects */
 	ret = t->listen_fd < 0 || bind(t->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	      listen(t->listen_fd, 16) < 0;
 	umask(old);
