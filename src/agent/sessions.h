@@ -17,10 +17,12 @@
  * connection (the master relays the client's frames unchanged): it reads
  * masked frames, answers pings, writes the command's output as
  * yard.exec.v1 messages and, when the command has ended, its status and a
- * close frame. What the command runs in is sessexec.h's. The other kinds
- * (attach, port, http, ws) are answered, until they are built, with a
- * status saying this agent does not serve them, in the table of kinds in
- * sessions.c where they go.
+ * close frame. What the command runs in is sessexec.h's. An attach is
+ * served the same way, its "command" the terminal an interactive task's
+ * shim shares (sessexec.h's exec_attach_ops): the client leaving detaches.
+ * The other kinds (port, http, ws) are answered, until they are built,
+ * with a status saying this agent does not serve them, in the table of
+ * kinds in sessions.c where they go.
  */
 #ifndef YARD_AGENT_SESSIONS_H
 #define YARD_AGENT_SESSIONS_H

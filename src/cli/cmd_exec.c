@@ -8,7 +8,8 @@
  * every way out, also when SIGTERM or SIGHUP stops us. Window size changes
  * (SIGWINCH) go as resize messages. Without a raw terminal, SIGINT and
  * SIGQUIT go as signal messages. -i sends stdin, and its end as an empty
- * stdin message.
+ * stdin message. The terminal end is cli/termsess.h's, shared with yard
+ * attach and yard shell.
  *
  * The exit status is the command's, 128+N when a signal N killed it, 1
  * when the session was cut off (the message says why) or ended without a
