@@ -193,6 +193,10 @@ struct node {
 	                         * ("yard-HEX"), as last reported; in memory only */
 	size_t ncache;
 	bool awaited;           /* stored before this master started, not heard from since */
+	/* its agent is ephemeral (agent --ephemeral): it leaves when told, or
+	 * idle, and its node ends then (docs/elastic.md) */
+	bool ephemeral;
+	char *slurm_job;        /* owned or NULL: the Slurm job its agent runs in ("4411_0") */
 };
 
 /* One version of a dataset (datasets.h); its manifest is the file
@@ -234,6 +238,7 @@ struct team_share {
 
 struct shared_body;
 struct codeindex;
+struct elastic;
 
 /* How many state changes a job keeps in its history. */
 #define JOB_EVENTS_MAX 200
@@ -323,6 +328,7 @@ struct master {
 	size_t nexps, aexps;
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
+	struct elastic *elastic; /* owned or NULL: the provisioned pools (elastic.h) */
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;

@@ -23,6 +23,7 @@
 #include "master/core.h"
 #include "master/outputs.h"
 #include "master/datasets.h"
+#include "master/elastic.h"
 #include "master/execs.h"
 #include "sched/decide.h"
 #include "master/http.h"
@@ -82,6 +83,8 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	m->txn_open = false;
 	m->batch_err = 0;
 	datasets_collect_garbage(m, rc == 0);
+	if (!rc)
+		elastic_committed(m); /* what a provisioner is asked for is stored first */
 	if (!rc && unsure && m->leadership.state == LEADER_LEADING)
 		/* agents could not be answered while unsure: none is lost for it */
 		jobs_restore_leases(m);
@@ -173,6 +176,7 @@ static void on_tick(uv_timer_t *t)
 	if (!leader_serving(m))
 		return;
 	jobs_tick(m);
+	elastic_tick(m);
 	/* queue positions of jobs placed by fresh-only plans, and waiting
 	 * reasons in general, are refreshed by a full plan at most every tick */
 	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)
@@ -488,6 +492,9 @@ int master_run(struct master *m)
 	m->reload_async.data = m;
 	http_run(m);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
+	/* provisioners' programs still running are stopped: the last uv_run
+	 * below waits for their threads, and a restart recovers their requests */
+	elastic_stop(m);
 
 	/* answer whatever was held, let MHD send it, then close the handles */
 	{
@@ -542,6 +549,7 @@ void master_free(struct master *m)
 	free(m->data_dir);
 	free(m->job_key);
 	settings_clear(m);
+	elastic_free(m);
 	execs_clear(m);
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
