@@ -930,6 +930,7 @@ static void dispatch(struct master *m)
 				uint64_t wall = wall_us();
 				free(c);
 				req_event(r, PREQ_EV_ANSWERED);
+				free(r->slots);
 				r->slots = xcalloc(r->count + 1, sizeof(*r->slots));
 				r->nslots = r->count;
 				for (size_t k = 0; k < r->nslots; k++)
@@ -1651,6 +1652,8 @@ static void keep_min(struct master *m, const struct elastic_conf_pool *p)
 	epool_get(e, p->pool)->last_up_ms = mono_ms();
 }
 
+static void claim(struct master *m, struct node *n);
+
 void elastic_tick(struct master *m)
 {
 	struct elastic *e = m->elastic;
@@ -1669,6 +1672,11 @@ void elastic_tick(struct master *m)
 			continue;
 		}
 		i++;
+	}
+	for (size_t i = 0; i < m->nnodes; i++) {
+		struct node *n = m->nodes[i];
+		if (n->ephemeral && node_state_is_live(n->state) && !slot_find(e, n->name, NULL))
+			claim(m, n);
 	}
 	for (size_t i = 0; i < e->conf.npools; i++) {
 		const struct elastic_conf_pool *p = &e->conf.pools[i];
@@ -1707,7 +1715,6 @@ static void learn_shape(struct elastic *e, const char *pool, const struct node *
 void elastic_node_registered(struct master *m, struct node *n)
 {
 	struct elastic *e = m->elastic;
-	const struct elastic_conf_pool *p;
 	struct preq *r = NULL;
 	struct pslot *s;
 
@@ -1720,18 +1727,27 @@ void elastic_node_registered(struct master *m, struct node *n)
 		req_save(m, r);
 		audit_node(m, n->name, "node_registered");
 		learn_shape(e, r->pool, n);
-		return;
+	} else if (s && (s->state == PNODE_READY || s->state == PNODE_LEAVING)) {
+		learn_shape(e, r->pool, n);
 	}
-	if (s && s->state != PNODE_GONE) {
-		if (s->state == PNODE_READY || s->state == PNODE_LEAVING)
-			learn_shape(e, r->pool, n);
+	/* an ephemeral node no request names is claimed by the tick */
+}
+
+/* An ephemeral node of a provisioned pool that no request names: one a
+ * request under way will name (wait for it), one of a request recovered
+ * after a restart (whose names come as its nodes register), or one to
+ * adopt, so that it is scaled down and released like the others. */
+static void claim(struct master *m, struct node *n)
+{
+	struct elastic *e = m->elastic;
+	const struct elastic_conf_pool *p = conf_pool(&e->conf, n->pool);
+	struct preq *r;
+
+	if (!p)
 		return;
-	}
-	p = conf_pool(&e->conf, n->pool);
-	if (!p || !n->ephemeral)
-		return;
-	/* an ephemeral agent of this pool that no request names: a recovered
-	 * request's (the names come as they register), or one to adopt */
+	for (size_t i = 0; i < e->nreqs; i++)
+		if (e->reqs[i]->state == PREQ_REQUESTING && !strcmp(e->reqs[i]->pool, n->pool))
+			return;
 	for (size_t i = 0; i < e->nreqs; i++) {
 		struct preq *q = e->reqs[i];
 		if (strcmp(q->pool, n->pool) || q->state != PREQ_OPEN)
@@ -1839,8 +1855,10 @@ json_t *elastic_json(const struct master *m)
 							       "since", (json_int_t)r->slots[k].since));
 		for (size_t k = 0; k < r->njobs; k++)
 			json_array_append_new(jobs, json_integer((json_int_t)r->jobs[k]));
-		json_array_append_new(reqs, json_pack("{s:I, s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:I, s:o, s:o}",
-						      "id", (json_int_t)r->id, "pool", r->pool, "provisioner",
+		char tag[48];
+		snprintf(tag, sizeof(tag), "yard-%s-%" PRIu64, e->cluster, r->id);
+		json_array_append_new(reqs, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:I, s:o, s:o}",
+						      "id", (json_int_t)r->id, "name", tag, "pool", r->pool, "provisioner",
 						      r->provisioner, "state", preq_state_name(r->state), "why",
 						      r->why, "count", (int)r->count, "external", jstr(r->external),
 						      "error", jstr(r->error), "created_at", (json_int_t)r->created,

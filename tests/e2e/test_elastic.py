@@ -1,0 +1,203 @@
+"""Elastic capacity through the command provisioner (docs/elastic.md): the
+master's pool gpu is `--provisioner gpu=command:provision_netns.py`, a
+script that starts `yard agent --ephemeral` in network namespaces as a
+cloud script starts VMs. The pool scales up to its maximum and no
+further; scales down idle nodes only, never one that runs a task; gives
+up a node that never registers; and a master killed while the script
+runs, started again, neither leaks a node nor asks twice."""
+import glob
+import json
+import os
+import re
+import signal
+import time
+
+from harness import YARD, Cluster, check, check_eq, spec, wait_until
+from multinode import multinode
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "provision_netns.py")
+
+
+class elastic:
+    """A topology of `machines` namespaces, none with an agent, and a master
+    whose pool gpu the script fills from them; what the script started is
+    stopped with the topology, its agents' logs scanned like the daemons'."""
+
+    def __init__(self, machines=3, mode="normal", args=()):
+        self.mn = multinode("elastic", nodes=machines, lease=3)
+        self.mode = mode
+        self.args = list(args)
+
+    def __enter__(self):
+        c = self.mn.__enter__()
+        try:
+            self.state = os.path.join(c.dir, "provision.json")
+            with open(self.state, "w") as f:
+                json.dump({"yard": YARD, "dir": c.dir, "gpus": "sim:1", "mode": self.mode, "nodes": {},
+                           "free": [{"ns": n.ns, "addr": n.addr, "hostname": n.hostname}
+                                    for n in c.topo.nodes]}, f)
+            c.extra_env["YARD_TEST_PROVISION"] = self.state
+            c.master_args += ["--provisioner", f"gpu=command:{SCRIPT}", "--provisioner-shape",
+                              "gpu=gpus=1,cpus=1", "--provisioner-cooldown", "1s", *self.args]
+            c.start_master()
+        except BaseException as e:
+            self.mn.__exit__(type(e), e, None)
+            raise
+        self.c = c
+        return self
+
+    def set_mode(self, mode):
+        with open(self.state) as f:
+            st = json.load(f)
+        st["mode"] = mode
+        with open(self.state, "w") as f:
+            json.dump(st, f)
+
+    def calls(self):
+        try:
+            with open(os.path.join(self.c.dir, "calls.log")) as f:
+                return [line.split() for line in f.read().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def agents_alive(self):
+        with open(self.state) as f:
+            st = json.load(f)
+        return sorted(name for name, n in st["nodes"].items() if n.get("pid") and os.path.exists(f"/proc/{n['pid']}"))
+
+    def __exit__(self, et, ev, tb):
+        findings = []
+        for log in glob.glob(os.path.join(self.c.dir, "agent-*.log")):
+            try:
+                with open(log, errors="replace") as f:
+                    Cluster.scan_text(f.read(), log)
+            except AssertionError as e:
+                findings.append(str(e))
+        self.mn.__exit__(et, ev, tb)
+        if findings and et is None:
+            raise AssertionError("\n".join(findings))
+        return False
+
+
+def provisioners(c):
+    return c.api.json("GET", "/v1/provisioners", expect=200)[1]
+
+
+def reason(c, jid):
+    r = c.api.job(jid).get("reason") or {}
+    return f"{r.get('code')}: {r.get('message')}"
+
+
+def nodes(c):
+    return {n["name"]: n for n in c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"]}
+
+
+def test_command_scale_up_to_max_and_down_idle_only():
+    with elastic(machines=3, args=["--provisioner-max", "gpu=2", "--provisioner-idle", "gpu=2s"]) as e:
+        c = e.c
+        flag, flag1 = os.path.join(c.dir, "release-long"), os.path.join(c.dir, "release-short1")
+        long_cmd = f'while [ ! -e {flag} ]; do sleep 0.1; done; echo long done'
+        short1_cmd = f'while [ ! -e {flag1} ]; do sleep 0.1; done; echo short1'
+        ids = []
+        for name, cmd in (("short1", short1_cmd), ("long", long_cmd), ("short2", "echo short2")):
+            st, job = c.api.submit(spec(["/bin/sh", "-c", cmd], name=name, gpus=1, cpus=1, pool="gpu"))
+            check_eq(st, 201, f"submit {name}: {job}")
+            ids.append(job["id"])
+        short1, long_, short2 = ids
+        # three whole-node jobs, a maximum of two: two nodes, no more
+        wait_until(lambda: len([n for n in nodes(c).values() if n["state"] == "ready"]) == 2, 30,
+                   "two nodes to register")
+        why = wait_until(lambda: (lambda r: r if "maximum" in r else None)(reason(c, short2)), 20,
+                         "the third job's reason")
+        check(re.search(r"pool 'gpu' may not ask for more nodes now: it has 2 nodes of its maximum of 2", why),
+              f"the third job's reason: {why!r}")
+        ups = [x for x in e.calls() if x[0] == "up"]
+        check_eq(sum(int(x[2]) for x in ups), 2, f"nodes asked for: {ups}")
+        pc = provisioners(c)["pools"][0]["nodes"]
+        check_eq((pc["pending"] + pc["ready"] + pc["requesting"]), 2, f"the pool's nodes: {pc}")
+
+        # short1 ends: short2 takes its node; then that node is idle past 2s
+        # and goes, while the long job's node stays, its task untouched
+        with open(flag1, "w"):
+            pass
+        check_eq(c.api.wait_job(short1, timeout=30)["state"], "succeeded", "short1")
+        check_eq(c.api.wait_job(short2, timeout=30)["state"], "succeeded", "short2")
+        long_node = wait_until(lambda: (lambda j: j["tasks"][0]["node"] if j["state"] == "running" else None)(
+            c.api.job(long_)), 30, "the long job to run")
+        idle_node = [n for n in (c.api.job(short2)["tasks"][0]["node"],) if n != long_node][0]
+        wait_until(lambda: ["down", idle_node] in e.calls(), 30, f"the idle node {idle_node} to be released")
+        wait_until(lambda: idle_node not in nodes(c), 10, "the idle node to end")
+        wait_until(lambda: e.agents_alive() == [long_node], 10, "only the busy node's agent to run")
+        time.sleep(3)  # longer than the idle time: the busy node is kept all the same
+        n = nodes(c)[long_node]
+        check_eq((n["state"], n["drained"], n["provisioned"]["state"]), ("ready", False, "ready"),
+                 f"the busy node: {n}")
+        j = c.api.job(long_)
+        check_eq((j["state"], j["attempt"], j["tasks"][0]["state"]), ("running", 0, "running"),
+                 f"the long job was never stopped: {j}")
+        with open(flag, "w"):
+            pass
+        j = c.api.wait_job(long_, timeout=30)
+        check_eq((j["state"], j["attempt"]), ("succeeded", 0), f"the long job: {j}")
+        wait_until(lambda: ["down", long_node] in e.calls(), 30, "the long job's node to be released once idle")
+        wait_until(lambda: not nodes(c) and not provisioners(c)["requests"], 15, "every node to end")
+        wait_until(lambda: not e.agents_alive(), 10, "every agent to stop")
+        downs = [x[1] for x in e.calls() if x[0] == "down"]
+        check_eq(sorted(downs), sorted({idle_node, long_node}), f"each node released once: {downs}")
+
+
+def test_command_node_never_registers_is_given_up():
+    with elastic(machines=1, mode="ghost", args=["--provisioner-register-timeout", "2s"]) as e:
+        c = e.c
+        st, job = c.api.submit(spec(["/bin/sh", "-c", "echo ok"], gpus=1, cpus=1, pool="gpu"))
+        check_eq(st, 201, f"submit: {job}")
+        why = wait_until(lambda: (lambda r: r if "(node" in r else None)(reason(c, job["id"])), 20,
+                         "the provisioning reason")
+        check(re.fullmatch(rf"provisioning: 1 node requested from command {re.escape(SCRIPT)} \(node gpu-1-0\)", why),
+              f"the reason: {why!r}")
+        # it never registers: given up after 2 s, and the script told
+        wait_until(lambda: ["down", "gpu-1-0"] in e.calls(), 20, "the node to be given up")
+        def audit_of(path):
+            return [x["code"] for x in c.api.json("GET", "/v1/audit?limit=50", expect=200)[1]["entries"]
+                    if x["path"] == path]
+        wait_until(lambda: {"node_given_up", "node_released"} <= set(audit_of("/v1/nodes/gpu-1-0")), 10,
+                   "the give-up and the release in the audit log")
+        # a machine that does come up then: the next request runs the job
+        e.set_mode("normal")
+        done = c.api.wait_job(job["id"], timeout=30)
+        check_eq(done["state"], "succeeded", f"the job: {done}")
+        check(done["tasks"][0]["node"] != "gpu-1-0", "it ran on the second request's node")
+        metrics = c.api.request("GET", "/metrics")[1].decode()
+        check('yard_provisioner_actions_total{pool="gpu",action="give_up",outcome="ok"} 1' in metrics,
+              "the give-up in /metrics")
+
+
+def test_command_master_killed_mid_scale_up():
+    with elastic(machines=2, mode="slow", args=["--provisioner-idle", "gpu=2s"]) as e:
+        c = e.c
+        st, job = c.api.submit(spec(["/bin/sh", "-c", "echo ran on $YARD_NODE"], gpus=1, cpus=1, pool="gpu"))
+        check_eq(st, 201, f"submit: {job}")
+        # the script has started the agent and takes its time to answer:
+        # the master dies now, before it hears the node's name
+        wait_until(lambda: ["slow"] in e.calls(), 20, "the script's up under way")
+        c.master.kill(signal.SIGKILL)
+        c.master.p.wait()
+        e.set_mode("normal")
+        c.start_master()
+        done = c.api.wait_job(job["id"], timeout=30)
+        check_eq(done["state"], "succeeded", f"the job after the restart: {done}")
+        check_eq(c.api.log(job["id"]), b"ran on gpu-1-0\n", "it ran on the node of the interrupted request")
+        # the restarted master took the node the script made as the
+        # interrupted request's own
+        req = wait_until(lambda: (lambda r: r[0] if r and [n["name"] for n in r[0]["nodes"]] == ["gpu-1-0"]
+                                  else None)(provisioners(c)["requests"]), 10, "the request to name its node")
+        check_eq((req["id"], req["why"], req["state"]), (1, "demand", "open"), f"the request: {req}")
+        check_eq([x for x in e.calls() if x[0] == "up"], [["up", "gpu", "1"]], "asked once, not twice")
+        codes = [x["code"] for x in c.api.json("GET", "/v1/audit?limit=50", expect=200)[1]["entries"]
+                 if x["method"] == "EVENT"]
+        check("provision_recovered" in codes and "node_registered" in codes, f"the audit: {codes}")
+        # and nothing leaked: idle, it is released like any other
+        wait_until(lambda: ["down", "gpu-1-0"] in e.calls(), 30, "the node to be released once idle")
+        wait_until(lambda: not nodes(c) and not provisioners(c)["requests"], 15, "every node to end")
+        wait_until(lambda: not e.agents_alive(), 10, "every agent to stop")
