@@ -1403,6 +1403,17 @@ static void shape_text(const struct elastic_shape *s, struct strbuf *sb)
 
 /* ---- scale-up, after a decision ---- */
 
+/* Whether job has tasks in pool: its own pool's, or a role's. */
+static bool sjob_uses_pool(const struct sched_job *job, const char *pool)
+{
+	if (!strcmp(pool_or_default(job->pool), pool))
+		return true;
+	for (size_t t = 0; job->task_pools && t < job->ntasks; t++)
+		if (job->task_pools[t] && !strcmp(job->task_pools[t], pool))
+			return true;
+	return false;
+}
+
 void elastic_after_decision(struct master *m, const struct sched_world *w,
 			    const struct sched_decision *d, struct job *const *jobs)
 {
@@ -1436,7 +1447,7 @@ void elastic_after_decision(struct master *m, const struct sched_world *w,
 			for (size_t k = 0; k < d->nwaits; k++) {
 				const struct sched_world_job *wj = &w->jobs[d->waits[k].job];
 				if (plan.cover[k] == ELASTIC_NEW || plan.cover[k] == ELASTIC_NO_SHAPE) {
-					if (strcmp(pool_or_default(wj->job.pool), p->pool))
+					if (!sjob_uses_pool(&wj->job, p->pool))
 						continue;
 					r->jobs = xrealloc(r->jobs, (r->njobs + 1) * sizeof(*r->jobs));
 					r->jobs[r->njobs++] = wj->job.id;
@@ -1447,52 +1458,60 @@ void elastic_after_decision(struct master *m, const struct sched_world *w,
 			rt->demand += !plan.demand[i]; /* (a shape to learn) */
 		}
 	}
-	/* the reasons of the waiting jobs of provisioned pools */
+	/* the reasons of the waiting jobs of provisioned pools (each pool of a
+	 * job whose roles span several says its part) */
 	for (size_t k = 0; k < d->nwaits; k++) {
 		const struct sched_wait *wt = &d->waits[k];
-		const char *pool = pool_or_default(w->jobs[wt->job].job.pool);
-		struct strbuf msg = STRBUF_INIT;
+		const struct sched_job *sj = &w->jobs[wt->job].job;
+		struct strbuf msg = STRBUF_INIT, tail = STRBUF_INIT;
 		const char *code = wt->code;
-		size_t i;
 
 		if (plan.cover[k] == ELASTIC_NOT_DEMAND)
 			continue;
-		for (i = 0; i < np && strcmp(e->conf.pools[i].pool, pool); i++)
-			;
-		if (i == np)
-			continue;
-		switch (plan.cover[k]) {
-		case ELASTIC_PENDING:
-		case ELASTIC_NEW:
-			code = "provisioning";
-			pending_text(e, pool, &msg);
-			break;
-		case ELASTIC_NO_SHAPE:
-			pending_text(e, pool, &msg);
-			if (msg.len) {
-				code = "provisioning";
-				strbuf_addstr(&msg, ", to learn what the pool's nodes are");
+		for (size_t i = 0; i < np; i++) {
+			const char *pool = e->conf.pools[i].pool;
+			struct strbuf pt = STRBUF_INIT;
+			if (!sjob_uses_pool(sj, pool))
+				continue;
+			switch (plan.cover[k]) {
+			case ELASTIC_PENDING:
+			case ELASTIC_NEW:
+			case ELASTIC_NO_SHAPE:
+				pending_text(e, pool, &pt);
+				if (pt.len) {
+					code = "provisioning";
+					strbuf_addf(&msg, "%s%s%s", msg.len ? "; " : "", pt.buf,
+						    plan.cover[k] == ELASTIC_NO_SHAPE ? ", to learn what the pool's nodes are" : "");
+				} else if (plan.cover[k] == ELASTIC_NO_SHAPE) {
+					strbuf_addf(&tail, "; pool '%s' will ask for nodes once it knows what they are "
+						    "(provisioner-shape)", pool);
+				}
+				break;
+			case ELASTIC_NO_ROOM:
+				if (norooms[i].len)
+					strbuf_addf(&tail, "; pool '%s' may not ask for more nodes now: %s", pool,
+						    norooms[i].buf);
+				epool_get(e, pool)->replan = true;
+				break;
+			case ELASTIC_NEVER:
+				strbuf_addf(&tail, "; no number of nodes of pool '%s' (", pool);
+				if (ep[i].shape)
+					shape_text(ep[i].shape, &tail);
+				strbuf_addstr(&tail, " each) could run it");
+				break;
+			default:
 				break;
 			}
-			strbuf_addf(&msg, "%s; pool '%s' will ask for nodes once it knows what they are "
-				    "(provisioner-shape)", wt->message, pool);
-			break;
-		case ELASTIC_NO_ROOM:
-			strbuf_addf(&msg, "%s; pool '%s' may not ask for more nodes now: %s", wt->message, pool,
-				    norooms[i].len ? norooms[i].buf : "nodes on their way will not be enough");
-			epool_get(e, pool)->replan = true;
-			break;
-		case ELASTIC_NEVER:
-			strbuf_addf(&msg, "%s; no number of nodes of pool '%s' (", wt->message, pool);
-			shape_text(ep[i].shape, &msg);
-			strbuf_addstr(&msg, " each) could run it");
-			break;
-		default:
-			break;
+			strbuf_release(&pt);
 		}
-		if (msg.len)
-			jobs_set_wait(m, jobs[wt->job], wt->position, code, msg.buf);
+		if (strcmp(code, "provisioning")) {
+			strbuf_reset(&msg);
+			strbuf_addf(&msg, "%s%s", wt->message,
+				    tail.len ? tail.buf : "; the nodes its pool may ask for would not be enough");
+		}
+		jobs_set_wait(m, jobs[wt->job], wt->position, code, msg.buf);
 		strbuf_release(&msg);
+		strbuf_release(&tail);
 	}
 	elastic_plan_release(&plan);
 	for (size_t i = 0; i < np; i++)

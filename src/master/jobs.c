@@ -157,6 +157,35 @@ static struct sched_label *spec_sched_labels(const struct job_spec *spec)
 	return l;
 }
 
+/* The pools of tasks[0..n) of spec's roles (tasks.ROLE.pool), as placement
+ * takes them (sched_job task_pools), or NULL when every role runs in the
+ * job's pool. Caller frees the array; the strings stay the spec's. */
+static const char **spec_task_pools(const struct job_spec *spec, const struct sched_task *tasks, size_t n)
+{
+	const char **pools = NULL;
+
+	for (size_t r = 0; r < spec->nroles && !pools; r++)
+		if (spec->roles[r].pool)
+			pools = xcalloc(n + 1, sizeof(*pools));
+	for (size_t t = 0; pools && t < n; t++)
+		for (size_t r = 0; r < spec->nroles; r++)
+			if (!strcmp(spec->roles[r].name, tasks[t].role))
+				pools[t] = spec->roles[r].pool;
+	return pools;
+}
+
+/* Whether pred holds for a pool of spec: the job's, or a role's own. */
+static bool spec_pools_any(const struct master *m, const struct job_spec *spec,
+			   bool (*pred)(const struct master *, const char *))
+{
+	if (pred(m, spec->pool))
+		return true;
+	for (size_t r = 0; r < spec->nroles; r++)
+		if (spec->roles[r].pool && pred(m, spec->roles[r].pool))
+			return true;
+	return false;
+}
+
 /* A submission's idempotency_key: NULL when absent, else checked. */
 static int submit_key(const json_t *body, const char **out, struct errbuf *eb)
 {
@@ -268,8 +297,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		}
 		goto out;
 	}
-	if ((m->nnodes || elastic_pool_provisioned(m, spec->pool)) && !spec->wait_for_nodes &&
-	    !elastic_shape_unknown(m, spec->pool)) {
+	if ((m->nnodes || spec_pools_any(m, spec, elastic_pool_provisioned)) && !spec->wait_for_nodes &&
+	    !spec_pools_any(m, spec, elastic_shape_unknown)) {
 		/* admission: a job no state of the cluster could run is refused (with
 		 * no nodes at all it waits for some to join; with wait_for_nodes it
 		 * waits, and the plan gives this check's message as its reason).
@@ -297,7 +326,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		sj = (struct sched_job){ .tasks = st, .ntasks = ntasks, .max_nodes = spec->max_nodes,
 					 .gpu_model = spec->gpu_model, .gpu_memory = spec->gpu_memory,
 					 .pool = spec->pool, .labels = spec_sched_labels(spec),
-					 .nlabels = spec->nlabels, .image = spec->image };
+					 .nlabels = spec->nlabels, .image = spec->image,
+					 .task_pools = spec_task_pools(spec, st, ntasks) };
 
 		for (size_t i = 0; i < m->nnodes; i++) {
 			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
@@ -312,6 +342,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 				free((void *)sn[i].labels);
 		}
 		free((void *)sj.labels);
+		free((void *)sj.task_pools);
 		free(gp);
 		free(sn);
 		free(st);
@@ -944,12 +975,14 @@ static void queued_sched_job(const struct job *j, struct sched_job *sj, struct t
 				  .labels = spec_sched_labels(j->spec), .nlabels = j->spec->nlabels,
 				  .image = j->spec->image, .wait_for_nodes = j->spec->wait_for_nodes };
 	sj->data_keys = (const char *const *)job_data_keys(j, &sj->ndata_keys);
+	sj->task_pools = spec_task_pools(j->spec, tasks, k);
 }
 
 static void queued_sched_job_release(struct sched_job *sj)
 {
 	free((void *)sj->tasks);
 	free((void *)sj->labels);
+	free((void *)sj->task_pools);
 	for (size_t k = 0; k < sj->ndata_keys; k++)
 		free((void *)sj->data_keys[k]);
 	free((void *)sj->data_keys);

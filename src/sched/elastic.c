@@ -9,6 +9,7 @@
 /* Virtual nodes past this many stand for "more than the pool may have":
  * the never-or-no-room test of a job places it on at most these. */
 #define ELASTIC_VIRTUAL_MAX 4096
+#define MIN_SZ(a, b) ((size_t)(a) < (size_t)(b) ? (size_t)(a) : (size_t)(b))
 
 static const char *pool_or_default(const char *p)
 {
@@ -49,30 +50,45 @@ static struct sched_node shape_node(const struct elastic_pool *p, const struct s
 				    .nlabels = sh->nlabels, .containers = sh->containers };
 }
 
-/* One pool's planning: its real nodes (as free as the decision leaves
- * them) and room for virtual ones after them. */
+/* The planning of one pool: every real node (as free as the decision
+ * leaves them; placement keeps to each job's pools), then virtual nodes of
+ * every pool with a shape: its pending ones, and new ones, k of this pool
+ * and the whole room of each other (a job whose roles span pools is this
+ * pool's demand only if the others can be had). */
 struct pool_plan {
-	const struct elastic_pool *p;
-	struct sched_node *nodes;     /* nreal real, then virtual ones */
+	const struct elastic_pool *pools;
+	size_t npools, p;             /* all the pools, and this one's index */
+	struct sched_node *nodes;     /* nreal real, then room for the virtual ones */
 	size_t nreal;
-	struct sched_gpu *gpus;       /* the shape's, for every virtual node */
-	const struct sched_job **jobs; /* its demand, in queue order */
+	struct sched_gpu **gpus;      /* per pool with a shape: its GPUs, shared by its virtual nodes */
+	const struct sched_job **jobs; /* this pool's demand, in queue order */
 	size_t njobs;
 	bool *placed;                 /* per demand job, by the last count() */
 };
 
-/* How many of the demand jobs place, in order, on the real nodes and
- * nvirtual nodes of the shape; placed[] says which. */
-static size_t count(struct pool_plan *pp, size_t nvirtual)
+/* Appends n virtual nodes of pool q after the first *at of pp->nodes. */
+static void add_virtual(struct pool_plan *pp, size_t q, size_t n, size_t *at)
 {
-	struct sched_node v = shape_node(pp->p, pp->gpus);
+	struct sched_node v;
+
+	if (!pp->pools[q].shape)
+		return;
+	v = shape_node(&pp->pools[q], pp->gpus[q]);
+	for (size_t i = 0; i < n; i++)
+		pp->nodes[(*at)++] = v;
+}
+
+/* How many of the demand jobs place, in order, with k new nodes of this
+ * pool; placed[] says which. */
+static size_t count(struct pool_plan *pp, size_t k)
+{
 	struct sched_input in;
 	struct place_state *s;
-	size_t n = 0;
+	size_t n = 0, at = pp->nreal;
 
-	for (size_t i = 0; i < nvirtual; i++)
-		pp->nodes[pp->nreal + i] = v;
-	in = (struct sched_input){ .nodes = pp->nodes, .nnodes = pp->nreal + nvirtual };
+	for (size_t q = 0; q < pp->npools; q++)
+		add_virtual(pp, q, (size_t)pp->pools[q].pending + (q == pp->p ? k : pp->pools[q].room), &at);
+	in = (struct sched_input){ .nodes = pp->nodes, .nnodes = at };
 	s = place_state_new(&in);
 	for (size_t j = 0; j < pp->njobs; j++) {
 		pp->placed[j] = sched_place_holds(s, pp->jobs[j], NULL);
@@ -82,18 +98,25 @@ static size_t count(struct pool_plan *pp, size_t nvirtual)
 	return n;
 }
 
-/* Whether job could run on nvirtual nodes of the shape alone, all free. */
-static bool fits_alone(const struct pool_plan *pp, const struct sched_job *job, size_t nvirtual)
+/* Whether job could run on what is free now plus, of every pool with a
+ * shape, as many new nodes as it may ever have. */
+static bool fits_alone(const struct pool_plan *pp, const struct sched_job *job)
 {
-	struct sched_node *nodes = xcalloc(nvirtual + 1, sizeof(*nodes));
-	struct sched_node v = shape_node(pp->p, pp->gpus);
+	size_t cap = pp->nreal + 1, at = pp->nreal;
+	struct sched_node *nodes;
+	struct pool_plan tmp = *pp;
 	struct sched_input in;
 	struct place_state *s;
 	bool ok;
 
-	for (size_t i = 0; i < nvirtual; i++)
-		nodes[i] = v;
-	in = (struct sched_input){ .nodes = nodes, .nnodes = nvirtual };
+	for (size_t q = 0; q < pp->npools; q++)
+		cap += MIN_SZ(pp->pools[q].max, ELASTIC_VIRTUAL_MAX);
+	nodes = xcalloc(cap, sizeof(*nodes));
+	memcpy(nodes, pp->nodes, pp->nreal * sizeof(*nodes));
+	tmp.nodes = nodes;
+	for (size_t q = 0; q < pp->npools; q++)
+		add_virtual(&tmp, q, MIN_SZ(pp->pools[q].max, ELASTIC_VIRTUAL_MAX), &at);
+	in = (struct sched_input){ .nodes = nodes, .nnodes = at };
 	s = place_state_new(&in);
 	ok = sched_place_holds(s, job, NULL);
 	place_state_free(s);
@@ -109,14 +132,40 @@ static bool preempting_for(const struct sched_decision *d, size_t job)
 	return false;
 }
 
-static void plan_pool(const struct sched_world *w, const struct sched_decision *d,
-		      const struct sched_nodecopy *c, const struct elastic_pool *p, unsigned *add,
-		      unsigned *demand, enum elastic_cover *cover)
+/* Whether job has tasks in pool (its own pool's or a role's). */
+static bool job_uses_pool(const struct sched_job *job, const char *pool)
 {
-	const char *pool = pool_or_default(p->pool);
+	if (!strcmp(pool_or_default(job->pool), pool))
+		return true;
+	for (size_t t = 0; job->task_pools && t < job->ntasks; t++)
+		if (job->task_pools[t] && !strcmp(job->task_pools[t], pool))
+			return true;
+	return false;
+}
+
+/* How telling a cover is, when a job's roles span pools: the most. */
+static int cover_rank(enum elastic_cover c)
+{
+	static const int rank[] = { [ELASTIC_NOT_DEMAND] = 0, [ELASTIC_NEVER] = 1, [ELASTIC_NO_SHAPE] = 2,
+				    [ELASTIC_NO_ROOM] = 3, [ELASTIC_PENDING] = 4, [ELASTIC_NEW] = 5 };
+	return rank[c];
+}
+
+static void set_cover(enum elastic_cover *cover, size_t i, enum elastic_cover c)
+{
+	if (cover_rank(c) > cover_rank(cover[i]))
+		cover[i] = c;
+}
+
+static void plan_pool(const struct sched_world *w, const struct sched_decision *d,
+		      const struct sched_nodecopy *c, const struct elastic_pool *pools, size_t npools,
+		      size_t p, unsigned *add, unsigned *demand, enum elastic_cover *cover)
+{
+	const struct elastic_pool *ep = &pools[p];
+	const char *pool = pool_or_default(ep->pool);
 	size_t *wi = xcalloc(d->nwaits + 1, sizeof(*wi));
-	struct pool_plan pp = { .p = p };
-	size_t nvmax = (size_t)p->pending + p->room, best, base;
+	struct pool_plan pp = { .pools = pools, .npools = npools, .p = p };
+	size_t nvmax = 0, best, base;
 	unsigned k;
 
 	pp.jobs = xcalloc(d->nwaits + 1, sizeof(*pp.jobs));
@@ -124,8 +173,7 @@ static void plan_pool(const struct sched_world *w, const struct sched_decision *
 	for (size_t i = 0; i < d->nwaits; i++) {
 		const struct sched_wait *wt = &d->waits[i];
 		const struct sched_job *job = &w->jobs[wt->job].job;
-		if (strcmp(pool_or_default(job->pool), pool) || !elastic_wait_is_demand(wt->code) ||
-		    preempting_for(d, wt->job))
+		if (!job_uses_pool(job, pool) || !elastic_wait_is_demand(wt->code) || preempting_for(d, wt->job))
 			continue;
 		wi[pp.njobs] = i;
 		pp.jobs[pp.njobs++] = job;
@@ -134,27 +182,32 @@ static void plan_pool(const struct sched_world *w, const struct sched_decision *
 	*demand = 0;
 	if (!pp.njobs)
 		goto out;
-	if (!p->shape) {
+	if (!ep->shape) {
 		/* one node tells what the pool's nodes are */
 		for (size_t j = 0; j < pp.njobs; j++)
-			cover[wi[j]] = ELASTIC_NO_SHAPE;
-		*add = !p->pending && p->room ? 1 : 0;
+			set_cover(cover, wi[j], ELASTIC_NO_SHAPE);
+		*add = !ep->pending && ep->room ? 1 : 0;
 		goto out;
 	}
-	pp.gpus = shape_gpus(p->shape);
+	pp.gpus = xcalloc(npools + 1, sizeof(*pp.gpus));
+	for (size_t q = 0; q < npools; q++) {
+		if (pools[q].shape)
+			pp.gpus[q] = shape_gpus(pools[q].shape);
+		nvmax += (size_t)pools[q].pending + pools[q].room;
+	}
 	pp.nodes = xcalloc(c->nnodes + nvmax + 1, sizeof(*pp.nodes));
 	for (size_t i = 0; i < c->nnodes; i++)
-		if (c->nodes[i].schedulable && !strcmp(pool_or_default(c->nodes[i].pool), pool))
+		if (c->nodes[i].schedulable)
 			pp.nodes[pp.nreal++] = c->nodes[i];
-	best = count(&pp, nvmax);
-	base = count(&pp, p->pending);
+	best = count(&pp, ep->room);
+	base = count(&pp, 0);
 	k = 0;
 	if (best > base) {
 		/* the fewest new nodes that place as many as the whole room does */
-		unsigned lo = 1, hi = p->room;
+		unsigned lo = 1, hi = ep->room;
 		while (lo < hi) {
 			unsigned mid = lo + (hi - lo) / 2;
-			if (count(&pp, (size_t)p->pending + mid) >= best)
+			if (count(&pp, mid) >= best)
 				hi = mid;
 			else
 				lo = mid + 1;
@@ -162,34 +215,33 @@ static void plan_pool(const struct sched_world *w, const struct sched_decision *
 		k = lo;
 	}
 	{
-		/* who the pending nodes alone place, then who the new ones add */
+		/* who the nodes on their way place, then who the new ones add */
 		bool *pending = xcalloc(pp.njobs + 1, sizeof(*pending));
-		count(&pp, p->pending);
+		count(&pp, 0);
 		memcpy(pending, pp.placed, pp.njobs * sizeof(*pending));
-		count(&pp, (size_t)p->pending + k);
+		count(&pp, k);
 		for (size_t j = 0; j < pp.njobs; j++) {
 			enum elastic_cover cv;
 			if (pending[j])
-				cv = p->pending ? ELASTIC_PENDING : ELASTIC_NOT_DEMAND;
+				cv = ep->pending ? ELASTIC_PENDING : ELASTIC_NOT_DEMAND;
 			else if (pp.placed[j])
 				cv = ELASTIC_NEW;
 			else
-				cv = fits_alone(&pp, pp.jobs[j],
-						p->max < ELASTIC_VIRTUAL_MAX ? p->max : ELASTIC_VIRTUAL_MAX)
-					     ? ELASTIC_NO_ROOM
-					     : ELASTIC_NEVER;
-			cover[wi[j]] = cv;
+				cv = fits_alone(&pp, pp.jobs[j]) ? ELASTIC_NO_ROOM : ELASTIC_NEVER;
+			set_cover(cover, wi[j], cv);
 			*demand += cv == ELASTIC_PENDING || cv == ELASTIC_NEW;
 		}
 		free(pending);
 	}
 	*add = k;
 out:
+	for (size_t q = 0; pp.gpus && q < npools; q++)
+		free(pp.gpus[q]);
+	free(pp.gpus);
 	free(wi);
 	free(pp.jobs);
 	free(pp.placed);
 	free(pp.nodes);
-	free(pp.gpus);
 }
 
 void elastic_plan(const struct sched_world *w, const struct sched_decision *d,
@@ -211,7 +263,7 @@ void elastic_plan(const struct sched_world *w, const struct sched_decision *d,
 	sched_nodecopy_init(&c, w->nodes, w->nnodes);
 	sched_nodecopy_apply(&c, holds, d->nstarts, false);
 	for (size_t p = 0; p < npools; p++)
-		plan_pool(w, d, &c, &pools[p], &out->add[p], &out->demand[p], out->cover);
+		plan_pool(w, d, &c, pools, npools, p, &out->add[p], &out->demand[p], out->cover);
 	sched_nodecopy_release(&c);
 	free(holds);
 }

@@ -8,7 +8,7 @@ script for cloud VMs does, with network namespaces for VMs.
     provision_netns.py down NODE        stop NODE's agent, free its namespace
 
 Its state is the JSON file $YARD_TEST_PROVISION (written by the test):
-{"yard": PATH, "dir": DIR, "gpus": "sim:1", "free": [{"ns", "addr",
+{"yard": PATH, "dir": DIR, "gpus": {POOL: "sim:1" | "none"}, "free": [{"ns", "addr",
 "hostname"}], "nodes": {NAME: {"ns", "addr", "hostname", "pid"}}, "mode":
 "normal" | "ghost" (print a name, start nothing: a VM that never comes
 up) | "slow" (start the agents, then take 5 s to answer)}, and every call
@@ -47,7 +47,7 @@ def main():
                 node = st["free"].pop(0)
                 agent = [st["yard"], "agent", "--ephemeral", "--master", os.environ["YARD_MASTER"],
                          "--name", name, "--pool", pool, "--work-dir", os.path.join(st["dir"], "agent-" + name),
-                         "--gpus", st["gpus"], "--join-token-file", os.environ["YARD_JOIN_TOKEN_FILE"],
+                         "--gpus", st["gpus"][pool], "--join-token-file", os.environ["YARD_JOIN_TOKEN_FILE"],
                          "--advertise-addr", node["addr"]]
                 argv = ["ip", "netns", "exec", node["ns"], "unshare", "--uts", "sh", "-c",
                         'hostname "$0"; exec "$@"', node["hostname"], *agent]

@@ -34,7 +34,8 @@ class elastic:
         try:
             self.state = os.path.join(c.dir, "provision.json")
             with open(self.state, "w") as f:
-                json.dump({"yard": YARD, "dir": c.dir, "gpus": "sim:1", "mode": self.mode, "nodes": {},
+                json.dump({"yard": YARD, "dir": c.dir, "gpus": {"gpu": "sim:1", "cpu": "none"},
+                           "mode": self.mode, "nodes": {},
                            "free": [{"ns": n.ns, "addr": n.addr, "hostname": n.hostname}
                                     for n in c.topo.nodes]}, f)
             c.extra_env["YARD_TEST_PROVISION"] = self.state
@@ -200,4 +201,30 @@ def test_command_master_killed_mid_scale_up():
         # and nothing leaked: idle, it is released like any other
         wait_until(lambda: ["down", "gpu-1-0"] in e.calls(), 30, "the node to be released once idle")
         wait_until(lambda: not nodes(c) and not provisioners(c)["requests"], 15, "every node to end")
+        wait_until(lambda: not e.agents_alive(), 10, "every agent to stop")
+
+
+def test_command_hybrid_pools():
+    """The seeds' hybrid cluster: GPU machines and cloud CPU machines, each
+    a provisioned pool; a job's parameter server (no GPU) runs on the CPU
+    pool while its workers run on the GPU pool (tasks.ps.pool)."""
+    args = ["--provisioner", f"cpu=command:{SCRIPT}", "--provisioner-shape", "cpu=cpus=1",
+            "--provisioner-idle", "gpu=1s", "--provisioner-idle", "cpu=1s"]
+    with elastic(machines=3, args=args) as e:
+        c = e.c
+        job = {"name": "hybrid", "command": ["/bin/sh", "-c", "echo $YARD_ROLE on $YARD_NODE"], "pool": "gpu",
+               "tasks": {"ps": {"gpus": 0, "cpus": 0.5, "pool": "cpu"}, "worker": {"replicas": 2, "gpus": 1, "cpus": 1}}}
+        st, doc = c.api.submit(job)
+        check_eq(st, 201, f"submit: {doc}")
+        done = c.api.wait_job(doc["id"], timeout=40)
+        check_eq(done["state"], "succeeded", f"the job: {done}")
+        ups = sorted(tuple(x) for x in e.calls() if x[0] == "up")
+        check_eq(sum(int(n) for _, p, n in ups if p == "cpu"), 1, f"one CPU machine: {ups}")
+        check_eq(sum(int(n) for _, p, n in ups if p == "gpu"), 2, f"two GPU machines: {ups}")
+        where = {f"{t['role']}/{t['index']}": t["node"] for t in done["tasks"]}
+        check(where["ps/0"].startswith("cpu-"), f"the ps on a CPU node: {where}")
+        check(where["worker/0"].startswith("gpu-") and where["worker/1"].startswith("gpu-") and
+              where["worker/0"] != where["worker/1"], f"the workers on two GPU nodes: {where}")
+        check_eq(c.api.log(doc["id"], task="ps/0"), f"ps on {where['ps/0']}\n".encode(), "the ps's output")
+        wait_until(lambda: not nodes(c) and not provisioners(c)["requests"], 20, "every node to end")
         wait_until(lambda: not e.agents_alive(), 10, "every agent to stop")

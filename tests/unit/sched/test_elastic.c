@@ -280,6 +280,42 @@ static void test_pools_and_holds(void **state)
 	assert_true(elastic_wait_is_demand("pool"));
 }
 
+/* The seeds' hybrid cluster: a job's parameter server (no GPU) on the
+ * provisioned CPU pool, its two workers on the provisioned GPU pool: each
+ * pool asks for what its part needs. */
+static void test_hybrid_pools(void **state)
+{
+	static const struct elastic_shape cpu = { .cpus_milli = 4000, .memory = 8ull << 30 };
+	static const char *const task_pools[] = { "cpu", NULL, NULL };
+	struct elastic_pool pools[] = {
+		{ .pool = "gpu", .shape = &two_v100, .room = 4, .max = 4 },
+		{ .pool = "cpu", .shape = &cpu, .room = 4, .max = 4 },
+	};
+	struct fx *f = fx_new(SCHED_POLICY_GREEDY);
+	size_t j;
+
+	j = add_job(f, "gpu", 3, 2);
+	f->tasks[j][0].gpus = 0; /* the ps */
+	f->jobs[j].job.task_pools = task_pools;
+	plan(f, pools, 2);
+	assert_int_equal(f->plan.add[0], 2); /* two 2-GPU workers: two nodes */
+	assert_int_equal(f->plan.add[1], 1); /* the ps: one CPU node */
+	assert_int_equal(cover_of(f, j), ELASTIC_NEW);
+	fx_free(f);
+
+	/* no CPU node can ever be had: the GPU pool asks for nothing either */
+	pools[1].max = pools[1].room = 0;
+	f = fx_new(SCHED_POLICY_GREEDY);
+	j = add_job(f, "gpu", 3, 2);
+	f->tasks[j][0].gpus = 0;
+	f->jobs[j].job.task_pools = task_pools;
+	plan(f, pools, 2);
+	assert_int_equal(f->plan.add[0], 0);
+	assert_int_equal(f->plan.add[1], 0);
+	assert_int_equal(cover_of(f, j), ELASTIC_NEVER);
+	fx_free(f);
+}
+
 /* A pool whose shape is unknown asks for one node to learn it, once. */
 static void test_no_shape(void **state)
 {
@@ -342,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_labels_and_runtime),
 		cmocka_unit_test(test_pools_and_holds),
 		cmocka_unit_test(test_no_shape),
+		cmocka_unit_test(test_hybrid_pools),
 		cmocka_unit_test(test_scale_down),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
