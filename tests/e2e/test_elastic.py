@@ -117,6 +117,9 @@ def test_command_scale_up_to_max_and_down_idle_only():
         check_eq(sum(int(x[2]) for x in ups), 2, f"nodes asked for: {ups}")
         pc = provisioners(c)["pools"][0]["nodes"]
         check_eq((pc["pending"] + pc["ready"] + pc["requesting"]), 2, f"the pool's nodes: {pc}")
+        out = c.cli("provisioners", check_rc=0).stdout.decode()
+        check(re.search(rf"gpu +command:{re.escape(SCRIPT)} +0 +2 ", out) and "gpu-1-0 ready" in out,
+              f"yard provisioners: {out!r}")
 
         # short1 ends: short2 takes its node; then that node is idle past 2s
         # and goes, while the long job's node stays, its task untouched

@@ -139,6 +139,8 @@ def test_slurm_scancel_is_a_node_loss():
         n = [x for x in c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"] if x["name"] == first][0]
         alloc = n["provisioned"]["id"]
         check_eq((n["slurm_job"], n["ephemeral"]), (alloc, True), f"the node shows its Slurm job: {n}")
+        out = c.cli("nodes", check_rc=0).stdout.decode()
+        check(f"slurm job {alloc}" in out, f"yard nodes shows the Slurm job: {out!r}")
         s.run("scancel", alloc)
         done = c.api.wait_job(job["id"], timeout=40)
         check_eq((done["state"], done["attempt"]), ("succeeded", 1), f"the job restarted: {done}")
