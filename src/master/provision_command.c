@@ -85,8 +85,7 @@ static int command_down(const struct prov_env *env, const char *name, const char
 	int ret = prov_run(argv, (const char *const *)vars, NULL, env->cancel, &res, eb);
 
 	vars_free(vars);
-	if (!ret)
-		spawn_result_release(&res);
+	spawn_result_release(&res);
 	(void)id;
 	return ret;
 }

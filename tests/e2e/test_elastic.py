@@ -231,3 +231,37 @@ def test_command_hybrid_pools():
         check_eq(c.api.log(doc["id"], task="ps/0"), f"ps on {where['ps/0']}\n".encode(), "the ps's output")
         wait_until(lambda: not nodes(c) and not provisioners(c)["requests"], 20, "every node to end")
         wait_until(lambda: not e.agents_alive(), 10, "every agent to stop")
+
+
+def test_provisioner_settings_reload():
+    """The provisioner options are keys of master.conf, and a reload applies
+    them: a new pool, a new maximum; a bad bound changes nothing."""
+    from harness import Api, Proc, cluster
+    with cluster("elastic-reload") as c:
+        conf = os.path.join(c.dir, "master.conf")
+        base = f"listen = 127.0.0.1:0\ndata-dir = {c.data_dir}\nprovisioner = gpu=command:{SCRIPT}\n"
+        with open(conf, "w") as f:
+            f.write(base + "provisioner-max = gpu=1\n")
+        m = Proc("master", [YARD, "master", "--config", conf], os.path.join(c.dir, "master.log"), env=c.env(),
+                 ready=r"yard master ready url=(\S+)")
+        c.procs.append(m)
+        c.master = m
+        with open(os.path.join(c.data_dir, "admin-token")) as f:
+            c.api = Api(m.ready_match.group(1), f.read().strip())
+        pools = lambda: {p["pool"]: p for p in provisioners(c)["pools"]}
+        check_eq((list(pools()), pools()["gpu"]["max"]), (["gpu"], 1), "the pool from the file")
+        with open(conf, "w") as f:
+            f.write(base + f"provisioner = cpu=command:{SCRIPT}\nprovisioner-max = gpu=3\n"
+                    "provisioner-idle = cpu=90s\n")
+        st, doc = c.api.json("POST", "/v1/admin/reload")
+        check_eq(st, 200, f"the reload: {doc}")
+        check_eq(sorted(doc["applied"]), ["provisioner", "provisioner-idle", "provisioner-max"], f"applied: {doc}")
+        p = pools()
+        check_eq((sorted(p), p["gpu"]["max"], p["cpu"]["idle_ms"]), (["cpu", "gpu"], 3, 90000), f"after: {p}")
+        with open(conf, "w") as f:
+            f.write(base + "provisioner-max = gpu=3\nprovisioner-min = gpu=5\n")
+        st, doc = c.api.json("POST", "/v1/admin/reload")
+        check_eq(st, 400, f"a minimum above the maximum: {doc}")
+        check("--provisioner-min of pool 'gpu' (5) is above its --provisioner-max (3)" in doc["error"]["message"],
+              f"the refusal: {doc}")
+        check_eq(sorted(pools()), ["cpu", "gpu"], "a refused reload changes nothing")
