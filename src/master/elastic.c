@@ -323,7 +323,7 @@ static struct elastic_conf_pool *bound_pool(struct elastic_conf *c, const char *
 	struct elastic_conf_pool *p = conf_pool(c, pool);
 
 	if (!p)
-		error(eb, YERR(BAD_REQUEST), "%s '%s': pool '%s' has no --provisioner", opt, v, pool);
+		error(eb, YERR(CONFLICT), "%s '%s': pool '%s' has no --provisioner", opt, v, pool);
 	free(pool);
 	return p;
 }
@@ -349,7 +349,7 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 		p->idle_ms = ELASTIC_DEFAULT_IDLE_MS;
 		for (size_t k = 0; k + 1 < c->npools; k++)
 			if (!strcmp(c->pools[k].pool, p->pool))
-				ret = error(eb, YERR(BAD_REQUEST), "--provisioner '%s': pool '%s' has one already",
+				ret = error(eb, YERR(CONFLICT), "--provisioner '%s': pool '%s' has one already",
 					    v, p->pool);
 	}
 	for (size_t i = 0; i < cfg->provisioner_mins.n && !ret; i++) {
@@ -361,7 +361,7 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 			if ((p = bound_pool(c, "--provisioner-min", v, pool, eb)))
 				p->min = x;
 			else
-				ret = YERR(BAD_REQUEST);
+				ret = YERR(CONFLICT);
 		}
 	}
 	for (size_t i = 0; i < cfg->provisioner_maxes.n && !ret; i++) {
@@ -373,7 +373,7 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 			if ((p = bound_pool(c, "--provisioner-max", v, pool, eb)))
 				p->max = x;
 			else
-				ret = YERR(BAD_REQUEST);
+				ret = YERR(CONFLICT);
 		}
 	}
 	for (size_t i = 0; i < cfg->provisioner_idles.n && !ret; i++) {
@@ -385,7 +385,7 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 			if ((p = bound_pool(c, "--provisioner-idle", v, pool, eb)))
 				p->idle_ms = ms;
 			else
-				ret = YERR(BAD_REQUEST);
+				ret = YERR(CONFLICT);
 		}
 	}
 	for (size_t i = 0; i < cfg->provisioner_shapes.n && !ret; i++) {
@@ -400,13 +400,13 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 				p->has_shape = true;
 			} else {
 				owned_shape_release(&o);
-				ret = YERR(BAD_REQUEST);
+				ret = YERR(CONFLICT);
 			}
 		}
 	}
 	for (size_t i = 0; i < c->npools && !ret; i++)
 		if (c->pools[i].min > c->pools[i].max)
-			ret = error(eb, YERR(BAD_REQUEST), "--provisioner-min of pool '%s' (%u) is above its "
+			ret = error(eb, YERR(CONFLICT), "--provisioner-min of pool '%s' (%u) is above its "
 				    "--provisioner-max (%u)", c->pools[i].pool, c->pools[i].min, c->pools[i].max);
 	if (!ret && cfg->provisioner_max_pending) {
 		if ((ret = elastic_check_count("--provisioner-max-pending", cfg->provisioner_max_pending, eb)))

@@ -68,8 +68,10 @@ struct elastic_conf {
 
 /* elastic_conf_build reads cfg's provisioner options into *out (released
  * with elastic_conf_release, also on error): YERR(BAD_REQUEST) naming the
- * option and the value, as the bounds of a pool without a provisioner, a
- * minimum above the maximum or a pool given twice. */
+ * option and the value for a bad value; YERR(CONFLICT) for values that are
+ * each good but not together (a bound of a pool without a provisioner, a
+ * minimum above the maximum, a pool given twice), which no one line of a
+ * file is to blame for. */
 int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *out, struct errbuf *eb);
 void elastic_conf_release(struct elastic_conf *c);
 /* elastic_conf_pool_is: whether c has pool with that provisioner ("KIND:ARG")

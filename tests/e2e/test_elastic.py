@@ -261,7 +261,7 @@ def test_provisioner_settings_reload():
         with open(conf, "w") as f:
             f.write(base + "provisioner-max = gpu=3\nprovisioner-min = gpu=5\n")
         st, doc = c.api.json("POST", "/v1/admin/reload")
-        check_eq(st, 400, f"a minimum above the maximum: {doc}")
+        check_eq(st, 409, f"a minimum above the maximum: {doc}")
         check("--provisioner-min of pool 'gpu' (5) is above its --provisioner-max (3)" in doc["error"]["message"],
               f"the refusal: {doc}")
         check_eq(sorted(pools()), ["cpu", "gpu"], "a refused reload changes nothing")
