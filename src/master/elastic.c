@@ -145,6 +145,11 @@ int elastic_check_provisioner(const char *what, const char *value, struct errbuf
 	return ret;
 }
 
+/* The longest pool name of a Slurm provisioner: its nodes' names are
+ * POOL-JOB-TASK, at most 63 characters, a job id of up to 19 digits and a
+ * task of up to 6. */
+#define ELASTIC_SLURM_POOL_MAX 36
+
 /* The most nodes a pool may have. */
 #define ELASTIC_MAX_NODES 10000
 
@@ -345,6 +350,13 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 			break;
 		c->npools++;
 		p->provisioner = xstrdup(strchr(v, '=') + 1);
+		/* a Slurm node is named POOL-JOB-TASK: room for a job id and a task */
+		if (p->ops == &provision_slurm_ops && strlen(p->pool) > ELASTIC_SLURM_POOL_MAX) {
+			ret = error(eb, YERR(BAD_REQUEST), "--provisioner '%s': the pool of a Slurm provisioner "
+				    "has a name of at most %d characters (its nodes are POOL-JOB-TASK)", v,
+				    ELASTIC_SLURM_POOL_MAX);
+			break;
+		}
 		p->max = ELASTIC_DEFAULT_MAX;
 		p->idle_ms = ELASTIC_DEFAULT_IDLE_MS;
 		for (size_t k = 0; k + 1 < c->npools; k++)
@@ -766,13 +778,21 @@ static void req_take_made(struct master *m, struct preq *r, struct prov_made *ma
 	}
 	free(r->slots);
 	r->slots = xcalloc(made->n + 1, sizeof(*r->slots));
-	r->nslots = made->n;
+	r->nslots = 0;
 	for (size_t i = 0; i < made->n; i++) {
-		r->slots[i] = (struct pslot){ .name = made->names[i], .id = made->ids[i], .state = PNODE_PENDING,
-					      .since = now, .deadline = now + m->elastic->conf.register_ms * 1000 };
+		struct pslot *other = slot_find(m->elastic, made->names[i], NULL);
+		if (other && other->state != PNODE_GONE) {
+			/* one node, one record: the request that has it keeps it */
+			fprintf(stderr, "yard master: request %" PRIu64 " of pool %s: node %s is another "
+				"request's already; not tracked twice\n", r->id, r->pool, made->names[i]);
+			continue;
+		}
+		r->slots[r->nslots++] = (struct pslot){ .name = made->names[i], .id = made->ids[i],
+							.state = PNODE_PENDING, .since = now,
+							.deadline = now + m->elastic->conf.register_ms * 1000 };
 		made->names[i] = made->ids[i] = NULL;
 	}
-	r->count = (unsigned)made->n;
+	r->count = (unsigned)r->nslots;
 }
 
 /* ---- the provisioners' calls, on worker threads ---- */

@@ -189,6 +189,8 @@ def test_command_master_killed_mid_scale_up():
         c.master.p.wait()
         e.set_mode("normal")
         c.start_master()
+        # (on a PostgreSQL store the killed master's lease must lapse first)
+        wait_until(lambda: c.api.json("GET", "/healthz")[1].get("role") == "leader", 10, "the master to lead")
         done = c.api.wait_job(job["id"], timeout=30)
         check_eq(done["state"], "succeeded", f"the job after the restart: {done}")
         check_eq(c.api.log(job["id"]), b"ran on gpu-1-0\n", "it ran on the node of the interrupted request")

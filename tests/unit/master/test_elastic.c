@@ -33,6 +33,9 @@ static const struct bad bads[] = {
 	  .msg = "--provisioner 'gpu=command:/nonexistent/up.sh': script '/nonexistent/up.sh': No such file or directory" },
 	{ .provisioner = "gpu=slurm:a b",
 	  .msg = "--provisioner 'gpu=slurm:a b': expected slurm:PARTITION (letters, digits, '_', '.', '-')" },
+	{ .provisioner = "a-pool-name-of-thirty-seven-letters-x=slurm:a",
+	  .msg = "--provisioner 'a-pool-name-of-thirty-seven-letters-x=slurm:a': the pool of a Slurm "
+		 "provisioner has a name of at most 36 characters (its nodes are POOL-JOB-TASK)" },
 	{ .provisioner = "gpu=slurm:a", .min = "cpu=1",
 	  .msg = "--provisioner-min 'cpu=1': pool 'cpu' has no --provisioner" },
 	{ .provisioner = "gpu=slurm:a", .max = "gpu=many",
