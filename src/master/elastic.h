@@ -35,59 +35,12 @@
 
 #include "base/error.h"
 #include "master/core.h"
+#include "master/elastic_conf.h"
 #include "sched/decide.h"
 
 struct master_config;
 struct strbuf;
 struct elastic;
-
-/* Defaults of the options (docs/configuration.md). */
-#define ELASTIC_DEFAULT_MAX 10
-#define ELASTIC_DEFAULT_IDLE_MS (10 * 60 * 1000)
-#define ELASTIC_DEFAULT_MAX_PENDING 8
-#define ELASTIC_DEFAULT_COOLDOWN_MS (30 * 1000)
-#define ELASTIC_DEFAULT_REGISTER_MS (5 * 60 * 1000)
-#define ELASTIC_DEFAULT_SLURM_WORK_DIR "/var/tmp/yard-slurm"
-
-/* The provisioner settings (the provisioner-* and slurm-* options), built
- * whole from a master_config like the other reloadable settings
- * (settings.h) and installed at once. */
-struct elastic_conf_pool;
-struct elastic_conf {
-	struct elastic_conf_pool *pools; /* owned */
-	size_t npools;
-	unsigned max_pending;
-	uint64_t cooldown_ms, register_ms;
-	char *url;                       /* owned or NULL: where new agents reach the master */
-	uint64_t slurm_time_ms;          /* 0: the partition's limit */
-	char *slurm_account, *slurm_qos; /* owned or NULL */
-	char *slurm_work_dir, *slurm_yard; /* owned */
-	char **slurm_agent_args;         /* owned */
-	size_t nslurm_agent_args;
-};
-
-/* elastic_conf_build reads cfg's provisioner options into *out (released
- * with elastic_conf_release, also on error): YERR(BAD_REQUEST) naming the
- * option and the value for a bad value; YERR(CONFLICT) for values that are
- * each good but not together (a bound of a pool without a provisioner, a
- * minimum above the maximum, a pool given twice), which no one line of a
- * file is to blame for. */
-int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *out, struct errbuf *eb);
-void elastic_conf_release(struct elastic_conf *c);
-/* elastic_conf_pool_is: whether c has pool with that provisioner ("KIND:ARG")
- * and bounds (what tests check of a build). */
-bool elastic_conf_pool_is(const struct elastic_conf *c, const char *pool, const char *provisioner,
-			  unsigned min, unsigned max, uint64_t idle_ms);
-
-/* The checks of one value each (base/conf.h's conf_check_fn). */
-int elastic_check_provisioner(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_pool_count(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_pool_duration(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_pool_shape(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_count(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_duration(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_slurm_word(const char *what, const char *value, struct errbuf *eb);
-int elastic_check_path(const char *what, const char *value, struct errbuf *eb);
 
 /* elastic_install makes c the master's provisioner settings (taking its
  * contents; c is left empty); requests under way keep the provisioner
