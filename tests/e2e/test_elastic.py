@@ -95,7 +95,7 @@ def nodes(c):
 
 
 def test_command_scale_up_to_max_and_down_idle_only():
-    with elastic(machines=3, args=["--provisioner-max", "gpu=2", "--provisioner-idle", "gpu=2s"]) as e:
+    with elastic(machines=3, args=["--provisioner-max", "gpu=2", "--provisioner-idle", "gpu=1s"]) as e:
         c = e.c
         flag, flag1 = os.path.join(c.dir, "release-long"), os.path.join(c.dir, "release-short1")
         long_cmd = f'while [ ! -e {flag} ]; do sleep 0.1; done; echo long done'
@@ -133,7 +133,7 @@ def test_command_scale_up_to_max_and_down_idle_only():
         wait_until(lambda: ["down", idle_node] in e.calls(), 30, f"the idle node {idle_node} to be released")
         wait_until(lambda: idle_node not in nodes(c), 10, "the idle node to end")
         wait_until(lambda: e.agents_alive() == [long_node], 10, "only the busy node's agent to run")
-        time.sleep(3)  # longer than the idle time: the busy node is kept all the same
+        time.sleep(2)  # longer than the idle time: the busy node is kept all the same
         n = nodes(c)[long_node]
         check_eq((n["state"], n["drained"], n["provisioned"]["state"]), ("ready", False, "ready"),
                  f"the busy node: {n}")
@@ -267,3 +267,22 @@ def test_provisioner_settings_reload():
         check("--provisioner-min of pool 'gpu' (5) is above its --provisioner-max (3)" in doc["error"]["message"],
               f"the refusal: {doc}")
         check_eq(sorted(pools()), ["cpu", "gpu"], "a refused reload changes nothing")
+
+
+def test_ephemeral_agent_leaves_when_idle():
+    """An ephemeral agent with no task for its --idle leaves on its own (a
+    master that never tells it to: here, a pool without a provisioner):
+    it says so, exits 0, and the master ends its node at once."""
+    from harness import cluster
+    with cluster("ephemeral-idle") as c:
+        c.start_master()
+        a = c.start_agent("e1", gpus="sim:1", extra=["--ephemeral", "--idle", "1s"])
+        n = c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"][0]
+        check_eq((n["name"], n["ephemeral"], n["provisioned"]), ("e1", True, None), f"the node: {n}")
+        wait_until(lambda: a.p.poll() is not None, 15, "the idle agent to exit")
+        check_eq(a.p.returncode, 0, "its exit status")
+        check_eq(c.api.json("GET", "/v1/nodes", expect=200)[1]["nodes"], [], "its node ended at once")
+        check("node 'e1' left (idle for 1 s)" in a.tail(), f"the agent's log: {a.tail()}")
+        # an ephemeral agent's options are checked together
+        r = c.cli("agent", "--master", c.url, "--work-dir", os.path.join(c.dir, "x"), "--idle", "1s", check_rc=2)
+        check("idle '1s' needs ephemeral" in r.stderr.decode(), f"--idle alone: {r.stderr!r}")
