@@ -24,10 +24,11 @@ class elastic:
     whose pool gpu the script fills from them; what the script started is
     stopped with the topology, its agents' logs scanned like the daemons'."""
 
-    def __init__(self, machines=3, mode="normal", args=()):
+    def __init__(self, machines=3, mode="normal", args=(), cooldown="1s"):
         self.mn = multinode("elastic", nodes=machines, lease=3)
         self.mode = mode
         self.args = list(args)
+        self.cooldown = cooldown
 
     def __enter__(self):
         c = self.mn.__enter__()
@@ -40,7 +41,7 @@ class elastic:
                                     for n in c.topo.nodes]}, f)
             c.extra_env["YARD_TEST_PROVISION"] = self.state
             c.master_args += ["--provisioner", f"gpu=command:{SCRIPT}", "--provisioner-shape",
-                              "gpu=gpus=1,cpus=1", "--provisioner-cooldown", "1s", *self.args]
+                              "gpu=gpus=1,cpus=1", "--provisioner-cooldown", self.cooldown, *self.args]
             c.start_master()
         except BaseException as e:
             self.mn.__exit__(type(e), e, None)
@@ -152,7 +153,8 @@ def test_command_scale_up_to_max_and_down_idle_only():
 
 
 def test_command_node_never_registers_is_given_up():
-    with elastic(machines=1, mode="ghost", args=["--provisioner-register-timeout", "2s"]) as e:
+    # (a cooldown of 3 s: the test says the next machine comes up before it ends)
+    with elastic(machines=1, mode="ghost", args=["--provisioner-register-timeout", "2s"], cooldown="3s") as e:
         c = e.c
         st, job = c.api.submit(spec(["/bin/sh", "-c", "echo ok"], gpus=1, cpus=1, pool="gpu"))
         check_eq(st, 201, f"submit: {job}")
@@ -162,13 +164,16 @@ def test_command_node_never_registers_is_given_up():
               f"the reason: {why!r}")
         # it never registers: given up after 2 s, and the script told
         wait_until(lambda: ["down", "gpu-1-0"] in e.calls(), 20, "the node to be given up")
+        e.set_mode("normal")
         def audit_of(path):
             return [x["code"] for x in c.api.json("GET", "/v1/audit?limit=50", expect=200)[1]["entries"]
                     if x["path"] == path]
         wait_until(lambda: {"node_given_up", "node_released"} <= set(audit_of("/v1/nodes/gpu-1-0")), 10,
                    "the give-up and the release in the audit log")
-        # a machine that does come up then: the next request runs the job
-        e.set_mode("normal")
+        # a machine that does come up then: the next request, after the
+        # cooldown, runs the job
+        ups = [x for x in e.calls() if x[0] == "up"]
+        check_eq(ups, [["up", "gpu", "1"]], "no second request during the cooldown")
         done = c.api.wait_job(job["id"], timeout=30)
         check_eq(done["state"], "succeeded", f"the job: {done}")
         check(done["tasks"][0]["node"] != "gpu-1-0", "it ran on the second request's node")
