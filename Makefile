@@ -140,7 +140,7 @@ unit: asan s3rver
 	meson test -C $(ASAN_BUILD) --suite unit --print-errorlogs
 
 e2e: asan s3rver browser
-	$(PYTHON) tests/e2e/run.py --yard $(ASAN_BUILD)/yard
+	$(PYTHON) tests/e2e/run.py --yard $(ASAN_BUILD)/yard --jobs 2
 
 test: deps
 	@$(MAKE) --no-print-directory asan s3rver browser

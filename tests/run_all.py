@@ -68,8 +68,10 @@ def main():
     fok, fbad = fuzz()
     ok += fok
     bad += fbad
+    # two tests at a time: they wait on daemons far more than they compute
     e = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "e2e", "run.py"),
-                          "--yard", os.path.join(build, "yard")], stdout=subprocess.PIPE, text=True)
+                          "--yard", os.path.join(build, "yard"),
+                          "--jobs", os.environ.get("YARD_E2E_JOBS", "2")], stdout=subprocess.PIPE, text=True)
     out = []
     for line in e.stdout:
         print(line, end="", flush=True)

@@ -20,6 +20,9 @@ from harness import ROOT, SubmitLoad, check, check_eq, cluster, spec, store_sche
 from pgserver import PgServer
 from test_fence import TICK, lines as tick_lines
 
+# run alone (run.py --jobs): its takeovers and fences are timed against leases of a second or two
+SERIAL = True
+
 # a job's log, line by line, long enough to run across a failover
 COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
 FIXTURES = os.path.join(ROOT, "tests", "e2e", "fixtures")

@@ -15,6 +15,9 @@ import time
 from harness import check, check_eq, spec, wait_until
 from multinode import multinode
 
+# run alone (run.py --jobs): it times a partition against the agents' leases
+SERIAL = True
+
 LEASE_S = 3
 
 RUN = r"""

@@ -13,6 +13,9 @@ from ha import FailoverApi, health
 from harness import YARD, Proc, SubmitLoad, check, check_eq, cluster, spec, wait_until
 from patroni import PatroniCluster, free_port
 
+# run alone (run.py --jobs): it times a Patroni failover against the master's lease
+SERIAL = True
+
 COUNTER = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); echo line $i; sleep {d}; done"
 
 
