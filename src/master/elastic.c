@@ -324,6 +324,8 @@ static struct preq *req_new(struct master *m, const struct elastic_conf_pool *p,
 	return r;
 }
 
+static void learn_shape(struct elastic *e, const char *pool, const struct node *n);
+
 /* Fills r's slots from what an up (or a recovery) made. */
 static void req_take_made(struct master *m, struct preq *r, struct prov_made *made)
 {
@@ -347,10 +349,18 @@ static void req_take_made(struct master *m, struct preq *r, struct prov_made *ma
 				"request's already; not tracked twice\n", r->id, r->pool, made->names[i]);
 			continue;
 		}
-		r->slots[r->nslots++] = (struct pslot){ .name = made->names[i], .id = made->ids[i],
-							.state = PNODE_PENDING, .since = now,
-							.deadline = now + m->elastic->conf.register_ms * 1000 };
+		struct node *n = core_node(m, made->names[i]);
+		struct pslot *s = &r->slots[r->nslots++];
+		*s = (struct pslot){ .name = made->names[i], .id = made->ids[i], .state = PNODE_PENDING,
+				     .since = now, .deadline = now + m->elastic->conf.register_ms * 1000 };
 		made->names[i] = made->ids[i] = NULL;
+		if (n && node_state_is_live(n->state)) {
+			/* its agent was quicker than the provisioner's answer */
+			slot_event(r, s, PNODE_EV_REGISTERED);
+			s->idle_since_ms = mono_ms();
+			audit_node(m, s->name, "node_registered");
+			learn_shape(m->elastic, r->pool, n);
+		}
 	}
 	r->count = (unsigned)r->nslots;
 }
@@ -1125,6 +1135,9 @@ static bool track_slots(struct master *m, struct preq *r, uint64_t now_ms, uint6
 		case PNODE_PENDING:
 			if (live) {
 				changed |= slot_event(r, s, PNODE_EV_REGISTERED);
+				s->idle_since_ms = now_ms;
+				audit_node(m, s->name, "node_registered");
+				learn_shape(e, r->pool, n);
 			} else if (wall >= s->deadline) {
 				changed |= slot_event(r, s, PNODE_EV_TIMEOUT);
 				audit_node(m, s->name, "node_given_up");
@@ -1262,8 +1275,10 @@ void elastic_tick(struct master *m)
 		return;
 	for (size_t i = 0; i < e->nreqs;) {
 		struct preq *r = e->reqs[i];
-		if (r->state == PREQ_OPEN && track_slots(m, r, now_ms, wall))
+		if (r->state == PREQ_OPEN && track_slots(m, r, now_ms, wall)) {
 			req_save(m, r);
+			m->sched_needed = true; /* the waiting jobs' reasons follow */
+		}
 		if (r->state == PREQ_OPEN && req_ended(m, r)) {
 			req_event(r, PREQ_EV_ALL_ENDED);
 			audit_request(m, r, "provision_closed");

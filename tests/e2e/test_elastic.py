@@ -25,7 +25,7 @@ class elastic:
     stopped with the topology, its agents' logs scanned like the daemons'."""
 
     def __init__(self, machines=3, mode="normal", args=(), cooldown="1s"):
-        self.mn = multinode("elastic", nodes=machines, lease=3)
+        self.mn = multinode("elastic", nodes=machines, lease=5)
         self.mode = mode
         self.args = list(args)
         self.cooldown = cooldown
@@ -101,17 +101,21 @@ def test_command_scale_up_to_max_and_down_idle_only():
         flag, flag1 = os.path.join(c.dir, "release-long"), os.path.join(c.dir, "release-short1")
         long_cmd = f'while [ ! -e {flag} ]; do sleep 0.1; done; echo long done'
         short1_cmd = f'while [ ! -e {flag1} ]; do sleep 0.1; done; echo short1'
-        ids = []
-        for name, cmd in (("short1", short1_cmd), ("long", long_cmd), ("short2", "echo short2")):
+        def submit(name, cmd):
             st, job = c.api.submit(spec(["/bin/sh", "-c", cmd], name=name, gpus=1, cpus=1, pool="gpu"))
             check_eq(st, 201, f"submit {name}: {job}")
-            ids.append(job["id"])
-        short1, long_, short2 = ids
-        # three whole-node jobs, a maximum of two: two nodes, no more
-        wait_until(lambda: len([n for n in nodes(c).values() if n["state"] == "ready"]) == 2, 30,
-                   "two nodes to register")
-        why = wait_until(lambda: (lambda r: r if "maximum" in r else None)(reason(c, short2)), 20,
-                         "the third job's reason")
+            return job["id"]
+        short1, long_ = submit("short1", short1_cmd), submit("long", long_cmd)
+        wait_until(lambda: all(c.api.job(j)["state"] == "running" for j in (short1, long_)), 30,
+                   "the first two jobs to run on two new nodes")
+        # a third whole-node job, the pool at its maximum of two: no more
+        short2 = submit("short2", "echo short2")
+        seen = []
+        try:
+            why = wait_until(lambda: (lambda r: r if "maximum" in r else seen.append(r))(reason(c, short2)), 20,
+                             "the third job's reason")
+        except AssertionError:
+            raise AssertionError(f"the third job's reason never said the pool is at its maximum: {sorted(set(seen))}")
         check(re.search(r"pool 'gpu' may not ask for more nodes now: it has 2 nodes of its maximum of 2", why),
               f"the third job's reason: {why!r}")
         ups = [x for x in e.calls() if x[0] == "up"]

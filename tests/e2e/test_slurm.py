@@ -30,7 +30,7 @@ class slurm_cluster:
         self.s = SlurmCluster(nodes=2)
         self.s.start()
         try:
-            self.cm = cluster("slurm", lease=3, env=self.s.env)
+            self.cm = cluster("slurm", lease=5, env=self.s.env)
             self.c = self.cm.__enter__()
         except BaseException:
             self.s.close()
@@ -101,10 +101,12 @@ def test_slurm_job_runs_and_allocation_ends():
 def test_slurm_two_jobs_two_nodes():
     with slurm_cluster() as (s, c):
         s.run("scontrol", "update", "nodename=ys1,ys2", "state=drain", "reason=yard-test")
+        # each holds its node until both run: they need two nodes at once
+        flag = os.path.join(c.dir, "both-ran")
+        cmd = f'echo on $YARD_NODE; while [ ! -e {flag} ]; do sleep 0.1; done'
         ids = []
         for k in range(2):
-            st, job = c.api.submit(spec(["/bin/sh", "-c", "echo on $YARD_NODE; sleep 1"], name=f"j{k}",
-                                        gpus=2, pool="gpu"))
+            st, job = c.api.submit(spec(["/bin/sh", "-c", cmd], name=f"j{k}", gpus=2, pool="gpu"))
             check_eq(st, 201, f"submit: {job}")
             ids.append(job["id"])
         # what the scale-up computed: 2 nodes for 2 whole-node jobs, and
@@ -117,12 +119,15 @@ def test_slurm_two_jobs_two_nodes():
             check_eq(tasks, sorted(f"{q['external']}_{i}" for i in range(q["count"])),
                      f"the allocation of request {q['id']}")
         s.run("scontrol", "update", "nodename=ys1,ys2", "state=resume")
-        nodes = set()
+        running = wait_until(lambda: (lambda js: js if all(j["state"] == "running" for j in js) else None)(
+            [c.api.job(jid) for jid in ids]), 40, "both jobs to run")
+        nodes = {j["tasks"][0]["node"] for j in running}
+        check_eq(len(nodes), 2, f"one node each: {nodes}")
+        with open(flag, "w"):
+            pass
         for jid in ids:
             j = c.api.wait_job(jid, timeout=30)
             check_eq(j["state"], "succeeded", f"job {jid}: {j}")
-            nodes.add(j["tasks"][0]["node"])
-        check_eq(len(nodes), 2, f"one node each: {nodes}")
         asked = [e for e in c.api.json("GET", "/v1/audit?limit=200", expect=200)[1]["entries"]
                  if e["code"] == "provision_requested"]
         check_eq(sorted(e["path"] for e in asked),
