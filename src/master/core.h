@@ -12,6 +12,7 @@
 #define YARD_MASTER_CORE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -339,6 +340,10 @@ struct master {
 	uv_timer_t mhd_timer, tick, lease_tick;
 	uv_prepare_t prepare;
 	uv_async_t stop_async, reload_async;
+	/* master_stop may come from the signal thread before master_run has
+	 * made stop_async: it asks (stop_requested), and sends only once the
+	 * loop runs (running); master_run looks at the request once it runs */
+	atomic_int running, stop_requested;
 	struct req *held;       /* suspended requests (intrusive list) */
 	unsigned short port;
 };

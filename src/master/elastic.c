@@ -6,7 +6,6 @@
 
 #include "base/clock.h"
 #include "base/crypto.h"
-#include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
@@ -53,8 +52,15 @@ struct preq {
 	struct pslot *slots;        /* owned */
 	size_t nslots;
 	/* in memory */
-	bool saved;                 /* committed: its provisioner may be asked */
-	bool interrupted;           /* loaded requesting, its up had started: recover it */
+	/* requesting: the master is about to ask (or asks) its provisioner;
+	 * stored, and committed before the provisioner is asked, so that a
+	 * master that finds it after a stop (itself restarted, or another
+	 * taking over the store) recovers what was made, never asks again */
+	bool asked;
+	uint64_t asked_at;          /* wall us: when it was marked asked */
+	/* in memory */
+	bool saved;                 /* committed: the step it was saved for may be taken */
+	bool interrupted;           /* loaded asked: recover what its up made */
 	bool busy;                  /* its up (or recovery) is under way */
 	uint64_t retry_ms;          /* mono: its next recovery no sooner */
 };
@@ -209,7 +215,7 @@ static json_t *jstr(const char *s)
 
 static void req_save(struct master *m, struct preq *r)
 {
-	json_t *slots = json_array(), *jobs = json_array();
+	json_t *slots = json_array(), *jobs = json_array(), *doc;
 	char key[24];
 
 	r->updated = wall_us();
@@ -223,20 +229,14 @@ static void req_save(struct master *m, struct preq *r)
 	for (size_t i = 0; i < r->njobs; i++)
 		json_array_append_new(jobs, json_integer((json_int_t)r->jobs[i]));
 	snprintf(key, sizeof(key), "%" PRIu64, r->id);
-	core_put_doc(m, STORE_PROVISION, key,
-		     json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:i, s:I, s:I, s:o, s:o}", "id",
-			       (json_int_t)r->id, "pool", r->pool, "provisioner", r->provisioner, "external",
-			       jstr(r->external), "why", r->why, "error", jstr(r->error), "state",
-			       preq_state_name(r->state), "count", (int)r->count, "created_at",
-			       (json_int_t)r->created, "updated_at", (json_int_t)r->updated, "jobs", jobs,
-			       "nodes", slots));
-}
-
-/* The file that says an up of request id has started: what tells a
- * restarted master whether the provisioner may have made something. */
-static char *marker_path(const struct master *m, uint64_t id)
-{
-	return xasprintf("%s/provision/%" PRIu64 ".up", m->data_dir, id);
+	doc = json_pack("{s:I, s:s, s:s, s:o, s:s, s:o, s:s, s:b, s:i, s:I, s:I, s:o, s:o}", "id",
+			(json_int_t)r->id, "pool", r->pool, "provisioner", r->provisioner, "external",
+			jstr(r->external), "why", r->why, "error", jstr(r->error), "state",
+			preq_state_name(r->state), "asked", r->asked, "count", (int)r->count,
+			"created_at", (json_int_t)r->created, "updated_at", (json_int_t)r->updated,
+			"jobs", jobs, "nodes", slots);
+	json_object_set_new(doc, "asked_at", json_integer((json_int_t)r->asked_at));
+	core_put_doc(m, STORE_PROVISION, key, doc);
 }
 
 /* Takes r out of the model and its row out of the store (a request that
@@ -244,12 +244,10 @@ static char *marker_path(const struct master *m, uint64_t id)
 static void req_delete(struct master *m, struct preq *r)
 {
 	struct elastic *e = m->elastic;
-	char key[24], *marker = marker_path(m, r->id);
+	char key[24];
 
 	snprintf(key, sizeof(key), "%" PRIu64, r->id);
 	core_delete_doc(m, STORE_PROVISION, key);
-	unlink(marker);
-	free(marker);
 	for (size_t i = 0; i < e->nreqs; i++)
 		if (e->reqs[i] == r) {
 			memmove(&e->reqs[i], &e->reqs[i + 1], (e->nreqs - i - 1) * sizeof(*e->reqs));
@@ -380,7 +378,7 @@ struct prov_call {
 	size_t slot;                /* CALL_DOWN: its index */
 	unsigned count;
 	/* the env's strings, the call's own */
-	char *arg, *pool, *tag, *url, *pin, *token_file, *account, *qos, *work_dir, *yard, *id, *marker;
+	char *arg, *pool, *tag, *url, *pin, *token_file, *account, *qos, *work_dir, *yard, *id;
 	char **agent_args;
 	size_t nagent_args;
 	uint64_t time_ms;
@@ -406,7 +404,6 @@ static void call_free(struct prov_call *c)
 	free(c->work_dir);
 	free(c->yard);
 	free(c->id);
-	free(c->marker);
 	for (size_t i = 0; i < c->nagent_args; i++)
 		free(c->agent_args[i]);
 	free(c->agent_args);
@@ -425,19 +422,9 @@ static void call_work(uv_work_t *w)
 				.nagent_args = c->nagent_args, .cancel = c->cancel };
 
 	switch (c->kind) {
-	case CALL_UP: {
-		/* before anything is asked: a restart finds this and recovers
-		 * what the provisioner made, rather than asking again */
-		char *dir = xstrndup(c->marker, (size_t)(strrchr(c->marker, '/') - c->marker));
-		int bad = mkdir_p(dir, 0700) || write_file_atomic(c->marker, "up\n", 3, 0600);
-		free(dir);
-		if (bad) {
-			c->rc = error(&c->eb, YERR(IO), "cannot write '%s': %s", c->marker, strerror(errno));
-			break;
-		}
+	case CALL_UP:
 		c->rc = c->ops->up(&env, c->count, &c->made, &c->eb);
 		break;
-	}
 	case CALL_RECOVER:
 		c->rc = c->ops->recover(&env, c->count, &c->made, &c->found, &c->eb);
 		break;
@@ -473,7 +460,6 @@ static void call_start(struct master *m, struct prov_call *c, const struct preq 
 	for (size_t i = 0; i < cf->nslurm_agent_args; i++)
 		c->agent_args[c->nagent_args++] = xstrdup(cf->slurm_agent_args[i]);
 	c->cancel = &e->stopping;
-	c->marker = marker_path(m, r->id);
 	c->eb = (struct errbuf)ERRBUF_INIT;
 	c->req.data = c;
 	c->next = e->calls;
@@ -510,7 +496,15 @@ static void dispatch(struct master *m)
 			struct prov_call *c = xcalloc(1, sizeof(*c));
 			c->ops = ops;
 			c->count = r->count;
-			if (!r->interrupted) {
+			if (!r->asked) {
+				/* first stored as asked: committed, the up goes */
+				free(c);
+				r->asked = true;
+				r->asked_at = wall_us();
+				r->saved = false;
+				req_save(m, r);
+				continue;
+			} else if (!r->interrupted) {
 				c->kind = CALL_UP;
 			} else if (ops->recover) {
 				c->kind = CALL_RECOVER;
@@ -596,7 +590,14 @@ static void up_done(struct master *m, struct preq *r, struct prov_call *c)
 		m->sched_needed = true;
 		return;
 	}
-	/* nothing was made */
+	/* nothing was made, as far as the provisioner says now; but the program
+	 * the stopped master started may still be running (it is in a session
+	 * of its own, and may take PROV_RUN_TIMEOUT_MS): ask again until it
+	 * cannot be */
+	if (recover && wall_us() < r->asked_at + (PROV_RUN_TIMEOUT_MS + 10000) * 1000ull) {
+		r->retry_ms = mono_ms() + 2000;
+		return;
+	}
 	req_event(r, PREQ_EV_REFUSED);
 	audit_request(m, r, recover ? "provision_recovered_nothing" : "provision_failed");
 	counter_add(e, r->pool, recover ? "recover" : "up", recover);
@@ -660,11 +661,25 @@ static void call_done(uv_work_t *w, int status)
 
 /* ---- the record: load, clear, commit ---- */
 
+/* A copy of d's string member key, or NULL. */
+static char *jdup(const json_t *d, const char *key)
+{
+	const char *v = json_string_value(json_object_get(d, key));
+	return v ? xstrdup(v) : NULL;
+}
+
+static uint64_t jget_u64(const json_t *d, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(d, key));
+	return v > 0 ? (uint64_t)v : 0;
+}
+
 static int load_req(void *ctx, const char *key, const char *text)
 {
 	struct master *m = ctx;
 	struct elastic *e = m->elastic;
 	json_t *d = json_loads(text, 0, NULL), *v;
+	const char *state;
 	struct preq *r;
 	size_t i;
 	int st;
@@ -672,18 +687,19 @@ static int load_req(void *ctx, const char *key, const char *text)
 	if (!d)
 		return YERR(IO);
 	r = xcalloc(1, sizeof(*r));
-	r->id = (uint64_t)json_integer_value(json_object_get(d, "id"));
-	r->pool = json_string_value(json_object_get(d, "pool")) ? xstrdup(json_string_value(json_object_get(d, "pool"))) : NULL;
-	r->provisioner = json_string_value(json_object_get(d, "provisioner"))
-				 ? xstrdup(json_string_value(json_object_get(d, "provisioner"))) : NULL;
-	r->external = json_string_value(json_object_get(d, "external"))
-			      ? xstrdup(json_string_value(json_object_get(d, "external"))) : NULL;
-	r->why = xstrdup(json_string_value(json_object_get(d, "why")) ? json_string_value(json_object_get(d, "why")) : "demand");
-	r->error = json_string_value(json_object_get(d, "error")) ? xstrdup(json_string_value(json_object_get(d, "error"))) : NULL;
-	st = json_string_value(json_object_get(d, "state")) ? preq_state_parse(json_string_value(json_object_get(d, "state"))) : -1;
-	r->count = (unsigned)json_integer_value(json_object_get(d, "count"));
-	r->created = (uint64_t)json_integer_value(json_object_get(d, "created_at"));
-	r->updated = (uint64_t)json_integer_value(json_object_get(d, "updated_at"));
+	r->id = jget_u64(d, "id");
+	r->pool = jdup(d, "pool");
+	r->provisioner = jdup(d, "provisioner");
+	r->external = jdup(d, "external");
+	r->why = jdup(d, "why");
+	r->error = jdup(d, "error");
+	state = json_string_value(json_object_get(d, "state"));
+	st = state ? preq_state_parse(state) : -1;
+	r->asked = json_is_true(json_object_get(d, "asked"));
+	r->asked_at = jget_u64(d, "asked_at");
+	r->count = (unsigned)jget_u64(d, "count");
+	r->created = jget_u64(d, "created_at");
+	r->updated = jget_u64(d, "updated_at");
 	r->njobs = json_array_size(json_object_get(d, "jobs"));
 	r->jobs = xcalloc(r->njobs + 1, sizeof(*r->jobs));
 	json_array_foreach(json_object_get(d, "jobs"), i, v)
@@ -692,36 +708,50 @@ static int load_req(void *ctx, const char *key, const char *text)
 	r->slots = xcalloc(r->nslots + 1, sizeof(*r->slots));
 	json_array_foreach(json_object_get(d, "nodes"), i, v) {
 		struct pslot *s = &r->slots[i];
-		const char *name = json_string_value(json_object_get(v, "name"));
-		const char *id = json_string_value(json_object_get(v, "id"));
-		const char *state = json_string_value(json_object_get(v, "state"));
-		int ps = state ? pnode_state_parse(state) : -1;
-		s->name = name ? xstrdup(name) : NULL;
-		s->id = id ? xstrdup(id) : NULL;
+		const char *ps_name = json_string_value(json_object_get(v, "state"));
+		int ps = ps_name ? pnode_state_parse(ps_name) : -1;
+		s->name = jdup(v, "name");
+		s->id = jdup(v, "id");
 		s->state = ps < 0 ? PNODE_RELEASING : (enum pnode_state)ps;
-		s->since = (uint64_t)json_integer_value(json_object_get(v, "since"));
-		s->deadline = (uint64_t)json_integer_value(json_object_get(v, "deadline"));
+		s->since = jget_u64(v, "since");
+		s->deadline = jget_u64(v, "deadline");
 		if (ps < 0)
 			st = -1;
 	}
 	json_decref(d);
-	if (st < 0 || !r->id || !r->pool || !r->provisioner) {
+	if (st < 0 || !r->id || !r->pool || !r->provisioner || !r->why) {
 		preq_free(r);
 		return YERR(IO);
 	}
 	r->state = (enum preq_state)st;
 	r->saved = true;
-	if (r->state == PREQ_REQUESTING) {
-		/* its up had started (the marker) or not: recover, or ask now */
-		char *marker = marker_path(m, r->id);
-		r->interrupted = path_exists(marker);
-		free(marker);
-	}
+	/* asked and not answered: its provisioner may have made something */
+	r->interrupted = r->state == PREQ_REQUESTING && r->asked;
 	ALLOC_GROW(e->reqs, e->nreqs + 1, e->areqs);
 	e->reqs[e->nreqs++] = r;
 	if (r->id > e->next_id)
 		e->next_id = r->id;
 	(void)key;
+	return 0;
+}
+
+/* The value of meta row key (core_save_meta's {"v": VALUE}) into *out
+ * (caller frees; NULL when there is none). */
+static int meta_value(struct master *m, const char *key, char **out, struct errbuf *eb)
+{
+	char *doc = NULL;
+	json_t *d;
+	int rc;
+
+	*out = NULL;
+	if ((rc = m->sops->get_meta(m->store, key, &doc, eb)) || !doc)
+		return rc;
+	d = json_loads(doc, 0, NULL);
+	free(doc);
+	if (!d)
+		return error(eb, YERR(IO), "store: the meta row '%s' is corrupt", key);
+	*out = jdup(d, "v");
+	json_decref(d);
 	return 0;
 }
 
@@ -734,13 +764,13 @@ int elastic_load(struct master *m, struct errbuf *eb)
 
 	elastic_clear(m);
 	e = elastic_of(m);
-	if ((rc = m->sops->get_meta(m->store, "cluster_id", &v, eb)))
+	if ((rc = meta_value(m, "cluster_id", &v, eb)))
 		return rc;
 	if (v && strlen(v) == 16)
 		memcpy(e->cluster, v, 17);
 	free(v);
 	v = NULL;
-	if ((rc = m->sops->get_meta(m->store, "next_provision_id", &v, eb)))
+	if ((rc = meta_value(m, "next_provision_id", &v, eb)))
 		return rc;
 	if (v && !parse_u64_str(v, &n))
 		e->next_id = n;

@@ -490,8 +490,12 @@ int master_run(struct master *m)
 	m->stop_async.data = m;
 	uv_async_init(&m->loop, &m->reload_async, on_reload);
 	m->reload_async.data = m;
+	atomic_store(&m->running, 1);
+	if (atomic_load(&m->stop_requested))
+		uv_stop(&m->loop); /* stopped before it ran */
 	http_run(m);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
+	atomic_store(&m->running, 0);
 	/* provisioners' programs still running are stopped: the last uv_run
 	 * below waits for their threads, and a restart recovers their requests */
 	elastic_stop(m);
@@ -518,12 +522,16 @@ int master_run(struct master *m)
 
 void master_stop(struct master *m)
 {
-	uv_async_send(&m->stop_async);
+	atomic_store(&m->stop_requested, 1);
+	if (atomic_load(&m->running))
+		uv_async_send(&m->stop_async);
 }
 
 void master_reload(struct master *m)
 {
-	uv_async_send(&m->reload_async);
+	/* a reload before the loop runs has nothing to change yet */
+	if (atomic_load(&m->running))
+		uv_async_send(&m->reload_async);
 }
 
 void master_free(struct master *m)

@@ -5,10 +5,12 @@ allocation (sbatch, an array task per node) running `yard agent
 --ephemeral`, which registers, runs the job and leaves when idle, ending
 the allocation (squeue); two jobs get what the scale-up computed; an
 allocation cancelled under a running task is a node loss, and the job
-restarts on a new allocation."""
+restarts on a new allocation; a master killed while sbatch runs recovers
+the allocation after its restart."""
 import glob
 import os
 import re
+import signal
 
 from harness import YARD, Cluster, check, check_eq, cluster, spec, wait_until
 from slurm import SlurmCluster
@@ -159,3 +161,37 @@ def test_slurm_scancel_is_a_node_loss():
                  f"the first attempt's task: {lost}")
         check(c.api.log(job["id"], task="worker/0").endswith(f"done on {second}\n".encode()),
               "the second attempt's output")
+
+
+def test_slurm_master_killed_while_sbatch_runs():
+    """A master killed while sbatch runs (an sbatch made slow by a wrapper
+    first in the master's PATH, which then runs the real one): the restarted
+    master finds the allocation by its name (squeue) and takes it as the
+    request's, asking Slurm nothing twice."""
+    with slurm_cluster() as (s, c):
+        wrap = os.path.join(c.dir, "bin")
+        os.makedirs(wrap)
+        log = os.path.join(c.dir, "sbatch.log")
+        with open(os.path.join(wrap, "sbatch"), "w") as f:
+            f.write(f'#!/bin/sh\necho "$*" >> {log}\nsleep 3\nexec /usr/bin/sbatch "$@"\n')
+        os.chmod(os.path.join(wrap, "sbatch"), 0o755)
+        c.master.stop()
+        c.extra_env["PATH"] = wrap + ":" + os.environ["PATH"]
+        c.start_master()
+        st, job = c.api.submit(spec(["/bin/sh", "-c", "echo ran on $YARD_NODE"], gpus=2, pool="gpu"))
+        check_eq(st, 201, f"submit: {job}")
+        wait_until(lambda: os.path.exists(log), 20, "sbatch to be run")
+        c.master.kill(signal.SIGKILL)
+        c.master.p.wait()
+        c.start_master()
+        wait_until(lambda: c.api.json("GET", "/healthz")[1].get("role") == "leader", 10, "the master to lead")
+        done = c.api.wait_job(job["id"], timeout=40)
+        check_eq(done["state"], "succeeded", f"the job: {done}")
+        with open(log) as f:
+            calls = f.read().splitlines()
+        check_eq(len(calls), 1, f"sbatch ran once: {calls}")
+        codes = [e["code"] for e in c.api.json("GET", "/v1/audit?limit=100", expect=200)[1]["entries"]
+                 if e["method"] == "EVENT"]
+        check("provision_recovered" in codes, f"the request was recovered: {codes}")
+        node = done["tasks"][0]["node"]
+        check(re.fullmatch(r"gpu-\d+-0", node), f"it ran on the recovered allocation's node: {node}")
