@@ -26,8 +26,11 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # authentication) are the real Slurm the Slurm provisioner's test starts in
 # a temp dir (tests/e2e/slurm.py); the provisioner itself runs sbatch,
 # scancel and squeue, not slurmrestd (docs/elastic.md says why).
+# libgnutls28-dev: the master reads and writes the TLS sessions of upgraded
+# connections (exec sessions) itself, libmicrohttpd's own forwarding being
+# 4 bytes a turn in Debian 12's 0.9.75 (src/master/sessions.c).
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
-	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
+	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \

@@ -36,6 +36,7 @@
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
+#include "agent/sessions.h"
 #include "agent/stage.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
@@ -947,6 +948,7 @@ struct agent {
 	bool closing;               /* agent_run is on its way out */
 	struct atask *tasks;
 	struct aexec *execs;
+	struct agent_sessions sessions; /* sessions into its tasks (agent/sessions.h) */
 	int64_t *finished;          /* ids never to start again */
 	size_t nfinished, afinished;
 	volatile sig_atomic_t *stop;
@@ -1193,6 +1195,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 {
 	json_t *tj = NULL;
 	task_stop_execs(a, t->rt.id);
+	agent_sessions_task_ended(&a->sessions, t->rt.id);
 	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
 		     json_is_true(json_object_get(tj, "checkpoint_owner"));
 	json_decref(tj);
@@ -1762,6 +1765,20 @@ static void reconcile(struct agent *a, json_t *work)
 	}
 }
 
+/* What a session into task id is told of it (agent/sessions.h). */
+static void session_task(void *arg, int64_t id, struct asession_task *out)
+{
+	struct atask *t = find_task(arg, id);
+
+	memset(out, 0, sizeof(*out));
+	if (!t)
+		return;
+	out->found = true;
+	out->running = t->running && !t->stop_sent && !t->staging;
+	out->container = t->ops == &runtime_docker_ops;
+	out->dir = xstrdup(t->rt.dir);
+}
+
 static void on_wake(uv_async_t *h)
 {
 	struct agent *a = h->data;
@@ -1769,8 +1786,15 @@ static void on_wake(uv_async_t *h)
 	json_t *work = a->s->work;
 	a->s->work = NULL;
 	pthread_mutex_unlock(&a->s->lock);
-	if (work)
+	if (work) {
+		char *node = NULL, *token = NULL;
 		reconcile(a, work);
+		session_creds(a->s, &node, &token);
+		agent_sessions_reconcile(&a->sessions, json_object_get(work, "sessions"), node, token,
+					 session_task, a);
+		free(node);
+		free(token);
+	}
 	if (json_is_true(json_object_get(work, "leave")))
 		a->leave_told = true; /* a scale-down: it has no task left */
 	json_decref(work);
@@ -2118,6 +2142,10 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	uv_timer_start(&a.tick, on_tick, 100, 100);
 	pthread_mutex_init(&a.fetch_lock, NULL);
 
+	{
+		struct httpc_tls tls = { .ca_file = cfg->master_ca, .pin = cfg->master_pin };
+		agent_sessions_init(&a.sessions, cfg->master_url, &tls, a.ctx.docker_socket);
+	}
 	a.sh.s = a.s;
 	a.sh.sampler = gpu_sampler_open(cfg->gpus, cfg->work_dir);
 	pthread_mutex_init(&a.sh.lock, NULL);
@@ -2148,6 +2176,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	 * its TLS state before the process exits */
 	if (poller_started)
 		pthread_join(poller, NULL);
+	/* a session does not outlive its agent: the master tells the clients */
+	agent_sessions_stop(&a.sessions);
 	a.closing = true;
 	while (a.tasks)
 		task_forget(&a, a.tasks);

@@ -10,6 +10,7 @@
 #include "agent/cgroup.h"
 #include "agent/heartbeat.h"
 #include "agent/taskdir.h"
+#include "agent/taskproc.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/spawn.h"
@@ -114,51 +115,6 @@ static int setup_cgroup(struct shim *s, struct errbuf *eb)
 	return cgroup_create(&s->cg, &lim, eb);
 }
 
-/* The task's environment: the assignment's env exactly, plus the node-local dirs. */
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-/* The task's environment: the assignment's env exactly, the node-local
- * YARD_CHECKPOINT_DIR and YARD_DATA_DIR, and where the assignment has none,
- * the PATH and HOME that every program expects (HOME is the working dir). */
-static char **build_env(struct shim *s)
-{
-	json_t *env = json_object_get(s->task, "env");
-	size_t n = json_object_size(env) + 8, k = 0;
-	char **out = xcalloc(n, sizeof(*out));
-	const char *key;
-	json_t *v;
-	json_object_foreach(env, key, v) {
-		if (!json_is_string(v) || !strcmp(key, "YARD_CHECKPOINT_DIR") || !strcmp(key, "YARD_DATA_DIR") ||
-		    !strcmp(key, "YARD_OUTPUT_DIR"))
-			continue;
-		out[k++] = xasprintf("%s=%s", key, json_string_value(v));
-	}
-	out[k++] = xasprintf("YARD_CHECKPOINT_DIR=%s", conf_str(s, "checkpoint_dir"));
-	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
-	if (conf_str(s, "output_dir"))
-		out[k++] = xasprintf("YARD_OUTPUT_DIR=%s", conf_str(s, "output_dir"));
-	if (!json_object_get(env, "PATH"))
-		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
-	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url"))
-		out[k++] = xasprintf("YARD_MASTER=%s", conf_str(s, "master_url"));
-	/* what a `yard` inside the task needs to trust an https master */
-	if (!json_object_get(env, "YARD_CA") && conf_str(s, "master_ca"))
-		out[k++] = xasprintf("YARD_CA=%s", conf_str(s, "master_ca"));
-	if (!json_object_get(env, "YARD_PIN") && conf_str(s, "master_pin"))
-		out[k++] = xasprintf("YARD_PIN=%s", conf_str(s, "master_pin"));
-	if (!json_object_get(env, "HOME"))
-		out[k++] = xasprintf("HOME=%s", conf_str(s, "cwd"));
-	out[k] = NULL;
-	return out;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 {
 	char *path = xasprintf("%s/%s", s->dir, name);
@@ -167,24 +123,6 @@ static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 		error(eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
 	free(path);
 	return fd;
-}
-
-/* The user the task runs as (shim.json's run_as) into o; 0 when none is set. */
-static int task_user(const struct shim *s, struct spawn_opts *o, struct errbuf *eb)
-{
-	json_t *ra = json_object_get(s->conf, "run_as");
-	json_int_t uid = json_integer_value(json_object_get(ra, "uid"));
-	json_int_t gid = json_integer_value(json_object_get(ra, "gid"));
-
-	if (!ra)
-		return 0;
-	if (uid <= 0 || gid <= 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
-		return error(eb, YERR(BAD_REQUEST), "shim.json: run_as uid %" JSON_INTEGER_FORMAT
-			     " gid %" JSON_INTEGER_FORMAT " refused (not root, below 2^32-1)", uid, gid);
-	o->flags |= SPAWN_SETUID;
-	o->uid = (uid_t)uid;
-	o->gid = (gid_t)gid;
-	return 0;
 }
 
 /* Starts argv_j (a JSON array of strings) as s->pid in the task's
@@ -208,10 +146,11 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 		free(argv[0]);
 		argv[0] = xstrdup(conf_str(s, "yard_exe"));
 	}
-	env = build_env(s);
-	/* execvpe looks argv[0] up in our PATH: make it the task's */
+	env = taskproc_env(s->task, s->conf);
+	/* execvpe looks argv[0] up in our PATH: make it the task's (the shim
+	 * has one thread) */
 	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
-	setenv("PATH", path ? path : DEFAULT_PATH, 1);
+	setenv("PATH", path ? path : TASKPROC_DEFAULT_PATH, 1);
 	spawn_opts_init(&o);
 	o.argv = argv;
 	o.env = env;
@@ -220,11 +159,11 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 	o.stderr_fd = err_fd;
 	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
 	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
-	ret = task_user(s, &o, eb);
+	ret = taskproc_user(s->conf, &o, eb);
 	if (!ret)
 		ret = spawn_process(&o, &s->pid, NULL, eb);
-	free_strv(argv);
-	free_strv(env);
+	taskproc_strv_free(argv);
+	taskproc_strv_free(env);
 	return ret;
 }
 
@@ -448,44 +387,44 @@ out_write:
  * cgroup and log files, its own process group. */
 int shim_exec_main(const char *dir, const char *exec_id)
 {
-	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
+	struct taskproc tp;
+	struct spawn_opts o;
 	struct errbuf eb = ERRBUF_INIT;
 	struct task_exit e;
 	json_t *ex = NULL;
 	int out_fd = -1, err_fd = -1, status = 0;
+	pid_t pid = -1;
 	char *edir = xasprintf("%s/execs/%s", dir, exec_id);
+	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
 	sigset_t set;
 
 	memset(&e, 0, sizeof(e));
+	memset(&tp, 0, sizeof(tp));
 	block_signals(&set);
-	if (taskdir_read_json(dir, "task.json", &s.task, &eb) ||
-	    taskdir_read_json(dir, "shim.json", &s.conf, &eb) ||
-	    taskdir_read_json(edir, "exec.json", &ex, &eb))
+	if (taskdir_read_json(edir, "exec.json", &ex, &eb) ||
+	    taskproc_prepare(&tp, dir, json_object_get(ex, "argv"), &eb))
 		goto fail;
-	json_t *argv_j = json_object_get(ex, "argv");
-	if (!json_array_size(argv_j)) {
-		error(&eb, YERR(BAD_REQUEST), "the exec has no argv");
+	/* borrowed for describe_exit's OOM check; released with tp */
+	s.cg = tp.cg;
+	s.have_cg = tp.have_cg;
+	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0)
 		goto fail;
-	}
-	if (conf_str(&s, "cgroup_rel")) {
-		const struct cgroup_ops *ops = cgroup_detect(conf_str(&s, "cgroup_root"));
-		if (ops) {
-			cgroup_init(&s.cg, ops, conf_str(&s, "cgroup_root"), conf_str(&s, "cgroup_rel"));
-			s.have_cg = true;
-		}
-	}
-	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0 ||
-	    spawn_in_task(&s, argv_j, out_fd, err_fd, &eb))
+	spawn_opts_init(&o);
+	taskproc_spawn_opts(&tp, &o);
+	o.stdout_fd = out_fd;
+	o.stderr_fd = err_fd;
+	o.flags |= SPAWN_SETSID;
+	if (spawn_process(&o, &pid, NULL, &eb))
 		goto fail;
 	for (;;) {
 		siginfo_t info;
-		pid_t r = waitpid(s.pid, &status, WNOHANG);
-		if (r == s.pid)
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
 			break;
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
 		int sig = sigtimedwait(&set, &info, &ts);
 		if (sig == SIGTERM || sig == SIGINT)
-			kill(-s.pid, SIGKILL);
+			kill(-pid, SIGKILL);
 	}
 	describe_exit(&s, status, &e);
 	goto out;
@@ -498,11 +437,8 @@ out:
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	if (s.have_cg)
-		cgroup_release(&s.cg);
+	taskproc_release(&tp);
 	json_decref(ex);
-	json_decref(s.task);
-	json_decref(s.conf);
 	int ret = task_exit_write(edir, &e, NULL) ? 1 : 0;
 	free(edir);
 	return ret;

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -19,6 +20,7 @@ enum spawn_stage {
 	STAGE_SETSID,
 	STAGE_CGROUP,
 	STAGE_STDIO,
+	STAGE_CTTY,
 	STAGE_SETGROUPS,
 	STAGE_SETGID,
 	STAGE_SETUID,
@@ -119,6 +121,8 @@ static void child_run(const struct spawn_opts *o, int report_fd)
 	for (int i = 0; i < 3; i++)
 		if (dup2(src[i], i) < 0)
 			child_fail(report_fd, STAGE_STDIO, i);
+	if ((o->flags & SPAWN_CTTY) && ioctl(0, TIOCSCTTY, 0) < 0)
+		child_fail(report_fd, STAGE_CTTY, 0);
 	if (o->flags & SPAWN_SETUID) {
 		if (setgroups(0, NULL) < 0)
 			child_fail(report_fd, STAGE_SETGROUPS, 0);
@@ -150,6 +154,8 @@ static int report_error(const struct spawn_opts *o, const struct spawn_report *r
 			     o->cgroup_procs[r->value], what);
 	case STAGE_STDIO:
 		return error(eb, YERR(INTERNAL), "cannot set up fd %d: %s", r->value, what);
+	case STAGE_CTTY:
+		return error(eb, YERR(INTERNAL), "cannot make the terminal the controlling one: %s", what);
 	case STAGE_SETGROUPS:
 		return error(eb, YERR(INTERNAL), "cannot drop the supplementary groups: %s", what);
 	case STAGE_SETGID:
@@ -223,7 +229,7 @@ int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, 
 		return error(eb, YERR(BAD_REQUEST), "cannot spawn: empty argv");
 	/* (stdio sources above 2 only, so that no dup2 can clobber another source) */
 	if (o->flags & SPAWN_FAST) {
-		if ((o->flags & (SPAWN_DETACH | SPAWN_SETUID)) || o->cgroup_procs || o->cwd ||
+		if ((o->flags & (SPAWN_DETACH | SPAWN_SETUID | SPAWN_CTTY)) || o->cgroup_procs || o->cwd ||
 		    (o->stdin_fd >= 0 && o->stdin_fd <= 2) || (o->stdout_fd >= 0 && o->stdout_fd <= 2) ||
 		    (o->stderr_fd >= 0 && o->stderr_fd <= 2))
 			return error(eb, YERR(BAD_REQUEST), "cannot spawn '%s' fast: it needs fork",

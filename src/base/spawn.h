@@ -11,7 +11,8 @@
  * mask is cleared, optionally a new session is made (setsid), the process
  * moves itself into each listed cgroup (writes "0" to each listed file:
  * cgroup.procs, or a v1 "tasks" file, which for the single-threaded child
- * is the same and cheaper), stdio is set up, with SPAWN_SETUID the
+ * is the same and cheaper), stdio is set up (stdin becomes the controlling
+ * terminal with SPAWN_CTTY), with SPAWN_SETUID the
  * privileges are dropped (setgroups to none, setresgid, setresuid, in that
  * order), the working directory changed (as the new user), and then argv is
  * exec'd with env.
@@ -41,6 +42,10 @@ enum spawn_flags {
 	/* Run as uid and gid (struct spawn_opts) with no supplementary groups;
 	 * the parent must be root. A failure is reported like a failed exec. */
 	SPAWN_SETUID = 1 << 4,
+	/* With SPAWN_SETSID: make stdin, the slave of a pseudo-terminal, the
+	 * new session's controlling terminal (TIOCSCTTY): ^C and ^\ typed
+	 * into it signal the program's foreground process group. */
+	SPAWN_CTTY = 1 << 5,
 };
 
 struct spawn_opts {

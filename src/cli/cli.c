@@ -14,6 +14,7 @@ static const struct cli_command {
 	{ "ls", cmd_ls, NEED_MASTER, "list jobs" },
 	{ "show", cmd_show, NEED_MASTER, "show a job and its tasks" },
 	{ "logs", cmd_logs, NEED_MASTER, "print (or follow) a task's output" },
+	{ "exec", cmd_exec, NEED_MASTER, "run a command in a running task (-t: on a terminal, -i: with stdin)" },
 	{ "metrics", cmd_metrics, NEED_MASTER, "show a job's training metrics" },
 	{ "cancel", cmd_cancel, NEED_MASTER, "cancel a job" },
 	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },

@@ -435,3 +435,42 @@ int client_chunks_fetch(struct client *c, const json_t *manifest, const char *di
 	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
 	return ret;
 }
+
+char *client_exec_path(uint64_t id, const struct client_exec_req *req)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addf(&sb, "/v1/jobs/%" PRIu64 "/exec?tty=%d&stdin=%d", id, req->tty, req->stdin_open);
+	if (req->cols && req->rows)
+		strbuf_addf(&sb, "&cols=%u&rows=%u", req->cols, req->rows);
+	if (req->task) {
+		char *t = url_escape(req->task);
+		strbuf_addf(&sb, "&task=%s", t);
+		free(t);
+	}
+	for (size_t i = 0; req->argv && req->argv[i]; i++) {
+		char *a = url_escape(req->argv[i]);
+		strbuf_addf(&sb, "&cmd=%s", a);
+		free(a);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
+		     struct httpc_stream *s, struct errbuf *eb)
+{
+	static const char *const headers[] = { "Sec-WebSocket-Protocol: yard.exec.v1", NULL };
+	char *path = client_exec_path(id, req);
+	struct httpc_upgrade_req up = { .path = path, .protocol = "websocket", .headers = headers };
+	size_t len = strlen(path);
+	int ret;
+
+	if (len > CLIENT_EXEC_PATH_MAX)
+		ret = error(eb, YERR(TOO_LARGE), "the command is too long: %zu bytes once URL-encoded, "
+			    "the most a session's request takes is %d (run a script instead)", len,
+			    CLIENT_EXEC_PATH_MAX);
+	else
+		ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
+	free(path);
+	return ret;
+}

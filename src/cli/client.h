@@ -82,6 +82,29 @@ int client_exec_start(struct client *c, uint64_t id, const char *host, char *con
 int client_exec_get(struct client *c, uint64_t id, uint64_t exec, unsigned wait_s, json_t **out,
 		    struct errbuf *eb);
 
+/* What `yard exec` asks for: GET /v1/jobs/{id}/exec (docs/protocol.md,
+ * "Sessions"). */
+struct client_exec_req {
+	const char *task;       /* "ROLE/INDEX" or NULL: the job's first task */
+	char *const *argv;      /* NULL-terminated, at least one */
+	bool tty, stdin_open;
+	unsigned cols, rows;    /* the terminal's size (0: the master's default) */
+};
+
+/* The longest request path of an exec: the master reads a request's head
+ * into 32 KiB of memory (the command travels in the query). */
+#define CLIENT_EXEC_PATH_MAX (24 * 1024)
+
+/* client_exec_path builds the request path of client_exec_open (exposed
+ * for tests; caller frees). */
+char *client_exec_path(uint64_t id, const struct client_exec_req *req);
+/* client_exec_open opens an exec session's WebSocket (subprotocol
+ * yard.exec.v1) into *s (the caller closes it with httpc_stream_close);
+ * a refusal is the API's error; a command whose request path would be
+ * over CLIENT_EXEC_PATH_MAX is YERR(TOO_LARGE), nothing sent. */
+int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
+		     struct httpc_stream *s, struct errbuf *eb);
+
 /* What to read of a task's log. */
 struct client_log_req {
 	const char *task;   /* "ROLE/INDEX" or NULL: the first task */

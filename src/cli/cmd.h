@@ -158,6 +158,8 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_ls(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_show(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+/* yard exec (cmd_exec.c): a command in a running task, over a session. */
+int cmd_exec(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);

@@ -51,6 +51,10 @@ enum scope {
 enum route_flags {
 	ROUTE_AUDIT = 1 << 0,    /* the request changes state: it goes into the audit log */
 	ROUTE_ANY_ROLE = 1 << 1, /* a standby answers it too (master/leader.h) */
+	/* a session's WebSocket: a browser (which cannot set headers on one)
+	 * may send its token as the cookie yard_token, from the master's own
+	 * pages only (the Origin header names the master's host) */
+	ROUTE_COOKIE = 1 << 2,
 };
 
 struct route {

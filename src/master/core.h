@@ -330,6 +330,8 @@ struct master {
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
 	struct elastic *elastic; /* owned or NULL: the provisioned pools (elastic.h) */
+	struct session **sessions; /* owned, in memory only (sessions.h) */
+	size_t nsessions, asessions;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;

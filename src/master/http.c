@@ -15,6 +15,7 @@
 #include "master/api.h"
 #include "master/audit.h"
 #include "master/leader.h"
+#include "master/sessions.h"
 #include "master/static.h"
 #include "master/visibility.h"
 
@@ -281,6 +282,9 @@ static void req_free(struct req *r)
 {
 	if (r->suspended)
 		held_remove(r->m, r);
+	if (r->session_id[0])
+		sessions_req_gone(r->m, r);
+	free(r->audit_path);
 	upload_cleanup(r);
 	if (r->resp)
 		MHD_destroy_response(r->resp);
@@ -388,13 +392,27 @@ void req_caller(const struct req *r, struct caller *out)
 	out->job = r->token_job;
 }
 
+/* Whether r comes from the master's own pages as far as a browser says:
+ * no Origin header (not a browser's cross-site request), or one whose host
+ * and port are r's Host. */
+static bool same_origin(struct req *r)
+{
+	const char *origin = req_header(r, "Origin"), *host = req_header(r, "Host"), *p;
+
+	if (!origin)
+		return true;
+	p = strstr(origin, "://");
+	return p && host && !strcasecmp(p + 3, host);
+}
+
 /* First call of a request: route, auth, body set-up. Returns false when a
  * reply (an error) is already set. */
 static bool req_begin(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT, refused = ERRBUF_INIT;
 	const struct token *tok;
-	const char *cl;
+	const char *cl, *authz, *cookie = NULL;
+	char *cookie_authz = NULL;
 	bool path_known = false;
 	uint64_t clen = 0, wait_ms;
 
@@ -419,9 +437,21 @@ static bool req_begin(struct req *r)
 		r->handled = true;
 		return false;
 	}
+	authz = req_header(r, "Authorization");
+	if (!authz && (r->route->flags & ROUTE_COOKIE) &&
+	    (cookie = MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, "yard_token"))) {
+		if (!same_origin(r)) {
+			error(&eb, YERR(FORBIDDEN), "a session authenticated by its cookie must be opened "
+			      "from the master's own pages: Origin '%.200s' is not this master (Host '%.200s')",
+			      req_header(r, "Origin"), req_header(r, "Host") ? req_header(r, "Host") : "");
+			goto fail;
+		}
+		authz = cookie_authz = xasprintf("Bearer %s", cookie);
+	}
 	/* a revoked or expired token names its caller (for the audit log) and
 	 * is then no token at all; refused says why */
-	tok = auth_lookup(r->m, req_header(r, "Authorization"), wall_us(), &refused);
+	tok = auth_lookup(r->m, authz, wall_us(), &refused);
+	free(cookie_authz);
 	if (tok) {
 		r->has_token = !refused.code;
 		r->role = tok->role;
@@ -643,7 +673,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME;
+	/* MHD_ALLOW_UPGRADE: sessions (sessions.h) take over their connections */
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE;
 	struct MHD_OptionItem opts[9];
 	size_t n = 0;
 	char host[64];

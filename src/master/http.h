@@ -60,6 +60,13 @@ struct req {
 	uint64_t rev, task_id, offset, limit; /* long poll arguments */
 	int stream;
 	struct req *next_held;
+	/* a session's leg (sessions.h): the session's id while its 101 has not
+	 * handed the connection over, "" otherwise */
+	char session_id[17];
+	int session_leg;            /* enum session_leg_kind */
+	/* owned or NULL: what the audit entry names instead of url (a session's
+	 * path with its kind and task) */
+	char *audit_path;
 };
 
 struct caller;

@@ -15,6 +15,7 @@
 #include "master/execs.h"
 #include "master/jobs.h"
 #include "master/logs.h"
+#include "master/sessions.h"
 #include "master/usage.h"
 #include "master/visibility.h"
 
@@ -415,9 +416,11 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);
 	}
+	json_t *doc = json_pack("{s:I, s:o, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks, "sessions",
+				sessions_work_json(m, n));
 	if (elastic_node_leaving(m, n)) /* scaled down: an ephemeral agent leaves */
-		return json_pack("{s:I, s:o, s:b}", "rev", (json_int_t)n->rev, "tasks", tasks, "leave", 1);
-	return json_pack("{s:I, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks);
+		json_object_set_new(doc, "leave", json_true());
+	return doc;
 }
 
 uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)

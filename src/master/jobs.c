@@ -18,6 +18,7 @@
 #include "master/datasets.h"
 #include "master/elastic.h"
 #include "master/execs.h"
+#include "master/sessions.h"
 #include "master/jobsource.h"
 #include "master/usage.h"
 #include "master/visibility.h"
@@ -92,6 +93,8 @@ static bool task_event(struct master *m, struct task *t, enum task_event ev)
 	t->state = (enum task_state)next;
 	if (task_state_is_final(t->state) && !t->finished_at)
 		t->finished_at = wall_us();
+	if (task_state_is_final(t->state))
+		sessions_task_ended(m, t); /* what runs in it ends with it */
 	if (t->state == TASK_STOPPING || task_state_is_final(t->state))
 		t->stop = true;
 	core_index_task(m, t);
@@ -552,6 +555,7 @@ void nodes_leave(struct master *m, struct node *n, const char *why)
 {
 	char *what = xasprintf("left (%s)", why);
 
+	sessions_node_lost(m, n->name); /* before its tasks, as for a lost node */
 	/* nothing of the node comes back: whatever it still ran is lost */
 	for (size_t i = 0; i < m->ntasks; i++) {
 		struct task *t = m->tasks[i];
@@ -588,8 +592,10 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
 	}
 	n->rev++;
 	core_save_node(m, n);
-	if (was_live && !node_state_is_live(n->state))
+	if (was_live && !node_state_is_live(n->state)) {
+		sessions_node_lost(m, n->name); /* before its tasks: they end for that reason */
 		node_tasks_lost(m, n);
+	}
 	m->sched_needed = true;
 	return next;
 }

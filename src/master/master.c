@@ -28,6 +28,7 @@
 #include "sched/decide.h"
 #include "master/http.h"
 #include "master/jobs.h"
+#include "master/sessions.h"
 #include "master/settings.h"
 #include "master/static.h"
 
@@ -57,6 +58,7 @@ static void step_down(struct master *m, const struct errbuf *why)
 	leader_deposed(m);
 	error(&eb, YERR(NOT_LEADER), "this master stepped down: another master leads now; retry");
 	http_release_all(m, &eb);
+	sessions_end_all(m, "this master stepped down: another master leads now");
 	execs_clear(m);
 	datasets_gc_release(m);
 	core_clear(m);
@@ -506,6 +508,7 @@ int master_run(struct master *m)
 		batch_commit(m, &eb);
 		leader_release_lease(m);
 	}
+	sessions_end_all(m, "the master stopped");
 	http_release_all(m, NULL);
 	for (int i = 0; i < 3; i++)
 		MHD_run(m->mhd);
@@ -559,6 +562,7 @@ void master_free(struct master *m)
 	settings_clear(m);
 	elastic_free(m);
 	execs_clear(m);
+	free(m->sessions); /* empty: sessions_end_all ended them, the loop freed them */
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
 	free(m->url);

@@ -100,7 +100,7 @@ def test_hostile_requests():
         raw = Raw(c.port)
         admin, agent = c.admin_token, reg["token"]
         good = {"id": str(job["id"]), "name": "n9", "digest": "sha256:" + "0" * 64, "n": "1",
-                "eid": "1"}
+                "eid": "1", "sid": "0123456789abcdef"}
 
         def token_for(perm, path):
             return agent if perm == "agent" else admin
