@@ -68,7 +68,7 @@ static void proxy_unref(struct proxy *p)
 }
 
 /* Lets go of the session: it ends (if it has not) once its agent leg is
- * closed. */
+ * closed. Called for the request, whose reference outlives the call. */
 static void proxy_drop_session(struct proxy *p)
 {
 	struct session *s = p->s;
@@ -77,7 +77,7 @@ static void proxy_drop_session(struct proxy *p)
 		return;
 	p->s = NULL;
 	sessions_client_done(s);
-	proxy_unref(p);
+	p->refs--; /* the session's; the request's is still held */
 }
 
 static void on_session_ended(struct session *s, void *arg, const char *why)
