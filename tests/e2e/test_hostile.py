@@ -35,7 +35,7 @@ HOSTILE = [
 RAW = [b"\xff\xfe", b"\xc0\xaf", b"caf\xc3", b"\x1b[2J"]
 # every query parameter a route of the API reads
 QUERY = ["task", "stream", "offset", "limit", "follow", "state", "user", "rev", "wait", "name",
-         "since"]
+         "since", "port"]
 
 
 class Raw:

@@ -6,9 +6,10 @@ the task, hop-by-hop fields dropped both ways, bodies of 20 MB up and 50 MB
 down byte for byte, HEAD, a WebSocket upgrade answered with the upstream's
 101 and then raw frames both ways; the refusals (another team, a cookie from
 another site, a bad path, a chunked body, nothing listening, a finished
-job) and the audit entries; a cut answer when the agent dies mid-body; and
-100 MB byte-exact through `yard port-forward`, both ways at once, with a
-half-close."""
+job) and the audit entries; all of it over https too (the master reads
+and writes an upgraded TLS connection itself); a cut answer when the agent
+dies mid-body; and 100 MB byte-exact through `yard port-forward`, both ways
+at once, with a half-close."""
 import base64
 import hashlib
 import json
@@ -16,6 +17,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import threading
@@ -151,6 +153,16 @@ def server_job(c, program, token=None, name="srv"):
     return jid, int(re.search(rb"listening (\d+)", log).group(1))
 
 
+def connect(c):
+    """A connection to the master, over TLS (its CA trusted) when it is https."""
+    s = socket.create_connection(("127.0.0.1", c.port), timeout=60)
+    if c.url.startswith("https://"):
+        ctx = ssl.create_default_context(cafile=c.ca_file or os.path.join(c.data_dir, "tls", "cert.pem"))
+        ctx.check_hostname = False
+        s = ctx.wrap_socket(s)
+    return s
+
+
 def raw_request(c, method, target, headers=None, body=b"", token=None):
     """One request as raw bytes; returns (status, [(name, value)...], body)
     read to the connection's end."""
@@ -160,7 +172,7 @@ def raw_request(c, method, target, headers=None, body=b"", token=None):
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
     if body:
         lines.append(f"Content-Length: {len(body)}")
-    with socket.create_connection(("127.0.0.1", c.port), timeout=60) as s:
+    with connect(c) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         data = bytearray()
         while True:
@@ -205,7 +217,7 @@ def ws_connect(c, target, token=None, cookie=None, origin=None, protocol=None):
         lines.append(f"Origin: {origin}")
     if protocol:
         lines.append(f"Sec-WebSocket-Protocol: {protocol}")
-    s = socket.create_connection(("127.0.0.1", c.port), timeout=30)
+    s = connect(c)
     s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     head = b""
     while b"\r\n\r\n" not in head:
@@ -413,6 +425,36 @@ def test_proxy_websocket_and_who_may():
         check([e for e in entries if e["status"] == 101 and e["user"] == "alice"],
               f"a WebSocket is audited: {entries}")
         check([e for e in entries if e["status"] == 403 and e["user"] == "bob"], f"so is a refusal: {entries}")
+
+
+def test_proxy_over_https():
+    # the master reads and writes an upgraded TLS connection itself
+    # (sessions.c): a WebSocket's leg is one; an http answer is MHD's own
+    with cluster("proxy-tls", master_args=["--tls-self-signed"]) as c:
+        c.start_master()
+        check(c.url.startswith("https://"), f"an https master: {c.url}")
+        c.start_agent("n1", gpus="sim:2")
+        jid, port = server_job(c, UPSTREAM)
+        base = f"/v1/jobs/{jid}/proxy/worker/0/{port}"
+        st, _, body = raw_request(c, "GET", base + "/x?y=1", token=c.admin_token)
+        check_eq(st, 200, f"GET over https: {body[:200]!r}")
+        up = {k.lower(): v for k, v in json.loads(body)["headers"]}
+        check_eq(up.get("x-forwarded-proto"), "https", "the scheme the client used")
+        n = 8 << 20
+        st, _, body = raw_request(c, "GET", base + f"/big?n={n}", token=c.admin_token)
+        pattern = bytes(range(256)) * 256
+        check(st == 200 and body == (pattern * (n // len(pattern) + 1))[:n], "8 MB down over https, byte for byte")
+        data = os.urandom(5 << 20)
+        st, _, body = raw_request(c, "POST", base + "/up", token=c.admin_token, body=data)
+        check_eq((st, json.loads(body)["sha256"]), (201, hashlib.sha256(data).hexdigest()), "5 MB up over https")
+        s, st, _, _ = ws_connect(c, base + "/ws", token=c.admin_token)
+        check_eq(st, 101, "a WebSocket over https")
+        with s:
+            big = os.urandom(3 << 20)
+            ws_send(s, 2, big)
+            check(ws_recv(s) == (2, big), "3 MiB echoed over https")
+            ws_send(s, 8, struct.pack(">H", 1000))
+            check_eq(ws_recv(s)[0], 8, "the close comes back")
 
 
 def test_proxy_agent_killed_mid_answer():
