@@ -273,6 +273,23 @@ static bool look_for_head(struct proxy *p)
 	return false;
 }
 
+/* Whether the upstream's whole answer head came while the request was
+ * still going up (it answers early, an error say, without the rest of the
+ * body): that answer is the client's, and the rest of the body goes
+ * nowhere. */
+static bool answered_early(struct proxy *p)
+{
+	struct session *s = p->s;
+
+	if (!s || !http_head_end(s->down.data + s->down.start, s->down.len))
+		return false;
+	p->phase = PROXY_HEAD;
+	if (look_for_head(p))
+		return true;
+	p->phase = PROXY_REQUEST; /* an interim answer, skipped: the body goes on */
+	return false;
+}
+
 /* WAIT_HANDLER: whether the held request may go on. */
 static bool proxy_ready(struct req *r)
 {
@@ -280,6 +297,8 @@ static bool proxy_ready(struct req *r)
 
 	switch (p->phase) {
 	case PROXY_REQUEST:
+		if (answered_early(p))
+			return true;
 		if (p->ended || !p->s) {
 			fail_no_answer(p, "the request could not be sent to");
 			return true;
@@ -304,6 +323,8 @@ static size_t proxy_body(struct req *r, const char *data, size_t len)
 {
 	struct proxy *p = r->handler_data;
 
+	if (answered_early(p))
+		return len;
 	if (p->ended || !p->s) {
 		fail_no_answer(p, "the request could not be sent to");
 		return len;
