@@ -22,6 +22,10 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # synchronous replica that fail over under the masters (tests/e2e/patroni.py).
 # prometheus (with promtool) checks and scrapes the master's /metrics and
 # evaluates the alerts of contrib/prometheus (tests/e2e/test_prometheus.py).
+# slurm-wlm (slurmctld, slurmd, sbatch, scancel, squeue) and munge (its
+# authentication) are the real Slurm the Slurm provisioner's test starts in
+# a temp dir (tests/e2e/slurm.py); the provisioner itself runs sbatch,
+# scancel and squeue, not slurmrestd (docs/elastic.md says why).
 # libgnutls28-dev: the master reads and writes the TLS sessions of upgraded
 # connections (exec sessions) itself, libmicrohttpd's own forwarding being
 # 4 bytes a turn in Debian 12's 0.9.75 (src/master/sessions.c).
@@ -34,7 +38,7 @@ DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	python3 procps iproute2 curl openssl coreutils util-linux jupyter-notebook python3-ipykernel \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium wrk patroni etcd-server prometheus
+	chromium wrk patroni etcd-server prometheus slurm-wlm munge
 
 # What `make deb`, `make package-test` and `make ansible-test` need beyond
 # DEB_PACKAGES, installed only by those targets (make test stays lean):

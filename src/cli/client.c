@@ -351,6 +351,11 @@ int client_node_remove(struct client *c, const char *name, json_t **out, struct 
 	return node_request(c, "DELETE", name, "", NULL, out, eb);
 }
 
+int client_provisioners(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/provisioners", NULL, out, eb);
+}
+
 int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 {
 	return get_json(c, "GET", "/v1/queue", NULL, out, eb);

@@ -1005,6 +1005,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "drain a node: no new tasks until resumed, through lease lapses and restarts (body: optional reason)" },
 	{ "POST", "/v1/nodes/{name}/resume", h_resume, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "undo a drain: the node takes new tasks again (409 when not drained)" },
+	{ "GET", "/v1/provisioners", h_provisioners, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the provisioned pools (elastic capacity): bounds, shape, nodes by state, requests under way" },
 	{ "DELETE", "/v1/nodes/{name}", h_node_delete, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "remove a lost node for good (409 while it is live or holds tasks); its name may join again" },
 	{ "POST", "/v1/agents", h_agents, PERM_JOIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "register an agent (join token) with its resources and runtimes; returns its agent token" },
 	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, SCOPE_NODE, 0, BODY_NONE, "long poll for the node's desired state (rev, wait)" },

@@ -36,6 +36,9 @@ void h_templates_list(struct req *r);
 void h_template_get(struct req *r);
 void h_template_delete(struct req *r);
 
+/* api_elastic.c */
+void h_provisioners(struct req *r);
+
 /* api_usage.c */
 void h_usage(struct req *r);
 
