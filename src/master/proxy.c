@@ -458,6 +458,23 @@ void proxy_handle(struct req *r)
 			    http_list_has_token(req_header(r, "Connection"), "upgrade")
 		? SESSION_WS : SESSION_HTTP;
 	spec.port = t.port;
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_field, &fl);
+	prefix = xasprintf("/v1/jobs/%" PRIu64 "/proxy/%s/%u/%u", j->id, t.role, t.index, t.port);
+	up.method = r->method;
+	up.target = r->target ? r->target : r->url;
+	up.ws = spec.kind == SESSION_WS;
+	up.fields = fl.f;
+	up.nfields = fl.n;
+	up.client_addr = client_addr(r, addr, sizeof(addr));
+	up.https = r->m->tls.cert_pem != NULL;
+	up.prefix = prefix;
+	up.has_body = cl || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") ||
+		      !strcmp(r->method, "PATCH");
+	up.body_len = body_len;
+	if (proxy_request_check(&up, &eb)) {
+		req_error(r, &eb);
+		goto out;
+	}
 	if (sessions_create(r->m, &spec, j, task, &s, &eb)) {
 		req_error(r, &eb);
 		goto out;
@@ -477,20 +494,6 @@ void proxy_handle(struct req *r)
 	p->what = xasprintf("port %u of task %s/%u of job %" PRIu64, t.port, t.role, t.index, j->id);
 	strbuf_init(&p->pending, 0);
 	sessions_set_client(s, &client_ops, p);
-
-	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_field, &fl);
-	prefix = xasprintf("/v1/jobs/%" PRIu64 "/proxy/%s/%u/%u", j->id, t.role, t.index, t.port);
-	up.method = r->method;
-	up.target = r->target ? r->target : r->url;
-	up.ws = p->ws;
-	up.fields = fl.f;
-	up.nfields = fl.n;
-	up.client_addr = client_addr(r, addr, sizeof(addr));
-	up.https = r->m->tls.cert_pem != NULL;
-	up.prefix = prefix;
-	up.has_body = cl || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") ||
-		      !strcmp(r->method, "PATCH");
-	up.body_len = body_len;
 	proxy_request_head(&up, &p->pending);
 	flush_pending(p);
 

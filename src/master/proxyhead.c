@@ -2,6 +2,8 @@
 #include "base/compat.h"
 #include "master/proxyhead.h"
 
+#include <ctype.h>
+
 #include "base/parse.h"
 #include "base/xalloc.h"
 
@@ -133,6 +135,47 @@ static bool request_field_dropped(const struct proxy_request *req, const char *n
 		if (!strcasecmp(name, names[i]))
 			return true;
 	return false;
+}
+
+/* The first control character of s (HTAB allowed when tab_ok), or 0. */
+static unsigned char control_char(const char *s, bool tab_ok)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if ((*p < 0x20 && !(tab_ok && *p == '\t')) || *p == 0x7f)
+			return *p;
+	return 0;
+}
+
+/* Whether s is a field name: a token of RFC 9110's tchar. */
+static bool field_name_ok(const char *s)
+{
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+
+	if (!*s)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(extra, *p))
+			return false;
+	return true;
+}
+
+int proxy_request_check(const struct proxy_request *req, struct errbuf *eb)
+{
+	unsigned char c = control_char(req->target, false);
+
+	if (c || strchr(req->target, ' '))
+		return error_field(eb, YERR(BAD_REQUEST), "path", "the request's target holds %s: it "
+				   "cannot go upstream as it is", c ? "a control character" : "a space");
+	for (size_t i = 0; i < req->nfields; i++) {
+		const struct proxy_field *f = &req->fields[i];
+		if (!field_name_ok(f->name))
+			return error(eb, YERR(BAD_REQUEST), "field '%.64s': not a field name (RFC 9110 "
+				     "token): it cannot go upstream", f->name);
+		if ((c = control_char(f->value, true)))
+			return error(eb, YERR(BAD_REQUEST), "field '%.64s': its value holds the control "
+				     "character \\x%02X: it cannot go upstream", f->name, c);
+	}
+	return 0;
 }
 
 void proxy_request_head(const struct proxy_request *req, struct strbuf *out)

@@ -52,6 +52,13 @@ struct proxy_request {
 	uint64_t body_len;
 };
 
+/* proxy_request_check: 0 when the request's target and fields can go
+ * upstream as they are, else YERR(BAD_REQUEST) naming the first that
+ * holds a control character (a CR, say, which an upstream could read as
+ * the end of a line: a field the client smuggles past the master's, such
+ * as X-Forwarded-For) or a field name that is not a token. */
+int proxy_request_check(const struct proxy_request *req, struct errbuf *eb);
+
 /* proxy_request_head appends the request head (through its empty line)
  * to out: the request line, the client's fields but the hop-by-hop ones
  * (Connection and the fields it names, Keep-Alive, Proxy-*, TE, Trailer,

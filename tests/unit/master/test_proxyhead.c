@@ -151,6 +151,32 @@ static void test_request_head(void **state)
 	(void)state;
 }
 
+static void test_request_check(void **state)
+{
+	struct proxy_field fields[] = { { "Host", "m" }, { "X-Tab", "a\tb" } };
+	struct proxy_request req = { .method = "GET", .target = "/p/a%0Db?x=%0A", .fields = fields,
+				     .nfields = ARRAY_SIZE(fields) };
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(proxy_request_check(&req, &eb), 0);
+	/* a bare CR in a value: the upstream could take it for the end of a line */
+	fields[1].value = "a\rX-Forwarded-For: 6.6.6.6";
+	assert_int_equal(proxy_request_check(&req, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "field 'X-Tab': its value holds the control character \\x0D: it "
+				    "cannot go upstream");
+	fields[1].value = "ok";
+	fields[1].name = "X Bad";
+	assert_int_equal(proxy_request_check(&req, &eb), YERR(BAD_REQUEST));
+	assert_non_null(strstr(eb.msg, "not a field name"));
+	fields[1].name = "X-Ok";
+	req.target = "/p/a\rX-Injected: 1";
+	assert_int_equal(proxy_request_check(&req, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.field, "path");
+	req.target = "/p/\x7f";
+	assert_int_equal(proxy_request_check(&req, &eb), YERR(BAD_REQUEST));
+	(void)state;
+}
+
 /* Parses head (CRLFs added) and plans its relay. */
 static int plan(const char *head, bool ws, struct proxy_answer *a, struct http_head *h, struct errbuf *eb)
 {
@@ -243,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_target),
 		cmocka_unit_test(test_cookie_filter),
 		cmocka_unit_test(test_request_head),
+		cmocka_unit_test(test_request_check),
 		cmocka_unit_test(test_answer_plan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
