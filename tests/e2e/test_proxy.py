@@ -8,8 +8,10 @@ down byte for byte, HEAD, a WebSocket upgrade answered with the upstream's
 another site, a bad path, a chunked body, nothing listening, a finished
 job) and the audit entries; all of it over https too (the master reads
 and writes an upgraded TLS connection itself); a cut answer when the agent
-dies mid-body; and 100 MB byte-exact through `yard port-forward`, both ways
-at once, with a half-close."""
+dies mid-body; a stalled reader of 200 MB that does not grow the master's
+memory (with the session's buffers made 64 MiB, it does: 64 MiB); and 100
+MB byte-exact through `yard port-forward`, both ways at once, with a
+half-close."""
 import base64
 import hashlib
 import json
@@ -460,6 +462,45 @@ def test_proxy_over_https():
             check(ws_recv(s) == (2, big), "3 MiB echoed over https")
             ws_send(s, 8, struct.pack(">H", 1000))
             check_eq(ws_recv(s)[0], 8, "the close comes back")
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def test_proxy_slow_reader_bounded_master_memory():
+    # as test_exec's: ASan's quarantine kept out of what is measured
+    os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
+                                  + ":quarantine_size_mb=1")
+    with cluster("proxy-slow") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        jid, port = server_job(c, UPSTREAM)
+        n = 200 << 20
+        master = c.master.p.pid
+        before = rss_kb(master)
+        with socket.create_connection(("127.0.0.1", c.port), timeout=60) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            s.sendall((f"GET /v1/jobs/{jid}/proxy/worker/0/{port}/big?n={n} HTTP/1.1\r\nHost: x\r\n"
+                       f"Authorization: Bearer {c.admin_token}\r\nConnection: close\r\n\r\n").encode())
+            got = len(s.recv(1 << 20))
+            # a reader that stops: the master's memory must not follow what the
+            # upstream can send (samples over two seconds of not reading)
+            peak = before
+            for _ in range(20):
+                peak = max(peak, rss_kb(master))
+                time.sleep(0.1)
+            while True:
+                b = s.recv(1 << 20)
+                if not b:
+                    break
+                got += len(b)
+        check(got > n, f"all of it came after all ({got} bytes, head and chunks included)")
+        check(peak - before < 4096, f"the master's RSS grew {peak - before} KiB under a stalled reader")
 
 
 def test_proxy_agent_killed_mid_answer():
