@@ -29,10 +29,13 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # libgnutls28-dev: the master reads and writes the TLS sessions of upgraded
 # connections (exec sessions) itself, libmicrohttpd's own forwarding being
 # 4 bytes a turn in Debian 12's 0.9.75 (src/master/sessions.c).
+# jupyter-notebook (with python3-ipykernel): the notebook server `yard
+# notebook` runs in the process runtime (framework jupyter), which the
+# browser test opens through the master's proxy.
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
-	python3 procps iproute2 curl openssl coreutils util-linux \
+	python3 procps iproute2 curl openssl coreutils util-linux jupyter-notebook python3-ipykernel \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
 	chromium wrk patroni etcd-server prometheus slurm-wlm munge

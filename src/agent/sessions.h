@@ -17,10 +17,15 @@
  * connection (the master relays the client's frames unchanged): it reads
  * masked frames, answers pings, writes the command's output as
  * yard.exec.v1 messages and, when the command has ended, its status and a
- * close frame. What the command runs in is sessexec.h's. The other kinds
- * (attach, port, http, ws) are answered, until they are built, with a
- * status saying this agent does not serve them, in the table of kinds in
- * sessions.c where they go.
+ * close frame. What the command runs in is sessexec.h's. For port
+ * (yard.port.v1) it is the WebSocket server end too, whose binary messages
+ * are the bytes of a TCP connection to 127.0.0.1:port in the node (the
+ * task's port: process tasks share the agent's network namespace, and the
+ * docker runtime's containers run on the host's network). For the
+ * proxy's http and ws the leg carries raw bytes: the agent splices it to
+ * that connection (the master writes the request and reads the answer).
+ * attach is answered, until it is built, with a status saying this agent
+ * does not serve it, in the table of kinds in sessions.c where it goes.
  */
 #ifndef YARD_AGENT_SESSIONS_H
 #define YARD_AGENT_SESSIONS_H

@@ -15,6 +15,8 @@ static const struct cli_command {
 	{ "show", cmd_show, NEED_MASTER, "show a job and its tasks" },
 	{ "logs", cmd_logs, NEED_MASTER, "print (or follow) a task's output" },
 	{ "exec", cmd_exec, NEED_MASTER, "run a command in a running task (-t: on a terminal, -i: with stdin)" },
+	{ "port-forward", cmd_portforward, NEED_MASTER, "forward a local port to a port of a running task" },
+	{ "notebook", cmd_notebook, NEED_MASTER, "start a Jupyter notebook as a job and print its URL" },
 	{ "metrics", cmd_metrics, NEED_MASTER, "show a job's training metrics" },
 	{ "cancel", cmd_cancel, NEED_MASTER, "cancel a job" },
 	{ "wait", cmd_wait, NEED_MASTER, "wait until a job ends" },

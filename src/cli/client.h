@@ -104,6 +104,13 @@ char *client_exec_path(uint64_t id, const struct client_exec_req *req);
  * over CLIENT_EXEC_PATH_MAX is YERR(TOO_LARGE), nothing sent. */
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb);
+/* client_portforward_open opens a port-forward session's WebSocket
+ * (GET /v1/jobs/{id}/portforward?task=&port=, subprotocol yard.port.v1)
+ * to port of task ("ROLE/INDEX", NULL: the job's first) into *s (closed
+ * by the caller with httpc_stream_close); a refusal is the API's error,
+ * *status its HTTP status when status is not NULL. */
+int client_portforward_open(struct client *c, uint64_t id, const char *task, unsigned port,
+			    struct httpc_stream *s, long *status, struct errbuf *eb);
 
 /* What to read of a task's log. */
 struct client_log_req {

@@ -160,6 +160,10 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 /* yard exec (cmd_exec.c): a command in a running task, over a session. */
 int cmd_exec(struct cli_ctx *ctx, int argc, char **argv);
+/* yard port-forward (cmd_portforward.c): a local port to a task's, over sessions. */
+int cmd_portforward(struct cli_ctx *ctx, int argc, char **argv);
+/* yard notebook (cmd_notebook.c): a Jupyter notebook job behind the proxy. */
+int cmd_notebook(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);

@@ -759,9 +759,10 @@ static int get_argv(const json_t *v, const char *path, char ***out, struct errbu
 }
 
 /* The frameworks with a launcher (src/launch/launch.h checks their roles;
- * horovod is the mpi launcher: horovodrun is mpirun underneath). */
+ * horovod is the mpi launcher: horovodrun is mpirun underneath; jupyter a
+ * notebook server behind the master's proxy). */
 static const char *const frameworks[] = {
-	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe",
+	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe", "jupyter",
 };
 
 static void supported_frameworks(char *buf, size_t size)

@@ -67,6 +67,7 @@ void h_experiment_get(struct req *r);
 void h_experiment_cancel(struct req *r);
 /* api_sessions.c */
 void h_exec_session(struct req *r);
+void h_portforward_session(struct req *r);
 void h_agent_session(struct req *r);
 /* api_logs.c */
 void h_job_logs(struct req *r);

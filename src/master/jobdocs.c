@@ -284,6 +284,10 @@ static json_t *task_env(const struct task *t, const struct job *j)
 	json_object_set_new(env, "YARD_GPUS", json_string(gl.buf));
 	snprintf(buf, sizeof(buf), "%u", t->attempt);
 	json_object_set_new(env, "YARD_RESTART_COUNT", json_string(buf));
+	if (t->port) { /* the port of its node reserved for it (its framework's) */
+		snprintf(buf, sizeof(buf), "%u", t->port);
+		json_object_set_new(env, "YARD_PORT", json_string(buf));
+	}
 	if (j->spec) {
 		char *p = json_dumps(j->spec->params, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 		json_object_set_new(env, "YARD_PARAMS", json_string(p ? p : "{}"));
@@ -350,7 +354,7 @@ static int task_launch(struct master *m, const struct task *t, char ***argv, jso
 						 .gpus = o->gpus, .ngpus = o->ngpus, .port = o->port };
 	}
 	struct launch_job lj = { .framework = j->spec->framework, .nodes = ln, .nnodes = nn,
-				 .tasks = lt, .ntasks = nt };
+				 .tasks = lt, .ntasks = nt, .job_id = j->id };
 	ret = launch_task(&lj, me, argv, env, eb);
 	free(lt);
 	free(ln);

@@ -29,7 +29,7 @@ def api_routes():
     rows = []
     with open(os.path.join(ROOT, "docs", "api.md")) as f:
         for line in f:
-            m = re.match(r"\| (GET|POST|PUT|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
+            m = re.match(r"\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
             if m:
                 rows.append(m.groups())
     return rows

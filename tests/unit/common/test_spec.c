@@ -247,7 +247,7 @@ static const struct bad_case bad_cases[] = {
 		"preemption.grase: unknown field (did you mean 'grace'?)" },
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
 		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
-		"mpi, horovod, jax, caffe)" },
+		"mpi, horovod, jax, caffe, jupyter)" },
 	{ "image: Ubuntu:22.04\n" BASE "tasks: {worker: {}}", "image",
 		"image: \"Ubuntu:22.04\" is not a valid image reference: repository names must be "
 		"lowercase" },
