@@ -2,8 +2,12 @@
 #include "base/compat.h"
 #include "agent/sessions.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 
 #include "agent/sessexec.h"
 #include "agent/taskdir.h"
@@ -25,6 +29,8 @@
 #define FLUSH_MS 30000
 #define CLOSE_WAIT_MS 1000
 #define DIAL_TIMEOUT_MS 15000
+/* The most of a task's port read at once: one yard.port.v1 message. */
+#define PORT_CHUNK (64 * 1024)
 
 enum stop_req { STOP_NONE, STOP_TASK_ENDED, STOP_AGENT };
 
@@ -498,12 +504,337 @@ static void run_attach(struct asession *s, struct wsconn *c)
 	serve(s, c, &req, &exec_attach_ops);
 }
 
-/* The kinds this agent does not serve yet. */
-static void run_unsupported(struct asession *s, struct wsconn *c)
-{
-	const char *kind = json_string_value(json_object_get(s->entry, "kind"));
+/* ---- port, http, ws: a TCP connection to the task's port ---- */
 
-	conn_refuse(c, false, 0, "node '%s' does not serve %s sessions", s->node, kind ? kind : "such");
+/* How the session's loop is told to stop: STOP_NONE to go on. */
+static enum stop_req stop_asked(struct asession *s)
+{
+	enum stop_req stop;
+
+	pthread_mutex_lock(&s->as->lock);
+	stop = s->stop;
+	pthread_mutex_unlock(&s->as->lock);
+	return stop;
+}
+
+/* A connection to 127.0.0.1:port: process tasks run in the agent's
+ * network namespace, and the docker runtime's containers on the host's
+ * network, so the task's port is the node's loopback port. Non-blocking
+ * and close-on-exec; -1 with eb saying why. */
+static int upstream_connect(struct asession *s, unsigned port, struct errbuf *eb)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc;
+
+	if (fd < 0)
+		return error(eb, YERR(INTERNAL), "cannot make a socket: %s", strerror(errno)), -1;
+	while ((rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
+		error(eb, YERR(BAD_GATEWAY), "cannot connect to port %u of node '%s' (127.0.0.1): %s", port,
+		      s->node, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+/* The task's port of the session's entry, or 0. */
+static unsigned entry_port(const struct asession *s)
+{
+	return json_dim(s->entry, "port", 65535);
+}
+
+/* Bytes waiting to be written to the upstream: buf from off. */
+struct outq {
+	struct strbuf buf;
+	size_t off;
+};
+
+static size_t outq_len(const struct outq *q)
+{
+	return q->buf.len - q->off;
+}
+
+/* Writes what fd takes of q: 0, or -1 when the upstream is gone (EPIPE,
+ * a reset). */
+static int outq_write(struct outq *q, int fd)
+{
+	while (outq_len(q)) {
+		ssize_t n = send(fd, q->buf.buf + q->off, outq_len(q), MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		q->off += (size_t)n;
+	}
+	strbuf_reset(&q->buf);
+	q->off = 0;
+	return 0;
+}
+
+/* Reads the upstream once into out (the leg's queue, as frames when
+ * framed): 1 when bytes came, 0 when none are there now, -1 at its end,
+ * -2 when it failed (errno set). */
+static int upstream_read(int fd, struct strbuf *out, bool framed)
+{
+	char buf[PORT_CHUNK];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), 0)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -2;
+	if (!n)
+		return -1;
+	if (framed)
+		ws_frame_append(out, WS_OP_BINARY, buf, (size_t)n, false);
+	else
+		strbuf_add(out, buf, (size_t)n);
+	return 1;
+}
+
+/* http and ws: an answer the master reads as the upstream's, saying why
+ * there is no upstream (the client gets it as a 502 with the API's error
+ * document). */
+static void raw_refuse(struct wsconn *c, const struct errbuf *eb)
+{
+	json_t *doc = json_pack("{s:{s:s, s:s}}", "error", "code", "bad_gateway", "message", eb->msg);
+	char *text = json_dumps(doc, JSON_COMPACT);
+
+	strbuf_addf(&c->out, "HTTP/1.0 502 Bad Gateway\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(text), text);
+	conn_flush_all(c);
+	free(text);
+	json_decref(doc);
+}
+
+/*
+ * http and ws: the leg and the upstream spliced, raw bytes both ways (the
+ * master wrote the request, and reads the answer). The upstream's end
+ * (it closed, or failed) ends the session once what it sent has gone to
+ * the master; the leg's end (the client went away) ends it at once.
+ */
+static void run_raw(struct asession *s, struct wsconn *c)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct outq up = { STRBUF_INIT, 0 };
+	bool up_eof = false;
+	int fd;
+
+	if (!s->t.found || !s->t.running) {
+		error(&eb, YERR(BAD_GATEWAY), "task %" PRId64 " is not running on node '%s'", s->task, s->node);
+		raw_refuse(c, &eb);
+		return;
+	}
+	if ((fd = upstream_connect(s, entry_port(s), &eb)) < 0) {
+		raw_refuse(c, &eb);
+		return;
+	}
+	while (!c->eof && !(up_eof && !conn_pending(c))) {
+		struct pollfd pf[3];
+		int np = 0, ileg = -1, iup = -1;
+		short legev, upev;
+		if (stop_asked(s) != STOP_NONE)
+			break;
+		pf[np++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+		legev = (short)((outq_len(&up) < IN_HIGH ? POLLIN : 0) | (conn_pending(c) ? POLLOUT : 0));
+		upev = (short)((!up_eof && conn_pending(c) < OUT_HIGH ? POLLIN : 0) | (outq_len(&up) ? POLLOUT : 0));
+		if (legev) {
+			ileg = np;
+			pf[np++] = (struct pollfd){ .fd = c->st->fd, .events = legev };
+		}
+		if (upev) {
+			iup = np;
+			pf[np++] = (struct pollfd){ .fd = fd, .events = upev };
+		}
+		if (poll(pf, (nfds_t)np, c->more && outq_len(&up) < IN_HIGH ? 0 : -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents) {
+			uint64_t v;
+			if (read(s->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		if ((ileg >= 0 && pf[ileg].revents) || c->more) {
+			char buf[65536];
+			c->more = false;
+			while (!c->eof) {
+				size_t n = 0;
+				int rc;
+				if (outq_len(&up) >= IN_HIGH) {
+					c->more = true; /* TLS may hold more than the socket shows */
+					break;
+				}
+				rc = httpc_stream_recv(c->st, buf, sizeof(buf), &n, NULL);
+				if (rc == HTTPC_STREAM_AGAIN)
+					break;
+				if (rc)
+					c->eof = true;
+				else
+					strbuf_add(&up.buf, buf, n);
+			}
+		}
+		if (outq_len(&up) && outq_write(&up, fd) < 0)
+			up_eof = true; /* the upstream is gone: what it sent goes on, then the end */
+		if (iup >= 0 && (pf[iup].revents & (POLLIN | POLLHUP | POLLERR))) {
+			int r = 0;
+			while (conn_pending(c) < OUT_HIGH && (r = upstream_read(fd, &c->out, false)) > 0)
+				;
+			if (r < 0)
+				up_eof = true;
+		}
+		conn_flush(c);
+	}
+	if (up_eof && !c->eof)
+		conn_flush_all(c);
+	close(fd);
+	strbuf_release(&up.buf);
+}
+
+/* port: ends the session with a close frame (code, reason) and waits a
+ * little for the client's. */
+static void port_close(struct wsconn *c, unsigned code, const char *reason)
+{
+	ws_close_append(&c->out, code, reason, false);
+	conn_flush_all(c);
+	conn_await_close(c);
+}
+
+/*
+ * port (yard.port.v1): the server end of the client's WebSocket, whose
+ * binary messages are the bytes of a TCP connection to the task's port.
+ * An empty binary message is the end of what its sender sends: from the
+ * client it shuts the upstream's write side once the bytes before it are
+ * written; the upstream's end goes to the client as one. Once both ways
+ * have ended, a close frame (1000); the upstream's failure, the task's
+ * end or a port nothing listens on: a close frame 1011 with the reason.
+ */
+static void run_port(struct asession *s, struct wsconn *c)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct outq up = { STRBUF_INIT, 0 };
+	bool client_eof = false, shut = false, up_eof = false;
+	char why[300] = "";
+	unsigned port = entry_port(s);
+	int fd;
+
+	if (!s->t.found || !s->t.running) {
+		snprintf(why, sizeof(why), "task %" PRId64 " is not running on node '%s'", s->task, s->node);
+		port_close(c, WS_CLOSE_ERROR, why);
+		return;
+	}
+	if ((fd = upstream_connect(s, port, &eb)) < 0) {
+		port_close(c, WS_CLOSE_ERROR, eb.msg);
+		return;
+	}
+	while (!c->eof && !c->close_got && !why[0] && !(up_eof && shut && !conn_pending(c))) {
+		struct pollfd pf[3];
+		int np = 0, ileg = -1, iup = -1;
+		short legev, upev;
+		enum stop_req stop = stop_asked(s);
+		if (stop == STOP_AGENT)
+			break;
+		if (stop == STOP_TASK_ENDED) {
+			snprintf(why, sizeof(why), "task %" PRId64 " has ended", s->task);
+			break;
+		}
+		pf[np++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+		legev = (short)((outq_len(&up) < IN_HIGH ? POLLIN : 0) | (conn_pending(c) ? POLLOUT : 0));
+		upev = (short)((!up_eof && conn_pending(c) < OUT_HIGH ? POLLIN : 0) | (outq_len(&up) ? POLLOUT : 0));
+		if (legev) {
+			ileg = np;
+			pf[np++] = (struct pollfd){ .fd = c->st->fd, .events = legev };
+		}
+		if (upev) {
+			iup = np;
+			pf[np++] = (struct pollfd){ .fd = fd, .events = upev };
+		}
+		if (poll(pf, (nfds_t)np, c->more && outq_len(&up) < IN_HIGH ? 0 : -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents) {
+			uint64_t v;
+			if (read(s->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				break;
+		}
+		if ((ileg >= 0 && pf[ileg].revents) || c->more) {
+			char buf[65536];
+			c->more = false;
+			while (!c->eof && !c->close_got) {
+				size_t n = 0, used;
+				int rc;
+				if (outq_len(&up) >= IN_HIGH) {
+					c->more = true;
+					break;
+				}
+				rc = httpc_stream_recv(c->st, buf, sizeof(buf), &n, NULL);
+				if (rc == HTTPC_STREAM_AGAIN)
+					break;
+				if (rc) {
+					c->eof = true;
+					break;
+				}
+				for (size_t at = 0; at < n && !c->close_got; at += used) {
+					int r = ws_reader_feed(&c->rd, buf + at, n - at, &used, &eb);
+					if (r < 0) {
+						ws_close_append(&c->out, r == YERR(TOO_LARGE) ? WS_CLOSE_TOO_BIG
+											: WS_CLOSE_PROTOCOL, eb.msg, false);
+						c->close_got = true;
+						c->close_code = 0; /* ours is on its way */
+						break;
+					}
+					if (r != 1)
+						continue;
+					if (c->rd.opcode == WS_OP_PING) {
+						ws_frame_append(&c->out, WS_OP_PONG, c->rd.msg, c->rd.msg_len, false);
+					} else if (c->rd.opcode == WS_OP_CLOSE) {
+						c->close_got = true;
+						c->close_code = c->rd.msg_len >= 2
+							? (unsigned)((unsigned char)c->rd.msg[0] << 8 | (unsigned char)c->rd.msg[1])
+							: WS_CLOSE_NORMAL;
+					} else if (c->rd.opcode == WS_OP_BINARY && !client_eof) {
+						if (!c->rd.msg_len)
+							client_eof = true;
+						else
+							strbuf_add(&up.buf, c->rd.msg, c->rd.msg_len);
+					}
+				}
+			}
+		}
+		if (outq_len(&up) && outq_write(&up, fd) < 0)
+			snprintf(why, sizeof(why), "the connection to port %u was reset", port);
+		if (client_eof && !shut && !outq_len(&up)) {
+			shutdown(fd, SHUT_WR);
+			shut = true;
+		}
+		if (!why[0] && iup >= 0 && (pf[iup].revents & (POLLIN | POLLHUP | POLLERR))) {
+			int r = 0;
+			while (conn_pending(c) < OUT_HIGH && (r = upstream_read(fd, &c->out, true)) > 0)
+				;
+			if (r == -1) {
+				up_eof = true;
+				ws_frame_append(&c->out, WS_OP_BINARY, "", 0, false); /* its end */
+			} else if (r == -2) {
+				snprintf(why, sizeof(why), "the connection to port %u failed: %s", port,
+					 strerror(errno));
+			}
+		}
+		conn_flush(c);
+	}
+	close(fd);
+	strbuf_release(&up.buf);
+	if (stop_asked(s) == STOP_AGENT || c->eof)
+		return;
+	if (c->close_got) {
+		/* the client closed: answer its close */
+		if (c->close_code)
+			ws_close_append(&c->out, c->close_code == 1005 ? WS_CLOSE_NORMAL : c->close_code, "", false);
+		conn_flush_all(c);
+		return;
+	}
+	port_close(c, why[0] ? WS_CLOSE_ERROR : WS_CLOSE_NORMAL, why);
 }
 
 /* The table of kinds: what the thread runs on a dialed leg. */
@@ -513,9 +844,9 @@ static const struct asession_kind {
 } kinds[] = {
 	{ "exec", run_exec },
 	{ "attach", run_attach },
-	{ "port", run_unsupported },
-	{ "http", NULL }, /* raw bytes: the connection just closes */
-	{ "ws", NULL },
+	{ "port", run_port },
+	{ "http", run_raw },
+	{ "ws", run_raw },
 };
 
 /* ---- threads ---- */
@@ -537,7 +868,10 @@ static void *session_thread(void *arg)
 	if (httpc_upgrade(&c, &req, &st, NULL, &eb)) {
 		fprintf(stderr, "yard agent: session %s: cannot open it: %s\n", s->id, eb.msg);
 	} else {
-		struct wsconn conn = { .st = &st };
+		/* more: what came with the 101 (httpc_upgrade keeps it, and TLS may
+		 * hold more) is read before the socket is polled, which would not
+		 * say it is there */
+		struct wsconn conn = { .st = &st, .more = true };
 		const struct asession_kind *k = NULL;
 		strbuf_init(&conn.out, 0);
 		ws_reader_init(&conn.rd, READER_MAX, WS_MASK_REQUIRED);

@@ -20,9 +20,12 @@
  * close frame. What the command runs in is sessexec.h's. An attach is
  * served the same way, its "command" the terminal an interactive task's
  * shim shares (sessexec.h's exec_attach_ops): the client leaving detaches.
- * The other kinds (port, http, ws) are answered, until they are built,
- * with a status saying this agent does not serve them, in the table of
- * kinds in sessions.c where they go.
+ * For port (yard.port.v1) it is the WebSocket server end too, whose binary
+ * messages are the bytes of a TCP connection to 127.0.0.1:port in the node
+ * (the task's port: process tasks share the agent's network namespace, and
+ * the docker runtime's containers run on the host's network). For the
+ * proxy's http and ws the leg carries raw bytes: the agent splices it to
+ * that connection (the master writes the request and reads the answer).
  */
 #ifndef YARD_AGENT_SESSIONS_H
 #define YARD_AGENT_SESSIONS_H

@@ -351,6 +351,11 @@ int client_node_remove(struct client *c, const char *name, json_t **out, struct 
 	return node_request(c, "DELETE", name, "", NULL, out, eb);
 }
 
+int client_provisioners(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/provisioners", NULL, out, eb);
+}
+
 int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 {
 	return get_json(c, "GET", "/v1/queue", NULL, out, eb);
@@ -451,12 +456,23 @@ char *client_exec_path(uint64_t id, const struct client_exec_req *req)
 	return strbuf_detach(&sb, NULL);
 }
 
+/* A session's WebSocket of subprotocol proto at path. */
+static int session_open(struct client *c, const char *path, const char *proto, struct httpc_stream *s,
+			long *status, struct errbuf *eb)
+{
+	char *header = xasprintf("Sec-WebSocket-Protocol: %s", proto);
+	const char *const headers[] = { header, NULL };
+	struct httpc_upgrade_req up = { .path = path, .protocol = "websocket", .headers = headers };
+	int ret = httpc_upgrade(&c->http, &up, s, status, eb);
+
+	free(header);
+	return ret;
+}
+
 int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned cols, unsigned rows,
 		       struct httpc_stream *s, struct errbuf *eb)
 {
-	static const char *const headers[] = { "Sec-WebSocket-Protocol: yard.exec.v1", NULL };
 	struct strbuf path = STRBUF_INIT;
-	struct httpc_upgrade_req up = { .protocol = "websocket", .headers = headers };
 	int ret;
 
 	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/attach", id);
@@ -467,8 +483,7 @@ int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned
 		strbuf_addf(&path, "%stask=%s", cols && rows ? "&" : "?", t);
 		free(t);
 	}
-	up.path = path.buf;
-	ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
+	ret = session_open(c, path.buf, "yard.exec.v1", s, NULL, eb);
 	strbuf_release(&path);
 	return ret;
 }
@@ -476,9 +491,7 @@ int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb)
 {
-	static const char *const headers[] = { "Sec-WebSocket-Protocol: yard.exec.v1", NULL };
 	char *path = client_exec_path(id, req);
-	struct httpc_upgrade_req up = { .path = path, .protocol = "websocket", .headers = headers };
 	size_t len = strlen(path);
 	int ret;
 
@@ -487,7 +500,24 @@ int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req
 			    "the most a session's request takes is %d (run a script instead)", len,
 			    CLIENT_EXEC_PATH_MAX);
 	else
-		ret = httpc_upgrade(&c->http, &up, s, NULL, eb);
+		ret = session_open(c, path, "yard.exec.v1", s, NULL, eb);
 	free(path);
+	return ret;
+}
+
+int client_portforward_open(struct client *c, uint64_t id, const char *task, unsigned port,
+			    struct httpc_stream *s, long *status, struct errbuf *eb)
+{
+	struct strbuf path = STRBUF_INIT;
+	int ret;
+
+	strbuf_addf(&path, "/v1/jobs/%" PRIu64 "/portforward?port=%u", id, port);
+	if (task) {
+		char *t = url_escape(task);
+		strbuf_addf(&path, "&task=%s", t);
+		free(t);
+	}
+	ret = session_open(c, path.buf, "yard.port.v1", s, status, eb);
+	strbuf_release(&path);
 	return ret;
 }

@@ -104,6 +104,13 @@ char *client_exec_path(uint64_t id, const struct client_exec_req *req);
  * over CLIENT_EXEC_PATH_MAX is YERR(TOO_LARGE), nothing sent. */
 int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
 		     struct httpc_stream *s, struct errbuf *eb);
+/* client_portforward_open opens a port-forward session's WebSocket
+ * (GET /v1/jobs/{id}/portforward?task=&port=, subprotocol yard.port.v1)
+ * to port of task ("ROLE/INDEX", NULL: the job's first) into *s (closed
+ * by the caller with httpc_stream_close); a refusal is the API's error,
+ * *status its HTTP status when status is not NULL. */
+int client_portforward_open(struct client *c, uint64_t id, const char *task, unsigned port,
+			    struct httpc_stream *s, long *status, struct errbuf *eb);
 
 /* client_attach_open opens a WebSocket (yard.exec.v1) to the terminal of
  * interactive job id (GET /v1/jobs/{id}/attach; task "ROLE/INDEX" or NULL:
@@ -156,6 +163,8 @@ int client_node_drain(struct client *c, const char *name, const char *reason, js
 int client_node_resume(struct client *c, const char *name, json_t **out, struct errbuf *eb);
 int client_node_remove(struct client *c, const char *name, json_t **out, struct errbuf *eb);
 
+/* GET /v1/provisioners -> {"pools": [...], "requests": [...]} (docs/elastic.md). */
+int client_provisioners(struct client *c, json_t **out, struct errbuf *eb);
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);
 

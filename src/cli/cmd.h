@@ -169,6 +169,10 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);
  * ends); who names us in messages. Returns the exit status (cmd_attach.c
  * says which). */
 int cli_attach(struct cli_ctx *ctx, uint64_t id, const char *task, const char *who);
+/* yard port-forward (cmd_portforward.c): a local port to a task's, over sessions. */
+int cmd_portforward(struct cli_ctx *ctx, int argc, char **argv);
+/* yard notebook (cmd_notebook.c): a Jupyter notebook job behind the proxy. */
+int cmd_notebook(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
@@ -178,6 +182,7 @@ int cmd_update(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_rerun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_provisioners(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_usage(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);

@@ -109,25 +109,29 @@ const char *http_head_get(const struct http_head *h, const char *name)
 	return NULL;
 }
 
-bool http_head_has_token(const struct http_head *h, const char *name, const char *token)
+bool http_list_has_token(const char *list, const char *token)
 {
 	size_t tlen = strlen(token);
 
-	for (size_t i = 0; i < h->nfields; i++) {
-		if (strcasecmp(h->fields[i].name, name))
-			continue;
-		for (const char *p = h->fields[i].value; *p;) {
-			size_t n;
-			while (*p == ' ' || *p == '\t' || *p == ',')
-				p++;
-			n = strcspn(p, ",");
-			while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-				n--;
-			if (n == tlen && !strncasecmp(p, token, tlen))
-				return true;
-			p += strcspn(p, ",");
-		}
+	for (const char *p = list; p && *p;) {
+		size_t n;
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		n = strcspn(p, ",");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n == tlen && !strncasecmp(p, token, tlen))
+			return true;
+		p += strcspn(p, ",");
 	}
+	return false;
+}
+
+bool http_head_has_token(const struct http_head *h, const char *name, const char *token)
+{
+	for (size_t i = 0; i < h->nfields; i++)
+		if (!strcasecmp(h->fields[i].name, name) && http_list_has_token(h->fields[i].value, token))
+			return true;
 	return false;
 }
 

@@ -2,7 +2,7 @@
  * HTTP/1.x response heads read by hand, where libcurl cannot read them for
  * us: the 101 of an upgrade (httpc_upgrade, common/httpc.h), a container
  * engine's answer to a hijacked exec start (the agent), an upstream's
- * answer through a session (the master's HTTP proxy). Bounded, never
+ * answer through a session (the master's HTTP proxy, master/proxy.h). Bounded, never
  * trusting: the input comes from the other end of a socket.
  */
 #ifndef YARD_COMMON_HTTPHEAD_H
@@ -45,6 +45,9 @@ int http_response_head_parse(const char *buf, size_t len, struct http_head *h, s
 /* http_head_get: the value of the first field called name (any case), or
  * NULL. */
 const char *http_head_get(const struct http_head *h, const char *name);
+/* http_list_has_token: whether a field's value (NULL: none) holds token
+ * in its comma-separated list (any case): "keep-alive, Upgrade". */
+bool http_list_has_token(const char *list, const char *token);
 /* http_head_has_token: whether a field called name holds token in its
  * comma-separated list (any case): "Connection: keep-alive, Upgrade". */
 bool http_head_has_token(const struct http_head *h, const char *name, const char *token);

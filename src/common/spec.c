@@ -759,9 +759,10 @@ static int get_argv(const json_t *v, const char *path, char ***out, struct errbu
 }
 
 /* The frameworks with a launcher (src/launch/launch.h checks their roles;
- * horovod is the mpi launcher: horovodrun is mpirun underneath). */
+ * horovod is the mpi launcher: horovodrun is mpirun underneath; jupyter a
+ * notebook server behind the master's proxy). */
 static const char *const frameworks[] = {
-	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe",
+	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe", "jupyter",
 };
 
 static void supported_frameworks(char *buf, size_t size)
@@ -1040,7 +1041,7 @@ static int get_memory(const json_t *v, const char *path, uint64_t *bytes, struct
 }
 
 const char *const spec_role_fields[] = { "replicas", "gpus", "cpus", "memory", "pids", "command",
-	NULL };
+	"pool", NULL };
 
 static int get_role(const char *name, const json_t *v, struct spec_role *role, struct errbuf *eb)
 {
@@ -1064,7 +1065,7 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids and command",
+		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids, command and pool",
 			v);
 	if ((ret = spec_check_known(v, spec_role_fields, path, eb)) < 0)
 		return ret;
@@ -1088,6 +1089,9 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	role->pids = pids;
 	snprintf(fpath, sizeof(fpath), "%s.command", path);
 	if ((f = field(v, "command")) && (ret = get_argv(f, fpath, &role->command, eb)) < 0)
+		return ret;
+	snprintf(fpath, sizeof(fpath), "%s.pool", path);
+	if ((f = field(v, "pool")) && !json_is_null(f) && (ret = get_name(f, fpath, &role->pool, eb)) < 0)
 		return ret;
 	return 0;
 }
@@ -1437,6 +1441,10 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if (spec->pool && !strcmp(spec->pool, "default"))
 		free(spec->pool), spec->pool = NULL;
+	/* a role in the job's own pool is in no pool of its own */
+	for (size_t i = 0; i < spec->nroles; i++)
+		if (spec->roles[i].pool && !strcmp(spec->roles[i].pool, spec->pool ? spec->pool : "default"))
+			free(spec->roles[i].pool), spec->roles[i].pool = NULL;
 	if ((ret = get_priority(field(doc, "priority"), &spec->priority, eb)) < 0)
 		goto out;
 	if ((ret = get_on_disconnect(field(doc, "on_disconnect"), &spec->keep_on_disconnect, eb)) < 0)
@@ -1504,6 +1512,8 @@ json_t *spec_to_json(const struct job_spec *spec)
 				"memory", r->memory ? json_integer((json_int_t)r->memory) : json_null(),
 				"pids", (json_int_t)r->pids,
 				"command", argv_to_json(r->command)));
+		if (r->pool) /* (absent otherwise: the canonical form of every other spec is as it was) */
+			json_object_set_new(json_object_get(tasks, r->name), "pool", json_string(r->pool));
 	}
 	timeout = duration_to_json(spec->timeout_ms);
 
@@ -1559,6 +1569,7 @@ void spec_release(struct job_spec *spec)
 	json_decref(spec->env);
 	for (size_t i = 0; i < spec->nroles; i++) {
 		free(spec->roles[i].name);
+		free(spec->roles[i].pool);
 		argv_free(spec->roles[i].command);
 	}
 	free(spec->roles);

@@ -94,6 +94,9 @@ struct spec_role {
 	uint64_t memory;       /* bytes; 0 = no limit */
 	uint64_t pids;         /* max processes of each task */
 	char **command;        /* owned NULL-terminated argv, or NULL: the job's */
+	/* owned or NULL: the pool this role's tasks run in when not the job's
+	 * (tasks.ROLE.pool): parameter servers on a CPU pool, workers on GPUs */
+	char *pool;
 };
 
 /* The kinds of data source (docs/datasets.md). */

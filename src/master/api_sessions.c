@@ -11,6 +11,7 @@
 #include "base/utf8.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/httphead.h"
 #include "common/wsframe.h"
 #include "master/jobs.h"
 #include "master/sessions.h"
@@ -23,21 +24,7 @@
 /* Whether header name of r holds token in its comma-separated list. */
 static bool header_has_token(struct req *r, const char *name, const char *token)
 {
-	const char *v = req_header(r, name);
-	size_t tlen = strlen(token);
-
-	for (const char *p = v; p && *p;) {
-		size_t n;
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		n = strcspn(p, ",");
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		if (n == tlen && !strncasecmp(p, token, tlen))
-			return true;
-		p += strcspn(p, ",");
-	}
-	return false;
+	return http_list_has_token(req_header(r, name), token);
 }
 
 /* Checks r's WebSocket opening handshake (RFC 6455, 4.2.1) for protocol
@@ -184,20 +171,23 @@ static struct task *session_task(struct req *r, struct job *j)
 	return t;
 }
 
-/* The 101 that makes r's connection the client leg of session s. */
-static void upgrade_client(struct req *r, struct session *s, const char *accept, bool offered)
+/* The 101 that makes r's connection the client leg of session s, a
+ * WebSocket of protocol proto (named when the client offered it);
+ * audit_path (taken) is what the audit entry names: the kind and the
+ * task. */
+static void upgrade_client(struct req *r, struct session *s, const char *proto, const char *accept,
+			   bool offered, char *audit_path)
 {
 	struct MHD_Response *resp;
 
-	/* the audit entry names the kind and the task */
 	free(r->audit_path);
-	r->audit_path = xasprintf("%s?task=%s", r->url, s->task_name);
+	r->audit_path = audit_path;
 	resp = sessions_upgrade_response(r, s, SESSION_LEG_CLIENT);
 	MHD_add_response_header(resp, "Upgrade", "websocket");
 	MHD_add_response_header(resp, "Connection", "Upgrade");
 	MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
 	if (offered)
-		MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WS_PROTO_EXEC);
+		MHD_add_response_header(resp, "Sec-WebSocket-Protocol", proto);
 	req_set_response(r, 101, resp);
 }
 
@@ -251,11 +241,50 @@ void h_exec_session(struct req *r)
 		req_error(r, &eb);
 		goto out;
 	}
-	upgrade_client(r, s, accept, offered);
+	upgrade_client(r, s, WS_PROTO_EXEC, accept, offered,
+		       xasprintf("%s?task=%s", r->url, s->task_name));
 out:
 	for (size_t i = 0; i < cmd.n; i++)
 		free(cmd.argv[i]);
 	free(cmd.argv);
+}
+
+/* GET /v1/jobs/{id}/portforward?task=&port=: a WebSocket (yard.port.v1)
+ * to a TCP connection to 127.0.0.1:port in the node of a task of the job. */
+void h_portforward_session(struct req *r)
+{
+	struct session_spec spec = { .kind = SESSION_PORT };
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j = path_job(r);
+	const char *port = req_query(r, "port");
+	struct session *s;
+	struct task *t;
+	char accept[29];
+	bool offered = false;
+	uint64_t n = 0;
+
+	if (!j || ws_handshake(r, WS_PROTO_PORT, accept, &offered))
+		return;
+	if (!port || parse_u64_str(port, &n) || !n || n > 65535) {
+		error_field(&eb, YERR(BAD_REQUEST), "port", "port '%.32s': expected the task's port, 1 to "
+			    "65535", port ? port : "");
+		req_error(r, &eb);
+		return;
+	}
+	spec.port = (unsigned)n;
+	if (j->state != JOB_RUNNING) {
+		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
+			  job_state_name(j->state));
+		return;
+	}
+	if (!(t = session_task(r, j)))
+		return;
+	if (sessions_create(r->m, &spec, j, t, &s, &eb)) {
+		req_error(r, &eb);
+		return;
+	}
+	upgrade_client(r, s, WS_PROTO_PORT, accept, offered,
+		       xasprintf("%s?task=%s&port=%u", r->url, s->task_name, spec.port));
 }
 
 /* GET /v1/jobs/{id}/attach?task=&cols=&rows=: a WebSocket (yard.exec.v1)
@@ -292,7 +321,8 @@ void h_attach_session(struct req *r)
 		req_error(r, &eb);
 		return;
 	}
-	upgrade_client(r, s, accept, offered);
+	upgrade_client(r, s, WS_PROTO_EXEC, accept, offered,
+		       xasprintf("%s?task=%s", r->url, s->task_name));
 }
 
 /* GET /v1/agents/{id}/sessions/{sid} with Upgrade: yard-session/1: the

@@ -12,6 +12,7 @@
 #define YARD_MASTER_CORE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -197,6 +198,10 @@ struct node {
 	                         * ("yard-HEX"), as last reported; in memory only */
 	size_t ncache;
 	bool awaited;           /* stored before this master started, not heard from since */
+	/* its agent is ephemeral (agent --ephemeral): it leaves when told, or
+	 * idle, and its node ends then (docs/elastic.md) */
+	bool ephemeral;
+	char *slurm_job;        /* owned or NULL: the Slurm job its agent runs in ("4411_0") */
 };
 
 /* One version of a dataset (datasets.h); its manifest is the file
@@ -238,6 +243,7 @@ struct team_share {
 
 struct shared_body;
 struct codeindex;
+struct elastic;
 
 /* How many state changes a job keeps in its history. */
 #define JOB_EVENTS_MAX 200
@@ -328,6 +334,7 @@ struct master {
 	size_t nexps, aexps;
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
+	struct elastic *elastic; /* owned or NULL: the provisioned pools (elastic.h) */
 	struct session **sessions; /* owned, in memory only (sessions.h) */
 	size_t nsessions, asessions;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
@@ -340,6 +347,10 @@ struct master {
 	uv_timer_t mhd_timer, tick, lease_tick;
 	uv_prepare_t prepare;
 	uv_async_t stop_async, reload_async;
+	/* master_stop may come from the signal thread before master_run has
+	 * made stop_async: it asks (stop_requested), and sends only once the
+	 * loop runs (running); master_run looks at the request once it runs */
+	atomic_int running, stop_requested;
 	struct req *held;       /* suspended requests (intrusive list) */
 	unsigned short port;
 };

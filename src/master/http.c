@@ -215,6 +215,13 @@ static void hold(struct req *r)
 	r->m->held = r;
 }
 
+void req_hold(struct req *r, enum req_wait wait)
+{
+	r->wait = wait;
+	if (!r->suspended)
+		hold(r);
+}
+
 static void release(struct master *m, struct req *r)
 {
 	held_remove(m, r);
@@ -284,6 +291,8 @@ static void req_free(struct req *r)
 		held_remove(r->m, r);
 	if (r->session_id[0])
 		sessions_req_gone(r->m, r);
+	if (r->gone)
+		r->gone(r);
 	free(r->audit_path);
 	upload_cleanup(r);
 	if (r->resp)
@@ -504,6 +513,9 @@ static bool req_begin(struct req *r)
 	case BODY_MANIFEST:
 		r->body_max = API_MANIFEST_MAX;
 		break;
+	case BODY_STREAM:
+		r->body_max = SIZE_MAX; /* it is not kept: the handler takes it as it comes */
+		break;
 	default:
 		r->body_max = API_JSON_MAX;
 	}
@@ -599,15 +611,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->method) {
 		r->method = xstrdup(method);
 		r->url = xstrdup(url);
-		if (req_begin(r))
-			return MHD_YES;
-		/* refused before the handler: the audit entry goes into this
-		 * loop turn's batch; the refusal does not wait for it */
+		if (req_begin(r)) {
+			if (r->route->body != BODY_STREAM)
+				return MHD_YES;
+			/* the handler takes the body as it comes: it runs now */
+			r->handled = true;
+			r->route->handler(r);
+			if (!r->resp)
+				return MHD_YES;
+		}
+		/* refused before the handler (or by a streaming one): the audit
+		 * entry goes into this loop turn's batch; the refusal does not
+		 * wait for it */
 		if (r->route && (r->route->flags & ROUTE_AUDIT) && r->err_code != YERR(NOT_LEADER))
 			audit_record(r);
 		return queue(r);
 	}
 	if (*upload_data_size) {
+		if (r->stream_body && !r->resp && !r->queued) {
+			size_t n = r->stream_body(r, upload_data, *upload_data_size);
+			*upload_data_size -= n < *upload_data_size ? n : *upload_data_size;
+			/* no room for the rest now: it comes again once there is */
+			if (*upload_data_size && !r->resp)
+				req_hold(r, WAIT_HANDLER);
+			else if (r->resp)
+				*upload_data_size = 0; /* answered: the rest goes nowhere */
+			return MHD_YES;
+		}
 		if (!r->handled)
 			req_sink(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
@@ -615,6 +645,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->queued)
 		return MHD_YES;
+	if (r->route && r->route->body == BODY_STREAM && r->handled) {
+		/* the body has ended: the reply comes when the handler has it */
+		if (r->stream_body && !r->body_ended && !r->resp) {
+			r->body_ended = true;
+			r->stream_body(r, NULL, 0);
+		}
+		if (!r->resp) {
+			req_hold(r, WAIT_HANDLER);
+			return MHD_YES;
+		}
+		return queue(r);
+	}
 	if (!r->handled) {
 		r->handled = true;
 		if (r->too_large) {

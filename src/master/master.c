@@ -23,6 +23,7 @@
 #include "master/core.h"
 #include "master/outputs.h"
 #include "master/datasets.h"
+#include "master/elastic.h"
 #include "master/execs.h"
 #include "sched/decide.h"
 #include "master/http.h"
@@ -85,6 +86,8 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	m->txn_open = false;
 	m->batch_err = 0;
 	datasets_collect_garbage(m, rc == 0);
+	if (!rc)
+		elastic_committed(m); /* what a provisioner is asked for is stored first */
 	if (!rc && unsure && m->leadership.state == LEADER_LEADING)
 		/* agents could not be answered while unsure: none is lost for it */
 		jobs_restore_leases(m);
@@ -177,6 +180,7 @@ static void on_tick(uv_timer_t *t)
 		return;
 	jobs_tick(m);
 	interactive_tick(m);
+	elastic_tick(m);
 	/* queue positions of jobs placed by fresh-only plans, and waiting
 	 * reasons in general, are refreshed by a full plan at most every tick */
 	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)
@@ -490,8 +494,15 @@ int master_run(struct master *m)
 	m->stop_async.data = m;
 	uv_async_init(&m->loop, &m->reload_async, on_reload);
 	m->reload_async.data = m;
+	atomic_store(&m->running, 1);
+	if (atomic_load(&m->stop_requested))
+		uv_stop(&m->loop); /* stopped before it ran */
 	http_run(m);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
+	atomic_store(&m->running, 0);
+	/* provisioners' programs still running are stopped: the last uv_run
+	 * below waits for their threads, and a restart recovers their requests */
+	elastic_stop(m);
 
 	/* answer whatever was held, let MHD send it, then close the handles */
 	{
@@ -516,12 +527,16 @@ int master_run(struct master *m)
 
 void master_stop(struct master *m)
 {
-	uv_async_send(&m->stop_async);
+	atomic_store(&m->stop_requested, 1);
+	if (atomic_load(&m->running))
+		uv_async_send(&m->stop_async);
 }
 
 void master_reload(struct master *m)
 {
-	uv_async_send(&m->reload_async);
+	/* a reload before the loop runs has nothing to change yet */
+	if (atomic_load(&m->running))
+		uv_async_send(&m->reload_async);
 }
 
 void master_free(struct master *m)
@@ -547,6 +562,7 @@ void master_free(struct master *m)
 	free(m->data_dir);
 	free(m->job_key);
 	settings_clear(m);
+	elastic_free(m);
 	execs_clear(m);
 	free(m->sessions); /* empty: sessions_end_all ended them, the loop freed them */
 	ratelimit_release(&m->ratelimit);

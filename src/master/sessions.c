@@ -101,6 +101,12 @@ static void session_free(struct session *s)
 {
 	struct master *m = s->m;
 
+	if (s->client_ops) {
+		const struct session_client_ops *ops = s->client_ops;
+		s->client_ops = NULL;
+		ops->gone(s, s->client_arg);
+	}
+
 	for (size_t i = 0; i < m->nsessions; i++)
 		if (m->sessions[i] == s) {
 			m->sessions[i] = m->sessions[--m->nsessions];
@@ -489,6 +495,8 @@ static void session_end(struct session *s, const char *why)
 			session_kind_name(s->spec.kind), s->job_id, s->task_name, why);
 	}
 	uv_timer_start(&s->timer, on_timer, SESSION_DRAIN_MS, 0);
+	if (s->client_ops)
+		s->client_ops->ended(s, s->client_arg, why);
 }
 
 /* What happens next to s, after anything moved. */
@@ -635,14 +643,37 @@ void sessions_req_gone(struct master *m, struct req *r)
 size_t sessions_leg_write(struct session *s, enum session_leg_kind to, const void *buf, size_t len)
 {
 	struct session_buf *b = to == SESSION_LEG_AGENT ? &s->up : &s->down;
-	size_t room = buf_room(b), n = len < room ? len : room;
+	size_t room, n;
 
 	if (s->ending)
 		return 0;
+	room = buf_room(b);
+	n = len < room ? len : room;
 	memcpy(b->data + b->start + b->len, buf, n);
 	b->len += n;
 	session_step(s);
 	return n;
+}
+
+void sessions_set_client(struct session *s, const struct session_client_ops *ops, void *arg)
+{
+	s->client_ops = ops;
+	s->client_arg = arg;
+}
+
+void sessions_down_take(struct session *s, size_t n)
+{
+	buf_take(&s->down, n < s->down.len ? n : s->down.len);
+	session_step(s);
+}
+
+void sessions_client_done(struct session *s)
+{
+	s->client_ops = NULL;
+	s->client_arg = NULL;
+	s->client_gone = true;
+	session_end(s, NULL);
+	session_step(s);
 }
 
 /* ---- events of the model ---- */

@@ -25,12 +25,14 @@
  * the master, and the agent learns of each from its work reply (the node's
  * revision is bumped, so a held long poll answers at once).
  *
- * For the kinds still to come: http and ws sessions carry raw bytes on the
- * agent leg (the agent splices them to 127.0.0.1:port); the proxy route's
- * handler creates the session with sessions_create, and its kind's hooks in
- * the table of kinds (sessions.c: on_agent_up, where it writes the client's
- * request onto the agent leg with sessions_leg_write) take the upstream's
- * response head off the agent leg before the relay does. attach and port
+ * http and ws sessions (the HTTP proxy, master/proxy.h) carry raw bytes on
+ * the agent leg: the agent splices them to 127.0.0.1:port in the task's
+ * node. Their client is not a leg of the session's own: the proxy serves
+ * the client's request through MHD as any reply (struct
+ * session_client_ops), writes the request onto the agent leg with
+ * sessions_leg_write and takes the upstream's answer off it with
+ * sessions_down_take; a ws session gets a client leg once the proxy has
+ * answered its client's upgrade with the upstream's 101. attach and port
  * are exec's WebSocket transport under another kind name.
  */
 #ifndef YARD_MASTER_SESSIONS_H
@@ -115,6 +117,19 @@ struct session_leg {
 	bool closed;            /* handed back to MHD */
 };
 
+struct session;
+
+/* What serves a session's client when the client is no leg of its own
+ * (an http session's, a ws session's until its upgrade): the proxy. */
+struct session_client_ops {
+	/* s is ending (no more relaying; down keeps what the agent sent):
+	 * why is the master's reason ("node 'n1' was lost"), NULL when the
+	 * agent's leg ended (the upstream closed: the end of its answer) */
+	void (*ended)(struct session *s, void *arg, const char *why);
+	/* s is being freed: forget it */
+	void (*gone)(struct session *s, void *arg);
+};
+
 struct session {
 	char id[17];            /* 16 random hex digits */
 	struct master *m;       /* borrowed */
@@ -134,6 +149,8 @@ struct session {
 	uint64_t task_end_ms;   /* mono_ms its task was seen ended, 0: running */
 	uv_timer_t timer;       /* the dial, drain and task-end deadlines */
 	unsigned closing;       /* uv handles not closed yet: its timer (always) and its legs' */
+	const struct session_client_ops *client_ops; /* NULL: the client is a leg */
+	void *client_arg;       /* borrowed, for client_ops */
 };
 
 /* sessions_create makes a session of spec (copied: argv too) into task t
@@ -159,8 +176,20 @@ void sessions_req_gone(struct master *m, struct req *r);
 /* sessions_leg_write queues len bytes on a leg of s as if they came from
  * the other one (for the proxy: the client's request onto the agent leg);
  * the bytes that do not fit in the direction's buffer are refused:
- * returns the bytes taken. */
+ * returns the bytes taken (0 once s is ending). */
 size_t sessions_leg_write(struct session *s, enum session_leg_kind to, const void *buf, size_t len);
+
+/* sessions_set_client: ops (NULL: none; the client is, or will be, a leg)
+ * serve s's client, with arg. */
+void sessions_set_client(struct session *s, const struct session_client_ops *ops, void *arg);
+/* sessions_down_take: the client's code took the first n bytes of what
+ * the agent sent (s->down); the agent leg is read again. */
+void sessions_down_take(struct session *s, size_t n);
+/* sessions_client_done: the client's code is done with s (its client
+ * has its answer, or went away): s ends, if it has not, without a word to
+ * anyone, and is freed once its agent leg is closed; its ops are
+ * forgotten (gone is not called). */
+void sessions_client_done(struct session *s);
 
 /* sessions_work_json: the sessions node n's agent has to open, as the work
  * reply lists them: [{"id", "task", "kind", "argv", "tty", "stdin",

@@ -107,6 +107,7 @@ void settings_release(struct master_settings *s)
 	for (size_t i = 0; i < s->ndata_quotas; i++)
 		free(s->data_quotas[i].team);
 	free(s->data_quotas);
+	elastic_conf_release(&s->elastic);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -188,7 +189,7 @@ int settings_build(const struct master_config *cfg, struct master_settings *s, s
 	    (ret = interactive_parse_idle("--interactive-idle-timeout", cfg->interactive_idle_timeout,
 					  &s->interactive_idle_ms, eb)))
 		return ret;
-	return 0;
+	return elastic_conf_build(cfg, &s->elastic, eb);
 }
 
 void settings_clear(struct master *m)
@@ -227,6 +228,7 @@ void settings_install(struct master *m, struct master_settings *s)
 	m->gpuidle = s->gpuidle;
 	m->outputs_retention_ms = s->outputs_retention_ms;
 	m->interactive_idle_ms = s->interactive_idle_ms;
+	elastic_install(m, &s->elastic);
 	memset(s, 0, sizeof(*s));
 	/* the queue's order and the listings may differ now */
 	m->sched_needed = true;

@@ -29,7 +29,7 @@ def api_routes():
     rows = []
     with open(os.path.join(ROOT, "docs", "api.md")) as f:
         for line in f:
-            m = re.match(r"\| (GET|POST|PUT|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
+            m = re.match(r"\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
             if m:
                 rows.append(m.groups())
     return rows
@@ -210,8 +210,9 @@ class Cluster:
     """One master and any number of agents in a temp dir; everything it starts
     is stopped, and every cgroup/dir it made removed, by close()."""
 
-    def __init__(self, name, lease=None, master_args=None):
+    def __init__(self, name, lease=None, master_args=None, env=None):
         self.dir = tempfile.mkdtemp(prefix=f"yard-e2e-{name}-")
+        self.extra_env = dict(env or {})  # more environment of every daemon (SLURM_CONF)
         self.name = name
         self.procs = []
         self.agents = {}
@@ -238,6 +239,7 @@ class Cluster:
         e = dict(os.environ)
         e.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
         e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        e.update(self.extra_env)
         if extra:
             e.update(extra)
         return e

@@ -4,7 +4,9 @@
  * message reader (src/common/wsframe.h) as a server reads a client's and
  * as a client reads a server's, the master's frame-boundary tracker, and
  * an HTTP/1.x response head (src/common/httphead.h: the 101 of an upgrade,
- * a container engine's answer). The first input byte says where to cut
+ * a container engine's answer, an upstream's through the HTTP proxy, with
+ * what the proxy passes on of it, and the proxy's reading of its path and
+ * of a Cookie field). The first input byte says where to cut
  * the rest into two feeds; what comes out must hold together whatever the
  * bytes claim: no message over the cap, a boundary never past what was
  * fed, a parsed head's status three digits.
@@ -16,6 +18,7 @@
 #include "base/compat.h"
 #include "common/httphead.h"
 #include "common/wsframe.h"
+#include "master/proxyhead.h"
 
 #define MAX_MSG 4096
 
@@ -48,6 +51,52 @@ static int feed(struct ws_reader *r, const char *p, size_t n)
 		n -= used;
 	}
 	return 0;
+}
+
+/* The proxy's plan of an upstream's answer (master/proxyhead.h): what it
+ * passes on is a subset of the head, with no hop-by-hop field and no
+ * Set-Cookie of the master's token. */
+static void proxy_answer(const struct http_head *h)
+{
+	for (int ws = 0; ws < 2; ws++) {
+		struct proxy_answer a;
+		if (proxy_answer_plan(h, ws, &a, NULL) == 0) {
+			if (a.nfields > h->nfields)
+				abort();
+			for (size_t i = 0; i < a.nfields; i++) {
+				const char *n = a.fields[i].name;
+				if (!strcasecmp(n, "Connection") || !strcasecmp(n, "Transfer-Encoding") ||
+				    !strcasecmp(n, "Content-Length") ||
+				    (!strcasecmp(n, "Set-Cookie") &&
+				     !strncmp(a.fields[i].value, PROXY_TOKEN_COOKIE "=", strlen(PROXY_TOKEN_COOKIE) + 1)))
+					abort();
+			}
+		}
+		proxy_answer_release(&a);
+	}
+}
+
+/* The bytes as a proxy path and as a Cookie field: the master's token
+ * never comes out of the filter. */
+static void proxy_strings(const char *s, size_t n)
+{
+	char *str = strndup(s, n), *kept;
+	struct proxy_target t;
+
+	if (!proxy_target_parse(str, &t, NULL) && (!t.port || t.port > 65535 || !*t.role || strchr(t.role, '/')))
+		abort();
+	proxy_target_release(&t);
+	kept = proxy_cookie_filter(str);
+	for (const char *p = kept; p; p = strchr(p, ';')) {
+		p += *p == ';';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!strncmp(p, PROXY_TOKEN_COOKIE, strlen(PROXY_TOKEN_COOKIE)) &&
+		    p[strspn(p + strlen(PROXY_TOKEN_COOKIE), " \t") + strlen(PROXY_TOKEN_COOKIE)] == '=')
+			abort();
+	}
+	free(kept);
+	free(str);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -85,7 +134,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		http_head_has_token(&h, "Connection", "upgrade");
 		http_head_get(&h, "Sec-WebSocket-Accept");
+		proxy_answer(&h);
 	}
 	http_head_release(&h);
+	proxy_strings(s, size);
 	return 0;
 }

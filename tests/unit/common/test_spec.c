@@ -218,6 +218,9 @@ static const struct bad_case bad_cases[] = {
 		"tasks.worker.gpu: unknown field (did you mean 'gpus'?)" },
 	{ BASE "tasks: {worker: {frobnicate: 1}}", "tasks.worker.frobnicate",
 		"tasks.worker.frobnicate: unknown field" },
+	{ BASE "tasks: {ps: {pool: CPU Pool}}", "tasks.ps.pool",
+		"tasks.ps.pool: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"CPU Pool\"" },
 	{ BASE "tasks: {worker: {memory: lots}}", "tasks.worker.memory",
 		"tasks.worker.memory: expected a size such as 2GiB, got \"lots\"" },
 	{ BASE "tasks: {worker: {cpus: -1}}", "tasks.worker.cpus",
@@ -244,7 +247,7 @@ static const struct bad_case bad_cases[] = {
 		"preemption.grase: unknown field (did you mean 'grace'?)" },
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
 		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
-		"mpi, horovod, jax, caffe)" },
+		"mpi, horovod, jax, caffe, jupyter)" },
 	{ "image: Ubuntu:22.04\n" BASE "tasks: {worker: {}}", "image",
 		"image: \"Ubuntu:22.04\" is not a valid image reference: repository names must be "
 		"lowercase" },
@@ -326,7 +329,7 @@ static const struct bad_case bad_cases[] = {
 		"tasks.Worker: expected a role name of lowercase letters, digits, '-' and '_' "
 		"(at most 32, starting with a letter)" },
 	{ BASE "tasks: {worker: 3}", "tasks.worker",
-		"tasks.worker: expected a mapping of replicas, gpus, cpus, memory, pids and command, "
+		"tasks.worker: expected a mapping of replicas, gpus, cpus, memory, pids, command and pool, "
 		"got 3" },
 	{ BASE "tasks: [worker]", "tasks",
 		"tasks: expected a mapping of roles such as {worker: {replicas: 2}}, got [\"worker\"]" },
@@ -678,6 +681,21 @@ static void test_placement_fields(void **state)
 	/* the default pool by name is the same as none */
 	parse_ok(BASE "tasks: {w: }\npool: default\n", &spec);
 	assert_null(spec.pool);
+	spec_release(&spec);
+
+	/* a role of its own pool (the seeds' hybrid cluster), in the canonical
+	 * form only when it has one; a role in the job's pool has none */
+	parse_ok(BASE "tasks: {ps: {pool: cpu}, worker: {gpus: 1, pool: gpu}}\npool: gpu\n", &spec);
+	assert_string_equal(spec.roles[0].pool, "cpu");
+	assert_null(spec.roles[1].pool);
+	canon = spec_to_json(&spec);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(canon, "tasks"),
+									       "ps"), "pool")), "cpu");
+	assert_null(json_object_get(json_object_get(json_object_get(canon, "tasks"), "worker"), "pool"));
+	assert_int_equal(spec_from_json(canon, &again, &eb), 0);
+	assert_string_equal(again.roles[0].pool, "cpu");
+	json_decref(canon);
+	spec_release(&again);
 	spec_release(&spec);
 
 	assert_true(spec_label_valid("topology.kubernetes.io/zone", "eu-1a"));
