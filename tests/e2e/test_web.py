@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 
-from harness import ROOT, YARD, check, check_eq, cluster, spec, wait_until
+from harness import ROOT, YARD, TestFailure, check, check_eq, cluster, spec, wait_until
 
 TIMEOUT = 600
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -199,10 +199,13 @@ def ui_flow(name, web, art):
         entry = [e for e in q["queue"] if e["id"] == queued["id"]]
         check_eq(len(entry), 1, "the too-big job is queued")
         epochs = 3
-        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "app",
-                "node": "n1", "cancel_job": victim["id"], "queued_job": queued["id"],
-                "queued_reason": entry[0]["reason"]["message"], "example_dir": DIGITS,
-                "epochs": epochs}, TIMEOUT - 60)
+        try:
+            run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "app",
+                    "node": "n1", "cancel_job": victim["id"], "queued_job": queued["id"],
+                    "queued_reason": entry[0]["reason"]["message"], "example_dir": DIGITS,
+                    "epochs": epochs}, TIMEOUT - 60)
+        except TestFailure as e:
+            raise TestFailure(f"{e}\n{submitted_job_story(api, art)}") from None
         # what the browser did, seen through the API
         check_eq(api.job(victim["id"])["state"], "cancelled", "state of the job cancelled in the UI")
         states = [e["state"] for e in api.job(victim["id"])["events"]]
@@ -219,6 +222,24 @@ def ui_flow(name, web, art):
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
     for page in ("cluster", "queue", "jobs", "submit", f"job-{victim['id']}", f"job-{submitted}"):
         check(any(page in s for s in shots), f"no screenshot of the {page} page: {shots}")
+
+
+def submitted_job_story(api, art):
+    """What became of the job the browser submitted, when the browser test
+    failed: its state, reason and the end of every task's logs."""
+    try:
+        with open(os.path.join(art, "result.json")) as f:
+            jid = json.load(f)["submitted"]
+    except (OSError, ValueError, KeyError):
+        return "(the browser submitted no job)"
+    j = api.job(jid)
+    out = [f"job {jid}: {j['state']}, reason {j.get('reason')}"]
+    for t in j.get("tasks", []):
+        tname = f"{t.get('role', 'worker')}/{t.get('index', 0)}"
+        for stream in ("stdout", "stderr"):
+            text = api.log(jid, tname, stream).decode(errors="replace")
+            out.append(f"--- {tname} {stream} (last 3000 characters)\n{text[-3000:]}")
+    return "\n".join(out)
 
 
 def test_web_ui():
