@@ -7,7 +7,10 @@
  * it waits, as the queue does), then for the server to answer through the
  * proxy, and prints the URL to open: the proxy's path to the notebook,
  * with the token. A browser needs the master's cookie too (sign in to the
- * web UI once). `yard cancel ID` stops it.
+ * web UI once). The job is interactive: once nothing has reached it
+ * through the master for its idle timeout (the master's
+ * --interactive-idle-timeout) it ends and frees its GPUs; `yard cancel
+ * ID` stops it before.
  */
 #include "base/compat.h"
 
@@ -65,9 +68,9 @@ int cmd_notebook(struct cli_ctx *ctx, int argc, char **argv)
 	if (gpus && (parse_u64_str(gpus, &n_gpus) || n_gpus > 1024))
 		return cli_usage_error(ctx, "--gpus '%s': expected a number of GPUs", gpus);
 	random_hex(token, 16);
-	spec = json_pack("{s:s, s:s, s:[s], s:{s:{s:I}}, s:{s:s}}", "name", "notebook", "framework",
+	spec = json_pack("{s:s, s:s, s:[s], s:{s:{s:I}}, s:{s:s}, s:{}}", "name", "notebook", "framework",
 			 "jupyter", "command", "jupyter-notebook", "tasks", ROLE, "gpus", (json_int_t)n_gpus,
-			 "env", "JUPYTER_TOKEN", token);
+			 "env", "JUPYTER_TOKEN", token, "interactive");
 	if (image)
 		json_object_set_new(spec, "image", json_string(image));
 	if (client_submit(&ctx->client, spec, NULL, &job, &eb)) {

@@ -1368,9 +1368,14 @@ static int get_interactive(const json_t *v, struct job_spec *spec, struct errbuf
 	if (total != 1)
 		return spec_bad(eb, "tasks", "an interactive job has one task (one role, replicas 1), "
 				"got %u", total);
-	if (strcmp(spec->framework, "command"))
-		return spec_bad(eb, "framework", "an interactive job runs its command as it is "
-				"(framework command), got \"%s\"", spec->framework);
+	/* a terminal (command) or a notebook server (jupyter): nothing that
+	 * rendezvouses with peers */
+	if (strcmp(spec->framework, "command") && strcmp(spec->framework, "jupyter"))
+		return spec_bad(eb, "framework", "an interactive job is a terminal (framework command) "
+				"or a notebook (framework jupyter), got \"%s\"", spec->framework);
+	if (!spec->command && strcmp(spec->framework, "command"))
+		return spec_bad(eb, "command", "an interactive %s job names its server's command (only "
+				"a terminal's may be left out: the login shell)", spec->framework);
 	if (spec->sweep)
 		return spec_bad(eb, "sweep", "an interactive job cannot be a sweep's trial");
 	spec->interactive = true;

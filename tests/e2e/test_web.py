@@ -328,6 +328,9 @@ def test_web_notebook_and_terminal():
         check(m, f"yard notebook printed {url!r}; stderr {r.stderr!r}")
         path, jid = m.group(1), int(m.group(2))
         target = f"{path}?token={m.group(4)}"
+        # an interactive job: its idle timeout frees the GPU of a forgotten notebook
+        j = c.api.job(jid)
+        check("interactive" in j["spec"] and "idle_since" in j, f"the notebook's job is interactive: {j}")
 
         # the notebook is its owner's (and her team's): another user's token
         # is refused by the master, by header and by cookie alike

@@ -414,8 +414,11 @@ static const struct bad_case bad_cases[] = {
 	{ "tasks: {a: {}, b: {}}\ninteractive: {}", "tasks",
 		"tasks: an interactive job has one task (one role, replicas 1), got 2" },
 	{ "framework: pytorch\n" BASE "tasks: {worker: {}}\ninteractive: {}", "framework",
-		"framework: an interactive job runs its command as it is (framework command), got "
-		"\"pytorch\"" },
+		"framework: an interactive job is a terminal (framework command) or a notebook "
+		"(framework jupyter), got \"pytorch\"" },
+	{ "framework: jupyter\ntasks: {notebook: {}}\ninteractive: {}", "command",
+		"command: an interactive jupyter job names its server's command (only a terminal's "
+		"may be left out: the login shell)" },
 	{ BASE "params: {lr: 0.1}\ntasks: {worker: {}}\ninteractive: {}\n"
 		"sweep: {method: grid, params: {lr: [0.1, 0.2]}, objective: {metric: acc, mode: max}}", "sweep",
 		"sweep: an interactive job cannot be a sweep's trial" },
