@@ -22,13 +22,25 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # synchronous replica that fail over under the masters (tests/e2e/patroni.py).
 # prometheus (with promtool) checks and scrapes the master's /metrics and
 # evaluates the alerts of contrib/prometheus (tests/e2e/test_prometheus.py).
+# slurm-wlm (slurmctld, slurmd, sbatch, scancel, squeue) and munge (its
+# authentication) are the real Slurm the Slurm provisioner's test starts in
+# a temp dir (tests/e2e/slurm.py); the provisioner itself runs sbatch,
+# scancel and squeue, not slurmrestd (docs/elastic.md says why).
+# libgnutls28-dev: the master reads and writes the TLS sessions of upgraded
+# connections (exec sessions) itself, libmicrohttpd's own forwarding being
+# 4 bytes a turn in Debian 12's 0.9.75 (src/master/sessions.c).
+# jupyter-notebook (with python3-ipykernel): the notebook server `yard
+# notebook` runs in the process runtime (framework jupyter), which the
+# browser test opens through the master's proxy.
+# tmux is the terminal the yard shell tests type into and read the screen of
+# (tests/e2e/test_shell.py), as a user at a terminal would.
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
-	libmicrohttpd-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
+	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
-	python3 procps iproute2 curl openssl coreutils util-linux \
+	python3 procps iproute2 curl openssl coreutils util-linux jupyter-notebook python3-ipykernel \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium wrk patroni etcd-server prometheus
+	chromium wrk patroni etcd-server prometheus slurm-wlm munge tmux
 
 # What `make deb`, `make package-test` and `make ansible-test` need beyond
 # DEB_PACKAGES, installed only by those targets (make test stays lean):

@@ -36,6 +36,7 @@
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
+#include "agent/sessions.h"
 #include "agent/stage.h"
 #include "agent/taskdir.h"
 #include "base/clock.h"
@@ -88,6 +89,8 @@ struct session {
 	unsigned back;          /* bumped by an answer after one that failed: the shipper retries at once */
 	unsigned gen;           /* bumped by every registration */
 	bool printed_ready;
+	bool ephemeral;         /* --ephemeral: said at registration */
+	char *slurm_job;        /* owned or NULL: the Slurm job it runs in ("4411_0") */
 	volatile sig_atomic_t *stop;
 };
 
@@ -111,6 +114,7 @@ static void session_unref(struct session *s)
 	free(s->name);
 	free(s->addr);
 	free(s->join_token);
+	free(s->slurm_job);
 	free(s->work_dir);
 	free(s->id);
 	free(s->token);
@@ -276,6 +280,10 @@ static int register_once(struct session *s, struct errbuf *eb)
 				 "engine", s->engine, "tasks", scan_task_ids(s->work_dir), "pool", s->pool,
 				 "labels", s->labels);
 	json_object_set_new(body, "cache", session_cache_keys(s));
+	if (s->ephemeral)
+		json_object_set_new(body, "ephemeral", json_true());
+	if (s->slurm_job)
+		json_object_set_new(body, "slurm_job", json_string(s->slurm_job));
 	free(iface);
 	ret = httpc_json(&c, "POST", "/v1/agents", body, &reply, &status, eb);
 	json_decref(body);
@@ -954,9 +962,16 @@ struct agent {
 	bool closing;               /* agent_run is on its way out */
 	struct atask *tasks;
 	struct aexec *execs;
+	struct agent_sessions sessions; /* sessions into its tasks (agent/sessions.h) */
 	int64_t *finished;          /* ids never to start again */
 	size_t nfinished, afinished;
 	volatile sig_atomic_t *stop;
+	/* an ephemeral agent (--ephemeral): the master told it to leave; why
+	 * it leaves ("" while it does not), and until when its tasks may stop;
+	 * since when it has had no task */
+	bool leave_told;
+	char leaving[96];
+	uint64_t leave_deadline_ms, idle_since_ms;
 };
 
 static bool is_finished(struct agent *a, int64_t id)
@@ -1194,6 +1209,7 @@ static void task_finish(struct agent *a, struct atask *t, const struct task_exit
 {
 	json_t *tj = NULL;
 	task_stop_execs(a, t->rt.id);
+	agent_sessions_task_ended(&a->sessions, t->rt.id);
 	bool owner = taskdir_read_json(t->rt.dir, "task.json", &tj, NULL) == 0 &&
 		     json_is_true(json_object_get(tj, "checkpoint_owner"));
 	json_decref(tj);
@@ -1763,6 +1779,20 @@ static void reconcile(struct agent *a, json_t *work)
 	}
 }
 
+/* What a session into task id is told of it (agent/sessions.h). */
+static void session_task(void *arg, int64_t id, struct asession_task *out)
+{
+	struct atask *t = find_task(arg, id);
+
+	memset(out, 0, sizeof(*out));
+	if (!t)
+		return;
+	out->found = true;
+	out->running = t->running && !t->stop_sent && !t->staging;
+	out->container = t->ops == &runtime_docker_ops;
+	out->dir = xstrdup(t->rt.dir);
+}
+
 static void on_wake(uv_async_t *h)
 {
 	struct agent *a = h->data;
@@ -1770,10 +1800,19 @@ static void on_wake(uv_async_t *h)
 	json_t *work = a->s->work;
 	a->s->work = NULL;
 	pthread_mutex_unlock(&a->s->lock);
-	if (work)
+	if (work) {
+		char *node = NULL, *token = NULL;
 		reconcile(a, work);
+		session_creds(a->s, &node, &token);
+		agent_sessions_reconcile(&a->sessions, json_object_get(work, "sessions"), node, token,
+					 session_task, a);
+		free(node);
+		free(token);
+	}
+	if (json_is_true(json_object_get(work, "leave")))
+		a->leave_told = true; /* a scale-down: it has no task left */
 	json_decref(work);
-	if (*a->stop)
+	if (*a->stop && !a->cfg->ephemeral)
 		uv_stop(&a->loop);
 }
 
@@ -1820,10 +1859,37 @@ static void fence(struct agent *a)
 			n, n == 1 ? "" : "s");
 }
 
+/* An ephemeral agent leaves for good: told to by the master (a
+ * scale-down), idle for --idle, or stopped (Slurm ending its allocation):
+ * then it stops its tasks first, giving them AGENT_EPHEMERAL_STOP_MS.
+ * agent_run tells the master it left. True when the loop is to end now. */
+static bool ephemeral_leaves(struct agent *a)
+{
+	uint64_t now = mono_ms();
+
+	if (!a->leaving[0]) {
+		if (*a->stop) {
+			snprintf(a->leaving, sizeof(a->leaving), "its agent was stopped");
+			a->leave_deadline_ms = now + AGENT_EPHEMERAL_STOP_MS;
+			for (struct atask *t = a->tasks; t; t = t->next)
+				stop_task(a, t);
+		} else if (a->leave_told && !a->tasks) {
+			snprintf(a->leaving, sizeof(a->leaving), "told to leave by the master");
+		} else if (a->tasks) {
+			a->idle_since_ms = now;
+		} else if (a->cfg->idle_ms && now - a->idle_since_ms >= a->cfg->idle_ms) {
+			snprintf(a->leaving, sizeof(a->leaving), "idle for %" PRIu64 " s", (now - a->idle_since_ms) / 1000);
+		}
+		if (a->leaving[0])
+			fprintf(stderr, "yard agent: leaving: %s\n", a->leaving);
+	}
+	return a->leaving[0] && (!a->tasks || now >= a->leave_deadline_ms);
+}
+
 static void on_tick(uv_timer_t *h)
 {
 	struct agent *a = h->data;
-	if (*a->stop) {
+	if (a->cfg->ephemeral ? ephemeral_leaves(a) : *a->stop != 0) {
 		uv_stop(&a->loop);
 		return;
 	}
@@ -1962,8 +2028,51 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 	s->engine = engine ? xstrdup(engine) : NULL;
 	s->port_lo = cfg->port_lo ? cfg->port_lo : 30000;
 	s->port_hi = cfg->port_lo ? cfg->port_hi : 32000;
+	s->ephemeral = cfg->ephemeral;
+	{
+		/* the Slurm job an agent runs in (an array task's own id first):
+		 * the master shows it on the node */
+		const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
+		const char *j = getenv("SLURM_JOB_ID");
+		char *id = aj && at ? xasprintf("%s_%s", aj, at) : j ? xstrdup(j) : NULL;
+		if (id && strlen(id) <= 40 && strspn(id, "0123456789_") == strlen(id))
+			s->slurm_job = id;
+		else
+			free(id);
+	}
 	s->stop = stop;
 	return s;
+}
+
+/* An ephemeral agent's last word: it left, and why; its node ends at once
+ * (its tasks not reported ended are lost). Best effort: a master that does
+ * not answer finds the node lost when its lease lapses. */
+static void say_left(struct agent *a)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char *id, *token, *esc, *path;
+	json_t *body, *reply = NULL;
+	struct httpc c;
+	long status = 0;
+
+	session_creds(a->s, &id, &token);
+	esc = url_escape(id);
+	path = xasprintf("/v1/agents/%s/status", esc);
+	body = json_pack("{s:[], s:s}", "tasks", "left", a->leaving);
+	httpc_init(&c, a->s->master_url, &a->s->tls, token);
+	c.timeout_ms = 5000;
+	if (httpc_json(&c, "POST", path, body, &reply, &status, &eb))
+		fprintf(stderr, "yard agent: could not tell the master that node '%s' left: %s\n", a->s->name,
+			eb.msg);
+	else
+		fprintf(stderr, "yard agent: node '%s' left (%s)\n", a->s->name, a->leaving);
+	json_decref(body);
+	json_decref(reply);
+	httpc_release(&c);
+	free(path);
+	free(esc);
+	free(id);
+	free(token);
 }
 
 int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struct errbuf *eb)
@@ -2047,6 +2156,10 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	uv_timer_start(&a.tick, on_tick, 100, 100);
 	pthread_mutex_init(&a.fetch_lock, NULL);
 
+	{
+		struct httpc_tls tls = { .ca_file = cfg->master_ca, .pin = cfg->master_pin };
+		agent_sessions_init(&a.sessions, cfg->master_url, &tls, a.ctx.docker_socket);
+	}
 	a.sh.s = a.s;
 	a.sh.sampler = gpu_sampler_open(cfg->gpus, cfg->work_dir);
 	pthread_mutex_init(&a.sh.lock, NULL);
@@ -2063,6 +2176,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		ret = error(eb, YERR(INTERNAL), "cannot start the poll thread");
 	} else {
 		poller_started = true;
+		a.idle_since_ms = mono_ms();
 		uv_run(&a.loop, UV_RUN_DEFAULT);
 	}
 
@@ -2076,6 +2190,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	 * its TLS state before the process exits */
 	if (poller_started)
 		pthread_join(poller, NULL);
+	/* a session does not outlive its agent: the master tells the clients */
+	agent_sessions_stop(&a.sessions);
 	a.closing = true;
 	while (a.tasks)
 		task_forget(&a, a.tasks);
@@ -2103,6 +2219,8 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	gpu_sampler_free(a.sh.sampler);
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
+	if (a.leaving[0])
+		say_left(&a);
 out_session:
 	heartbeat_writer_stop(&a.hb);
 	pthread_mutex_lock(&a.s->lock);

@@ -14,6 +14,12 @@
 
 struct runas;
 
+/* How long an ephemeral agent without a task waits before it leaves on its
+ * own (--idle's default): a backstop for a master that never tells it. */
+#define AGENT_EPHEMERAL_IDLE_MS (30 * 60 * 1000)
+/* How long a stopped ephemeral agent gives its tasks to stop. */
+#define AGENT_EPHEMERAL_STOP_MS 10000
+
 struct agent_config {
 	const char *master_url;
 	const char *master_ca;       /* --ca FILE: how an https master is verified, or NULL */
@@ -42,6 +48,12 @@ struct agent_config {
 	 * agent is, and gives the node a whole lease when it is back, so the
 	 * shims need not fence (heartbeat.h) */
 	bool master_in_process;
+	/* --ephemeral (docs/elastic.md): the node is an elastic pool's; the agent
+	 * leaves for good when the master tells it to, when it has had no task
+	 * for idle_ms (0: only when told), or when it is stopped (its tasks
+	 * first), and tells the master it left */
+	bool ephemeral;
+	uint64_t idle_ms;
 };
 
 /* agent_run registers and serves until *stop becomes non-zero. */
@@ -55,6 +67,8 @@ struct agent_options {
 	const char *ports, *pool, *runtime, *docker_socket, *cache_size;
 	const char *s3_endpoint, *s3_region, *s3_credentials, *ca, *pin, *run_as;
 	struct conf_list labels;
+	bool ephemeral;
+	const char *idle;
 };
 
 /* agent_conf_options: the table of the agent's options (n OUT), each a

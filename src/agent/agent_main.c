@@ -125,6 +125,15 @@ static int check_run_as(const char *what, const char *v, struct errbuf *eb)
 	return ret;
 }
 
+static int check_idle(const char *what, const char *v, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	if (parse_duration_str(v, &ms))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a duration such as 30m (0: never)", what, v);
+	return 0;
+}
+
 #define OPT(name, kind, flags, field, check, arg, help) \
 	{ name, kind, flags, offsetof(struct agent_options, field), check, arg, help }
 
@@ -159,6 +168,12 @@ static const struct conf_option agent_options_table[] = {
 	OPT("run-as", CONF_STRING, 0, run_as, check_run_as, "USER|UID|FIRST-LAST",
 	    "tasks run as that user, or a uid of the range per job; never root\n"
 	    "(the agent must run as root)"),
+	OPT("ephemeral", CONF_BOOL, 0, ephemeral, NULL, NULL,
+	    "the node of an elastic pool: leave for good when the master says,\n"
+	    "when idle, or when stopped (its tasks stopped first)"),
+	OPT("idle", CONF_STRING, 0, idle, check_idle, "DURATION",
+	    "with --ephemeral: leave after this long without a task, whatever\n"
+	    "the master says (default 30m; 0: only when told or stopped)"),
 };
 
 const struct conf_option *agent_conf_options(size_t *n)
@@ -181,6 +196,9 @@ static int check_together(const struct agent_options *o, struct errbuf *eb)
 		return error(eb, YERR(BAD_REQUEST), "docker-socket needs runtime process,docker");
 	if ((o->s3_credentials || o->s3_region) && !o->s3_endpoint)
 		return error(eb, YERR(BAD_REQUEST), "s3-credentials and s3-region need s3-endpoint");
+	if (o->idle && !o->ephemeral)
+		return error(eb, YERR(BAD_REQUEST), "idle '%s' needs ephemeral: only an ephemeral agent leaves "
+			     "when idle", o->idle);
 	if (o->run_as && geteuid() != 0)
 		return error(eb, YERR(BAD_REQUEST), "run-as '%s': the agent must run as root to start tasks "
 			     "as another user", o->run_as);
@@ -216,6 +234,10 @@ static int agent_configure(const struct agent_options *o, struct agent_config *c
 	cfg->labels = o->labels.items;
 	cfg->nlabels = o->labels.n;
 	cfg->docker_socket = o->docker_socket;
+	cfg->ephemeral = o->ephemeral;
+	cfg->idle_ms = AGENT_EPHEMERAL_IDLE_MS;
+	if (o->idle)
+		parse_duration_str(o->idle, &cfg->idle_ms);
 	cfg->s3_endpoint = o->s3_endpoint;
 	cfg->s3_region = o->s3_region;
 	if (o->runtime)

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 
 #include "base/strbuf.h"
+#include "common/httpc.h"
 #include "base/xalloc.h"
 
 /* The API version every call names: Docker 20.10 speaks it, newer engines
@@ -48,6 +49,7 @@ static void prepare(struct docker *d, const char *method, const char *path, stru
 	strbuf_addf(url, "%s%s%s", API_HOST, API_PREFIX, path);
 	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, d->socket);
 	curl_easy_setopt(h, CURLOPT_URL, url->buf);
+	httpc_cloexec(h);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);

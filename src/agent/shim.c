@@ -2,6 +2,7 @@
 #include "agent/shim.h"
 
 #include <jansson.h>
+#include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -10,6 +11,8 @@
 #include "agent/cgroup.h"
 #include "agent/heartbeat.h"
 #include "agent/taskdir.h"
+#include "agent/taskproc.h"
+#include "agent/termshare.h"
 #include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/spawn.h"
@@ -17,6 +20,11 @@
 #include "base/xalloc.h"
 
 #define MAX_DEVS 64
+/* How long attachers have to take a terminal task's last output and its
+ * exit status before the shim writes exit.json. */
+#define TERM_FINISH_MS 2000
+/* The TERM of a terminal task whose assignment sets none. */
+#define TERM_DEFAULT "xterm-256color"
 
 struct shim {
 	const char *dir;
@@ -27,6 +35,9 @@ struct shim {
 	pid_t pid;           /* the task, also its process group */
 	int notify_fd;       /* 1 until the start is reported, then -1 */
 	struct fence_watch fence; /* its agent's heartbeat (heartbeat.h) */
+	/* an interactive task's terminal (termshare.h), when has_term */
+	struct termshare term;
+	bool has_term;
 };
 
 static const char *conf_str(const struct shim *s, const char *key)
@@ -114,51 +125,6 @@ static int setup_cgroup(struct shim *s, struct errbuf *eb)
 	return cgroup_create(&s->cg, &lim, eb);
 }
 
-/* The task's environment: the assignment's env exactly, plus the node-local dirs. */
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-/* The task's environment: the assignment's env exactly, the node-local
- * YARD_CHECKPOINT_DIR and YARD_DATA_DIR, and where the assignment has none,
- * the PATH and HOME that every program expects (HOME is the working dir). */
-static char **build_env(struct shim *s)
-{
-	json_t *env = json_object_get(s->task, "env");
-	size_t n = json_object_size(env) + 8, k = 0;
-	char **out = xcalloc(n, sizeof(*out));
-	const char *key;
-	json_t *v;
-	json_object_foreach(env, key, v) {
-		if (!json_is_string(v) || !strcmp(key, "YARD_CHECKPOINT_DIR") || !strcmp(key, "YARD_DATA_DIR") ||
-		    !strcmp(key, "YARD_OUTPUT_DIR"))
-			continue;
-		out[k++] = xasprintf("%s=%s", key, json_string_value(v));
-	}
-	out[k++] = xasprintf("YARD_CHECKPOINT_DIR=%s", conf_str(s, "checkpoint_dir"));
-	out[k++] = xasprintf("YARD_DATA_DIR=%s", conf_str(s, "data_dir"));
-	if (conf_str(s, "output_dir"))
-		out[k++] = xasprintf("YARD_OUTPUT_DIR=%s", conf_str(s, "output_dir"));
-	if (!json_object_get(env, "PATH"))
-		out[k++] = xstrdup("PATH=" DEFAULT_PATH);
-	if (!json_object_get(env, "YARD_MASTER") && conf_str(s, "master_url"))
-		out[k++] = xasprintf("YARD_MASTER=%s", conf_str(s, "master_url"));
-	/* what a `yard` inside the task needs to trust an https master */
-	if (!json_object_get(env, "YARD_CA") && conf_str(s, "master_ca"))
-		out[k++] = xasprintf("YARD_CA=%s", conf_str(s, "master_ca"));
-	if (!json_object_get(env, "YARD_PIN") && conf_str(s, "master_pin"))
-		out[k++] = xasprintf("YARD_PIN=%s", conf_str(s, "master_pin"));
-	if (!json_object_get(env, "HOME"))
-		out[k++] = xasprintf("HOME=%s", conf_str(s, "cwd"));
-	out[k] = NULL;
-	return out;
-}
-
-static void free_strv(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
 static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 {
 	char *path = xasprintf("%s/%s", s->dir, name);
@@ -169,30 +135,13 @@ static int open_out(struct shim *s, const char *name, struct errbuf *eb)
 	return fd;
 }
 
-/* The user the task runs as (shim.json's run_as) into o; 0 when none is set. */
-static int task_user(const struct shim *s, struct spawn_opts *o, struct errbuf *eb)
-{
-	json_t *ra = json_object_get(s->conf, "run_as");
-	json_int_t uid = json_integer_value(json_object_get(ra, "uid"));
-	json_int_t gid = json_integer_value(json_object_get(ra, "gid"));
-
-	if (!ra)
-		return 0;
-	if (uid <= 0 || gid <= 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
-		return error(eb, YERR(BAD_REQUEST), "shim.json: run_as uid %" JSON_INTEGER_FORMAT
-			     " gid %" JSON_INTEGER_FORMAT " refused (not root, below 2^32-1)", uid, gid);
-	o->flags |= SPAWN_SETUID;
-	o->uid = (uid_t)uid;
-	o->gid = (gid_t)gid;
-	return 0;
-}
-
 /* Starts argv_j (a JSON array of strings) as s->pid in the task's
- * environment, working dir, cgroup (when set up) and log files, in a new
- * session, as its user (run_as) when the agent set one. An argv[0] of
- * "yard" is the agent's own binary. */
-static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int err_fd,
-			 struct errbuf *eb)
+ * environment, working dir, cgroup (when set up) and stdio (in_fd -1:
+ * /dev/null), in a new session, as its user (run_as) when the agent set
+ * one; with SPAWN_CTTY in flags, in_fd (a terminal) is its controlling
+ * terminal. An argv[0] of "yard" is the agent's own binary. */
+static int spawn_in_task(struct shim *s, const json_t *argv_j, int in_fd, int out_fd, int err_fd,
+			 unsigned flags, struct errbuf *eb)
 {
 	struct spawn_opts o;
 	char **argv, **env;
@@ -208,23 +157,33 @@ static int spawn_in_task(struct shim *s, const json_t *argv_j, int out_fd, int e
 		free(argv[0]);
 		argv[0] = xstrdup(conf_str(s, "yard_exe"));
 	}
-	env = build_env(s);
-	/* execvpe looks argv[0] up in our PATH: make it the task's */
+	env = taskproc_env(s->task, s->conf);
+	if (s->has_term && !json_object_get(json_object_get(s->task, "env"), "TERM")) {
+		size_t n = 0;
+		while (env[n])
+			n++;
+		env = xrealloc(env, (n + 2) * sizeof(*env));
+		env[n] = xstrdup("TERM=" TERM_DEFAULT);
+		env[n + 1] = NULL;
+	}
+	/* execvpe looks argv[0] up in our PATH: make it the task's (the shim
+	 * has one thread) */
 	const char *path = json_string_value(json_object_get(json_object_get(s->task, "env"), "PATH"));
-	setenv("PATH", path ? path : DEFAULT_PATH, 1);
+	setenv("PATH", path ? path : TASKPROC_DEFAULT_PATH, 1);
 	spawn_opts_init(&o);
 	o.argv = argv;
 	o.env = env;
 	o.cwd = conf_str(s, "cwd");
+	o.stdin_fd = in_fd;
 	o.stdout_fd = out_fd;
 	o.stderr_fd = err_fd;
-	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH;
+	o.flags = SPAWN_SETSID | SPAWN_SEARCH_PATH | flags;
 	o.cgroup_procs = s->have_cg ? (const char *const *)s->cg.join : NULL;
-	ret = task_user(s, &o, eb);
+	ret = taskproc_user(s->conf, &o, eb);
 	if (!ret)
 		ret = spawn_process(&o, &s->pid, NULL, eb);
-	free_strv(argv);
-	free_strv(env);
+	taskproc_strv_free(argv);
+	taskproc_strv_free(env);
 	return ret;
 }
 
@@ -254,15 +213,62 @@ int shim_make_output_dir(const json_t *conf, struct errbuf *eb)
 	return 0;
 }
 
+/* The login shell of the task's user (run_as, else the shim's): its
+ * passwd entry's shell, unless that one lets nobody in or is missing, then
+ * /bin/bash, then /bin/sh; as a login shell (-l). New reference. */
+static json_t *login_shell(const struct shim *s)
+{
+	json_t *ra = json_object_get(s->conf, "run_as");
+	uid_t uid = ra ? (uid_t)json_integer_value(json_object_get(ra, "uid")) : geteuid();
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	const char *sh = NULL;
+
+	if (!getpwuid_r(uid, &pw, buf, sizeof(buf), &res) && res && res->pw_shell && *res->pw_shell &&
+	    access(res->pw_shell, X_OK) == 0 && !strstr(res->pw_shell, "nologin") &&
+	    strcmp(res->pw_shell, "/bin/false") && strcmp(res->pw_shell, "/usr/bin/false"))
+		sh = res->pw_shell;
+	else if (access("/bin/bash", X_OK) == 0)
+		sh = "/bin/bash";
+	else
+		sh = "/bin/sh";
+	return json_pack("[s, s]", sh, "-l");
+}
+
+/* An interactive task's start: the terminal (its log the task's stdout),
+ * then the task on its slave. */
+static int start_on_terminal(struct shim *s, const json_t *argv_j, int out_fd, struct errbuf *eb)
+{
+	struct spawn_opts user;
+	json_t *shell = NULL;
+	int pts = -1, ret;
+
+	spawn_opts_init(&user);
+	if ((ret = taskproc_user(s->conf, &user, eb))) {
+		close(out_fd);
+		return ret;
+	}
+	s->has_term = true;
+	if ((ret = termshare_open(&s->term, s->dir, out_fd, &user, &pts, eb)))
+		return ret;
+	if (!json_array_size(argv_j))
+		argv_j = shell = login_shell(s);
+	ret = spawn_in_task(s, argv_j, pts, pts, pts, SPAWN_CTTY, eb);
+	close(pts);
+	json_decref(shell);
+	return ret;
+}
+
 /* Everything up to a running task; on failure eb says why. */
 static int start_task(struct shim *s, struct errbuf *eb)
 {
 	json_t *argv_j = json_object_get(s->task, "argv");
+	bool terminal = json_is_true(json_object_get(s->task, "interactive"));
 	int out_fd = -1, err_fd = -1, ret = 0;
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
 	size_t i;
 
-	if (!json_array_size(argv_j))
+	if (!json_array_size(argv_j) && !terminal)
 		return error(eb, YERR(BAD_REQUEST), "the assignment has no argv");
 	for (i = 0; i < ARRAY_SIZE(dirs); i++) {
 		if (!dirs[i])
@@ -278,7 +284,12 @@ static int start_task(struct shim *s, struct errbuf *eb)
 		ret = YERR(IO);
 		goto out;
 	}
-	ret = spawn_in_task(s, argv_j, out_fd, err_fd, eb);
+	if (terminal) {
+		ret = start_on_terminal(s, argv_j, out_fd, eb); /* the terminal's log now */
+		out_fd = -1;
+	} else {
+		ret = spawn_in_task(s, argv_j, -1, out_fd, err_fd, 0, eb);
+	}
 out:
 	if (out_fd >= 0)
 		close(out_fd);
@@ -311,6 +322,25 @@ static void kill_rest(struct shim *s)
 	if (s->have_cg)
 		cgroup_kill_all(&s->cg, 10000, reap_children);
 	reap_children();
+}
+
+/* Waits up to ts for one of set's signals; a terminal task's terminal is
+ * served meanwhile. */
+static int wait_signal(struct shim *s, const sigset_t *set, const struct timespec *ts, siginfo_t *info)
+{
+	if (s->has_term)
+		return termshare_wait(&s->term, set, (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000), info);
+	return sigtimedwait(set, info, ts);
+}
+
+/* The start of a stop: SIGTERM to the task's process group; a terminal
+ * task's terminal hangs up first (SIGHUP: an interactive shell ignores
+ * SIGTERM). */
+static void stop_task(struct shim *s)
+{
+	if (s->has_term)
+		termshare_signal(&s->term, s->pid, SIGHUP);
+	kill(-s->pid, SIGTERM);
 }
 
 /* Wait for the task, forwarding a stop; OUT *status: its wait status. */
@@ -353,16 +383,16 @@ static void wait_task(struct shim *s, int *status)
 			}
 		}
 		siginfo_t info;
-		int sig = sigtimedwait(&set, &info, &ts);
+		int sig = wait_signal(s, &set, &ts, &info);
 		if ((sig == SIGTERM || sig == SIGINT) && !stopping) {
 			grace = shim_stop_grace(s->dir, grace);
 			stopping = true;
 			deadline = mono_ms() + grace;
-			kill(-s->pid, SIGTERM);
+			stop_task(s);
 		}
 		/* its agent gone: stopped, or a stop under way cut short (heartbeat.h) */
 		if (fence_watch_step(&s->fence, &stopping, &deadline))
-			kill(-s->pid, SIGTERM);
+			stop_task(s);
 	}
 }
 
@@ -411,6 +441,8 @@ int shim_main(const char *dir)
 		e.start_failed = true;
 		shim_notify(&s.notify_fd, "%s\n", e.reason);
 		kill_rest(&s);
+		if (s.has_term)
+			termshare_close(&s.term);
 		goto out_write;
 	}
 	json_t *pidj = json_pack("{s:i, s:i}", "pid", (int)s.pid, "pgid", (int)s.pid);
@@ -424,6 +456,15 @@ int shim_main(const char *dir)
 	fence_watch_mark_exit(&s.fence, &e);
 	fence_watch_release(&s.fence);
 	kill_rest(&s);
+	if (s.has_term) {
+		/* its attachers learn how it ended before the agent does */
+		json_t *ej = task_exit_json(&e);
+		char *text = json_dumps(ej, JSON_COMPACT);
+		termshare_finish(&s.term, text, TERM_FINISH_MS);
+		termshare_close(&s.term);
+		free(text);
+		json_decref(ej);
+	}
 out_write:
 	if (s.have_cg) {
 		if (!e.oom_killed && e.signal == SIGKILL && cgroup_oom_kills(&s.cg) > 0) {
@@ -448,44 +489,44 @@ out_write:
  * cgroup and log files, its own process group. */
 int shim_exec_main(const char *dir, const char *exec_id)
 {
-	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
+	struct taskproc tp;
+	struct spawn_opts o;
 	struct errbuf eb = ERRBUF_INIT;
 	struct task_exit e;
 	json_t *ex = NULL;
 	int out_fd = -1, err_fd = -1, status = 0;
+	pid_t pid = -1;
 	char *edir = xasprintf("%s/execs/%s", dir, exec_id);
+	struct shim s = { .dir = dir, .pid = -1, .notify_fd = -1 };
 	sigset_t set;
 
 	memset(&e, 0, sizeof(e));
+	memset(&tp, 0, sizeof(tp));
 	block_signals(&set);
-	if (taskdir_read_json(dir, "task.json", &s.task, &eb) ||
-	    taskdir_read_json(dir, "shim.json", &s.conf, &eb) ||
-	    taskdir_read_json(edir, "exec.json", &ex, &eb))
+	if (taskdir_read_json(edir, "exec.json", &ex, &eb) ||
+	    taskproc_prepare(&tp, dir, json_object_get(ex, "argv"), &eb))
 		goto fail;
-	json_t *argv_j = json_object_get(ex, "argv");
-	if (!json_array_size(argv_j)) {
-		error(&eb, YERR(BAD_REQUEST), "the exec has no argv");
+	/* borrowed for describe_exit's OOM check; released with tp */
+	s.cg = tp.cg;
+	s.have_cg = tp.have_cg;
+	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0)
 		goto fail;
-	}
-	if (conf_str(&s, "cgroup_rel")) {
-		const struct cgroup_ops *ops = cgroup_detect(conf_str(&s, "cgroup_root"));
-		if (ops) {
-			cgroup_init(&s.cg, ops, conf_str(&s, "cgroup_root"), conf_str(&s, "cgroup_rel"));
-			s.have_cg = true;
-		}
-	}
-	if ((out_fd = open_out(&s, "stdout", &eb)) < 0 || (err_fd = open_out(&s, "stderr", &eb)) < 0 ||
-	    spawn_in_task(&s, argv_j, out_fd, err_fd, &eb))
+	spawn_opts_init(&o);
+	taskproc_spawn_opts(&tp, &o);
+	o.stdout_fd = out_fd;
+	o.stderr_fd = err_fd;
+	o.flags |= SPAWN_SETSID;
+	if (spawn_process(&o, &pid, NULL, &eb))
 		goto fail;
 	for (;;) {
 		siginfo_t info;
-		pid_t r = waitpid(s.pid, &status, WNOHANG);
-		if (r == s.pid)
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
 			break;
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
 		int sig = sigtimedwait(&set, &info, &ts);
 		if (sig == SIGTERM || sig == SIGINT)
-			kill(-s.pid, SIGKILL);
+			kill(-pid, SIGKILL);
 	}
 	describe_exit(&s, status, &e);
 	goto out;
@@ -498,11 +539,8 @@ out:
 		close(out_fd);
 	if (err_fd >= 0)
 		close(err_fd);
-	if (s.have_cg)
-		cgroup_release(&s.cg);
+	taskproc_release(&tp);
 	json_decref(ex);
-	json_decref(s.task);
-	json_decref(s.conf);
 	int ret = task_exit_write(edir, &e, NULL) ? 1 : 0;
 	free(edir);
 	return ret;

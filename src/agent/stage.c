@@ -241,6 +241,7 @@ static int curl_get_on(struct run *r, CURL *reuse, const char *url, bool sign, s
 	if (reuse)
 		curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	httpc_cloexec(c);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, sink_progress);

@@ -105,6 +105,28 @@ void random_hex(char *out, size_t nbytes)
 	to_hex(buf, nbytes, out);
 }
 
+void random_bytes(void *out, size_t n)
+{
+	if (n > INT_MAX || RAND_bytes(out, (int)n) != 1) {
+		fprintf(stderr, "yard: random number generator failed\n");
+		abort();
+	}
+}
+
+size_t base64_encode(const void *in, size_t n, char *out)
+{
+	return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+void sha1_base64(const void *data, size_t len, char out[29])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	EVP_Digest(data, len, md, &mdlen, EVP_sha1(), NULL);
+	base64_encode(md, mdlen, out);
+}
+
 int consttime_streq(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);

@@ -25,6 +25,18 @@ void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA
 /* random_hex fills out with 2*nbytes hex digits of cryptographic randomness and
  * a NUL; out must hold 2*nbytes+1. Aborts if the RNG fails. */
 void random_hex(char *out, size_t nbytes);
+/* random_bytes fills out with n bytes of cryptographic randomness; aborts
+ * if the RNG fails. */
+void random_bytes(void *out, size_t n);
+/* base64_encode writes the standard base64 (with '=' padding) of n bytes
+ * and a NUL into out, which must hold 4 * ((n + 2) / 3) + 1 bytes; returns
+ * the length written (without the NUL). */
+size_t base64_encode(const void *in, size_t n, char *out);
+/* sha1_base64 writes the base64 of the SHA-1 of data (28 characters) and a
+ * NUL into out[29]: what a WebSocket handshake's accept key is made of
+ * (common/wsframe.h). SHA-1 is used there for a protocol's checksum, never
+ * for security. */
+void sha1_base64(const void *data, size_t len, char out[29]);
 /* consttime_streq compares two NUL-terminated strings without early exit. */
 int consttime_streq(const char *a, const char *b);
 

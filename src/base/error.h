@@ -34,7 +34,10 @@
 	X(IO, "io_error", 500, "input/output error")                                \
 	X(UNAVAILABLE, "unavailable", 503, "service unavailable")                   \
 	X(NOT_LEADER, "not_leader", 503, "this master is a standby, not the leader") \
-	X(NO_SPACE, "insufficient_storage", 507, "no space left on the server")
+	X(NO_SPACE, "insufficient_storage", 507, "no space left on the server")       \
+	X(LENGTH_REQUIRED, "length_required", 411, "the request's body needs a Content-Length") \
+	X(BAD_GATEWAY, "bad_gateway", 502, "the upstream gave no usable answer")    \
+	X(GATEWAY_TIMEOUT, "gateway_timeout", 504, "the upstream did not answer in time")
 
 /* Codes are negative: YE_INVALID_SPEC == -1, YE_BAD_REQUEST == -2, ... */
 enum yerr_code {

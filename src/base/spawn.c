@@ -2,9 +2,14 @@
 #include "base/spawn.h"
 
 #include <grp.h>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include "base/clock.h"
+#include "base/strbuf.h"
 
 extern char **environ;
 
@@ -15,6 +20,7 @@ enum spawn_stage {
 	STAGE_SETSID,
 	STAGE_CGROUP,
 	STAGE_STDIO,
+	STAGE_CTTY,
 	STAGE_SETGROUPS,
 	STAGE_SETGID,
 	STAGE_SETUID,
@@ -115,6 +121,8 @@ static void child_run(const struct spawn_opts *o, int report_fd)
 	for (int i = 0; i < 3; i++)
 		if (dup2(src[i], i) < 0)
 			child_fail(report_fd, STAGE_STDIO, i);
+	if ((o->flags & SPAWN_CTTY) && ioctl(0, TIOCSCTTY, 0) < 0)
+		child_fail(report_fd, STAGE_CTTY, 0);
 	if (o->flags & SPAWN_SETUID) {
 		if (setgroups(0, NULL) < 0)
 			child_fail(report_fd, STAGE_SETGROUPS, 0);
@@ -146,6 +154,8 @@ static int report_error(const struct spawn_opts *o, const struct spawn_report *r
 			     o->cgroup_procs[r->value], what);
 	case STAGE_STDIO:
 		return error(eb, YERR(INTERNAL), "cannot set up fd %d: %s", r->value, what);
+	case STAGE_CTTY:
+		return error(eb, YERR(INTERNAL), "cannot make the terminal the controlling one: %s", what);
 	case STAGE_SETGROUPS:
 		return error(eb, YERR(INTERNAL), "cannot drop the supplementary groups: %s", what);
 	case STAGE_SETGID:
@@ -219,7 +229,7 @@ int spawn_process(const struct spawn_opts *o, pid_t *pid_out, int *child_errno, 
 		return error(eb, YERR(BAD_REQUEST), "cannot spawn: empty argv");
 	/* (stdio sources above 2 only, so that no dup2 can clobber another source) */
 	if (o->flags & SPAWN_FAST) {
-		if ((o->flags & (SPAWN_DETACH | SPAWN_SETUID)) || o->cgroup_procs || o->cwd ||
+		if ((o->flags & (SPAWN_DETACH | SPAWN_SETUID | SPAWN_CTTY)) || o->cgroup_procs || o->cwd ||
 		    (o->stdin_fd >= 0 && o->stdin_fd <= 2) || (o->stdout_fd >= 0 && o->stdout_fd <= 2) ||
 		    (o->stderr_fd >= 0 && o->stderr_fd <= 2))
 			return error(eb, YERR(BAD_REQUEST), "cannot spawn '%s' fast: it needs fork",
@@ -280,4 +290,115 @@ int pidfd_open_pid(pid_t pid)
 	errno = ENOSYS;
 	return -1;
 #endif
+}
+
+void spawn_result_release(struct spawn_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Appends what fd has to read now to sb, keeping its first max bytes;
+ * closes fd at its end. */
+static void drain(int *fd, struct strbuf *sb, size_t max)
+{
+	char buf[4096];
+
+	while (*fd >= 0) {
+		ssize_t n = read(*fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			close_fd(fd);
+			return;
+		}
+		size_t room = sb->len < max ? max - sb->len : 0;
+		strbuf_add(sb, buf, (size_t)n < room ? (size_t)n : room);
+	}
+}
+
+int spawn_run(const struct spawn_opts *o, const char *input, size_t len, uint64_t timeout_ms,
+	      const volatile int *cancel, size_t max, struct spawn_result *res, int *child_errno,
+	      struct errbuf *eb)
+{
+	struct spawn_opts so = *o;
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+	int in_p[2] = { -1, -1 }, out_p[2] = { -1, -1 }, err_p[2] = { -1, -1 };
+	uint64_t deadline = timeout_ms ? mono_ms() + timeout_ms : 0;
+	size_t written = 0;
+	bool killed = false;
+	pid_t pid;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (pipe2(in_p, O_CLOEXEC) || pipe2(out_p, O_CLOEXEC) || pipe2(err_p, O_CLOEXEC)) {
+		ret = error(eb, YERR(INTERNAL), "cannot create a pipe: %s", strerror(errno));
+		goto out;
+	}
+	so.stdin_fd = in_p[0];
+	so.stdout_fd = out_p[1];
+	so.stderr_fd = err_p[1];
+	so.flags = (so.flags | SPAWN_SETSID) & ~(unsigned)(SPAWN_DETACH | SPAWN_FAST);
+	if ((ret = spawn_process(&so, &pid, child_errno, eb)))
+		goto out;
+	close_fd(&in_p[0]);
+	close_fd(&out_p[1]);
+	close_fd(&err_p[1]);
+	fcntl(in_p[1], F_SETFL, O_NONBLOCK);
+	fcntl(out_p[0], F_SETFL, O_NONBLOCK);
+	fcntl(err_p[0], F_SETFL, O_NONBLOCK);
+	if (!input || !len)
+		close_fd(&in_p[1]);
+	/* until the program itself has ended: what it started in the
+	 * background may hold its output open for much longer */
+	for (;;) {
+		struct pollfd p[3] = { { out_p[0], POLLIN, 0 }, { err_p[0], POLLIN, 0 }, { in_p[1], POLLOUT, 0 } };
+		pid_t w;
+
+		if (poll(p, 3, 50) > 0 && in_p[1] >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			ssize_t n = write(in_p[1], input + written, len - written);
+			if (n > 0)
+				written += (size_t)n;
+			if ((n < 0 && errno != EINTR && errno != EAGAIN) || written == len)
+				close_fd(&in_p[1]);
+		}
+		drain(&out_p[0], &out, max);
+		drain(&err_p[0], &err, max);
+		w = waitpid(pid, &res->status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			break;
+		if (!killed && ((cancel && *cancel) || (deadline && mono_ms() >= deadline))) {
+			res->cancelled = cancel && *cancel;
+			res->timed_out = !res->cancelled;
+			kill(-pid, SIGKILL);
+			killed = true;
+			close_fd(&in_p[1]);
+		}
+	}
+	drain(&out_p[0], &out, max);
+	drain(&err_p[0], &err, max);
+	res->out_len = out.len;
+	res->out = strbuf_detach(&out, NULL);
+	res->err_len = err.len;
+	res->err = strbuf_detach(&err, NULL);
+out:
+	close_fd(&in_p[0]);
+	close_fd(&in_p[1]);
+	close_fd(&out_p[0]);
+	close_fd(&out_p[1]);
+	close_fd(&err_p[0]);
+	close_fd(&err_p[1]);
+	strbuf_release(&out);
+	strbuf_release(&err);
+	return ret;
 }

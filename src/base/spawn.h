@@ -11,7 +11,8 @@
  * mask is cleared, optionally a new session is made (setsid), the process
  * moves itself into each listed cgroup (writes "0" to each listed file:
  * cgroup.procs, or a v1 "tasks" file, which for the single-threaded child
- * is the same and cheaper), stdio is set up, with SPAWN_SETUID the
+ * is the same and cheaper), stdio is set up (stdin becomes the controlling
+ * terminal with SPAWN_CTTY), with SPAWN_SETUID the
  * privileges are dropped (setgroups to none, setresgid, setresuid, in that
  * order), the working directory changed (as the new user), and then argv is
  * exec'd with env.
@@ -19,6 +20,9 @@
 #ifndef YARD_SPAWN_H
 #define YARD_SPAWN_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -38,6 +42,10 @@ enum spawn_flags {
 	/* Run as uid and gid (struct spawn_opts) with no supplementary groups;
 	 * the parent must be root. A failure is reported like a failed exec. */
 	SPAWN_SETUID = 1 << 4,
+	/* With SPAWN_SETSID: make stdin, the slave of a pseudo-terminal, the
+	 * new session's controlling terminal (TIOCSCTTY): ^C and ^\ typed
+	 * into it signal the program's foreground process group. */
+	SPAWN_CTTY = 1 << 5,
 };
 
 struct spawn_opts {
@@ -66,6 +74,32 @@ void spawn_opts_init(struct spawn_opts *o);
  * errno-level cause is also stored in *child_errno when it is not NULL.
  */
 int spawn_process(const struct spawn_opts *o, pid_t *pid, int *child_errno, struct errbuf *eb);
+
+/* What spawn_run gives back of a program it ran to its end. */
+struct spawn_result {
+	int status;            /* its waitpid status */
+	bool timed_out;        /* killed at the deadline */
+	bool cancelled;        /* killed because *cancel became non-zero */
+	char *out, *err;       /* owned, NUL-terminated: the first max bytes of its stdout, stderr */
+	size_t out_len, err_len;
+};
+
+void spawn_result_release(struct spawn_result *r);
+
+/*
+ * spawn_run runs o->argv to its end, for a worker thread (it blocks):
+ * input (len bytes; NULL: none) is its stdin, its stdout and stderr are
+ * collected (the first max bytes of each kept), and o's stdio fds are
+ * ignored. It runs in a session of its own (SPAWN_SETSID is added), so that
+ * what it started goes with it: at timeout_ms (0: none), or once *cancel
+ * (may be NULL) is non-zero, checked ten times a second, its whole process
+ * group is killed (SIGKILL). Returns 0 with *res filled whatever the
+ * program's status (res->status, timed_out, cancelled say how it ended),
+ * or spawn_process's error, *res then empty.
+ */
+int spawn_run(const struct spawn_opts *o, const char *input, size_t len, uint64_t timeout_ms,
+	      const volatile int *cancel, size_t max, struct spawn_result *res, int *child_errno,
+	      struct errbuf *eb);
 
 /* pidfd_open_pid: a pidfd for pid (readable once it has exited), or -1 with
  * errno (ENOSYS on kernels before 5.3, ESRCH when it is gone). */

@@ -87,6 +87,44 @@ int client_exec_start(struct client *c, uint64_t id, const char *host, char *con
 int client_exec_get(struct client *c, uint64_t id, uint64_t exec, unsigned wait_s, json_t **out,
 		    struct errbuf *eb);
 
+/* What `yard exec` asks for: GET /v1/jobs/{id}/exec (docs/protocol.md,
+ * "Sessions"). */
+struct client_exec_req {
+	const char *task;       /* "ROLE/INDEX" or NULL: the job's first task */
+	char *const *argv;      /* NULL-terminated, at least one */
+	bool tty, stdin_open;
+	unsigned cols, rows;    /* the terminal's size (0: the master's default) */
+};
+
+/* The longest request path of an exec: the master reads a request's head
+ * into 32 KiB of memory (the command travels in the query). */
+#define CLIENT_EXEC_PATH_MAX (24 * 1024)
+
+/* client_exec_path builds the request path of client_exec_open (exposed
+ * for tests; caller frees). */
+char *client_exec_path(uint64_t id, const struct client_exec_req *req);
+/* client_exec_open opens an exec session's WebSocket (subprotocol
+ * yard.exec.v1) into *s (the caller closes it with httpc_stream_close);
+ * a refusal is the API's error; a command whose request path would be
+ * over CLIENT_EXEC_PATH_MAX is YERR(TOO_LARGE), nothing sent. */
+int client_exec_open(struct client *c, uint64_t id, const struct client_exec_req *req,
+		     struct httpc_stream *s, struct errbuf *eb);
+/* client_portforward_open opens a port-forward session's WebSocket
+ * (GET /v1/jobs/{id}/portforward?task=&port=, subprotocol yard.port.v1)
+ * to port of task ("ROLE/INDEX", NULL: the job's first) into *s (closed
+ * by the caller with httpc_stream_close); a refusal is the API's error,
+ * *status its HTTP status when status is not NULL. */
+int client_portforward_open(struct client *c, uint64_t id, const char *task, unsigned port,
+			    struct httpc_stream *s, long *status, struct errbuf *eb);
+
+/* client_attach_open opens a WebSocket (yard.exec.v1) to the terminal of
+ * interactive job id (GET /v1/jobs/{id}/attach; task "ROLE/INDEX" or NULL:
+ * its task; cols x rows its size, 0: the master's default) into *s (the
+ * caller closes it with httpc_stream_close); a refusal is the API's
+ * error. */
+int client_attach_open(struct client *c, uint64_t id, const char *task, unsigned cols, unsigned rows,
+		       struct httpc_stream *s, struct errbuf *eb);
+
 /* What to read of a task's log. */
 struct client_log_req {
 	const char *task;   /* "ROLE/INDEX" or NULL: the first task */
@@ -130,6 +168,8 @@ int client_node_drain(struct client *c, const char *name, const char *reason, js
 int client_node_resume(struct client *c, const char *name, json_t **out, struct errbuf *eb);
 int client_node_remove(struct client *c, const char *name, json_t **out, struct errbuf *eb);
 
+/* GET /v1/provisioners -> {"pools": [...], "requests": [...]} (docs/elastic.md). */
+int client_provisioners(struct client *c, json_t **out, struct errbuf *eb);
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);
 

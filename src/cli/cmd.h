@@ -162,6 +162,21 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_ls(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_show(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+/* yard exec (cmd_exec.c): a command in a running task, over a session. */
+int cmd_exec(struct cli_ctx *ctx, int argc, char **argv);
+/* yard shell (cmd_shell.c): an interactive job, attached to once it runs;
+ * yard attach (cmd_attach.c): the terminal of one. */
+int cmd_shell(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);
+/* cli_attach attaches to the terminal of interactive job id (task NULL:
+ * its task) from our own (stdin a terminal, put in raw mode until it
+ * ends); who names us in messages. Returns the exit status (cmd_attach.c
+ * says which). */
+int cli_attach(struct cli_ctx *ctx, uint64_t id, const char *task, const char *who);
+/* yard port-forward (cmd_portforward.c): a local port to a task's, over sessions. */
+int cmd_portforward(struct cli_ctx *ctx, int argc, char **argv);
+/* yard notebook (cmd_notebook.c): a Jupyter notebook job behind the proxy. */
+int cmd_notebook(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_cancel(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_wait(struct cli_ctx *ctx, int argc, char **argv);
@@ -171,6 +186,7 @@ int cmd_update(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_rerun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_provisioners(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_usage(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);

@@ -47,7 +47,11 @@ int cmd_ls(struct cli_ctx *ctx, int argc, char **argv)
 		char *reason = cli_reason(json_object_get(job, "reason"));
 		cli_age(cli_jint(job, "submitted_at"), age, sizeof(age));
 		cli_table_add(&t, "%" PRId64, cli_jint(job, "id"));
-		cli_table_add(&t, "%s", cli_jstr(job, "name"));
+		/* an interactive job (yard shell): marked after its name */
+		if (json_is_object(json_object_get(json_object_get(job, "spec"), "interactive")))
+			cli_table_add(&t, "%s (interactive)", cli_jstr(job, "name"));
+		else
+			cli_table_add(&t, "%s", cli_jstr(job, "name"));
 		cli_table_add(&t, "%s", cli_jstr(job, "user"));
 		cli_table_add(&t, "%s", cli_jstr(job, "state"));
 		cli_table_add(&t, "%zu", json_array_size(tasks));

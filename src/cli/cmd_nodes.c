@@ -38,6 +38,31 @@ static void runtimes(const json_t *names, struct strbuf *sb)
 		strbuf_addstr(sb, json_is_array(names) ? "-" : "process");
 }
 
+/* The PROVISIONED cell (docs/elastic.md): "-", or what made the node and
+ * its id there ("slurm job 4411_0", "command request 3"), and whether its
+ * agent is ephemeral. */
+static void provisioned_cell(const json_t *node, struct strbuf *sb)
+{
+	const json_t *p = json_object_get(node, "provisioned");
+	const char *prov = json_string_value(json_object_get(p, "provisioner"));
+	const char *id = json_string_value(json_object_get(p, "id"));
+	const char *slurm = json_string_value(json_object_get(node, "slurm_job"));
+
+	if (prov && !strncmp(prov, "slurm:", 6) && (id || slurm))
+		strbuf_addf(sb, "slurm job %s", id ? id : slurm);
+	else if (prov)
+		strbuf_addf(sb, "%.*s request %" JSON_INTEGER_FORMAT, (int)strcspn(prov, ":"), prov,
+			    json_integer_value(json_object_get(p, "request")));
+	else if (slurm)
+		strbuf_addf(sb, "slurm job %s", slurm);
+	else if (json_is_true(json_object_get(node, "ephemeral")))
+		strbuf_addstr(sb, "ephemeral");
+	else
+		strbuf_addstr(sb, "-");
+	if (json_is_string(json_object_get(p, "state")) && strcmp(cli_jstr(p, "state"), "ready"))
+		strbuf_addf(sb, " (%s)", cli_jstr(p, "state"));
+}
+
 /* The DRAIN cell: "-", or "drained" and the reason, as the admin gave it. */
 static void drain_cell(const json_t *node, struct strbuf *sb)
 {
@@ -55,7 +80,7 @@ static void drain_cell(const json_t *node, struct strbuf *sb)
 static int nodes_ls(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "NAME", "STATE", "ADDR", "CPUS", "MEMORY",
-					       "GPUS", "MODEL", "POOL", "RUNTIMES", "LABELS", "DRAIN" };
+					       "GPUS", "MODEL", "POOL", "RUNTIMES", "LABELS", "PROVISIONED", "DRAIN" };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
 	struct strbuf rt = STRBUF_INIT;
@@ -106,6 +131,9 @@ static int nodes_ls(struct cli_ctx *ctx, int argc, char **argv)
 			json_object_foreach(json_object_get(node, "labels"), key, v)
 				strbuf_addf(&l, "%s%s=%s", l.len ? "," : "", key, json_string_value(v));
 			cli_table_add(&t, "%s", l.len ? l.buf : "-");
+			strbuf_reset(&l);
+			provisioned_cell(node, &l);
+			cli_table_add(&t, "%s", l.buf);
 			strbuf_reset(&l);
 			drain_cell(node, &l);
 			cli_table_add(&t, "%s", l.buf);

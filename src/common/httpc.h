@@ -137,6 +137,78 @@ void httpc_response_release(struct httpc_response *res);
 int httpc_tls_check(const struct httpc_tls *tls, const char *opt_ca, const char *opt_pin,
 		    struct errbuf *eb);
 
+/*
+ * An upgraded connection: a session's leg (docs/protocol.md, "Sessions").
+ * httpc_upgrade opens a connection of its own with libcurl's CONNECT_ONLY
+ * (TLS, the pin and the CA exactly as for every request of c), writes the
+ * HTTP/1.1 request with "Connection: Upgrade" by hand and reads the 101 by
+ * hand (Debian's libcurl 7.88 has no WebSocket support compiled in). The
+ * bytes both ways then go through httpc_stream_send and httpc_stream_recv,
+ * which never block; poll() on fd says when to call them again (with TLS,
+ * read until HTTPC_STREAM_AGAIN: libcurl may hold decrypted bytes the
+ * socket no longer shows).
+ */
+struct httpc_stream {
+	void *curl;             /* CURL *, owned: the connection's own handle */
+	int fd;                 /* its socket, for poll(); closed by httpc_stream_close */
+	struct strbuf pending;  /* bytes that came after the 101's head: read first */
+	char *protocol;         /* owned or NULL: the Sec-WebSocket-Protocol chosen */
+	/* what httpc_stream_send is sending: a TLS write that could not go
+	 * must be tried again with the same bytes at the same address */
+	char wbuf[65536];
+	size_t wlen;
+};
+
+struct httpc_upgrade_req {
+	const char *path;       /* escaped, with its query: "/v1/jobs/7/exec?cmd=ls" */
+	/* the Upgrade token. "websocket" adds Sec-WebSocket-Version 13 and a
+	 * fresh Sec-WebSocket-Key, and checks the server's accept key */
+	const char *protocol;
+	/* NULL or NULL-terminated extra header lines without CRLF
+	 * ("Sec-WebSocket-Protocol: yard.exec.v1") */
+	const char *const *headers;
+	long timeout_ms;        /* connecting and the handshake; 0: 15 s */
+};
+
+/* What httpc_stream_send and httpc_stream_recv return besides 0 and errors. */
+#define HTTPC_STREAM_AGAIN 1 /* nothing can move now: poll() fd */
+#define HTTPC_STREAM_EOF 2   /* recv: the peer closed the connection */
+
+/* httpc_upgrade opens s (released by httpc_stream_close, only on success)
+ * to c's leader (standbys' answers followed as httpc_request follows them;
+ * refused connections go to the next master). 0 once the server answered
+ * 101 with the Upgrade asked for (and a good accept key); a refusal (the
+ * API's error document, any status but 101) is returned as that error
+ * (code, message, field; *status its HTTP status when status is not NULL);
+ * a connection that fails is YERR(UNAVAILABLE), an untrusted master
+ * YERR(FORBIDDEN), as for httpc_request. */
+int httpc_upgrade(struct httpc *c, const struct httpc_upgrade_req *req, struct httpc_stream *s,
+		  long *status, struct errbuf *eb);
+/* httpc_stream_send sends what it can of len bytes: 0 with *sent > 0,
+ * HTTPC_STREAM_AGAIN when none could go now, or YERR(UNAVAILABLE). After
+ * HTTPC_STREAM_AGAIN the stream holds the bytes it tried (a copy, up to
+ * sizeof(wbuf)): call it again with buf starting with the same bytes (more
+ * may follow them). */
+int httpc_stream_send(struct httpc_stream *s, const void *buf, size_t len, size_t *sent,
+		      struct errbuf *eb);
+/* httpc_stream_send_all sends all len bytes, waiting (poll) up to timeout_ms
+ * (0: forever) for the connection to take them. */
+int httpc_stream_send_all(struct httpc_stream *s, const void *buf, size_t len, long timeout_ms,
+			  struct errbuf *eb);
+/* httpc_stream_recv reads up to len bytes: 0 with *got > 0, HTTPC_STREAM_AGAIN
+ * when none are there now, HTTPC_STREAM_EOF when the peer closed, or
+ * YERR(UNAVAILABLE). */
+int httpc_stream_recv(struct httpc_stream *s, void *buf, size_t len, size_t *got,
+		      struct errbuf *eb);
+void httpc_stream_close(struct httpc_stream *s);
+
+/* httpc_cloexec makes every socket the libcurl handle curl (a CURL *)
+ * opens close-on-exec from the start (SOCK_CLOEXEC): the agent starts shims
+ * and sessions' commands from some threads while others hold connections
+ * to the master, which must never leak into them (a leaked leg would
+ * outlive its agent). Every handle of yard's gets it. */
+void httpc_cloexec(void *curl);
+
 /* url_escape: percent-encode s for a path segment or query value (caller frees). */
 char *url_escape(const char *s);
 

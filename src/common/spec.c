@@ -759,9 +759,10 @@ static int get_argv(const json_t *v, const char *path, char ***out, struct errbu
 }
 
 /* The frameworks with a launcher (src/launch/launch.h checks their roles;
- * horovod is the mpi launcher: horovodrun is mpirun underneath). */
+ * horovod is the mpi launcher: horovodrun is mpirun underneath; jupyter a
+ * notebook server behind the master's proxy). */
 static const char *const frameworks[] = {
-	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe",
+	"command", "pytorch", "tensorflow", "mxnet", "mpi", "horovod", "jax", "caffe", "jupyter",
 };
 
 static void supported_frameworks(char *buf, size_t size)
@@ -1040,7 +1041,7 @@ static int get_memory(const json_t *v, const char *path, uint64_t *bytes, struct
 }
 
 const char *const spec_role_fields[] = { "replicas", "gpus", "cpus", "memory", "pids", "command",
-	NULL };
+	"pool", NULL };
 
 static int get_role(const char *name, const json_t *v, struct spec_role *role, struct errbuf *eb)
 {
@@ -1064,7 +1065,7 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids and command",
+		return spec_bad_got(eb, path, "a mapping of replicas, gpus, cpus, memory, pids, command and pool",
 			v);
 	if ((ret = spec_check_known(v, spec_role_fields, path, eb)) < 0)
 		return ret;
@@ -1088,6 +1089,9 @@ static int get_role(const char *name, const json_t *v, struct spec_role *role, s
 	role->pids = pids;
 	snprintf(fpath, sizeof(fpath), "%s.command", path);
 	if ((f = field(v, "command")) && (ret = get_argv(f, fpath, &role->command, eb)) < 0)
+		return ret;
+	snprintf(fpath, sizeof(fpath), "%s.pool", path);
+	if ((f = field(v, "pool")) && !json_is_null(f) && (ret = get_name(f, fpath, &role->pool, eb)) < 0)
 		return ret;
 	return 0;
 }
@@ -1340,9 +1344,47 @@ static int get_timeout(const json_t *v, uint64_t *ms, struct errbuf *eb)
 	return get_duration(v, "timeout", 1, ms, eb);
 }
 
+const char *const spec_interactive_fields[] = { "idle_timeout", NULL };
+
+/* interactive: the job is one task on a terminal that users attach to
+ * (yard shell, yard attach; docs/architecture.md "Interactive jobs"). Its
+ * command may be left out: the login shell of the task's user. */
+static int get_interactive(const json_t *v, struct job_spec *spec, struct errbuf *eb)
+{
+	const json_t *f;
+	unsigned total = spec_total_tasks(spec);
+	int ret;
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return spec_bad_got(eb, "interactive", "a mapping such as {idle_timeout: 1h} ({} for the "
+				    "master's default)", v);
+	if ((ret = spec_check_known(v, spec_interactive_fields, "interactive", eb)) < 0)
+		return ret;
+	if ((f = field(v, "idle_timeout")) &&
+	    (ret = get_duration(f, "interactive.idle_timeout", 1, &spec->idle_timeout_ms, eb)) < 0)
+		return ret;
+	if (total != 1)
+		return spec_bad(eb, "tasks", "an interactive job has one task (one role, replicas 1), "
+				"got %u", total);
+	/* a terminal (command) or a notebook server (jupyter): nothing that
+	 * rendezvouses with peers */
+	if (strcmp(spec->framework, "command") && strcmp(spec->framework, "jupyter"))
+		return spec_bad(eb, "framework", "an interactive job is a terminal (framework command) "
+				"or a notebook (framework jupyter), got \"%s\"", spec->framework);
+	if (!spec->command && strcmp(spec->framework, "command"))
+		return spec_bad(eb, "command", "an interactive %s job names its server's command (only "
+				"a terminal's may be left out: the login shell)", spec->framework);
+	if (spec->sweep)
+		return spec_bad(eb, "sweep", "an interactive job cannot be a sweep's trial");
+	spec->interactive = true;
+	return 0;
+}
+
 const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
-	"on_disconnect", "after", "sweep", NULL };
+	"on_disconnect", "after", "sweep", "interactive", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1375,7 +1417,9 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((ret = get_framework(field(doc, "framework"), &spec->framework, eb)) < 0)
 		goto out;
-	if ((ret = get_argv(field(doc, "command"), "command", &spec->command, eb)) < 0)
+	/* an interactive job may leave its command out: the login shell */
+	if ((field(doc, "command") || !field(doc, "interactive")) &&
+	    (ret = get_argv(field(doc, "command"), "command", &spec->command, eb)) < 0)
 		goto out;
 	if ((ret = get_image(field(doc, "image"), &spec->image, eb)) < 0)
 		goto out;
@@ -1402,6 +1446,10 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if (spec->pool && !strcmp(spec->pool, "default"))
 		free(spec->pool), spec->pool = NULL;
+	/* a role in the job's own pool is in no pool of its own */
+	for (size_t i = 0; i < spec->nroles; i++)
+		if (spec->roles[i].pool && !strcmp(spec->roles[i].pool, spec->pool ? spec->pool : "default"))
+			free(spec->roles[i].pool), spec->roles[i].pool = NULL;
 	if ((ret = get_priority(field(doc, "priority"), &spec->priority, eb)) < 0)
 		goto out;
 	if ((ret = get_on_disconnect(field(doc, "on_disconnect"), &spec->keep_on_disconnect, eb)) < 0)
@@ -1412,8 +1460,10 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 		goto out;
 	if ((ret = get_timeout(field(doc, "timeout"), &spec->timeout_ms, eb)) < 0)
 		goto out;
-	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) == 0)
-		ret = spec_after_parse(field(doc, "after"), spec, eb);
+	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) < 0 ||
+	    (ret = spec_after_parse(field(doc, "after"), spec, eb)) < 0)
+		goto out;
+	ret = get_interactive(field(doc, "interactive"), spec, eb);
 out:
 	return ret;
 }
@@ -1439,6 +1489,17 @@ static json_t *cpus_to_json(uint64_t milli)
 	return json_real((double)milli / 1000.0);
 }
 
+/* A duration as the canonical form has it: integer seconds, "1500ms" when
+ * not whole seconds, null for 0 (none). */
+static json_t *duration_to_json(uint64_t ms)
+{
+	if (!ms)
+		return json_null();
+	if (ms % 1000 == 0)
+		return json_integer((json_int_t)(ms / 1000));
+	return json_sprintf("%" PRIu64 "ms", ms);
+}
+
 json_t *spec_to_json(const struct job_spec *spec)
 {
 	static const char *const prio[] = { "low", "normal", "high" };
@@ -1456,13 +1517,10 @@ json_t *spec_to_json(const struct job_spec *spec)
 				"memory", r->memory ? json_integer((json_int_t)r->memory) : json_null(),
 				"pids", (json_int_t)r->pids,
 				"command", argv_to_json(r->command)));
+		if (r->pool) /* (absent otherwise: the canonical form of every other spec is as it was) */
+			json_object_set_new(json_object_get(tasks, r->name), "pool", json_string(r->pool));
 	}
-	if (!spec->timeout_ms)
-		timeout = json_null();
-	else if (spec->timeout_ms % 1000 == 0)
-		timeout = json_integer((json_int_t)(spec->timeout_ms / 1000));
-	else
-		timeout = json_sprintf("%" PRIu64 "ms", spec->timeout_ms);
+	timeout = duration_to_json(spec->timeout_ms);
 
 	json_object_set_new(doc, "name", json_string(spec->name ? spec->name : "job"));
 	json_object_set_new(doc, "framework",
@@ -1500,6 +1558,9 @@ json_t *spec_to_json(const struct job_spec *spec)
 	spec_after_to_json(spec, doc);
 	if (spec->sweep)
 		json_object_set_new(doc, "sweep", spec_sweep_to_json(spec->sweep));
+	if (spec->interactive)
+		json_object_set_new(doc, "interactive",
+			json_pack("{s:o}", "idle_timeout", duration_to_json(spec->idle_timeout_ms)));
 	return doc;
 }
 
@@ -1513,6 +1574,7 @@ void spec_release(struct job_spec *spec)
 	json_decref(spec->env);
 	for (size_t i = 0; i < spec->nroles; i++) {
 		free(spec->roles[i].name);
+		free(spec->roles[i].pool);
 		argv_free(spec->roles[i].command);
 	}
 	free(spec->roles);

@@ -10,8 +10,9 @@
  * an unknown field of an object before its known fields ("tasks.worker.gpu:
  * unknown field (did you mean 'gpus'?)").
  *
- * Fields (see docs/architecture.md "Job spec"); all but command and tasks are optional,
- * and an optional field that is null counts as absent:
+ * Fields (see docs/architecture.md "Job spec"); all but command and tasks are optional
+ * (command too in an interactive job), and an optional field that is null
+ * counts as absent:
  *   name        string, [a-z0-9][a-z0-9_.-]{0,62}   (default "job")
  *   framework   command (default), pytorch, tensorflow, mxnet, mpi, horovod, jax or
  *               caffe; what each demands of the roles is checked by launch_validate
@@ -56,6 +57,14 @@
  *               waits for the node instead of starting the job elsewhere
  *   after       [ID, ...] or {any: [ID, ...]}: the jobs it starts after
  *               (common/spec_after.h, docs/pipelines.md)
+ *   interactive {idle_timeout: duration > 0 (absent or null: the master's
+ *               --interactive-idle-timeout)}: the job's one task runs on a
+ *               terminal that users attach to (yard shell, yard attach), and
+ *               is cancelled once no session has been attached for the idle
+ *               timeout. Its tasks must add up to one, its framework be
+ *               command, and it is no sweep; command may be left out (the
+ *               login shell of the task's user). Absent or null: a batch job.
+ *               In the canonical form only when set.
  * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
@@ -85,6 +94,9 @@ struct spec_role {
 	uint64_t memory;       /* bytes; 0 = no limit */
 	uint64_t pids;         /* max processes of each task */
 	char **command;        /* owned NULL-terminated argv, or NULL: the job's */
+	/* owned or NULL: the pool this role's tasks run in when not the job's
+	 * (tasks.ROLE.pool): parameter servers on a CPU pool, workers on GPUs */
+	char *pool;
 };
 
 /* The kinds of data source (docs/datasets.md). */
@@ -108,7 +120,8 @@ struct spec_data {
 struct job_spec {
 	char *name;            /* owned */
 	char *framework;       /* owned; "command" */
-	char **command;        /* owned NULL-terminated argv, unexpanded */
+	char **command;        /* owned NULL-terminated argv, unexpanded; NULL only in an
+	                        * interactive job: the login shell of the task's user */
 	char *image;           /* owned container image reference, or NULL: the
 	                        * process runtime */
 	json_t *params;        /* owned object, never NULL after parsing */
@@ -135,6 +148,8 @@ struct job_spec {
 	size_t nafter;
 	bool after_any;        /* after: {any: ...}: any outcome will do, not only success */
 	struct spec_sweep *sweep; /* owned or NULL: a sweep's search (spec_sweep.h) */
+	bool interactive;      /* interactive: one task on a terminal */
+	uint64_t idle_timeout_ms; /* interactive.idle_timeout; 0: the master's default */
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document

@@ -22,12 +22,13 @@ int spec_check_known(const json_t *obj, const char *const *known, const char *pr
 		     struct errbuf *eb);
 
 /* The known fields (NULL-terminated) of a spec's top level, of a role under
- * tasks, of placement, of restart and of preemption. */
+ * tasks, of placement, of restart, of preemption and of interactive. */
 extern const char *const spec_top_fields[];
 extern const char *const spec_role_fields[];
 extern const char *const spec_placement_fields[];
 extern const char *const spec_restart_fields[];
 extern const char *const spec_preemption_fields[];
+extern const char *const spec_interactive_fields[];
 
 bool spec_is_one_of(const char *s, const char *const *words);
 /* spec_resolve_plain: the JSON value of a YAML plain scalar (the 1.2 core

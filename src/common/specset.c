@@ -34,6 +34,7 @@ static const struct set_step {
 	{ spec_top_fields, "placement", SET_FIELDS, spec_placement_fields },
 	{ spec_top_fields, "restart", SET_FIELDS, spec_restart_fields },
 	{ spec_top_fields, "preemption", SET_FIELDS, spec_preemption_fields },
+	{ spec_top_fields, "interactive", SET_FIELDS, spec_interactive_fields },
 	{ spec_placement_fields, "labels", SET_MAP, NULL },
 };
 

@@ -105,7 +105,9 @@ static const signed char task_table[TASK_STATE__COUNT][TASK_EVENT__COUNT] = {
  * drained state mirrors its undrained one, and only RESUME leaves it. A
  * heartbeat or register on a lost node makes it live again; the lapse of a
  * lost node's lease is nothing new (refused). REMOVE is refused while the
- * node is live: its agent would only register it again. */
+ * node is live: its agent would only register it again. LEAVE is the agent's
+ * own goodbye (an ephemeral agent that exits): allowed in every state, as
+ * no agent will register the node again. */
 #define N(s) (NODE_##s + 1)
 static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
 	[NODE_READY] = {
@@ -113,12 +115,14 @@ static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
 		[NODE_EV_HEARTBEAT] = N(READY),
 		[NODE_EV_LEASE_LAPSED] = N(LOST),
 		[NODE_EV_DRAIN] = N(DRAINED),
+		[NODE_EV_LEAVE] = N(REMOVED),
 	},
 	[NODE_LOST] = {
 		[NODE_EV_REGISTER] = N(READY),
 		[NODE_EV_HEARTBEAT] = N(READY),
 		[NODE_EV_DRAIN] = N(DRAINED_LOST),
 		[NODE_EV_REMOVE] = N(REMOVED),
+		[NODE_EV_LEAVE] = N(REMOVED),
 	},
 	[NODE_DRAINED] = {
 		[NODE_EV_REGISTER] = N(DRAINED),
@@ -126,6 +130,7 @@ static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
 		[NODE_EV_LEASE_LAPSED] = N(DRAINED_LOST),
 		[NODE_EV_DRAIN] = N(DRAINED),
 		[NODE_EV_RESUME] = N(READY),
+		[NODE_EV_LEAVE] = N(REMOVED),
 	},
 	[NODE_DRAINED_LOST] = {
 		[NODE_EV_REGISTER] = N(DRAINED),
@@ -133,6 +138,7 @@ static const signed char node_table[NODE_STATE__COUNT][NODE_EVENT__COUNT] = {
 		[NODE_EV_DRAIN] = N(DRAINED_LOST),
 		[NODE_EV_RESUME] = N(LOST),
 		[NODE_EV_REMOVE] = N(REMOVED),
+		[NODE_EV_LEAVE] = N(REMOVED),
 	},
 	/* NODE_REMOVED: final, nothing is allowed */
 };
@@ -151,7 +157,99 @@ static const signed char exp_table[EXP_STATE__COUNT][EXP_EVENT__COUNT] = {
 
 #define X_(n, s) s,
 static const char *const exp_state_names[] = { EXP_STATES(X_) };
+static const char *const preq_state_names[] = { PREQ_STATES(X_) };
+static const char *const pnode_state_names[] = { PNODE_STATES(X_) };
+static const char *const pnode_event_names[] = { PNODE_EVENTS(X_) };
 #undef X_
+static_assert(ARRAY_SIZE(preq_state_names) == PREQ_STATE__COUNT, "request state names");
+static_assert(ARRAY_SIZE(pnode_state_names) == PNODE_STATE__COUNT, "provisioned node state names");
+static_assert(ARRAY_SIZE(pnode_event_names) == PNODE_EVENT__COUNT, "provisioned node event names");
+
+#define R(s) (PREQ_##s + 1)
+static const signed char preq_table[PREQ_STATE__COUNT][PREQ_EVENT__COUNT] = {
+	[PREQ_REQUESTING] = {
+		[PREQ_EV_ANSWERED] = R(OPEN),
+		[PREQ_EV_REFUSED] = R(FAILED),
+	},
+	[PREQ_OPEN] = {
+		[PREQ_EV_ALL_ENDED] = R(CLOSED),
+	},
+	/* failed and closed are final */
+};
+#undef R
+
+/* Every end goes through releasing: the provisioner is told, whatever the
+ * cause, so that nothing it made is left behind; a lost or left node that
+ * was leaving is released at once. */
+#define P(s) (PNODE_##s + 1)
+static const signed char pnode_table[PNODE_STATE__COUNT][PNODE_EVENT__COUNT] = {
+	[PNODE_PENDING] = {
+		[PNODE_EV_REGISTERED] = P(READY),
+		[PNODE_EV_TIMEOUT] = P(RELEASING),
+	},
+	[PNODE_READY] = {
+		[PNODE_EV_REGISTERED] = P(READY),
+		[PNODE_EV_SCALE_DOWN] = P(LEAVING),
+		[PNODE_EV_LEFT] = P(RELEASING),
+		[PNODE_EV_LOST] = P(RELEASING),
+	},
+	[PNODE_LEAVING] = {
+		[PNODE_EV_REGISTERED] = P(LEAVING),
+		[PNODE_EV_LEFT] = P(RELEASING),
+		[PNODE_EV_LOST] = P(RELEASING),
+		[PNODE_EV_LEAVE_TIMEOUT] = P(RELEASING),
+	},
+	[PNODE_RELEASING] = {
+		[PNODE_EV_RELEASED] = P(GONE),
+	},
+	/* gone is final */
+};
+#undef P
+
+int preq_transition(enum preq_state state, enum preq_event ev)
+{
+	if ((unsigned)state >= PREQ_STATE__COUNT || (unsigned)ev >= PREQ_EVENT__COUNT)
+		return -1;
+	return preq_table[state][ev] - 1;
+}
+
+int pnode_transition(enum pnode_state state, enum pnode_event ev)
+{
+	if ((unsigned)state >= PNODE_STATE__COUNT || (unsigned)ev >= PNODE_EVENT__COUNT)
+		return -1;
+	return pnode_table[state][ev] - 1;
+}
+
+const char *preq_state_name(enum preq_state s)
+{
+	return (unsigned)s < PREQ_STATE__COUNT ? preq_state_names[s] : "unknown";
+}
+
+const char *pnode_state_name(enum pnode_state s)
+{
+	return (unsigned)s < PNODE_STATE__COUNT ? pnode_state_names[s] : "unknown";
+}
+
+const char *pnode_event_name(enum pnode_event e)
+{
+	return (unsigned)e < PNODE_EVENT__COUNT ? pnode_event_names[e] : "unknown";
+}
+
+int preq_state_parse(const char *s)
+{
+	for (int i = 0; i < PREQ_STATE__COUNT; i++)
+		if (!strcmp(s, preq_state_names[i]))
+			return i;
+	return -1;
+}
+
+int pnode_state_parse(const char *s)
+{
+	for (int i = 0; i < PNODE_STATE__COUNT; i++)
+		if (!strcmp(s, pnode_state_names[i]))
+			return i;
+	return -1;
+}
 static_assert(ARRAY_SIZE(exp_state_names) == EXP_STATE__COUNT, "experiment state names");
 
 int exp_transition(enum exp_state state, enum exp_event ev)

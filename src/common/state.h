@@ -103,7 +103,8 @@ enum node_state {
 	X(LEASE_LAPSED, "lease_lapsed") /* no word from the agent for --lease */      \
 	X(DRAIN, "drain")               /* an admin drained it (again: a new reason) */ \
 	X(RESUME, "resume")             /* an admin undid the drain */                \
-	X(REMOVE, "remove")             /* an admin removed it (lost nodes only) */
+	X(REMOVE, "remove")             /* an admin removed it (lost nodes only) */   \
+	X(LEAVE, "leave")               /* its agent left for good (an ephemeral one) */
 
 enum node_event {
 #define X_(n, s) NODE_EV_##n,
@@ -140,12 +141,87 @@ enum exp_event {
 	EXP_EVENT__COUNT
 };
 
+/*
+ * Elastic capacity (master/elastic.h): a provisioning request asks one
+ * provisioner for COUNT nodes of a pool. It is stored before the
+ * provisioner is asked (requesting), so that a master that stops while the
+ * provisioner works finds it again and asks nobody twice: a restart
+ * recovers it (what the provisioner made is found again, or nothing was
+ * made). Open, it tracks its nodes (below) until every one has ended.
+ */
+#define PREQ_STATES(X)                                                             \
+	X(REQUESTING, "requesting") /* stored; the provisioner is being asked */       \
+	X(OPEN, "open")             /* the provisioner answered: its nodes are tracked */ \
+	X(FAILED, "failed")         /* the provisioner refused or made nothing */     \
+	X(CLOSED, "closed")         /* every node it made has ended */
+
+enum preq_state {
+#define X_(n, s) PREQ_##n,
+	PREQ_STATES(X_)
+#undef X_
+	PREQ_STATE__COUNT
+};
+
+#define PREQ_EVENTS(X)                                                           \
+	X(ANSWERED, "answered")   /* up (or a restart's recovery) named its nodes */ \
+	X(REFUSED, "refused")     /* up failed, or a recovery found nothing made */ \
+	X(ALL_ENDED, "all_ended") /* its last node ended */
+
+enum preq_event {
+#define X_(n, s) PREQ_EV_##n,
+	PREQ_EVENTS(X_)
+#undef X_
+	PREQ_EVENT__COUNT
+};
+
+/* One node a provisioner made (a slot of a request): asked for until its
+ * agent registers, then ready; a scale-down drains it and tells its agent
+ * to leave; any end (it left, it was lost, it never registered) releases
+ * it through the provisioner (`down`), and once that answered it is gone. */
+#define PNODE_STATES(X)                                                          \
+	X(PENDING, "pending")     /* asked for; its agent has not registered yet */   \
+	X(READY, "ready")         /* registered: a node of its pool */                 \
+	X(LEAVING, "leaving")     /* scaled down: drained, its agent told to leave */  \
+	X(RELEASING, "releasing") /* ended: the provisioner is told to remove it */    \
+	X(GONE, "gone")           /* released */
+
+enum pnode_state {
+#define X_(n, s) PNODE_##n,
+	PNODE_STATES(X_)
+#undef X_
+	PNODE_STATE__COUNT
+};
+
+#define PNODE_EVENTS(X)                                                                 \
+	X(REGISTERED, "registered")   /* its agent registered */                          \
+	X(SCALE_DOWN, "scale_down")   /* idle for its pool's idle time, above the minimum */ \
+	X(LEFT, "left")               /* its agent left (told to, idle, or stopped) */     \
+	X(LOST, "lost")               /* its node was lost (preempted, timed out, died) */ \
+	X(TIMEOUT, "timeout")         /* it did not register in time: given up */          \
+	X(LEAVE_TIMEOUT, "leave_timeout") /* told to leave, it did not: released anyway */ \
+	X(RELEASED, "released")       /* the provisioner removed it */
+
+enum pnode_event {
+#define X_(n, s) PNODE_EV_##n,
+	PNODE_EVENTS(X_)
+#undef X_
+	PNODE_EVENT__COUNT
+};
+
 /* *_transition: the next state, or -1 when the event is not allowed in state. */
 int job_transition(enum job_state state, enum job_event ev);
 int task_transition(enum task_state state, enum task_event ev);
 int node_transition(enum node_state state, enum node_event ev);
 int exp_transition(enum exp_state state, enum exp_event ev);
 const char *exp_state_name(enum exp_state s);
+int preq_transition(enum preq_state state, enum preq_event ev);
+int pnode_transition(enum pnode_state state, enum pnode_event ev);
+const char *preq_state_name(enum preq_state s);
+const char *pnode_state_name(enum pnode_state s);
+const char *pnode_event_name(enum pnode_event e);
+/* preq_state_parse, pnode_state_parse: the state named s, or -1. */
+int preq_state_parse(const char *s);
+int pnode_state_parse(const char *s);
 
 const char *job_state_name(enum job_state s);
 const char *job_event_name(enum job_event e);

@@ -411,6 +411,49 @@ static int fill_caffe(const struct launch_job *job, size_t i, char ***argv, json
 	return 0;
 }
 
+/* ---- jupyter ---- */
+
+static int validate_jupyter(const struct job_spec *spec, struct errbuf *eb)
+{
+	if (spec_total_tasks(spec) != 1)
+		return bad_replicas(eb, spec->roles[0].name,
+				    "a jupyter job is one notebook server: it has exactly one task");
+	return 0;
+}
+
+/* The command (jupyter-notebook, or another that takes NotebookApp's
+ * options) serves on the task's port of its node's loopback, under the
+ * path of the master's proxy to it, and never moves to another port (the
+ * path names this one). The token is Jupyter's own: JUPYTER_TOKEN in the
+ * spec's env (yard notebook sets one), else the one it makes and logs. */
+static int fill_jupyter(const struct launch_job *job, size_t i, char ***argv, json_t *env,
+			struct errbuf *eb)
+{
+	const struct launch_task *t = &job->tasks[i];
+	size_t n = argv_len(*argv), k = 0;
+	char **next;
+
+	(void)env;
+	if (!t->port)
+		return error(eb, YERR(UNAVAILABLE), "task %s/%u: node '%s' has no port left in its range for "
+			     "the notebook server", t->role, t->index, job->nodes[t->node].name);
+	next = xcalloc(n + 8, sizeof(*next));
+	for (; k < n; k++)
+		next[k] = xstrdup((*argv)[k]);
+	next[k++] = xstrdup("--no-browser");
+	next[k++] = xstrdup("--ip=127.0.0.1");
+	next[k++] = xasprintf("--port=%u", t->port);
+	next[k++] = xstrdup("--NotebookApp.port_retries=0");
+	next[k++] = xasprintf("--NotebookApp.base_url=/v1/jobs/%" PRIu64 "/proxy/%s/%u/%u/", job->job_id,
+			      t->role, t->index, t->port);
+	/* its requests come through the proxy, naming the master's host */
+	next[k++] = xstrdup("--NotebookApp.allow_remote_access=True");
+	/* a task of an agent without --run-as runs as root */
+	next[k++] = xstrdup("--NotebookApp.allow_root=True");
+	replace_argv(argv, next);
+	return 0;
+}
+
 static const struct framework frameworks[] = {
 	{ "command", false, false, validate_any, decides_all, fill_none },
 	{ "pytorch", true, true, validate_any, decides_all, fill_pytorch },
@@ -420,6 +463,7 @@ static const struct framework frameworks[] = {
 	{ "mpi", false, true, validate_mpi, decides_mpi, fill_mpi },
 	{ "horovod", false, true, validate_mpi, decides_mpi, fill_mpi },
 	{ "caffe", false, false, validate_caffe, decides_all, fill_caffe },
+	{ "jupyter", true, false, validate_jupyter, decides_all, fill_jupyter },
 };
 
 static const struct framework *find_framework(const char *name)

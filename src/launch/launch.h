@@ -13,7 +13,7 @@
  * What each framework adds (besides the YARD_* variables the master sets for
  * every task; "ADDR" is the advertised address of the task's node, "IF" the
  * interface that holds it, "PORT" the port reserved for the task on its node):
- *   every framework but command and caffe:
+ *   every framework but command, caffe and jupyter:
  *     GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME = IF (when the agent reported it)
  *   pytorch: MASTER_ADDR, MASTER_PORT (rank 0's ADDR and PORT), WORLD_SIZE
  *     (tasks), RANK, LOCAL_RANK and LOCAL_WORLD_SIZE (among the job's tasks on
@@ -35,6 +35,11 @@
  *     In a task's argv, "yard" is the agent's own binary.
  *   caffe: "{gpus}" in an argument becomes the task's GPUs as the task sees
  *     them through CUDA_VISIBLE_DEVICES: "0,1" for a task holding two
+ *   jupyter (one task): the command (jupyter-notebook) gets --no-browser,
+ *     --ip=127.0.0.1, --port=PORT, --NotebookApp.port_retries=0,
+ *     --NotebookApp.base_url=/v1/jobs/ID/proxy/ROLE/INDEX/PORT/ (the
+ *     master's proxy to it, docs/protocol.md "Proxy"),
+ *     --NotebookApp.allow_remote_access=True and --NotebookApp.allow_root=True
  *   command: nothing
  */
 #ifndef YARD_LAUNCH_H
@@ -43,6 +48,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/error.h"
 #include "common/spec.h"
@@ -69,12 +75,14 @@ struct launch_job {
 	size_t nnodes;
 	const struct launch_task *tasks;
 	size_t ntasks;
+	uint64_t job_id;        /* jupyter: the proxy's path names it */
 };
 
 /* launch_validate checks what the framework demands of the spec's roles
  * (tensorflow: chief, worker, ps, evaluator, at most one chief and one
  * evaluator; mxnet: exactly one scheduler, at least one worker, servers;
- * mpi: one role and no image; caffe: one task, and GPUs when "{gpus}" is used). Fails with
+ * mpi: one role and no image; caffe: one task, and GPUs when "{gpus}" is used;
+ * jupyter: one task). Fails with
  * YERR(INVALID_SPEC) naming the field ("tasks.scheduler.replicas: ..."). */
 int launch_validate(const struct job_spec *spec, struct errbuf *eb);
 

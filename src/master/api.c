@@ -20,6 +20,7 @@
 #include "master/jobs.h"
 #include "master/logs.h"
 #include "master/metrics.h"
+#include "master/proxy.h"
 #include "master/visibility.h"
 
 #define WORK_WAIT_MAX_S 30
@@ -985,6 +986,8 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 		job_reply(r, j);
 		return true;
 	}
+	if (r->wait == WAIT_HANDLER)
+		return !r->ready || r->ready(r);
 	return true;
 }
 
@@ -1029,7 +1032,15 @@ static const struct route routes[] = {
 	{ "POST", "/v1/jobs/{id}", h_job_update, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "change a job's priority, {\"priority\": \"low\", \"normal\" or \"high\"} (its owner, its team or an admin)" },
 	{ "GET", "/v1/jobs/{id}/logs", h_job_logs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "a task's log bytes, of any attempt (task, attempt, stream, offset, limit, follow)" },
 	{ "POST", "/v1/jobs/{id}/exec", h_exec_post, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT, BODY_JSON, "start a process in the job's task on a host (job token, its owner, its team or an admin)" },
+	{ "GET", "/v1/jobs/{id}/attach", h_attach_session, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_NONE, "a WebSocket (yard.exec.v1) to the terminal of an interactive job's running task (task, cols, rows), shared with its other attachers: as a job's logs, its owner, its team, an admin or its job token" },
+	{ "GET", "/v1/jobs/{id}/exec", h_exec_session, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_NONE, "a WebSocket (yard.exec.v1) to a command run in a running task (task, cmd, tty, stdin, cols, rows): as a job's logs, its owner, its team, an admin or its job token" },
 	{ "GET", "/v1/jobs/{id}/exec/{eid}", h_exec_get, PERM_JOB, SCOPE_JOB, 0, BODY_NONE, "an exec's state; wait=S holds until it exits" },
+	{ "GET", "/v1/jobs/{id}/portforward", h_portforward_session, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_NONE, "a WebSocket (yard.port.v1) to a TCP connection to 127.0.0.1:port in the node of a running task (task, port): as an exec" },
+	{ "GET", "/v1/jobs/{id}/proxy/{path}", proxy_handle, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_STREAM, "HTTP to 127.0.0.1:PORT in a running task's node, {path} ROLE/INDEX/PORT/REST, the target passed on whole; a WebSocket upgrade too; HEAD as GET. As an exec; GET and HEAD that get an answer are not audited" },
+	{ "POST", "/v1/jobs/{id}/proxy/{path}", proxy_handle, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_STREAM, "as GET, the body (with its Content-Length) streamed upstream" },
+	{ "PUT", "/v1/jobs/{id}/proxy/{path}", proxy_handle, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_STREAM, "as POST" },
+	{ "PATCH", "/v1/jobs/{id}/proxy/{path}", proxy_handle, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_STREAM, "as POST" },
+	{ "DELETE", "/v1/jobs/{id}/proxy/{path}", proxy_handle, PERM_JOB, SCOPE_JOB, ROUTE_AUDIT | ROUTE_COOKIE, BODY_STREAM, "as POST" },
 	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint manifests of a job's tasks, every attempt (task, attempt)" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/usage", h_usage, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "GPU-seconds, CPU-seconds and peak memory of the tasks of the jobs the caller sees whole (by, since, step)" },
@@ -1037,9 +1048,11 @@ static const struct route routes[] = {
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "drain a node: no new tasks until resumed, through lease lapses and restarts (body: optional reason)" },
 	{ "POST", "/v1/nodes/{name}/resume", h_resume, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "undo a drain: the node takes new tasks again (409 when not drained)" },
+	{ "GET", "/v1/provisioners", h_provisioners, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the provisioned pools (elastic capacity): bounds, shape, nodes by state, requests under way" },
 	{ "DELETE", "/v1/nodes/{name}", h_node_delete, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_NONE, "remove a lost node for good (409 while it is live or holds tasks); its name may join again" },
 	{ "POST", "/v1/agents", h_agents, PERM_JOIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "register an agent (join token) with its resources and runtimes; returns its agent token" },
 	{ "GET", "/v1/agents/{id}/work", h_work, PERM_AGENT, SCOPE_NODE, 0, BODY_NONE, "long poll for the node's desired state (rev, wait)" },
+	{ "GET", "/v1/agents/{id}/sessions/{sid}", h_agent_session, PERM_AGENT, SCOPE_NODE, 0, BODY_NONE, "the agent's leg of a session of its node (Upgrade: yard-session/1), spliced to the client's" },
 	{ "POST", "/v1/agents/{id}/status", h_status, PERM_AGENT, SCOPE_NODE, 0, BODY_JSON, "report task states; renews the lease" },
 	{ "POST", "/v1/tasks/{id}/log", h_task_log, PERM_AGENT, SCOPE_TASK, 0, BODY_LOG, "append log bytes idempotently by offset (stream, offset)" },
 	{ "POST", "/v1/tasks/{id}/checkpoint", h_task_checkpoint, PERM_AGENT, SCOPE_TASK, 0, BODY_MANIFEST, "a task's checkpoint dir as it ended, a manifest of held chunks; the job's restarts start from it" },
@@ -1062,7 +1075,8 @@ const struct route *api_routes(size_t *n)
 	return routes;
 }
 
-/* matches path against pattern; caps get copies of {x} segments */
+/* matches path against pattern; caps get copies of {x} segments ({path},
+ * the last of a pattern, takes the rest of the path, slashes and all) */
 static bool match(const char *pattern, const char *path, char *caps[2])
 {
 	const char *p = pattern, *s = path;
@@ -1072,7 +1086,7 @@ static bool match(const char *pattern, const char *path, char *caps[2])
 	while (*p && *s) {
 		if (*p == '{') {
 			const char *pe = strchr(p, '}');
-			const char *se = strchr(s, '/');
+			const char *se = strncmp(p, "{path}", 6) || p[6] ? strchr(s, '/') : NULL;
 			size_t len = se ? (size_t)(se - s) : strlen(s);
 			if (!pe || !len || ncap >= 2)
 				goto no;

@@ -20,6 +20,9 @@ enum body_kind {
 	BODY_METRICS, /* a JSON batch of metric points, at most API_METRICS_MAX */
 	BODY_BLOB,  /* a dataset chunk, at most API_BLOB_MAX, collected in memory */
 	BODY_MANIFEST, /* a JSON document holding a dataset manifest, at most API_MANIFEST_MAX */
+	/* streamed to the handler as it comes, any length: the handler runs
+	 * once the head is in (not after the body) and sets r->stream_body */
+	BODY_STREAM,
 };
 
 #define API_JSON_MAX ((size_t)1 << 20)
@@ -51,11 +54,17 @@ enum scope {
 enum route_flags {
 	ROUTE_AUDIT = 1 << 0,    /* the request changes state: it goes into the audit log */
 	ROUTE_ANY_ROLE = 1 << 1, /* a standby answers it too (master/leader.h) */
+	/* a session's WebSocket: a browser (which cannot set headers on one)
+	 * may send its token as the cookie yard_token, from the master's own
+	 * pages only (the Origin header names the master's host) */
+	ROUTE_COOKIE = 1 << 2,
 };
 
 struct route {
 	const char *method;
-	const char *pattern;        /* "/v1/jobs/{id}": a {x} matches one path segment */
+	/* "/v1/jobs/{id}": a {x} matches one path segment; {path}, last,
+	 * the rest of the path (one or more bytes, slashes too) */
+	const char *pattern;
 	void (*handler)(struct req *r);
 	enum perm perm;
 	enum scope scope;

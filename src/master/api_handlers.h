@@ -36,6 +36,9 @@ void h_templates_list(struct req *r);
 void h_template_get(struct req *r);
 void h_template_delete(struct req *r);
 
+/* api_elastic.c */
+void h_provisioners(struct req *r);
+
 /* api_usage.c */
 void h_usage(struct req *r);
 
@@ -62,6 +65,11 @@ void h_experiments_post(struct req *r);
 void h_experiments_list(struct req *r);
 void h_experiment_get(struct req *r);
 void h_experiment_cancel(struct req *r);
+/* api_sessions.c */
+void h_exec_session(struct req *r);
+void h_attach_session(struct req *r);
+void h_portforward_session(struct req *r);
+void h_agent_session(struct req *r);
 /* api_logs.c */
 void h_job_logs(struct req *r);
 /* api_logs_poll: a held logs request (WAIT_LOGS): true once it is answered. */

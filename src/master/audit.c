@@ -51,7 +51,7 @@ void audit_record(struct req *r)
 {
 	struct master *m = r->m;
 	char addr[INET6_ADDRSTRLEN];
-	char *path = audit_escape_path(r->url ? r->url : "");
+	char *path = audit_escape_path(r->audit_path ? r->audit_path : r->url ? r->url : "");
 	struct store_audit e = {
 		.time = (int64_t)wall_us(),
 		.user = r->user,

@@ -6,6 +6,7 @@
 #include "master/codeindex.h"
 #include "master/experiments.h"
 #include "master/jobsource.h"
+#include "master/elastic.h"
 #include "master/templates.h"
 
 static const char *const role_names[] = { "admin", "user", "agent", "join", "job" };
@@ -91,6 +92,7 @@ static void node_free(struct node *n)
 	free(n->engine);
 	free(n->drain_reason);
 	free(n->drain_by);
+	free(n->slurm_job);
 	for (size_t c = 0; c < n->ncache; c++)
 		free(n->cache[c]);
 	free(n->cache);
@@ -317,7 +319,7 @@ json_t *core_node_runtimes_json(const struct node *n)
 
 void core_save_node(struct master *m, struct node *n)
 {
-	json_t *gpus = json_array();
+	json_t *gpus = json_array(), *doc;
 
 	for (size_t i = 0; i < n->ngpus; i++)
 		json_array_append_new(gpus, json_pack("{s:i, s:o, s:o, s:I, s:i}", "index",
@@ -326,8 +328,7 @@ void core_save_node(struct master *m, struct node *n)
 						      str_or_null(n->gpus[i].uuid), "memory",
 						      (json_int_t)n->gpus[i].memory, "island",
 						      (int)n->gpus[i].island));
-	core_put_doc(m, STORE_NODE, n->name,
-		json_pack("{s:s, s:o, s:o, s:[i,i], s:s, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
+	doc = json_pack("{s:s, s:o, s:o, s:[i,i], s:s, s:I, s:I, s:o, s:I, s:I, s:s, s:o, s:o, "
 			  "s:o, s:o}", "name",
 			  n->name, "addr", str_or_null(n->addr), "iface", str_or_null(n->iface),
 			  "ports", (int)n->port_lo, (int)n->port_hi, "state", node_state_name(n->state),
@@ -340,7 +341,10 @@ void core_save_node(struct master *m, struct node *n)
 				  ? json_pack("{s:o, s:o, s:I}", "reason", str_or_null(n->drain_reason),
 					      "by", str_or_null(n->drain_by), "at",
 					      (json_int_t)n->drain_at)
-				  : json_null()));
+				  : json_null());
+	json_object_set_new(doc, "ephemeral", json_boolean(n->ephemeral));
+	json_object_set_new(doc, "slurm_job", str_or_null(n->slurm_job));
+	core_put_doc(m, STORE_NODE, n->name, doc);
 }
 
 void core_save_token(struct master *m, const struct token *t)
@@ -705,6 +709,8 @@ static int load_node(void *ctx, const char *key, const char *text)
 		core_runtimes_from_json(json_object_get(d, "runtimes"), &n->runtimes, &ignored);
 	}
 	n->engine = get_str(d, "engine");
+	n->ephemeral = json_is_true(json_object_get(d, "ephemeral"));
+	n->slurm_job = get_str(d, "slurm_job");
 	json_decref(d);
 	if (!n->name)
 		return YERR(IO);
@@ -858,7 +864,9 @@ int core_load(struct master *m, struct errbuf *eb)
 	}
 	m->sched_needed = true;
 	int rc = experiments_load(m, eb);
-	return rc ? rc : templates_load(m, eb);
+	if (!rc)
+		rc = templates_load(m, eb);
+	return rc ? rc : elastic_load(m, eb);
 }
 
 static void job_free(struct job *j)
@@ -913,6 +921,7 @@ void core_clear(struct master *m)
 {
 	experiments_clear(m);
 	templates_clear(m);
+	elastic_clear(m);
 	codeindex_free(&m->code_index);
 	codeindex_free(&m->submit_keys);
 	/* nodes first: node_free lets go of their tasks */

@@ -12,6 +12,7 @@
 #define YARD_MASTER_CORE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -143,6 +144,10 @@ struct job {
 	 * show changes (core_job_changed drops them); in memory only */
 	char *doc[2];
 	size_t doc_len[2];
+	/* An interactive job's sessions (interactive.h), in memory only: how
+	 * many are open, and when (wall us) the last one closed, 0: never */
+	unsigned sessions;
+	uint64_t detached_at;
 };
 
 struct gpu_info {
@@ -201,6 +206,10 @@ struct node {
 	 * resources and its GPUs' jobs cost its tasks, not every live one */
 	struct task **live;
 	size_t nlive, alive;
+	/* its agent is ephemeral (agent --ephemeral): it leaves when told, or
+	 * idle, and its node ends then (docs/elastic.md) */
+	bool ephemeral;
+	char *slurm_job;        /* owned or NULL: the Slurm job its agent runs in ("4411_0") */
 };
 
 /* One version of a dataset (datasets.h); its manifest is the file
@@ -242,6 +251,7 @@ struct team_share {
 
 struct shared_body;
 struct codeindex;
+struct elastic;
 
 /* An admission answer (jobs_submit) for one shape of job: what the check
  * reads of a spec, as text; valid while the nodes' generation is gen. */
@@ -267,6 +277,7 @@ struct master {
 	uint64_t store_retry_ms; /* how long a failed commit's store is read again before stopping */
 	struct conf *conf;      /* borrowed or NULL: the options it started with (settings.h) */
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
+	uint64_t interactive_idle_ms; /* --interactive-idle-timeout (interactive.h); 0: none */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	uint64_t started_wall_us; /* wall_us when it was opened */
@@ -349,6 +360,9 @@ struct master {
 	size_t nexps, aexps;
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
+	struct elastic *elastic; /* owned or NULL: the provisioned pools (elastic.h) */
+	struct session **sessions; /* owned, in memory only (sessions.h) */
+	size_t nsessions, asessions;
 	struct exec **execs;    /* owned, in memory only (execs.h) */
 	size_t nexecs, aexecs;
 	uint64_t next_exec_id;
@@ -362,6 +376,10 @@ struct master {
 	uint64_t sched_after_us; /* mono_us before which no pass runs (schedule_timed) */
 	uv_prepare_t prepare;
 	uv_async_t stop_async, reload_async;
+	/* master_stop may come from the signal thread before master_run has
+	 * made stop_async: it asks (stop_requested), and sends only once the
+	 * loop runs (running); master_run looks at the request once it runs */
+	atomic_int running, stop_requested;
 	struct req *held;       /* suspended requests (intrusive list) */
 	struct held_index *held_ix; /* owned by http.c: the held requests by what they wait for */
 	/* borrowed: the nodes whose rev changed since http_wake last looked

@@ -16,6 +16,7 @@
 #include "master/api.h"
 #include "master/audit.h"
 #include "master/leader.h"
+#include "master/sessions.h"
 #include "master/static.h"
 #include "master/visibility.h"
 
@@ -368,7 +369,17 @@ static void hold(struct req *r)
 	} else {
 		kind_link(&ix->scan, r);
 	}
-	heap_push(ix, r);
+	/* a proxied request has no deadline of its own here: its handler's
+	 * ready() keeps its time, and the scan asks it every wake */
+	if (r->wait != WAIT_HANDLER)
+		heap_push(ix, r);
+}
+
+void req_hold(struct req *r, enum req_wait wait)
+{
+	r->wait = wait;
+	if (!r->suspended)
+		hold(r);
 }
 
 static void release(struct master *m, struct req *r)
@@ -543,6 +554,11 @@ static void req_free(struct req *r)
 {
 	if (r->suspended)
 		held_remove(r->m, r);
+	if (r->session_id[0])
+		sessions_req_gone(r->m, r);
+	if (r->gone)
+		r->gone(r);
+	free(r->audit_path);
 	upload_cleanup(r);
 	if (r->resp)
 		MHD_destroy_response(r->resp);
@@ -650,13 +666,27 @@ void req_caller(const struct req *r, struct caller *out)
 	out->job = r->token_job;
 }
 
+/* Whether r comes from the master's own pages as far as a browser says:
+ * no Origin header (not a browser's cross-site request), or one whose host
+ * and port are r's Host. */
+static bool same_origin(struct req *r)
+{
+	const char *origin = req_header(r, "Origin"), *host = req_header(r, "Host"), *p;
+
+	if (!origin)
+		return true;
+	p = strstr(origin, "://");
+	return p && host && !strcasecmp(p + 3, host);
+}
+
 /* First call of a request: route, auth, body set-up. Returns false when a
  * reply (an error) is already set. */
 static bool req_begin(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT, refused = ERRBUF_INIT;
 	const struct token *tok;
-	const char *cl;
+	const char *cl, *authz, *cookie = NULL;
+	char *cookie_authz = NULL;
 	bool path_known = false;
 	uint64_t clen = 0, wait_ms;
 
@@ -681,9 +711,21 @@ static bool req_begin(struct req *r)
 		r->handled = true;
 		return false;
 	}
+	authz = req_header(r, "Authorization");
+	if (!authz && (r->route->flags & ROUTE_COOKIE) &&
+	    (cookie = MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, "yard_token"))) {
+		if (!same_origin(r)) {
+			error(&eb, YERR(FORBIDDEN), "a session authenticated by its cookie must be opened "
+			      "from the master's own pages: Origin '%.200s' is not this master (Host '%.200s')",
+			      req_header(r, "Origin"), req_header(r, "Host") ? req_header(r, "Host") : "");
+			goto fail;
+		}
+		authz = cookie_authz = xasprintf("Bearer %s", cookie);
+	}
 	/* a revoked or expired token names its caller (for the audit log) and
 	 * is then no token at all; refused says why */
-	tok = auth_lookup(r->m, req_header(r, "Authorization"), wall_us(), &refused);
+	tok = auth_lookup(r->m, authz, wall_us(), &refused);
+	free(cookie_authz);
 	if (tok) {
 		r->has_token = !refused.code;
 		r->role = tok->role;
@@ -735,6 +777,9 @@ static bool req_begin(struct req *r)
 		break;
 	case BODY_MANIFEST:
 		r->body_max = API_MANIFEST_MAX;
+		break;
+	case BODY_STREAM:
+		r->body_max = SIZE_MAX; /* it is not kept: the handler takes it as it comes */
 		break;
 	default:
 		r->body_max = API_JSON_MAX;
@@ -831,15 +876,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->method) {
 		r->method = xstrdup(method);
 		r->url = xstrdup(url);
-		if (req_begin(r))
-			return MHD_YES;
-		/* refused before the handler: the audit entry goes into this
-		 * loop turn's batch; the refusal does not wait for it */
+		if (req_begin(r)) {
+			if (r->route->body != BODY_STREAM)
+				return MHD_YES;
+			/* the handler takes the body as it comes: it runs now */
+			r->handled = true;
+			r->route->handler(r);
+			if (!r->resp)
+				return MHD_YES;
+		}
+		/* refused before the handler (or by a streaming one): the audit
+		 * entry goes into this loop turn's batch; the refusal does not
+		 * wait for it */
 		if (r->route && (r->route->flags & ROUTE_AUDIT) && r->err_code != YERR(NOT_LEADER))
 			audit_record(r);
 		return queue(r);
 	}
 	if (*upload_data_size) {
+		if (r->stream_body && !r->resp && !r->queued) {
+			size_t n = r->stream_body(r, upload_data, *upload_data_size);
+			*upload_data_size -= n < *upload_data_size ? n : *upload_data_size;
+			/* no room for the rest now: it comes again once there is */
+			if (*upload_data_size && !r->resp)
+				req_hold(r, WAIT_HANDLER);
+			else if (r->resp)
+				*upload_data_size = 0; /* answered: the rest goes nowhere */
+			return MHD_YES;
+		}
 		if (!r->handled)
 			req_sink(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
@@ -847,6 +910,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->queued)
 		return MHD_YES;
+	if (r->route && r->route->body == BODY_STREAM && r->handled) {
+		/* the body has ended: the reply comes when the handler has it */
+		if (r->stream_body && !r->body_ended && !r->resp) {
+			r->body_ended = true;
+			r->stream_body(r, NULL, 0);
+		}
+		if (!r->resp) {
+			req_hold(r, WAIT_HANDLER);
+			return MHD_YES;
+		}
+		return queue(r);
+	}
 	if (!r->handled) {
 		r->handled = true;
 		if (r->too_large) {
@@ -922,7 +997,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 {
 	struct sockaddr_in sa;
 	const union MHD_DaemonInfo *info;
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME;
+	/* MHD_ALLOW_UPGRADE: sessions (sessions.h) take over their connections */
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE;
 	struct MHD_OptionItem opts[9];
 	size_t n = 0;
 	char host[64];

@@ -21,8 +21,11 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 
-/* WAIT_READY: answered while held, waiting to be resumed (http.c) */
-enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_JOB, WAIT_READY };
+/* What a held request waits for; WAIT_READY: answered while held, waiting
+ * to be resumed (http.c); WAIT_HANDLER: what its handler's ready() says (a
+ * proxied request, master/proxy.h). */
+enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_JOB, WAIT_READY,
+		WAIT_HANDLER };
 
 struct req {
 	struct master *m;
@@ -67,6 +70,26 @@ struct req {
 	struct req *next_held, **pprev_held;
 	struct req *next_kind, **pprev_kind;
 	size_t heap_idx;
+	/* a session's leg (sessions.h): the session's id while its 101 has not
+	 * handed the connection over, "" otherwise */
+	char session_id[17];
+	int session_leg;            /* enum session_leg_kind */
+	/* owned or NULL: what the audit entry names instead of url (a session's
+	 * path with its kind and task) */
+	char *audit_path;
+	/* A handler that answers later (a route of BODY_STREAM: the proxy)
+	 * binds these to r. stream_body takes the request's body as it comes:
+	 * the bytes it took of len (fewer: r is held, WAIT_HANDLER, and the
+	 * rest comes again once ready() says so), then once len 0 at its end;
+	 * not called once r has its reply. ready: whether a request held with
+	 * WAIT_HANDLER may go on (it may set r's reply). gone: r ends (the
+	 * client went away, or its reply was sent): what is bound to r lets
+	 * go of it. */
+	size_t (*stream_body)(struct req *r, const char *data, size_t len);
+	bool (*ready)(struct req *r);
+	void (*gone)(struct req *r);
+	void *handler_data;         /* the handler's, for those three */
+	bool body_ended;            /* stream_body had its end */
 };
 
 struct caller;
@@ -108,6 +131,11 @@ json_t *http_json_text(const char *s);
  * it in req_json's answers (for documents written straight into a strbuf);
  * bytes that are not UTF-8 as http_json_text escapes them. */
 void http_json_string(struct strbuf *out, const char *s);
+/* req_hold suspends r (its connection) until api_poll_ready says it may
+ * go on: a long poll's wait, or WAIT_HANDLER (r->ready). It may be called
+ * from the handler and from the content reader of r's reply (MHD's
+ * MHD_ContentReaderCallback, which then returns 0). */
+void req_hold(struct req *r, enum req_wait wait);
 /* req_strbuf answers with sb's bytes, taking them (sb is left empty). */
 void req_strbuf(struct req *r, int status, const char *ctype, struct strbuf *sb);
 /* req_set_response: resp is the answer (taken); every answer gets nosniff. */

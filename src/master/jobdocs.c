@@ -11,9 +11,12 @@
 #include "base/xalloc.h"
 #include "launch/launch.h"
 #include "master/auth.h"
+#include "master/elastic.h"
 #include "master/execs.h"
+#include "master/interactive.h"
 #include "master/jobs.h"
 #include "master/logs.h"
+#include "master/sessions.h"
 #include "master/usage.h"
 #include "master/visibility.h"
 
@@ -92,6 +95,11 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 
 	spec = json_loads(j->spec_text, 0, NULL);
 	json_object_set_new(d, "spec", spec ? spec : json_null());
+	if (j->spec && j->spec->interactive) {
+		/* its sessions, and since when it has had none (interactive.h) */
+		json_object_set_new(d, "sessions", json_integer(j->sessions));
+		json_object_set_new(d, "idle_since", time_json(interactive_idle_since(m, j)));
+	}
 	for (size_t i = 0; i < j->ntasks; i++) {
 		struct task *t = j->tasks[i];
 		json_t *td = json_object();
@@ -193,7 +201,7 @@ void jobs_oom_message(const struct task *t, char *buf, size_t len)
 
 json_t *jobs_node_json(struct master *m, const struct node *n)
 {
-	json_t *gpus = json_array();
+	json_t *gpus = json_array(), *doc;
 	uint64_t cpus = n->cpus_milli, mem = n->memory;
 	unsigned free_gpus = 0;
 
@@ -222,7 +230,7 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
-	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, "
+	doc = json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:[i,i], s:f, s:I, s:o, s:{s:i, s:I, s:I}, "
 			 "s:I, s:s, s:o, s:o, s:o}",
 			 "name", n->name, "state", node_liveness_name(n->state), "drained",
 			 node_state_is_drained(n->state), "drain",
@@ -241,6 +249,12 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 			 (json_int_t)n->last_seen, "pool", n->pool ? n->pool : "default", "labels",
 			 core_node_labels_json(n), "runtimes", core_node_runtimes_json(n), "engine",
 			 n->engine ? json_string(n->engine) : json_null());
+	/* elastic pools (docs/elastic.md): whether its agent is ephemeral, the
+	 * Slurm job it runs in, and the request of the provisioner that made it */
+	json_object_set_new(doc, "ephemeral", json_boolean(n->ephemeral));
+	json_object_set_new(doc, "slurm_job", n->slurm_job ? json_string(n->slurm_job) : json_null());
+	json_object_set_new(doc, "provisioned", elastic_node_json(m, n));
+	return doc;
 }
 
 static char *param_string(const json_t *v)
@@ -272,6 +286,10 @@ static json_t *task_env(const struct task *t, const struct job *j)
 	json_object_set_new(env, "YARD_GPUS", json_string(gl.buf));
 	snprintf(buf, sizeof(buf), "%u", t->attempt);
 	json_object_set_new(env, "YARD_RESTART_COUNT", json_string(buf));
+	if (t->port) { /* the port of its node reserved for it (its framework's) */
+		snprintf(buf, sizeof(buf), "%u", t->port);
+		json_object_set_new(env, "YARD_PORT", json_string(buf));
+	}
 	if (j->spec) {
 		char *p = json_dumps(j->spec->params, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 		json_object_set_new(env, "YARD_PARAMS", json_string(p ? p : "{}"));
@@ -338,7 +356,7 @@ static int task_launch(struct master *m, const struct task *t, char ***argv, jso
 						 .gpus = o->gpus, .ngpus = o->ngpus, .port = o->port };
 	}
 	struct launch_job lj = { .framework = j->spec->framework, .nodes = ln, .nnodes = nn,
-				 .tasks = lt, .ntasks = nt };
+				 .tasks = lt, .ntasks = nt, .job_id = j->id };
 	ret = launch_task(&lj, me, argv, env, eb);
 	free(lt);
 	free(ln);
@@ -407,12 +425,19 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 							 ? json_string(j->spec->image) : json_null());
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
+		/* on a terminal (the shim's); an empty argv: the user's login shell */
+		if (j->spec && j->spec->interactive)
+			json_object_set_new(td, "interactive", json_true());
 		if (lret) /* the agent fails the start with this message */
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);
 	}
 	free(live);
-	return json_pack("{s:I, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks);
+	json_t *doc = json_pack("{s:I, s:o, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks, "sessions",
+				sessions_work_json(m, n));
+	if (elastic_node_leaving(m, n)) /* scaled down: an ephemeral agent leaves */
+		json_object_set_new(doc, "leave", json_true());
+	return doc;
 }
 
 uint64_t jobs_attained_gpu_s(const struct job *j, uint64_t now_us)

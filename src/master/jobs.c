@@ -16,8 +16,10 @@
 #include "master/control.h"
 #include "master/experiments.h"
 #include "master/datasets.h"
+#include "master/elastic.h"
 #include "master/execs.h"
 #include "master/http.h"
+#include "master/sessions.h"
 #include "master/jobsource.h"
 #include "master/usage.h"
 #include "master/visibility.h"
@@ -92,6 +94,8 @@ static bool task_event(struct master *m, struct task *t, enum task_event ev)
 	t->state = (enum task_state)next;
 	if (task_state_is_final(t->state) && !t->finished_at)
 		t->finished_at = wall_us();
+	if (task_state_is_final(t->state))
+		sessions_task_ended(m, t); /* what runs in it ends with it */
 	if (t->state == TASK_STOPPING || task_state_is_final(t->state))
 		t->stop = true;
 	core_index_task(m, t);
@@ -167,6 +171,35 @@ static struct sched_label *spec_sched_labels(const struct job_spec *spec)
 	return l;
 }
 
+/* The pools of tasks[0..n) of spec's roles (tasks.ROLE.pool), as placement
+ * takes them (sched_job task_pools), or NULL when every role runs in the
+ * job's pool. Caller frees the array; the strings stay the spec's. */
+static const char **spec_task_pools(const struct job_spec *spec, const struct sched_task *tasks, size_t n)
+{
+	const char **pools = NULL;
+
+	for (size_t r = 0; r < spec->nroles && !pools; r++)
+		if (spec->roles[r].pool)
+			pools = xcalloc(n + 1, sizeof(*pools));
+	for (size_t t = 0; pools && t < n; t++)
+		for (size_t r = 0; r < spec->nroles; r++)
+			if (!strcmp(spec->roles[r].name, tasks[t].role))
+				pools[t] = spec->roles[r].pool;
+	return pools;
+}
+
+/* Whether pred holds for a pool of spec: the job's, or a role's own. */
+static bool spec_pools_any(const struct master *m, const struct job_spec *spec,
+			   bool (*pred)(const struct master *, const char *))
+{
+	if (pred(m, spec->pool))
+		return true;
+	for (size_t r = 0; r < spec->nroles; r++)
+		if (spec->roles[r].pool && pred(m, spec->roles[r].pool))
+			return true;
+	return false;
+}
+
 /* A submission's idempotency_key: NULL when absent, else checked. */
 static int submit_key(const json_t *body, const char **out, struct errbuf *eb)
 {
@@ -215,15 +248,18 @@ static char *admit_shape(const struct sched_job *sj)
 	for (size_t i = 0; i < sj->nlabels; i++)
 		strbuf_addf(&sb, "%s=%s\n", sj->labels[i].key, sj->labels[i].value);
 	for (size_t i = 0; i < sj->ntasks; i++)
-		strbuf_addf(&sb, "%s:%u:%" PRIu64 ":%" PRIu64 "\n", sj->tasks[i].role, sj->tasks[i].gpus,
-			    sj->tasks[i].cpus_milli, sj->tasks[i].memory);
+		strbuf_addf(&sb, "%s:%u:%" PRIu64 ":%" PRIu64 ":%s\n", sj->tasks[i].role, sj->tasks[i].gpus,
+			    sj->tasks[i].cpus_milli, sj->tasks[i].memory,
+			    sj->task_pools && sj->task_pools[i] ? sj->task_pools[i] : "\1");
 	return strbuf_detach(&sb, NULL);
 }
 
-/* Admission (sched_check_feasible) over every node the master knows, its
+/* Admission (sched_check_feasible) over every node the master knows and
+ * what its provisioned pools could add (elastic_admission_nodes), its
  * answer kept for the job's shape until a node changes (m->nodes_gen): a
  * check walks every node, and 10,000 of them for each submission was most
- * of what a submission cost. */
+ * of what a submission cost. With provisioned pools nothing is kept: what
+ * they could add changes with their requests, not with m->nodes_gen. */
 static int admit_check(struct master *m, const struct sched_job *sj, char *field, size_t field_len,
 		       char *msg, size_t msg_len)
 {
@@ -232,7 +268,10 @@ static int admit_check(struct master *m, const struct sched_job *sj, char *field
 	struct admit_memo *a;
 	int bad;
 
-	for (size_t i = 0; i < ADMIT_MEMO_MAX; i++) {
+	bool memo = !elastic_any_pool(m);
+	size_t nsn = m->nnodes, nvirt;
+
+	for (size_t i = 0; memo && i < ADMIT_MEMO_MAX; i++) {
 		a = &m->admit[i];
 		if (a->shape && a->gen == m->nodes_gen && !strcmp(a->shape, shape)) {
 			free(shape);
@@ -242,9 +281,16 @@ static int admit_check(struct master *m, const struct sched_job *sj, char *field
 		}
 	}
 	snapshot_take(m, &snap);
+	nvirt = elastic_admission_nodes(m, &snap.sn, &nsn, &snap.gp);
 	field[0] = msg[0] = '\0';
-	bad = sched_check_feasible(snap.sn, m->nnodes, sj, field, field_len, msg, msg_len);
+	bad = sched_check_feasible(snap.sn, nsn, sj, field, field_len, msg, msg_len);
+	for (size_t i = nsn - nvirt; i < nsn; i++)
+		free(snap.gp[i]); /* the provisioned pools' GPUs; the rest are the snapshot's */
 	snapshot_release(&snap);
+	if (!memo) {
+		free(shape);
+		return bad;
+	}
 	a = &m->admit[m->admit_next++ % ADMIT_MEMO_MAX];
 	free(a->shape);
 	a->shape = shape;
@@ -330,7 +376,8 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		}
 		goto out;
 	}
-	if (m->nnodes && !spec->wait_for_nodes) {
+	if ((m->nnodes || spec_pools_any(m, spec, elastic_pool_provisioned)) && !spec->wait_for_nodes &&
+	    !spec_pools_any(m, spec, elastic_shape_unknown)) {
 		/* admission: a job no state of the cluster could run is refused (with
 		 * no nodes at all it waits for some to join; with wait_for_nodes it
 		 * waits, and the plan gives this check's message as its reason).
@@ -356,10 +403,12 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		sj = (struct sched_job){ .tasks = st, .ntasks = ntasks, .max_nodes = spec->max_nodes,
 					 .gpu_model = spec->gpu_model, .gpu_memory = spec->gpu_memory,
 					 .pool = spec->pool, .labels = spec_sched_labels(spec),
-					 .nlabels = spec->nlabels, .image = spec->image };
+					 .nlabels = spec->nlabels, .image = spec->image,
+					 .task_pools = spec_task_pools(spec, st, ntasks) };
 
 		bad = admit_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
 		free((void *)sj.labels);
+		free((void *)sj.task_pools);
 		free(st);
 		if (bad) {
 			ret = error_field(eb, YERR(INVALID_SPEC), field,
@@ -524,18 +573,26 @@ int jobs_cancel(struct master *m, struct job *j, struct errbuf *eb)
 	return 0;
 }
 
-static void task_lost(struct master *m, struct task *t, const char *node_name)
+/* Task t is lost with its node; why: how the node went ("left: ..."), or
+ * NULL: its lease lapsed. */
+static void task_lost(struct master *m, struct task *t, const char *node_name, const char *why)
 {
 	struct job *j = t->job;
-	char msg[300];
+	char msg[400];
 
 	if (!task_event(m, t, TASK_EV_LOST))
 		return;
 	set_str(&t->reason_code, "node_lost");
-	snprintf(msg, sizeof(msg), "node '%s' was lost", node_name);
+	if (why)
+		snprintf(msg, sizeof(msg), "node '%s' %s", node_name, why);
+	else
+		snprintf(msg, sizeof(msg), "node '%s' was lost", node_name);
 	set_str(&t->reason_msg, msg);
 	core_save_task(m, t);
-	snprintf(msg, sizeof(msg), "%s/%u was lost with node '%s'", t->role, t->index, node_name);
+	if (why)
+		snprintf(msg, sizeof(msg), "%s/%u was lost: node '%s' %s", t->role, t->index, node_name, why);
+	else
+		snprintf(msg, sizeof(msg), "%s/%u was lost with node '%s'", t->role, t->index, node_name);
 	job_task_failed(m, j, t, "node_lost", msg, false, 0);
 }
 
@@ -566,9 +623,27 @@ static void node_tasks_lost(struct master *m, struct node *n)
 		if (t->job && t->job->spec && t->job->spec->keep_on_disconnect &&
 		    (t->state == TASK_RUNNING || t->state == TASK_ASSIGNED))
 			continue;
-		task_lost(m, t, n->name);
+		task_lost(m, t, n->name, NULL);
 	}
 	free(live);
+}
+
+void nodes_leave(struct master *m, struct node *n, const char *why)
+{
+	char *what = xasprintf("left (%s)", why);
+
+	sessions_node_lost(m, n->name); /* before its tasks, as for a lost node */
+	/* nothing of the node comes back: whatever it still ran is lost */
+	for (size_t i = 0; i < m->ntasks; i++) {
+		struct task *t = m->tasks[i];
+		if (t && t->node && !task_state_is_final(t->state) && !strcmp(t->node, n->name))
+			task_lost(m, t, n->name, what);
+	}
+	for (size_t i = 0; i < m->ntokens; i++)
+		if (m->tokens[i].role == ROLE_AGENT && !strcmp(m->tokens[i].user, n->name))
+			auth_revoke(m, &m->tokens[i], wall_us());
+	nodes_apply_event(m, n, NODE_EV_LEAVE);
+	free(what);
 }
 
 int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
@@ -594,8 +669,10 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
 	}
 	core_node_bump(m, n);
 	core_save_node(m, n);
-	if (was_live && !node_state_is_live(n->state))
+	if (was_live && !node_state_is_live(n->state)) {
+		sessions_node_lost(m, n->name); /* before its tasks: they end for that reason */
 		node_tasks_lost(m, n);
+	}
 	m->sched_needed = true;
 	return next;
 }
@@ -1013,12 +1090,14 @@ static void queued_sched_job(const struct job *j, struct sched_job *sj, struct t
 				  .labels = spec_sched_labels(j->spec), .nlabels = j->spec->nlabels,
 				  .image = j->spec->image, .wait_for_nodes = j->spec->wait_for_nodes };
 	sj->data_keys = (const char *const *)job_data_keys(j, &sj->ndata_keys);
+	sj->task_pools = spec_task_pools(j->spec, tasks, k);
 }
 
 static void queued_sched_job_release(struct sched_job *sj)
 {
 	free((void *)sj->tasks);
 	free((void *)sj->labels);
+	free((void *)sj->task_pools);
 	for (size_t k = 0; k < sj->ndata_keys; k++)
 		free((void *)sj->data_keys[k]);
 	free((void *)sj->data_keys);
@@ -1150,7 +1229,7 @@ void jobs_schedule(struct master *m)
 {
 	struct world_build b;
 	struct sched_decision d = { 0 };
-	bool full = m->sched_needed;
+	bool full = m->sched_needed, elastic_full = false;
 
 	m->sched_passes++;
 	m->sched_needed = false;
@@ -1164,8 +1243,14 @@ void jobs_schedule(struct master *m)
 	}
 	sched_decide(&b.w, &d);
 	apply_decision(m, &b, &d);
+	if (full)
+		elastic_after_decision(m, &b.w, &d, b.jobs);
 	if (!full && d.nwaits)
 		m->positions_stale = true;
+	/* new arrivals waiting in a provisioned pool: a full decision next,
+	 * which may ask for nodes for them (elastic.h) */
+	for (size_t k = 0; !full && k < d.nwaits && !elastic_full; k++)
+		elastic_full = elastic_pool_provisioned(m, b.wj[d.waits[k].job].job.pool);
 	if (full) {
 		m->positions_stale = false;
 		m->last_full_plan_ms = mono_ms();
@@ -1173,7 +1258,7 @@ void jobs_schedule(struct master *m)
 	sched_decision_release(&d);
 	world_release(m, &b);
 	/* a decision can make nothing new schedulable: do not loop */
-	m->sched_needed = false;
+	m->sched_needed = elastic_full;
 	m->nfresh = 0;
 }
 
@@ -1363,6 +1448,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	const char *iface = json_string_value(json_object_get(body, "iface"));
 	const json_t *pool = json_object_get(body, "pool"), *labels = json_object_get(body, "labels");
 	const json_t *engine = json_object_get(body, "engine");
+	const json_t *ephemeral = json_object_get(body, "ephemeral"), *slurm_job = json_object_get(body, "slurm_job");
 	json_int_t port_lo = 30000, port_hi = 32000;
 	unsigned runtimes;
 	struct node *n;
@@ -1435,6 +1521,13 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		return error_field(eb, YERR(BAD_REQUEST), "engine",
 				   "engine: expected a string of 1 to %d printable characters",
 				   MAX_ENGINE);
+	if (ephemeral && !json_is_boolean(ephemeral))
+		return error_field(eb, YERR(BAD_REQUEST), "ephemeral", "ephemeral: expected true or false");
+	if (slurm_job && !json_is_null(slurm_job) &&
+	    (!json_is_string(slurm_job) || !json_string_length(slurm_job) || json_string_length(slurm_job) > 40 ||
+	     strspn(json_string_value(slurm_job), "0123456789_+") != json_string_length(slurm_job)))
+		return error_field(eb, YERR(BAD_REQUEST), "slurm_job",
+				   "slurm_job: expected a Slurm job id such as 4411 or 4411_0");
 	n = core_node(m, name);
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
@@ -1472,6 +1565,8 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	n->runtimes = runtimes;
 	m->nodes_gen++; /* what admission reads of it may have changed */
 	set_str(&n->engine, json_string_value(engine));
+	n->ephemeral = json_is_true(ephemeral);
+	set_str(&n->slurm_job, json_string_value(slurm_job));
 	node_set_cache(n, json_object_get(body, "cache"));
 	nodes_apply_event(m, n, NODE_EV_REGISTER);
 	core_node_bump(m, n);
@@ -1483,9 +1578,10 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	for (size_t k = 0; k < nlive; k++) {
 		struct task *t = live[k];
 		if ((t->state == TASK_RUNNING || t->state == TASK_STOPPING) && !id_listed(tasks, t->id))
-			task_lost(m, t, n->name);
+			task_lost(m, t, n->name, NULL);
 	}
 	free(live);
+	elastic_node_registered(m, n);
 	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL, 0);
 	m->sched_needed = true;
 	*out = n;
@@ -1601,7 +1697,7 @@ static void task_checkpointed(struct master *m, struct task *t, uint64_t at)
 
 int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
 {
-	const json_t *tasks = json_object_get(body, "tasks");
+	const json_t *tasks = json_object_get(body, "tasks"), *left = json_object_get(body, "left");
 	size_t i;
 	json_t *r;
 
@@ -1609,6 +1705,15 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
 	if (tasks && !json_is_array(tasks))
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
+	if (left && !json_is_null(left) && !printable_string(left, 200))
+		return error_field(eb, YERR(BAD_REQUEST), "left",
+				   "left: expected why the agent leaves, 1 to 200 printable characters");
+	if (json_is_string(left)) {
+		/* its agent leaves for good (an ephemeral one): the node ends */
+		elastic_node_left(m, n, json_string_value(left));
+		nodes_leave(m, n, json_string_value(left));
+		return 0;
+	}
 	nodes_touch(m, n);
 	node_set_cache(n, json_object_get(body, "cache"));
 	if (node_set_util(n, json_object_get(body, "gpus")))

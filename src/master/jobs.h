@@ -95,6 +95,12 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev);
  * task's resources, revoking its agent tokens, else YERR(CONFLICT) saying
  * why. On success n is freed. */
 int nodes_drain(struct master *m, struct node *n, const char *reason, const char *by);
+/* nodes_leave ends n for good: its agent left (an ephemeral agent's last
+ * status) or its provisioner removed it (elastic.h). Whatever it still
+ * ran is lost, for the reason "left (why)" (the jobs restart as their
+ * policy allows), its agent tokens are revoked and it is removed; n is
+ * freed. */
+void nodes_leave(struct master *m, struct node *n, const char *why);
 int nodes_resume(struct master *m, struct node *n, struct errbuf *eb);
 int nodes_remove(struct master *m, struct node *n, struct errbuf *eb);
 

@@ -23,10 +23,13 @@
 #include "master/core.h"
 #include "master/outputs.h"
 #include "master/datasets.h"
+#include "master/elastic.h"
 #include "master/execs.h"
 #include "sched/decide.h"
 #include "master/http.h"
+#include "master/interactive.h"
 #include "master/jobs.h"
+#include "master/sessions.h"
 #include "master/settings.h"
 #include "master/static.h"
 
@@ -56,6 +59,7 @@ static void step_down(struct master *m, const struct errbuf *why)
 	leader_deposed(m);
 	error(&eb, YERR(NOT_LEADER), "this master stepped down: another master leads now; retry");
 	http_release_all(m, &eb);
+	sessions_end_all(m, "this master stepped down: another master leads now");
 	execs_clear(m);
 	datasets_gc_release(m);
 	core_clear(m);
@@ -82,6 +86,8 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 	m->txn_open = false;
 	m->batch_err = 0;
 	datasets_collect_garbage(m, rc == 0);
+	if (!rc)
+		elastic_committed(m); /* what a provisioner is asked for is stored first */
 	if (!rc && unsure && m->leadership.state == LEADER_LEADING)
 		/* agents could not be answered while unsure: none is lost for it */
 		jobs_restore_leases(m);
@@ -191,6 +197,8 @@ static void on_tick(uv_timer_t *t)
 	if (!leader_serving(m))
 		return;
 	jobs_tick(m);
+	interactive_tick(m);
+	elastic_tick(m);
 	/* queue positions of jobs placed by fresh-only plans, and waiting
 	 * reasons in general, are refreshed by a full plan at most every tick */
 	if (m->positions_stale && mono_ms() - m->last_full_plan_ms >= 1000)
@@ -506,8 +514,15 @@ int master_run(struct master *m)
 	m->stop_async.data = m;
 	uv_async_init(&m->loop, &m->reload_async, on_reload);
 	m->reload_async.data = m;
+	atomic_store(&m->running, 1);
+	if (atomic_load(&m->stop_requested))
+		uv_stop(&m->loop); /* stopped before it ran */
 	http_run(m);
 	uv_run(&m->loop, UV_RUN_DEFAULT);
+	atomic_store(&m->running, 0);
+	/* provisioners' programs still running are stopped: the last uv_run
+	 * below waits for their threads, and a restart recovers their requests */
+	elastic_stop(m);
 
 	/* answer whatever was held, let MHD send it, then close the handles */
 	{
@@ -515,6 +530,7 @@ int master_run(struct master *m)
 		batch_commit(m, &eb);
 		leader_release_lease(m);
 	}
+	sessions_end_all(m, "the master stopped");
 	http_release_all(m, NULL);
 	for (int i = 0; i < 3; i++)
 		MHD_run(m->mhd);
@@ -533,12 +549,16 @@ int master_run(struct master *m)
 
 void master_stop(struct master *m)
 {
-	uv_async_send(&m->stop_async);
+	atomic_store(&m->stop_requested, 1);
+	if (atomic_load(&m->running))
+		uv_async_send(&m->stop_async);
 }
 
 void master_reload(struct master *m)
 {
-	uv_async_send(&m->reload_async);
+	/* a reload before the loop runs has nothing to change yet */
+	if (atomic_load(&m->running))
+		uv_async_send(&m->reload_async);
 }
 
 void master_free(struct master *m)
@@ -564,7 +584,9 @@ void master_free(struct master *m)
 	free(m->data_dir);
 	free(m->job_key);
 	settings_clear(m);
+	elastic_free(m);
 	execs_clear(m);
+	free(m->sessions); /* empty: sessions_end_all ended them, the loop freed them */
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
 	free(m->url);

@@ -31,6 +31,9 @@ struct master_config {
 	 * (NULL: the defaults; master/gpuidle.h) */
 	uint64_t idle_gpu_timeout_ms;
 	const char *idle_gpu_threshold, *idle_gpu_action;
+	/* --interactive-idle-timeout: a duration, "0" off; NULL: 1h
+	 * (master/interactive.h) */
+	const char *interactive_idle_timeout;
 	const char *web_dir;    /* static UI files served at /; NULL: static_default_dir() */
 	/* Scheduling (sched/policy.h): "NAME" for every pool, "POOL=NAME" for
 	 * one; none: the default policy. */
@@ -65,6 +68,18 @@ struct master_config {
 	 * often it is renewed (0: LEADER_LEASE_MS, LEADER_RENEW_MS). */
 	const char *advertise_url;
 	uint64_t leader_lease_ms, leader_renew_ms;
+	/* Elastic pools (master/elastic.h, docs/elastic.md): "POOL=KIND:ARG"
+	 * each, and per pool "POOL=N" bounds, "POOL=DURATION" idle times and
+	 * "POOL=SHAPE" shapes; the other strings NULL for their defaults. */
+	struct conf_list provisioners, provisioner_mins, provisioner_maxes, provisioner_idles,
+		provisioner_shapes;
+	const char *provisioner_max_pending, *provisioner_cooldown, *provisioner_register_timeout;
+	const char *provisioner_url;
+	/* the Slurm provisioner's: --time, --account, --qos of its
+	 * allocations, the ephemeral agents' work dirs, the yard binary on the
+	 * Slurm nodes and more arguments of theirs */
+	const char *slurm_time, *slurm_account, *slurm_qos, *slurm_work_dir, *slurm_yard;
+	struct conf_list slurm_agent_args;
 	/* The options the master was started with, which a reload reads
 	 * again (settings.h); borrowed for the master's life; NULL: it has no
 	 * config file to reload. */

@@ -11,7 +11,9 @@
 #include "base/conf.h"
 #include "base/parse.h"
 #include "master/datasets.h"
+#include "master/elastic.h"
 #include "master/gpuidle.h"
+#include "master/interactive.h"
 #include "master/leader.h"
 #include "master/ratelimit.h"
 #include "master/settings.h"
@@ -91,6 +93,13 @@ static int check_idle_action(const char *what, const char *v, struct errbuf *eb)
 	return gpuidle_parse_action(what, v, &stop, eb);
 }
 
+static int check_interactive_idle(const char *what, const char *v, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	return interactive_parse_idle(what, v, &ms, eb);
+}
+
 static int check_tls_san(const char *what, const char *v, struct errbuf *eb)
 {
 	if (!tls_san_valid(v))
@@ -151,6 +160,11 @@ static const struct conf_option master_options[] = {
 	    "a GPU under PCT% busy is idle (default 5)"),
 	OPT("idle-gpu-action", CONF_STRING, CONF_RELOAD, idle_gpu_action, check_idle_action, "flag|stop",
 	    "what an idle job gets (default flag)"),
+	OPT("interactive-idle-timeout", CONF_STRING, CONF_RELOAD, interactive_idle_timeout,
+	    check_interactive_idle, "DURATION",
+	    "cancel an interactive job (yard shell) with no session attached\n"
+	    "this long (default 1h; 0: off; a spec's interactive.idle_timeout\n"
+	    "wins)"),
 	OPT("rate-limit", CONF_STRING, CONF_RELOAD, rate_limit, check_rate_limit, "RATE[:BURST]",
 	    "requests per second per token (default 200:2000; 0: no limit;\n"
 	    "agents are not limited)"),
@@ -173,6 +187,42 @@ static const struct conf_option master_options[] = {
 	OPT("leader-renew", CONF_DURATION, 0, leader_renew_ms, check_leader_span, "DURATION",
 	    "how often the leader renews its lease (default 250ms; at most half\n"
 	    "the lease)"),
+	OPT("provisioner", CONF_LIST, CONF_RELOAD, provisioners, elastic_check_provisioner,
+	    "POOL=command:PATH|POOL=slurm:PARTITION",
+	    "POOL's nodes come and go with the queue: made by a script\n"
+	    "(PATH up POOL COUNT, PATH down NODE) or as Slurm allocations"),
+	OPT("provisioner-min", CONF_LIST, CONF_RELOAD, provisioner_mins, elastic_check_pool_count, "POOL=N",
+	    "the fewest nodes a provisioned pool keeps (default 0)"),
+	OPT("provisioner-max", CONF_LIST, CONF_RELOAD, provisioner_maxes, elastic_check_pool_count, "POOL=N",
+	    "the most nodes it may have (default 10)"),
+	OPT("provisioner-idle", CONF_LIST, CONF_RELOAD, provisioner_idles, elastic_check_pool_duration,
+	    "POOL=DURATION", "a node of it idle this long is given back (default 10m)"),
+	OPT("provisioner-shape", CONF_LIST, CONF_RELOAD, provisioner_shapes, elastic_check_pool_shape,
+	    "POOL=gpus=N,cpus=N,...", "what one node of it has, until one registers (gpus, gpu-model,\n"
+	    "gpu-memory, cpus, memory, runtime, label=KEY=VALUE)"),
+	OPT("provisioner-max-pending", CONF_STRING, CONF_RELOAD, provisioner_max_pending, elastic_check_count,
+	    "N", "the most nodes of a pool asked for and not registered at once\n(default 8)"),
+	OPT("provisioner-cooldown", CONF_STRING, CONF_RELOAD, provisioner_cooldown, elastic_check_duration,
+	    "DURATION", "no scale-down this long after a scale-up, no scale-up this long\n"
+	    "after a failure (default 30s)"),
+	OPT("provisioner-register-timeout", CONF_STRING, CONF_RELOAD, provisioner_register_timeout,
+	    elastic_check_duration, "DURATION",
+	    "a node asked for that has not registered after this is given up\n(default 5m)"),
+	OPT("provisioner-url", CONF_STRING, CONF_RELOAD, provisioner_url, check_url, "URL",
+	    "where new nodes' agents reach this master (default: its URL)"),
+	OPT("slurm-time", CONF_STRING, CONF_RELOAD, slurm_time, elastic_check_duration, "DURATION",
+	    "the time limit of Slurm allocations (default: the partition's)"),
+	OPT("slurm-account", CONF_STRING, CONF_RELOAD, slurm_account, elastic_check_slurm_word, "NAME",
+	    "the Slurm account they are charged to"),
+	OPT("slurm-qos", CONF_STRING, CONF_RELOAD, slurm_qos, elastic_check_slurm_word, "NAME",
+	    "their Slurm quality of service"),
+	OPT("slurm-work-dir", CONF_STRING, CONF_RELOAD, slurm_work_dir, elastic_check_path, "DIR",
+	    "where the ephemeral agents keep their work dirs and logs on the\n"
+	    "Slurm nodes (default " ELASTIC_DEFAULT_SLURM_WORK_DIR ")"),
+	OPT("slurm-yard", CONF_STRING, CONF_RELOAD, slurm_yard, elastic_check_path, "PATH",
+	    "the yard binary on the Slurm nodes (default: this master's)"),
+	OPT("slurm-agent-arg", CONF_LIST, CONF_RELOAD, slurm_agent_args, NULL, "ARG",
+	    "one more argument of the ephemeral agents (--gpus=auto, ...)"),
 };
 
 const struct conf_option *master_conf_options(size_t *n)

@@ -12,6 +12,7 @@
 #include "common/spec.h"
 #include "common/state.h"
 #include "master/core.h"
+#include "master/elastic.h"
 
 #ifndef YARD_VERSION
 #define YARD_VERSION "unknown"
@@ -117,14 +118,14 @@ static void add_value(struct strbuf *sb, const char *v)
 	}
 }
 
-static void head(struct strbuf *sb, const char *name, const char *type, const char *help)
+void prom_head(struct strbuf *sb, const char *name, const char *type, const char *help)
 {
 	strbuf_addf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* name{k1="v1",k2="v2"} (labels: NULL-terminated pairs, or NULL). */
-static void series(struct strbuf *sb, const char *name, const char *suffix, const char *const *labels,
-		   const char *le)
+void prom_series(struct strbuf *sb, const char *name, const char *suffix, const char *const *labels,
+		 const char *le)
 {
 	bool any = false;
 
@@ -151,14 +152,14 @@ static void hist_render(struct strbuf *sb, const char *name, const char *const *
 	for (size_t i = 0; i < h->nbounds; i++) {
 		cum += h->counts[i];
 		snprintf(le, sizeof(le), "%g", h->bounds[i]);
-		series(sb, name, "_bucket", labels, le);
+		prom_series(sb, name, "_bucket", labels, le);
 		strbuf_addf(sb, "%" PRIu64 "\n", cum);
 	}
-	series(sb, name, "_bucket", labels, "+Inf");
+	prom_series(sb, name, "_bucket", labels, "+Inf");
 	strbuf_addf(sb, "%" PRIu64 "\n", h->count);
-	series(sb, name, "_sum", labels, NULL);
+	prom_series(sb, name, "_sum", labels, NULL);
 	strbuf_addf(sb, "%.6f\n", h->sum);
-	series(sb, name, "_count", labels, NULL);
+	prom_series(sb, name, "_count", labels, NULL);
 	strbuf_addf(sb, "%" PRIu64 "\n", h->count);
 }
 
@@ -186,7 +187,7 @@ static void tally_render(struct strbuf *sb, const char *name, const char *ka, co
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const char *labels[] = { ka, t->v[i].a, kb, t->v[i].b, NULL };
-		series(sb, name, "", labels, NULL);
+		prom_series(sb, name, "", labels, NULL);
 		strbuf_addf(sb, "%.15g\n", t->v[i].n);
 	}
 	free(t->v);
@@ -201,10 +202,10 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 	for (size_t i = 0; i < m->njobs; i++)
 		if (m->jobs[i])
 			jobs[m->jobs[i]->state]++;
-	head(sb, "yard_jobs", "gauge", "Jobs by state.");
+	prom_head(sb, "yard_jobs", "gauge", "Jobs by state.");
 	for (int s = 0; s < JOB_STATE__COUNT; s++) {
 		const char *labels[] = { "state", job_state_name(s), NULL };
-		series(sb, "yard_jobs", "", labels, NULL);
+		prom_series(sb, "yard_jobs", "", labels, NULL);
 		strbuf_addf(sb, "%u\n", jobs[s]);
 	}
 	for (size_t i = 0; i < m->nnodes; i++) /* each pool has its series, 0 when none waits */
@@ -214,7 +215,7 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 	for (size_t i = 0; i < m->nqueue; i++)
 		if (!m->queue[i]->blocked) /* held or waiting for a job of its after: not for GPUs */
 			tally_add(&queued, job_pool(m->queue[i]), m->queue[i]->team ? m->queue[i]->team : "", 1);
-	head(sb, "yard_jobs_queued", "gauge",
+	prom_head(sb, "yard_jobs_queued", "gauge",
 	     "Jobs waiting for resources, by pool and team (\"\": none); held ones and those waiting "
 	     "for a job they come after are not counted.");
 	tally_render(sb, "yard_jobs_queued", "pool", "team", &queued);
@@ -223,10 +224,10 @@ static void render_jobs(struct master *m, struct strbuf *sb)
 		if (j && j->state == JOB_RUNNING && j->util && j->util->flagged)
 			tally_add(&idle, job_pool(j), j->team ? j->team : "", 1);
 	}
-	head(sb, "yard_jobs_gpus_idle", "gauge",
+	prom_head(sb, "yard_jobs_gpus_idle", "gauge",
 	     "Running jobs flagged for GPUs under --idle-gpu-threshold for --idle-gpu-timeout, by pool and team.");
 	tally_render(sb, "yard_jobs_gpus_idle", "pool", "team", &idle);
-	head(sb, "yard_job_wait_seconds", "histogram",
+	prom_head(sb, "yard_job_wait_seconds", "histogram",
 	     "How long jobs waited from queued to placed, by pool and team, since the master started.");
 	for (size_t i = 0; i < m->prom.nwaits; i++) {
 		const char *labels[] = { "pool", m->prom.waits[i].pool, "team", m->prom.waits[i].team, NULL };
@@ -245,15 +246,15 @@ static void render_nodes(struct master *m, struct strbuf *sb)
 		tally_add(&held, m->nodes[i]->pool, "", 0);
 		tally_add(&busy, m->nodes[i]->pool, "", 0);
 	}
-	head(sb, "yard_nodes", "gauge", "Nodes by state.");
+	prom_head(sb, "yard_nodes", "gauge", "Nodes by state.");
 	for (int s = 0; s < NODE_STATE__COUNT; s++) {
 		const char *labels[] = { "state", node_state_name(s), NULL };
 		if (s == NODE_REMOVED) /* never in the model */
 			continue;
-		series(sb, "yard_nodes", "", labels, NULL);
+		prom_series(sb, "yard_nodes", "", labels, NULL);
 		strbuf_addf(sb, "%u\n", nodes[s]);
 	}
-	head(sb, "yard_gpus", "gauge", "GPUs of the nodes, by pool and node state.");
+	prom_head(sb, "yard_gpus", "gauge", "GPUs of the nodes, by pool and node state.");
 	tally_render(sb, "yard_gpus", "pool", "state", &gpus);
 	for (size_t i = 0; i < m->nlive; i++) { /* the tasks that hold resources */
 		const struct task *t = m->live[i];
@@ -267,16 +268,16 @@ static void render_nodes(struct master *m, struct strbuf *sb)
 					b += n->gpus[x].util / 100.0;
 		tally_add(&busy, pool, team, b);
 	}
-	head(sb, "yard_gpus_allocated", "gauge", "GPUs held by tasks, by the pool of their node and their job's team.");
+	prom_head(sb, "yard_gpus_allocated", "gauge", "GPUs held by tasks, by the pool of their node and their job's team.");
 	tally_render(sb, "yard_gpus_allocated", "pool", "team", &held);
-	head(sb, "yard_gpus_busy", "gauge",
+	prom_head(sb, "yard_gpus_busy", "gauge",
 	     "GPUs held by tasks weighted by their last utilisation (one at 50% counts 0.5), by pool and team.");
 	tally_render(sb, "yard_gpus_busy", "pool", "team", &busy);
-	head(sb, "yard_node_last_seen_timestamp_seconds", "gauge",
+	prom_head(sb, "yard_node_last_seen_timestamp_seconds", "gauge",
 	     "When each node's agent was last heard from (Unix time).");
 	for (size_t i = 0; i < m->nnodes; i++) {
 		const char *labels[] = { "node", m->nodes[i]->name, "pool", m->nodes[i]->pool, NULL };
-		series(sb, "yard_node_last_seen_timestamp_seconds", "", labels, NULL);
+		prom_series(sb, "yard_node_last_seen_timestamp_seconds", "", labels, NULL);
 		strbuf_addf(sb, "%.3f\n", (double)m->nodes[i]->last_seen / 1e6);
 	}
 }
@@ -287,16 +288,17 @@ void prom_render(struct master *m, struct strbuf *sb)
 
 	render_jobs(m, sb);
 	render_nodes(m, sb);
-	head(sb, "yard_scheduler_pass_duration_seconds", "histogram", "How long each scheduling pass took.");
+	elastic_prom(m, sb);
+	prom_head(sb, "yard_scheduler_pass_duration_seconds", "histogram", "How long each scheduling pass took.");
 	hist_render(sb, "yard_scheduler_pass_duration_seconds", NULL, &m->prom.sched_pass);
-	head(sb, "yard_scheduler_passes_total", "counter", "Scheduling passes since the master started.");
+	prom_head(sb, "yard_scheduler_passes_total", "counter", "Scheduling passes since the master started.");
 	strbuf_addf(sb, "yard_scheduler_passes_total %" PRIu64 "\n", m->sched_passes);
-	head(sb, "yard_store_commit_duration_seconds", "histogram",
+	prom_head(sb, "yard_store_commit_duration_seconds", "histogram",
 	     "How long each commit of a batch of changes to the store took.");
 	hist_render(sb, "yard_store_commit_duration_seconds", NULL, &m->prom.commit);
-	head(sb, "yard_master_start_time_seconds", "gauge", "When this master started (Unix time).");
+	prom_head(sb, "yard_master_start_time_seconds", "gauge", "When this master started (Unix time).");
 	strbuf_addf(sb, "yard_master_start_time_seconds %.3f\n", (double)m->started_wall_us / 1e6);
-	head(sb, "yard_build_info", "gauge", "The master's version, as a label; always 1.");
-	series(sb, "yard_build_info", "", build, NULL);
+	prom_head(sb, "yard_build_info", "gauge", "The master's version, as a label; always 1.");
+	prom_series(sb, "yard_build_info", "", build, NULL);
 	strbuf_addstr(sb, "1\n");
 }

@@ -57,6 +57,14 @@ void prom_job_event(struct master *m, const struct job *j, enum job_state next);
 void prom_sched_pass(struct master *m, uint64_t us);
 void prom_commit(struct master *m, uint64_t us);
 
+/* prom_head: the HELP and TYPE lines of a metric; prom_series: the start
+ * of one sample's line, name and suffix ("_bucket") with labels (NULL-
+ * terminated pairs, or NULL) and le (a histogram's bound, or NULL), up to
+ * the value the caller appends. */
+void prom_head(struct strbuf *sb, const char *name, const char *type, const char *help);
+void prom_series(struct strbuf *sb, const char *name, const char *suffix, const char *const *labels,
+		 const char *le);
+
 /* prom_render appends the exposition (text format 0.0.4) of m to sb. */
 void prom_render(struct master *m, struct strbuf *sb);
 

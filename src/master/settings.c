@@ -7,6 +7,7 @@
 #include "base/xalloc.h"
 #include "common/spec.h"
 #include "master/datasets.h"
+#include "master/interactive.h"
 #include "master/master.h"
 #include "master/visibility.h"
 
@@ -106,6 +107,7 @@ void settings_release(struct master_settings *s)
 	for (size_t i = 0; i < s->ndata_quotas; i++)
 		free(s->data_quotas[i].team);
 	free(s->data_quotas);
+	elastic_conf_release(&s->elastic);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -182,7 +184,12 @@ int settings_build(const struct master_config *cfg, struct master_settings *s, s
 		return ret;
 	s->gpuidle.timeout_ms = cfg->idle_gpu_timeout_ms;
 	s->outputs_retention_ms = cfg->outputs_retention_ms;
-	return 0;
+	s->interactive_idle_ms = INTERACTIVE_IDLE_DEFAULT_MS;
+	if (cfg->interactive_idle_timeout &&
+	    (ret = interactive_parse_idle("--interactive-idle-timeout", cfg->interactive_idle_timeout,
+					  &s->interactive_idle_ms, eb)))
+		return ret;
+	return elastic_conf_build(cfg, &s->elastic, eb);
 }
 
 void settings_clear(struct master *m)
@@ -220,6 +227,8 @@ void settings_install(struct master *m, struct master_settings *s)
 	m->visibility_open = s->visibility_open;
 	m->gpuidle = s->gpuidle;
 	m->outputs_retention_ms = s->outputs_retention_ms;
+	m->interactive_idle_ms = s->interactive_idle_ms;
+	elastic_install(m, &s->elastic);
 	memset(s, 0, sizeof(*s));
 	/* the queue's order and the listings may differ now */
 	m->sched_needed = true;

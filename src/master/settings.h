@@ -2,8 +2,9 @@
  * The master's settings that a reload may change: the scheduling policy of
  * every pool with its levels and the protection of running work, the
  * teams' shares and GPU quotas, the teams' data quotas, the rate limit, the
- * visibility rule, the idle GPU policy and how long outputs are kept (the
- * options marked CONF_RELOAD in master_main.c).
+ * visibility rule, the idle GPU policy, how long outputs are kept, the
+ * provisioners of elastic pools and the idle timeout of interactive jobs
+ * (the options marked CONF_RELOAD in master_main.c).
  *
  * They are built whole from a master_config (settings_build) and then
  * installed at once (settings_install), so a start or a reload with one bad
@@ -20,6 +21,7 @@
 
 #include "base/error.h"
 #include "master/core.h"
+#include "master/elastic.h"
 
 struct master_config;
 
@@ -35,6 +37,8 @@ struct master_settings {
 	bool visibility_open;
 	struct gpuidle_policy gpuidle;
 	uint64_t outputs_retention_ms;
+	uint64_t interactive_idle_ms;        /* interactive.h; 0: none */
+	struct elastic_conf elastic;         /* the provisioners (elastic.h) */
 };
 
 /* settings_build reads cfg's reloadable settings into *out (released by

@@ -37,11 +37,11 @@
 #include "base/error.h"
 
 enum store_kind { STORE_JOB, STORE_TASK, STORE_NODE, STORE_TOKEN, STORE_META, STORE_DATASET,
-		  STORE_EXPERIMENT, STORE_TEMPLATE, STORE_KIND__COUNT };
+		  STORE_EXPERIMENT, STORE_TEMPLATE, STORE_PROVISION, STORE_KIND__COUNT };
 
 /* The schema version this master writes (one migration step per version
  * in each backend; docs/design-notes.md lists them). */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 struct store; /* the backend's private state */
 

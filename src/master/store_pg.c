@@ -45,10 +45,10 @@ struct store {
 #define QUEUE_MAX 256
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets",
-					    "experiments", "templates" };
+					    "experiments", "templates", "provisions" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers (bigint), loaded in numeric order */
-static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1, 0 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1, 0, 1 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 /*
@@ -116,6 +116,8 @@ static const char *const migrations[] = {
 	"CREATE TABLE experiments (k bigint PRIMARY KEY, doc text NOT NULL);",
 	/* 5: templates, jobs run again on each new version of a dataset (master/templates.h) */
 	"CREATE TABLE templates (k text COLLATE \"C\" PRIMARY KEY, doc text NOT NULL);",
+	/* 6: provisioning requests of elastic pools (master/elastic.h) */
+	"CREATE TABLE provisions (k bigint PRIMARY KEY, doc text NOT NULL);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -1230,7 +1232,7 @@ static int pg_blob_read(struct store *st, const char *name, uint64_t off, uint64
  * aside moves out of the way. A step that makes a table adds it here. */
 static const char *const yard_tables[] = { "schema_version", "jobs", "tasks", "nodes", "tokens", "meta",
 					    "datasets", "metrics", "metric_cursors", "audit", "blobs",
-					    "leader", "experiments", "templates" };
+					    "leader", "experiments", "templates", "provisions" };
 /* and the functions, as to_regprocedure names them */
 static const char *const yard_functions[] = { "yard_fence(bigint, bigint)" };
 

@@ -75,6 +75,8 @@ static const char *const migrations[] = {
 	"CREATE TABLE experiments (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);",
 	/* 5: templates, jobs run again on each new version of a dataset (master/templates.h) */
 	"CREATE TABLE templates (k TEXT PRIMARY KEY, doc TEXT NOT NULL);",
+	/* 6: provisioning requests of elastic pools (master/elastic.h) */
+	"CREATE TABLE provisions (k INTEGER PRIMARY KEY, doc TEXT NOT NULL);",
 };
 static_assert(ARRAY_SIZE(migrations) == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -108,10 +110,10 @@ static sqlite3_stmt **row_stmt(struct store *st, size_t i)
 }
 
 static const char *const table_names[] = { "jobs", "tasks", "nodes", "tokens", "meta", "datasets",
-					    "experiments", "templates" };
+					    "experiments", "templates", "provisions" };
 static_assert(ARRAY_SIZE(table_names) == STORE_KIND__COUNT, "store table names");
 /* tables whose keys are integers */
-static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1, 0 };
+static const int numeric_key[] = { 1, 1, 0, 0, 0, 0, 1, 0, 1 };
 static_assert(ARRAY_SIZE(numeric_key) == STORE_KIND__COUNT, "store key kinds");
 
 static int db_error(struct store *st, struct errbuf *eb, int rc, const char *what)

@@ -99,7 +99,7 @@ void visibility_redact_job(json_t *doc)
 	/* what everyone sees of a spec: the resources and the scheduling */
 	static const char *const shown[] = { "name", "framework", "image", "tasks", "placement",
 					     "pool", "priority", "team", "restart", "timeout",
-					     "preemption", "on_disconnect" };
+					     "preemption", "on_disconnect", "interactive" };
 	json_t *spec = json_object_get(doc, "spec"), *kept = json_object();
 
 	for (size_t i = 0; i < ARRAY_SIZE(shown); i++) {

@@ -975,8 +975,9 @@ static int cmp_gpus_desc(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
-bool place_job(struct place_state *s, const struct sched_job *j, struct sched_start *out,
-	       struct sched_wait *why)
+/* place_job of a job whose tasks are all in its pool. */
+static bool place_one(struct place_state *s, const struct sched_job *j, struct sched_start *out,
+		      struct sched_wait *why)
 {
 	struct attempt a = { 0 };
 	size_t nleft = j->ntasks, nused = 0;
@@ -1076,4 +1077,68 @@ fail:
 	undo(s, j, out);
 	explain(s, j, g_all, limit, max_hit, &a, why);
 	return false;
+}
+
+#define MIN_SIZE(a, b) ((a) < (b) ? (a) : (b))
+
+/* Gives back what the placed tasks out[0..n) of j took (GPUs by their
+ * index on the node, CPUs, memory), and frees their GPU arrays. */
+static void give_back(struct place_state *s, const struct sched_job *j, struct sched_start *out, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct sched_task *t = &j->tasks[out[k].task];
+		const struct sched_node *node = &s->in->nodes[out[k].node];
+		struct pnode *p = &s->n[out[k].node];
+		for (unsigned x = 0; x < out[k].ngpus; x++)
+			for (size_t g = 0; g < node->ngpus; g++)
+				if (node->gpus[g].index == out[k].gpus[x])
+					set_gpu_free(s, (uint32_t)out[k].node, (uint32_t)g, true);
+		p->cpus += t->cpus_milli;
+		if (p->limit_memory)
+			p->memory += t->memory;
+		free(out[k].gpus);
+		out[k].gpus = NULL;
+	}
+}
+
+/* A job whose roles span pools: each pool's part placed in its pool, all
+ * of them or none (the parts placed are given back when one fails). */
+bool place_job(struct place_state *s, const struct sched_job *j, struct sched_start *out,
+	       struct sched_wait *why)
+{
+	struct sched_job_part *parts;
+	struct sched_start *part_out;
+	size_t n, done = 0;
+	bool ok = true;
+
+	if (!sched_job_multi_pool(j))
+		return place_one(s, j, out, why);
+	n = sched_job_split(j, &parts);
+	part_out = xcalloc(j->ntasks + 1, sizeof(*part_out));
+	for (size_t k = 0; k < n && ok; k++) {
+		const struct sched_job *pj = &parts[k].job;
+		ok = place_one(s, pj, part_out, why);
+		if (!ok) {
+			if (k) {
+				/* say which role's pool is short */
+				char m[sizeof(why->message)];
+				int w = snprintf(m, sizeof(m), "role %.40s in pool '%.40s': ", pj->tasks[0].role,
+						 pj->pool);
+				if (w > 0 && (size_t)w < sizeof(m))
+					memcpy(m + w, why->message, MIN_SIZE(strlen(why->message) + 1, sizeof(m) - (size_t)w));
+				m[sizeof(m) - 1] = 0;
+				memcpy(why->message, m, sizeof(m));
+			}
+			break;
+		}
+		for (size_t t = 0; t < pj->ntasks; t++) {
+			out[done] = part_out[t];
+			out[done++].task = parts[k].task[part_out[t].task];
+		}
+	}
+	if (!ok)
+		give_back(s, j, out, done);
+	free(part_out);
+	sched_job_parts_free(parts, n);
+	return ok;
 }

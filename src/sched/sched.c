@@ -279,9 +279,93 @@ out:
 	return ret;
 }
 
+static const char *task_pool(const struct sched_job *j, size_t t)
+{
+	return pool_or_default(j->task_pools && j->task_pools[t] ? j->task_pools[t] : j->pool);
+}
+
+bool sched_job_multi_pool(const struct sched_job *j)
+{
+	for (size_t t = 0; j->task_pools && t < j->ntasks; t++)
+		if (strcmp(task_pool(j, t), pool_or_default(j->pool)))
+			return true;
+	return false;
+}
+
+size_t sched_job_split(const struct sched_job *j, struct sched_job_part **parts)
+{
+	struct sched_job_part *p = xcalloc(j->ntasks + 1, sizeof(*p));
+	const char **names = xcalloc(j->ntasks + 1, sizeof(*names));
+	size_t n = 1;
+
+	names[0] = pool_or_default(j->pool);
+	for (size_t t = 0; t < j->ntasks; t++) {
+		const char *pool = task_pool(j, t);
+		size_t k;
+		for (k = 0; k < n && strcmp(names[k], pool); k++)
+			;
+		if (k == n)
+			names[n++] = pool;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct sched_task *tasks = xcalloc(j->ntasks + 1, sizeof(*tasks));
+		p[k].task = xcalloc(j->ntasks + 1, sizeof(*p[k].task));
+		p[k].job = *j;
+		p[k].job.pool = names[k];
+		p[k].job.ntasks = 0;
+		p[k].job.task_pools = NULL;
+		if (k)
+			p[k].job.max_nodes = 0;
+		for (size_t t = 0; t < j->ntasks; t++)
+			if (!strcmp(task_pool(j, t), names[k])) {
+				p[k].task[p[k].job.ntasks] = t;
+				tasks[p[k].job.ntasks++] = j->tasks[t];
+			}
+		p[k].job.tasks = tasks;
+	}
+	free(names);
+	*parts = p;
+	return n;
+}
+
+void sched_job_parts_free(struct sched_job_part *parts, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		free((void *)parts[k].job.tasks);
+		free(parts[k].task);
+	}
+	free(parts);
+}
+
+static int check_one_pool(const struct sched_node *nodes, size_t nnodes, const struct sched_job *job,
+			  char *field, size_t field_len, char *msg, size_t msg_len);
+
 int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, char *field, size_t field_len,
 			 char *msg, size_t msg_len)
+{
+	struct sched_job_part *parts;
+	size_t n;
+	int ret = 0;
+
+	if (!sched_job_multi_pool(job))
+		return check_one_pool(nodes, nnodes, job, field, field_len, msg, msg_len);
+	n = sched_job_split(job, &parts);
+	for (size_t k = 0; k < n && !ret; k++) {
+		ret = check_one_pool(nodes, nnodes, &parts[k].job, field, field_len, msg, msg_len);
+		if (ret && k && !strcmp(field, "pool")) {
+			/* the pool of a role: name the role's field */
+			const char *role = parts[k].job.tasks[0].role;
+			snprintf(field, field_len, "tasks.%s.pool", role);
+			snprintf(msg, msg_len, "tasks.%s.pool: no node is in pool '%s'", role, parts[k].job.pool);
+		}
+	}
+	sched_job_parts_free(parts, n);
+	return ret;
+}
+
+static int check_one_pool(const struct sched_node *nodes, size_t nnodes, const struct sched_job *job,
+			  char *field, size_t field_len, char *msg, size_t msg_len)
 {
 	size_t in_pool = 0, labelled = 0, ctr = 0;
 	const char *kind;

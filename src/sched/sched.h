@@ -97,6 +97,11 @@ struct sched_job {
 	size_t ndata_keys;
 	bool wait_for_nodes;     /* admitted without the cluster check: while it
 	                          * waits, sched_check_feasible gives its reason */
+	/* borrowed or NULL: per task, the pool its role runs in when it is not
+	 * the job's (tasks.ROLE.pool; NULL entries: the job's). A job's roles
+	 * may span pools (its parameter servers on CPU nodes, its workers on
+	 * GPU nodes): each pool's part is placed in its pool, all or none. */
+	const char *const *task_pools;
 };
 
 struct sched_input {
@@ -133,6 +138,23 @@ struct sched_plan {
 	size_t nwaits;
 };
 
+/* One pool's part of a job whose roles run in several pools: the job with
+ * only the tasks of that pool, as placement and the feasibility check take
+ * it. A part of a role's own pool keeps the job's constraints (labels, GPU
+ * model, image) but not its max_nodes, which counts the job's own pool. */
+struct sched_job_part {
+	struct sched_job job;    /* job.tasks owned; job.pool the part's pool */
+	size_t *task;            /* owned: job.tasks[k] is the whole job's task[k] */
+};
+
+/* sched_job_multi_pool: whether some task of j runs in a pool of its own. */
+bool sched_job_multi_pool(const struct sched_job *j);
+/* sched_job_split: j's tasks by pool (a task's own, else j's), the part of
+ * j's pool first; OUT *parts (free with sched_job_parts_free). Returns how
+ * many (1 when every task is in j's pool). */
+size_t sched_job_split(const struct sched_job *j, struct sched_job_part **parts);
+void sched_job_parts_free(struct sched_job_part *parts, size_t n);
+
 /* sched_plan computes a plan for in into *out (overwritten; release it with
  * sched_plan_release). It cannot fail. */
 void sched_plan(const struct sched_input *in, struct sched_plan *out);
@@ -155,7 +177,10 @@ void sched_plan_release(struct sched_plan *plan);
  *    fewer than the gang needs.
  * Returns 0 when the job could run or there are no nodes at all; else -1 with
  * field and a message such as "tasks.worker.replicas: 4 x 8 GPUs = 32 GPUs,
- * but the cluster has 12 GPUs on 2 nodes" written into the caller's buffers. */
+ * but the cluster has 12 GPUs on 2 nodes" written into the caller's buffers.
+ * A job whose roles span pools is checked part by part (sched_job_split);
+ * a part of a role's own pool that has no node is refused with field
+ * "tasks.ROLE.pool". */
 int sched_check_feasible(const struct sched_node *nodes, size_t nnodes,
 			 const struct sched_job *job, char *field, size_t field_len,
 			 char *msg, size_t msg_len);

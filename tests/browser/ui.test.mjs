@@ -21,6 +21,9 @@
 //   trial_job    (experiments) one trial's job, which left outputs (lr.txt: trial_lr)
 //   template     (experiments) a template whose one run (rows@2) is job template_job
 //   queued_job   (experiments) a job that cannot start, to hold and release
+//   notebook_job (interactive) a running notebook job (framework jupyter) of
+//                the token's user
+//   notebook_path (interactive) the path (and query) yard notebook printed
 //
 // The experiments flow: sign in; the experiments page lists it; its page
 // shows both trials; ticking both draws one "acc" chart whose two lines are
@@ -308,6 +311,74 @@ async function experiments(page) {
 	await page.locator(tid('hold-button')).waitFor({ timeout: 20000 });
 }
 
+// The interactive flow: signed in as the notebook's owner, the notebook
+// job's page links to its server through the proxy (in a tab of its own,
+// with no way back to the app's); Jupyter's page opens through the master,
+// a new notebook runs print(6*7) and shows 42 (its kernel's WebSocket
+// through the proxy too); the job's page opens a terminal (xterm.js over
+// the exec WebSocket, the cookie as the token) in the notebook's task: a
+// command typed into it answers, its size is the terminal's, and closing it
+// ends the session.
+async function interactive(page) {
+	await page.goto(`${cfg.url}/#token=${encodeURIComponent(cfg.token)}`);
+	await page.locator(tid('nav-jobs')).waitFor({ timeout: 15000 });
+	await page.goto(`${cfg.url}/#/jobs/${cfg.notebook_job}`);
+	await waitText(page, 'job-state', /running/i, 30000);
+	const link = page.locator(tid('notebook-link'));
+	await link.waitFor({ timeout: 20000 });
+	const href = await link.getAttribute('href');
+	check(href === cfg.notebook_path, `the notebook link is ${href}, expected ${cfg.notebook_path}`);
+	check(/noopener/.test((await link.getAttribute('rel')) || ''), 'the notebook tab can reach back to the app (no noopener)');
+	await shot(page, 'notebook-job');
+
+	const [tree] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+	await tree.locator('#notebook_list').waitFor({ timeout: 30000 });
+	check(tree.url().startsWith(`${cfg.url}/v1/jobs/${cfg.notebook_job}/proxy/`), `Jupyter's page is not the proxy's: ${tree.url()}`);
+	await shot(tree, 'notebook-tree');
+	// a new Python 3 notebook, which Jupyter opens in a tab of its own
+	await tree.locator('#new-dropdown-button').click();
+	const [nb] = await Promise.all([
+		tree.context().waitForEvent('page'),
+		tree.locator('#kernel-python3 a').first().click(),
+	]);
+	await nb.waitForURL(/\/notebooks\/.*\.ipynb/, { timeout: 30000 });
+	await nb.locator('#kernel_indicator_icon.kernel_idle_icon').waitFor({ timeout: 60000 });
+	await nb.locator('.cell .CodeMirror').first().click();
+	await nb.keyboard.type('print(6*7)');
+	await nb.keyboard.press('Shift+Enter');
+	const out = nb.locator('.output_area pre').first();
+	await out.waitFor({ timeout: 60000 });
+	const text = ((await out.textContent()) || '').trim();
+	check(text === '42', `the cell printed ${JSON.stringify(text)}, expected 42`);
+	console.log(`notebook ${nb.url()}: print(6*7) -> ${text}`);
+	await shot(nb, 'notebook-cell');
+	await nb.close();
+	await tree.close();
+
+	// a terminal in the notebook's task
+	await page.bringToFront();
+	await page.locator(tid('terminal-open')).click();
+	await waitText(page, 'terminal-status', /connected/, 30000);
+	const screen = page.locator(`${tid('terminal')} .xterm-rows`);
+	await page.locator(tid('terminal')).click();
+	await page.keyboard.type('echo hello-$((6*7)); stty size');
+	await page.keyboard.press('Enter');
+	const end = Date.now() + 30000;
+	let shown = '';
+	while (Date.now() < end) {
+		shown = (await screen.textContent()) || '';
+		if (/hello-42\s*\d+ \d+/.test(shown)) break;
+		await page.waitForTimeout(200);
+	}
+	const m = /hello-42\s*(\d+) (\d+)/.exec(shown);
+	check(m, `the terminal shows ${JSON.stringify(shown.slice(-400))}`);
+	// the task's terminal is as wide as the page's (fitted), not the 80 x 24 of none
+	check(Number(m[2]) > 80, `the terminal's size went through: stty size says ${m[1]} ${m[2]}`);
+	await shot(page, 'terminal');
+	await page.locator(tid('terminal-close')).click();
+	await waitText(page, 'terminal-status', /ended|exited|signal/, 15000);
+}
+
 const browser = await chromium.launch({
 	executablePath: CHROMIUM,
 	headless: true,
@@ -334,6 +405,7 @@ let rc = 0;
 try {
 	if (cfg.mode === 'fixture') await fixture(page);
 	else if (cfg.mode === 'experiments') await experiments(page);
+	else if (cfg.mode === 'interactive') await interactive(page);
 	else await app(page);
 	check(errors.length === 0, `errors in the page: ${errors.join('; ')}`);
 	console.log('ui test: ok');

@@ -29,7 +29,7 @@ def api_routes():
     rows = []
     with open(os.path.join(ROOT, "docs", "api.md")) as f:
         for line in f:
-            m = re.match(r"\| (GET|POST|PUT|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
+            m = re.match(r"\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \| (\w+) \| (\w+) \| (\w+) \|", line)
             if m:
                 rows.append(m.groups())
     return rows
@@ -39,6 +39,37 @@ def store_schema_version():
     """The store's schema version this build writes (STORE_SCHEMA_VERSION)."""
     with open(os.path.join(ROOT, "src", "master", "store.h")) as f:
         return int(re.search(r"#define STORE_SCHEMA_VERSION (\d+)", f.read()).group(1))
+
+
+# Task ports of test agents. Every agent's default range (30000-32000) is the
+# same, so two tests running at once (run.py --jobs) gave their first tasks on
+# loopback the same port and one rendezvous failed with EADDRINUSE. Each test
+# process instead holds a block of its own, below Linux's ephemeral range
+# (32768-): a flock on a file per block, held until the process exits.
+PORT_BLOCKS = (20000, 32000, 100)  # first port, end, ports per block
+_port_block = None
+
+
+def test_port_block():
+    """'LOW-HIGH': this test process's own range of task ports."""
+    global _port_block
+    if _port_block is None:
+        import fcntl
+        lockdir = os.path.join(tempfile.gettempdir(), "yard-e2e-ports")
+        os.makedirs(lockdir, exist_ok=True)
+        first, end, size = PORT_BLOCKS
+        for lo in range(first, end, size):
+            fd = os.open(os.path.join(lockdir, str(lo)), os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            _port_block = (fd, f"{lo}-{lo + size - 1}")  # fd kept open: the lock
+            break
+        else:
+            raise TestFailure(f"every block of task ports in {first}-{end} is held by another test")
+    return _port_block[1]
 
 
 class TestFailure(AssertionError):
@@ -210,8 +241,9 @@ class Cluster:
     """One master and any number of agents in a temp dir; everything it starts
     is stopped, and every cgroup/dir it made removed, by close()."""
 
-    def __init__(self, name, lease=None, master_args=None):
+    def __init__(self, name, lease=None, master_args=None, env=None):
         self.dir = tempfile.mkdtemp(prefix=f"yard-e2e-{name}-")
+        self.extra_env = dict(env or {})  # more environment of every daemon (SLURM_CONF)
         self.name = name
         self.procs = []
         self.agents = {}
@@ -238,6 +270,7 @@ class Cluster:
         e = dict(os.environ)
         e.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
         e.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+        e.update(self.extra_env)
         if extra:
             e.update(extra)
         return e
@@ -280,6 +313,8 @@ class Cluster:
             argv += ["--dev-dir", dev_dir]
         argv += self.trust_args() if trust is None else trust
         argv += extra or []
+        if "--ports" not in argv:
+            argv += ["--ports", test_port_block()]
         if wrap:
             argv = wrap(argv)
         a = Proc("agent-" + name, argv, os.path.join(self.dir, f"agent-{name}.log"),

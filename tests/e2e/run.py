@@ -67,8 +67,8 @@ def run_one(fn, name):
 def sweep_leftovers():
     """A test killed at its time limit cleans nothing up: remove what it left
     in network namespaces (netns.py), container engines (engines.py),
-    PostgreSQL servers (pgserver.py) and Patroni clusters (patroni.py);
-    only what belongs to dead owners."""
+    PostgreSQL servers (pgserver.py), Patroni clusters (patroni.py) and
+    Slurm clusters (slurm.py); only what belongs to dead owners."""
     sys.path.insert(0, HERE)
     import netns
     swept = netns.sweep()
@@ -86,6 +86,10 @@ def sweep_leftovers():
     swept = patroni.sweep()
     if swept:
         print(f"swept Patroni clusters of dead tests {' '.join(swept)}", flush=True)
+    import slurm
+    swept = slurm.sweep()
+    if swept:
+        print(f"swept Slurm clusters of dead tests {' '.join(swept)}", flush=True)
 
 
 def main():

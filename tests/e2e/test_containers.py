@@ -1,6 +1,7 @@
 """The docker runtime (src/agent/runtime_docker.c, shim_docker.c) against a
 real dockerd, and against Podman's Docker-compatible service, each started
-by the test with its own data root and socket (engines.py). The images are
+by the test with its own data root and socket (engines.py), `yard exec`
+(-t, -i, the exit status) into a container task of each. The images are
 made from a debootstrap minbase rootfs cached under the build dir.
 
 Skipped (harness.Skip, its reason printed) only when the engine cannot
@@ -12,6 +13,7 @@ import time
 
 import engines
 from harness import ROOT, YARD, check, check_eq, cluster, spec, wait_until
+from ptycli import exec_in_container
 
 # a first run builds the rootfs with debootstrap (about a minute)
 TIMEOUT = 900
@@ -175,10 +177,12 @@ def test_docker_cancel_and_agent_restart():
             with open(os.path.join(dest, "m", "model.txt")) as f:
                 check_eq(f.read(), "weights\n", "what the container wrote in its outputs, downloaded")
 
-            # cancel stops the container and removes it
+            # yard exec into the running container (ptycli.py), then cancel
+            # stops the container and removes it
             jc = submit(c, image_spec(img_a, ["/bin/bash", "-c", "echo up; sleep 300"], name="cancel"))
             wait_until(lambda: b"up" in c.api.log(jc), 60, "the container runs")
             check_eq(len(containers_of(eng, jc)), 1, "one container")
+            exec_in_container(c, jc, b"image-a\n")
             c.cli("cancel", str(jc), check_rc=0)
             check_eq(c.api.wait_job(jc, timeout=60)["state"], "cancelled", "cancelled")
             wait_until(lambda: containers_of(eng, jc) == [], 30, "the cancelled job's container is removed")
@@ -226,7 +230,13 @@ def test_podman_same_code_path():
             check_eq(c.api.log(ja), b"image-a\ntail", "podman: the image's filesystem, the bytes exactly")
             check_eq(c.api.wait_job(jb, timeout=120)["state"], "succeeded", "second image")
             check_eq(c.api.log(jb), b"image-b\n", "podman: the second image")
-            wait_until(lambda: containers_of(eng, ja) == [] and containers_of(eng, jb) == [], 30,
+            # yard exec through Podman's exec API (ptycli.py)
+            js = submit(c, image_spec(img_b, ["/bin/bash", "-c", "echo up; sleep 300"], name="pexec"))
+            wait_until(lambda: b"up" in c.api.log(js), 120, "podman: the container runs")
+            exec_in_container(c, js, b"image-b\n")
+            c.cli("cancel", str(js), check_rc=0)
+            check_eq(c.api.wait_job(js, timeout=60)["state"], "cancelled", "podman: cancelled")
+            wait_until(lambda: containers_of(eng, ja) + containers_of(eng, jb) + containers_of(eng, js) == [], 30,
                        "podman: containers removed")
     finally:
         eng.close()

@@ -35,7 +35,7 @@ HOSTILE = [
 RAW = [b"\xff\xfe", b"\xc0\xaf", b"caf\xc3", b"\x1b[2J"]
 # every query parameter a route of the API reads
 QUERY = ["task", "stream", "offset", "limit", "follow", "state", "user", "rev", "wait", "name",
-         "since"]
+         "since", "port"]
 
 
 class Raw:
@@ -99,8 +99,10 @@ def test_hostile_requests():
         check_eq(st, 200, f"node n9 registers: {reg}")
         raw = Raw(c.port)
         admin, agent = c.admin_token, reg["token"]
+        # the proxy's {path} names a task the job does not have: a 404 of the
+        # master's, never the upstream's answer
         good = {"id": str(job["id"]), "name": "n9", "digest": "sha256:" + "0" * 64, "n": "1",
-                "eid": "1"}
+                "eid": "1", "sid": "0123456789abcdef", "path": "worker/9/8888/x"}
 
         def token_for(perm, path):
             return agent if perm == "agent" else admin

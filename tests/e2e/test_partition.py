@@ -28,8 +28,11 @@ while :; do sleep 0.1; done
 
 
 def intervals(path):
-    runs = {}
+    """[node, start, stop or None] of each run the tasks wrote into path
+    (none yet: the file is made by a task's first line)."""
     order = []
+    if not os.path.exists(path):
+        return order
     with open(path) as f:
         for line in f:
             what, node, t = line.split()
@@ -55,7 +58,10 @@ def submit(c, name, mark, keep=False):
     check_eq(st, 201, f"submit {name}: {doc}")
     j = doc["id"]
     wait_until(lambda: c.api.job(j)["state"] == "running", 30, f"job {name} runs")
-    return j, c.api.job(j)["tasks"][-1]["node"]
+    node = c.api.job(j)["tasks"][-1]["node"]
+    # running is the process started, not its first line written (a loaded machine)
+    wait_until(lambda: any(r[0] == node for r in intervals(mark)), 30, f"job {name}'s task writes its start")
+    return j, node
 
 
 def test_partition_fences_and_restarts_elsewhere():

@@ -4,7 +4,8 @@ uids; job B cannot read a file job A wrote in its work dir, nor list A's
 dir, A's task dir, the dir of task dirs or of checkpoints (B checks this
 itself and exits non-zero if it could); both still write their work dirs,
 HOME and checkpoint dirs, their logs reach the master, A's checkpoint is
-handed over, and an exec inside A runs as A's uid. With one user
+handed over, and an exec inside A (the MPI launcher's and `yard exec`,
+its terminal too) runs as A's uid. With one user
 (`--run-as nobody`) the task runs as that user. The agent refuses root, a
 bad value, and a work dir the tasks' users cannot reach.
 
@@ -18,6 +19,7 @@ import signal
 import subprocess
 
 from harness import YARD, check, check_eq, cluster, spec, wait_until
+from ptycli import PtyCli
 
 SH = "/bin/sh"
 FIRST, LAST = 61000, 61099
@@ -101,6 +103,16 @@ def test_run_as_range_keeps_jobs_apart():
         check_eq((res["state"], res["exit_code"]), ("exited", 0), f"the exec in A: {res}")
         wait_until(lambda: "exec-uid=" in api.log(a["id"]).decode(), 20, "the exec's output")
         check_eq(int(field(api.log(a["id"]).decode(), "exec-uid")), uid_a, "the exec's uid")
+        # and so does `yard exec`, in A's work dir, its terminal A's user's
+        r = c.cli("exec", str(a["id"]), "--", SH, "-c", "echo uid=$(id -u) groups=$(id -G); cat secret.txt",
+                  check_rc=0)
+        check_eq(r.stdout.decode(), f"uid={uid_a} groups={uid_a}\nsecret-of-a\n", "yard exec as A's user")
+        cli = PtyCli(c, ["exec", "-t", str(a["id"]), "--", SH, "-c", 'echo "tty-owner=$(stat -c %u "$(tty)")"'])
+        try:
+            check_eq(int(cli.expect(rb"tty-owner=(\d+)").group(1)), uid_a, "yard exec -t: the terminal is A's")
+            check_eq(cli.wait(), 0, "yard exec -t's status")
+        finally:
+            cli.close()
 
         # A ends; its logs and checkpoint are handed over as always
         with open(os.path.join(adir, "stop"), "w"):

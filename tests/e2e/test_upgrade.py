@@ -1,14 +1,16 @@
-"""A store written by the previous release's schema (version 4) is upgraded
-by today's master, and everything in it is found: every job (id, name,
-state, user), every token (each authenticates with its role, the revoked
-one does not), every dataset version (its files' bytes read back through
-the API), the finished jobs' logs and the experiment; and it goes on
-working (a held job released runs, a new job reads a dataset).
+"""A store written by an earlier schema (version 4, and version 5, the
+previous one) is upgraded by today's master, and everything in it is
+found: every job (id, name, state, user), every token (each authenticates
+with its role, the revoked one does not), every dataset version (its
+files' bytes read back through the API), the finished jobs' logs, the
+experiment and (version 5) the template; and it goes on working (a held job
+released runs, a new job reads a dataset).
 
-The fixtures, tests/e2e/fixtures/store_v4_{sqlite,pg}.tar.gz, are data dirs
-(and a pg_dump) that the yard of commit 7a5fba9^ wrote through its CLI and
-API (fixtures/make_store_v4.py, fixtures/README.md). What is expected here
-is what was made there: the fixture's inputs."""
+The fixtures, tests/e2e/fixtures/store_v{4,5}_{sqlite,pg}.tar.gz, are data
+dirs (and a pg_dump) that the yard of commit 7a5fba9^ (version 4) and of
+commit 07c598f (version 5) wrote through their CLI and API
+(fixtures/make_store_v4.py, make_store_v5.py, fixtures/README.md). What is
+expected here is what was made there: the fixture's inputs."""
 import hashlib
 import json
 import os
@@ -58,9 +60,9 @@ TOKENS = {
 }
 
 
-def unpack(kind, data_dir):
-    """Unpacks fixture kind into data_dir; returns (its tokens, its store.sql or None)."""
-    path = os.path.join(FIXTURES, f"store_v4_{kind}.tar.gz")
+def unpack(kind, data_dir, version=4):
+    """Unpacks fixture kind of version into data_dir; returns (its tokens, its store.sql or None)."""
+    path = os.path.join(FIXTURES, f"store_v{version}_{kind}.tar.gz")
     check(os.path.isfile(path), f"the fixture {path} is missing (see tests/e2e/fixtures/README.md)")
     tokens, sql = None, None
     with tarfile.open(path) as tar:
@@ -96,10 +98,10 @@ def dataset_files(api, name, version):
     return files
 
 
-def check_upgraded(c, tokens):
+def check_upgraded(c, tokens, version=4):
     with open(c.master.logpath, errors="replace") as f:
         log = f.read()
-    check(re.search(rf"schema upgraded from version 4 to {store_schema_version()}", log),
+    check(re.search(rf"schema upgraded from version {version} to {store_schema_version()}", log),
           f"the master's log says it upgraded the store:\n{log[-2000:]}")
     api = c.api
     _, doc = api.json("GET", "/v1/jobs?limit=1000", expect=200)
@@ -136,9 +138,14 @@ def check_upgraded(c, tokens):
     check_eq((e["name"], e["state"], e["trials_total"], sorted(t["job"] for t in e["trials"])),
              ("sweep", "completed", 2, [6, 7]), "the experiment")
     check_eq(e["best"]["job"], 7, "its best trial")
+    # version 5's template, alice's: still hers, and still runs on digits
+    alice = Api(c.url, tokens["alice"]["token"])
+    if version >= 5:
+        st, t = alice.json("GET", "/v1/templates/retrain")
+        check_eq((st, t.get("on_dataset"), t.get("user"), t.get("runs")), (200, "digits", "alice", []),
+                 f"the template: {t}")
     # and it works on: the held job released runs, a new job reads digits@2
     c.start_agent("n1", gpus="sim:2")
-    alice = Api(c.url, tokens["alice"]["token"])
     alice.json("POST", "/v1/jobs/1/release", expect=200)
     st, doc = alice.submit(spec(["/bin/sh", "-c", 'cat "$YARD_DATA_DIR/d/c.txt"'], name="after",
                                 data=[{"source": "yard://digits@2", "mount": "d"}]))
@@ -148,31 +155,47 @@ def check_upgraded(c, tokens):
         check_eq(api.log(jid), out, f"the log of job {jid}")
 
 
-def test_upgrade_sqlite_store_from_version_4():
-    with cluster("upgrade4") as c:
+def upgrade_sqlite(version):
+    with cluster(f"upgrade{version}") as c:
         os.makedirs(c.data_dir)
-        tokens, _ = unpack("sqlite", c.data_dir)
+        tokens, _ = unpack("sqlite", c.data_dir, version)
         db = sqlite3.connect(os.path.join(c.data_dir, "state.db"))
-        check_eq(db.execute("SELECT version FROM schema_version").fetchall(), [(4,)], "the fixture's schema")
+        check_eq(db.execute("SELECT version FROM schema_version").fetchall(), [(version,)], "the fixture's schema")
         db.close()
         c.start_master()
         db = sqlite3.connect(os.path.join(c.data_dir, "state.db"))
         check_eq(db.execute("SELECT version FROM schema_version").fetchall(), [(store_schema_version(),)],
                  "the schema version after the upgrade")
         db.close()
-        check_upgraded(c, tokens)
+        check_upgraded(c, tokens, version)
 
 
-def test_upgrade_postgres_store_from_version_4():
-    with PgServer() as pg, cluster("upgrade4pg", master_args=["--store", pg.url]) as c:
+def upgrade_postgres(version):
+    with PgServer() as pg, cluster(f"upgrade{version}pg", master_args=["--store", pg.url]) as c:
         os.makedirs(c.data_dir)
-        tokens, sql = unpack("pg", c.data_dir)
+        tokens, sql = unpack("pg", c.data_dir, version)
         check(sql is not None, "the PostgreSQL fixture holds store.sql")
         r = subprocess.run(["psql", pg.socket_url, "-q", "-v", "ON_ERROR_STOP=1"], input=sql,
                            capture_output=True)
         check_eq(r.returncode, 0, f"psql of the fixture: {r.stderr.decode(errors='replace')}")
-        check_eq(pg.sql("SELECT version FROM schema_version"), ["4"], "the fixture's schema")
+        check_eq(pg.sql("SELECT version FROM schema_version"), [str(version)], "the fixture's schema")
         c.start_master()
         check_eq(pg.sql("SELECT version FROM schema_version"), [str(store_schema_version())],
                  "the schema version after the upgrade")
-        check_upgraded(c, tokens)
+        check_upgraded(c, tokens, version)
+
+
+def test_upgrade_sqlite_store_from_version_4():
+    upgrade_sqlite(4)
+
+
+def test_upgrade_postgres_store_from_version_4():
+    upgrade_postgres(4)
+
+
+def test_upgrade_sqlite_store_from_version_5():
+    upgrade_sqlite(5)
+
+
+def test_upgrade_postgres_store_from_version_5():
+    upgrade_postgres(5)

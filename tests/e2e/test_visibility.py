@@ -144,7 +144,8 @@ def test_every_route_every_identity():
         chunk = ver["manifest"]["files"][0]["chunks"][0]
 
         def fill(path):
-            names = {"id": str(jid), "name": "digits", "n": "1", "eid": "1"}
+            names = {"id": str(jid), "name": "digits", "n": "1", "eid": "1", "sid": "0123456789abcdef",
+                     "path": "worker/9/8888/x"}
             if path.startswith("/v1/nodes/") or path.startswith("/v1/agents/"):
                 names["name"] = names["id"] = "n1"
             elif path.startswith("/v1/tasks/"):

@@ -10,9 +10,10 @@ test-artifacts/web next to the binary.
 import http.client
 import json
 import os
+import re
 import subprocess
 
-from harness import ROOT, YARD, check, check_eq, cluster, spec, wait_until
+from harness import ROOT, YARD, TestFailure, check, check_eq, cluster, spec, wait_until
 
 TIMEOUT = 600
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -198,10 +199,13 @@ def ui_flow(name, web, art):
         entry = [e for e in q["queue"] if e["id"] == queued["id"]]
         check_eq(len(entry), 1, "the too-big job is queued")
         epochs = 3
-        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "app",
-                "node": "n1", "cancel_job": victim["id"], "queued_job": queued["id"],
-                "queued_reason": entry[0]["reason"]["message"], "example_dir": DIGITS,
-                "epochs": epochs}, TIMEOUT - 60)
+        try:
+            run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "app",
+                    "node": "n1", "cancel_job": victim["id"], "queued_job": queued["id"],
+                    "queued_reason": entry[0]["reason"]["message"], "example_dir": DIGITS,
+                    "epochs": epochs}, TIMEOUT - 60)
+        except TestFailure as e:
+            raise TestFailure(f"{e}\n{submitted_job_story(api, art)}") from None
         # what the browser did, seen through the API
         check_eq(api.job(victim["id"])["state"], "cancelled", "state of the job cancelled in the UI")
         states = [e["state"] for e in api.job(victim["id"])["events"]]
@@ -218,6 +222,24 @@ def ui_flow(name, web, art):
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
     for page in ("cluster", "queue", "jobs", "submit", f"job-{victim['id']}", f"job-{submitted}"):
         check(any(page in s for s in shots), f"no screenshot of the {page} page: {shots}")
+
+
+def submitted_job_story(api, art):
+    """What became of the job the browser submitted, when the browser test
+    failed: its state, reason and the end of every task's logs."""
+    try:
+        with open(os.path.join(art, "result.json")) as f:
+            jid = json.load(f)["submitted"]
+    except (OSError, ValueError, KeyError):
+        return "(the browser submitted no job)"
+    j = api.job(jid)
+    out = [f"job {jid}: {j['state']}, reason {j.get('reason')}"]
+    for t in j.get("tasks", []):
+        tname = f"{t.get('role', 'worker')}/{t.get('index', 0)}"
+        for stream in ("stdout", "stderr"):
+            text = api.log(jid, tname, stream).decode(errors="replace")
+            out.append(f"--- {tname} {stream} (last 3000 characters)\n{text[-3000:]}")
+    return "\n".join(out)
 
 
 def test_web_ui():
@@ -281,3 +303,58 @@ def test_web_experiments():
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
     for page in ("experiments", "compare", "reopened", "usage-by-pool", "held"):
         check(any(page in x for x in shots), f"no screenshot of {page}: {shots}")
+
+
+def test_web_notebook_and_terminal():
+    """yard notebook's server through the proxy in a real browser: its page
+    opened through the master, a new notebook's cell run (print(6*7) shows
+    42); a terminal (xterm.js) in its task; the same URL with another
+    user's token is 403."""
+    web = os.path.join(os.path.dirname(os.path.abspath(YARD)), "web")
+    check(os.path.isfile(os.path.join(web, "index.html")), f"the web app is not built: no {web}/index.html")
+    check(os.path.exists("/usr/bin/jupyter-notebook"),
+          "no /usr/bin/jupyter-notebook: run `make deps` (Debian's jupyter-notebook)")
+    art = artifacts_dir("web-interactive")
+    for f in os.listdir(art):
+        os.unlink(os.path.join(art, f))
+    with cluster("web-nb", master_args=["--web-dir", web]) as c:
+        c.start_master()
+        c.start_agent("n1", gpus="sim:2")
+        alice = c.user_token("alice", team="vision")
+        bob = c.user_token("bob", team="nlp")
+        r = c.cli("notebook", "--gpus", "1", token=alice, check_rc=0, timeout=180)
+        url = r.stdout.decode().strip()
+        m = re.fullmatch(re.escape(c.url) + r"(/v1/jobs/(\d+)/proxy/notebook/0/(\d+)/)\?token=([0-9a-f]{32})", url)
+        check(m, f"yard notebook printed {url!r}; stderr {r.stderr!r}")
+        path, jid = m.group(1), int(m.group(2))
+        target = f"{path}?token={m.group(4)}"
+        # an interactive job: its idle timeout frees the GPU of a forgotten notebook
+        j = c.api.job(jid)
+        check("interactive" in j["spec"] and "idle_since" in j, f"the notebook's job is interactive: {j}")
+
+        # the notebook is its owner's (and her team's): another user's token
+        # is refused by the master, by header and by cookie alike
+        st, body, _ = c.api.request("GET", target, token=bob)
+        check_eq(st, 403, f"bob's token on the notebook's URL: {body[:300]!r}")
+        check(b"may not see" in body, f"the visibility rule's words: {body!r}")
+        status, body, _ = raw_get(c.url, target, headers={"Cookie": f"yard_token={bob}"})
+        check_eq(status, 403, f"bob's cookie: {body[:300]!r}")
+        status, body, _ = raw_get(c.url, target)
+        check_eq(status, 401, f"no token at all: {body[:300]!r}")
+        st, body, _ = c.api.request("GET", target, token=alice)
+        check(st == 200 and b"<title>" in body, f"alice's token: {st} {body[:300]!r}")
+
+        run_ui({"url": c.url, "token": alice, "artifacts": art, "mode": "interactive",
+                "notebook_job": jid, "notebook_path": target}, 300)
+
+        # what the browser did, seen through the audit log: alice's terminal
+        # (an exec into the notebook's task) and the kernel's WebSocket
+        _, doc = c.api.json("GET", "/v1/audit?limit=1000", expect=200)
+        mine = [e for e in doc["entries"] if e["user"] == "alice" and e["status"] == 101]
+        check([e for e in mine if e["path"] == f"/v1/jobs/{jid}/exec?task=notebook/0"],
+              f"the terminal's exec is audited: {mine}")
+        check([e for e in mine if e["path"].startswith(path + "api/kernels/") and "channels" in e["path"]],
+              f"the kernel's WebSocket through the proxy is audited: {mine}")
+    shots = [f for f in os.listdir(art) if f.endswith(".png")]
+    for name in ("notebook-job", "notebook-tree", "notebook-cell", "terminal"):
+        check(any(name in s for s in shots), f"no screenshot of {name}: {shots}")

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-2}
 BUILD=${FUZZ_BUILD:-build-fuzz}
-TARGETS=(api http spec trace pollux manifest metricparse docker_demux static_path conf backup)
+TARGETS=(api http spec trace pollux manifest metricparse docker_demux static_path conf backup wsframe)
 [ $# -gt 0 ] && TARGETS=("$@")
 if ! command -v clang >/dev/null 2>&1; then
 	echo "fuzz: clang is missing (make deps installs it)" >&2

@@ -1,5 +1,6 @@
 // The master's REST API on the same origin, with the token and the connection state.
 import { parseApiError, type ApiErrorInfo } from './lib/errors';
+import { tokenCookie } from './lib/session';
 
 const TOKEN_KEY = 'yard.token';
 
@@ -18,6 +19,18 @@ export function setToken(t: string | null) {
   } catch {
     /* private mode: the token lives for this page only */
   }
+  syncTokenCookie(t);
+}
+
+/**
+ * syncTokenCookie: the browser's cookie yard_token follows the token (set,
+ * or removed with null): a browser cannot send an Authorization header on
+ * a WebSocket or a link it opens, so the session and proxy routes (the
+ * terminal, a notebook) take the cookie, under /v1/jobs/ only.
+ */
+export function syncTokenCookie(t: string | null) {
+  const c = tokenCookie(t, window.location.protocol === 'https:');
+  if (c) document.cookie = c;
 }
 
 export interface SignInUrl {

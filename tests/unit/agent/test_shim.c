@@ -8,10 +8,17 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "agent/agent.h"
 #include "agent/taskdir.h"
+#include "agent/termshare.h"
+#include "base/clock.h"
 #include "base/fsutil.h"
 #include "base/spawn.h"
 #include "base/strbuf.h"
@@ -19,6 +26,7 @@
 
 struct fixture {
 	char dir[64];
+	pid_t shim;       /* a shim a test left running (it failed): killed by teardown */
 	char *rel;        /* cgroup_rel, or NULL */
 	const char *root; /* cgroup root */
 };
@@ -34,6 +42,22 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	if (f->shim > 0) {
+		/* its task's process group too: the shim made it a session */
+		char *pidfile = xasprintf("%s/task.pid", f->dir);
+		struct strbuf sb = STRBUF_INIT;
+		if (strbuf_read_file(&sb, pidfile, 0) == 0) {
+			json_t *doc = json_loads(sb.buf, 0, NULL);
+			pid_t pg = (pid_t)json_integer_value(json_object_get(doc, "pgid"));
+			if (pg > 0)
+				kill(-pg, SIGKILL);
+			json_decref(doc);
+		}
+		strbuf_release(&sb);
+		free(pidfile);
+		kill(f->shim, SIGKILL);
+		waitpid(f->shim, NULL, 0);
+	}
 	if (f->rel) {
 		static const char *const hier[] = { "cpu", "cpuacct", "memory", "pids", "devices", "unified" };
 		for (size_t i = 0; i < ARRAY_SIZE(hier); i++) {
@@ -347,6 +371,210 @@ static void test_oom(void **state)
 	strbuf_release(&n);
 }
 
+/* ---- an interactive task's terminal (termshare.h) ---- */
+
+/* Marks the task of f interactive (its task.json). */
+static void make_interactive(struct fixture *f)
+{
+	json_t *task = NULL;
+
+	assert_int_equal(taskdir_read_json(f->dir, "task.json", &task, NULL), 0);
+	json_object_set_new(task, "interactive", json_true());
+	assert_int_equal(taskdir_write_json(f->dir, "task.json", task, 0, NULL), 0);
+	json_decref(task);
+}
+
+static int attach(struct fixture *f)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", f->dir, TERMSHARE_SOCK);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void send_msg(int fd, char ty, const void *data, size_t len)
+{
+	char buf[TERMSHARE_MSG_MAX];
+
+	buf[0] = ty;
+	memcpy(buf + 1, data, len);
+	assert_int_equal(send(fd, buf, len + 1, MSG_NOSIGNAL), (ssize_t)len + 1);
+}
+
+static void type(int fd, const char *text)
+{
+	send_msg(fd, TERMSHARE_INPUT, text, strlen(text));
+}
+
+/* Reads fd's messages into out (the output's bytes) until out holds want;
+ * *exit_doc (when not NULL) gets an exit message's JSON. Fails after 10 s. */
+static void read_until(int fd, struct strbuf *out, const char *want, json_t **exit_doc)
+{
+	uint64_t deadline = mono_ms() + 10000;
+
+	while (!strstr(out->buf, want)) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		char buf[TERMSHARE_MSG_MAX + 1];
+		ssize_t n;
+		if (mono_ms() > deadline)
+			fail_msg("no '%s' in what the terminal showed: '%s'", want, out->buf);
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			fail_msg("the connection ended before '%s' came: '%s'", want, out->buf);
+		if (buf[0] == TERMSHARE_OUTPUT)
+			strbuf_add(out, buf + 1, (size_t)n - 1);
+		else if (buf[0] == TERMSHARE_EXIT && exit_doc) {
+			*exit_doc = json_loadb(buf + 1, (size_t)n - 1, 0, NULL);
+			strbuf_addstr(out, "<exit>");
+		} else
+			fail_msg("a message of type '%c'", buf[0]);
+	}
+}
+
+/* Whether fd's connection ends (no message but an exit first) within 10 s. */
+static bool ends(int fd)
+{
+	uint64_t deadline = mono_ms() + 10000;
+	char buf[TERMSHARE_MSG_MAX + 1];
+
+	while (mono_ms() < deadline) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			return true;
+	}
+	return false;
+}
+
+/* The terminal as its attachers see it: the socket only the shim's user
+ * reaches, a resize, typed input and its echo, a signal for the
+ * foreground job, the replay for a second attacher, a message out of the
+ * protocol refused, then the task's end with its status to both and its
+ * output in the log. */
+static void test_terminal(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { "/bin/sh", NULL };
+	struct strbuf n = STRBUF_INIT, a_out = STRBUF_INIT, b_out = STRBUF_INIT, log = STRBUF_INIT;
+	unsigned char size[4] = { 0, 100, 0, 30 };
+	unsigned char sigint = SIGINT;
+	json_t *a_exit = NULL, *b_exit = NULL;
+	struct task_exit e;
+	struct stat st;
+	int nfd, a, b, c;
+
+	write_task(f, argv, NULL, 0, 0, 10000);
+	make_interactive(f);
+	pid_t pid = f->shim = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_true(!strncmp(n.buf, "running ", 8));
+	char *sock = xasprintf("%s/%s", f->dir, TERMSHARE_SOCK);
+	assert_int_equal(stat(sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0600);
+	free(sock);
+
+	a = attach(f);
+	send_msg(a, TERMSHARE_RESIZE, size, sizeof(size));
+	type(a, "stty size; tty\n");
+	read_until(a, &a_out, "30 100", NULL);
+	read_until(a, &a_out, "/dev/pts/", NULL);
+	/* a signal message for the foreground job: the shell is back */
+	type(a, "sh -c 'echo ar''med; exec sleep 30'\n");
+	read_until(a, &a_out, "armed", NULL);
+	send_msg(a, TERMSHARE_SIGNAL, &sigint, 1);
+	type(a, "echo after=$?\n");
+	read_until(a, &a_out, "after=130", NULL);
+
+	/* a second attacher gets what the terminal showed, then what comes */
+	b = attach(f);
+	read_until(b, &b_out, "after=130", NULL);
+	type(a, "echo shared-$((6*7))\n");
+	read_until(b, &b_out, "shared-42", NULL);
+	/* a message out of the protocol ends that connection only */
+	c = attach(f);
+	send_msg(c, 'z', "x", 1);
+	assert_true(ends(c));
+	close(c);
+	unsigned char big[4] = { 0xff, 0xff, 0, 30 }; /* 65535 columns */
+	c = attach(f);
+	send_msg(c, TERMSHARE_RESIZE, big, sizeof(big));
+	assert_true(ends(c));
+	close(c);
+
+	type(b, "exit 3\n");
+	read_until(a, &a_out, "<exit>", &a_exit);
+	read_until(b, &b_out, "<exit>", &b_exit);
+	assert_int_equal(json_integer_value(json_object_get(a_exit, "exit_code")), 3);
+	assert_int_equal(json_integer_value(json_object_get(b_exit, "exit_code")), 3);
+	assert_true(ends(a));
+	assert_true(ends(b));
+	wait_shim(pid);
+	f->shim = 0;
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_true(e.has_code);
+	assert_int_equal(e.exit_code, 3);
+	read_file(f, "stdout", &log);
+	assert_non_null(strstr(log.buf, "30 100"));
+	assert_non_null(strstr(log.buf, "shared-42"));
+	/* the socket went with the terminal */
+	sock = xasprintf("%s/%s", f->dir, TERMSHARE_SOCK);
+	assert_false(path_exists(sock));
+	free(sock);
+	close(a);
+	close(b);
+	json_decref(a_exit);
+	json_decref(b_exit);
+	strbuf_release(&n);
+	strbuf_release(&a_out);
+	strbuf_release(&b_out);
+	strbuf_release(&log);
+}
+
+/* An empty argv on a terminal: the login shell of the task's user (the
+ * shim's: root here), as a login shell; a stop hangs the terminal up, and
+ * the shell (which ignores SIGTERM) ends at once, not after the grace. */
+static void test_terminal_login_shell_and_stop(void **state)
+{
+	struct fixture *f = *state;
+	const char *argv[] = { NULL };
+	struct strbuf n = STRBUF_INIT, out = STRBUF_INIT;
+	struct passwd *pw = getpwuid(geteuid());
+	struct task_exit e;
+	char want[300];
+	int nfd, a;
+
+	assert_non_null(pw);
+	write_task(f, argv, NULL, 0, 0, 30000);
+	make_interactive(f);
+	pid_t pid = f->shim = start_shim(f, &nfd);
+	read_notify(nfd, &n);
+	assert_true(!strncmp(n.buf, "running ", 8));
+	a = attach(f);
+	type(a, "echo \"shell=$0 login=$(shopt -q login_shell 2>/dev/null && echo yes) term=$TERM\"\n");
+	snprintf(want, sizeof(want), "shell=%s login=yes term=xterm-256color", pw->pw_shell);
+	if (!strstr(pw->pw_shell, "bash"))
+		snprintf(want, sizeof(want), "term=xterm-256color"); /* (not bash: no shopt) */
+	read_until(a, &out, want, NULL);
+	uint64_t t0 = mono_ms();
+	kill(pid, SIGTERM);
+	wait_shim(pid);
+	f->shim = 0;
+	assert_true(mono_ms() - t0 < 10000); /* the grace is 30 s */
+	assert_int_equal(task_exit_read(f->dir, &e, NULL), 0);
+	assert_false(e.start_failed);
+	close(a);
+	strbuf_release(&n);
+	strbuf_release(&out);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "shim"))
@@ -361,6 +589,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_stop_kills_cgroup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stop_grace_from_stop_json, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminal_login_shell_and_stop, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 #include <sys/wait.h>
 
+#include "base/clock.h"
 #include "base/spawn.h"
 #include "base/xalloc.h"
 #include "base/strbuf.h"
@@ -222,10 +223,90 @@ static void test_fast(void **state)
 	assert_int_equal(spawn_process(&o, &pid, NULL, &eb), YERR(BAD_REQUEST));
 }
 
+/* spawn_run: stdin in, stdout and stderr out (capped), the exit status. */
+static void test_run_collects(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "read a; echo \"got $a\"; echo oops >&2; exit 3", NULL };
+	struct spawn_opts o;
+	struct spawn_result r;
+	struct errbuf eb = ERRBUF_INIT;
+
+	spawn_opts_init(&o);
+	o.argv = argv;
+	assert_int_equal(spawn_run(&o, "hello\n", 6, 5000, NULL, 1024, &r, NULL, &eb), 0);
+	assert_true(WIFEXITED(r.status));
+	assert_int_equal(WEXITSTATUS(r.status), 3);
+	assert_string_equal(r.out, "got hello\n");
+	assert_string_equal(r.err, "oops\n");
+	assert_false(r.timed_out);
+	spawn_result_release(&r);
+
+	/* only the first max bytes are kept */
+	char *big[] = { "/bin/sh", "-c", "yes | head -c 100000", NULL };
+	o.argv = big;
+	assert_int_equal(spawn_run(&o, NULL, 0, 5000, NULL, 10, &r, NULL, &eb), 0);
+	assert_int_equal(r.out_len, 10);
+	assert_int_equal(WEXITSTATUS(r.status), 0);
+	spawn_result_release(&r);
+
+	/* a program that cannot be run is the spawn's error */
+	char *none[] = { "/nonexistent/prog", NULL };
+	int err = 0;
+	o.argv = none;
+	assert_int_equal(spawn_run(&o, NULL, 0, 5000, NULL, 10, &r, &err, &eb), YERR(INTERNAL));
+	assert_int_equal(err, ENOENT);
+	assert_null(r.out);
+}
+
+/* A program past its deadline is killed with its whole group; one that
+ * leaves a child holding its output still ends the run when it exits. */
+static void test_run_deadline(void **state)
+{
+	(void)state;
+	char *argv[] = { "/bin/sh", "-c", "sleep 30 & echo started; wait", NULL };
+	char *bg[] = { "/bin/sh", "-c", "sleep 30 & echo $!", NULL };
+	struct spawn_opts o;
+	struct spawn_result r;
+	struct errbuf eb = ERRBUF_INIT;
+	volatile int cancel = 0;
+	uint64_t t0 = mono_ms();
+	long child;
+
+	spawn_opts_init(&o);
+	o.argv = argv;
+	assert_int_equal(spawn_run(&o, NULL, 0, 300, NULL, 1024, &r, NULL, &eb), 0);
+	assert_true(r.timed_out);
+	assert_true(WIFSIGNALED(r.status));
+	assert_string_equal(r.out, "started\n");
+	assert_true(mono_ms() - t0 < 5000);
+	spawn_result_release(&r);
+
+	o.argv = bg;
+	t0 = mono_ms();
+	assert_int_equal(spawn_run(&o, NULL, 0, 0, &cancel, 1024, &r, NULL, &eb), 0);
+	assert_true(mono_ms() - t0 < 5000);
+	assert_false(r.timed_out);
+	assert_int_equal(WEXITSTATUS(r.status), 0);
+	child = strtol(r.out, NULL, 10);
+	assert_true(child > 0);
+	kill((pid_t)child, SIGKILL);
+	spawn_result_release(&r);
+
+	/* cancelled */
+	cancel = 1;
+	o.argv = argv;
+	assert_int_equal(spawn_run(&o, NULL, 0, 0, &cancel, 1024, &r, NULL, &eb), 0);
+	assert_true(r.cancelled);
+	spawn_result_release(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exec_failure),
+		cmocka_unit_test(test_run_collects),
+		cmocka_unit_test(test_run_deadline),
 		cmocka_unit_test(test_bad_cwd),
 		cmocka_unit_test(test_setsid_env_cwd),
 		cmocka_unit_test(test_setuid),

@@ -45,7 +45,7 @@ static void test_set(void **state)
 		"params.lr=0.1", "params.epochs=7", "params.tag=v2", "params.id='007'",
 		"params.quiet=true", "params.expr=a=b", "tasks.worker.replicas=4",
 		"placement.gpu_model=H100", "placement.labels.zone=eu", "env.MODE=fast",
-		"restart.max=2", "preemption.grace=10s", "timeout=",
+		"restart.max=2", "preemption.grace=10s", "timeout=", "interactive.idle_timeout=2h",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(sets); i++) {
 		if (spec_set(doc, sets[i], &eb))
@@ -57,7 +57,8 @@ static void test_set(void **state)
 			       " \"tasks\": {\"worker\": {\"replicas\": 4}},"
 			       " \"placement\": {\"gpu_model\": \"H100\", \"labels\": {\"zone\": \"eu\"}},"
 			       " \"env\": {\"MODE\": \"fast\"}, \"restart\": {\"max\": 2},"
-			       " \"preemption\": {\"grace\": \"10s\"}, \"timeout\": null}");
+			       " \"preemption\": {\"grace\": \"10s\"}, \"timeout\": null,"
+			       " \"interactive\": {\"idle_timeout\": \"2h\"}}");
 	json_decref(doc);
 	(void)state;
 }
@@ -159,6 +160,8 @@ static void test_set_path_errors(void **state)
 		{ "restart.maximum=2", "restart.maximum", "restart.maximum: unknown field" },
 		{ "preemption.grce=1s", "preemption.grce",
 			"preemption.grce: unknown field (did you mean 'grace'?)" },
+		{ "interactive.idle_timout=1h", "interactive.idle_timout",
+			"interactive.idle_timout: unknown field (did you mean 'idle_timeout'?)" },
 		{ "xyzzy=1", "xyzzy", "xyzzy: unknown field" },
 		{ "name.x=1", "name.x", "name.x: unknown field ('name' takes a value, not fields)" },
 		{ "tasks.worker.gpus.x=1", "tasks.worker.gpus.x",

@@ -218,6 +218,9 @@ static const struct bad_case bad_cases[] = {
 		"tasks.worker.gpu: unknown field (did you mean 'gpus'?)" },
 	{ BASE "tasks: {worker: {frobnicate: 1}}", "tasks.worker.frobnicate",
 		"tasks.worker.frobnicate: unknown field" },
+	{ BASE "tasks: {ps: {pool: CPU Pool}}", "tasks.ps.pool",
+		"tasks.ps.pool: expected a name of lowercase letters, digits, '-', '_' and '.' "
+		"(at most 63, starting with a letter or digit), got \"CPU Pool\"" },
 	{ BASE "tasks: {worker: {memory: lots}}", "tasks.worker.memory",
 		"tasks.worker.memory: expected a size such as 2GiB, got \"lots\"" },
 	{ BASE "tasks: {worker: {cpus: -1}}", "tasks.worker.cpus",
@@ -244,7 +247,7 @@ static const struct bad_case bad_cases[] = {
 		"preemption.grase: unknown field (did you mean 'grace'?)" },
 	{ "framework: torch\n" BASE "tasks: {worker: {}}", "framework",
 		"framework: unknown framework 'torch' (supported: command, pytorch, tensorflow, mxnet, "
-		"mpi, horovod, jax, caffe)" },
+		"mpi, horovod, jax, caffe, jupyter)" },
 	{ "image: Ubuntu:22.04\n" BASE "tasks: {worker: {}}", "image",
 		"image: \"Ubuntu:22.04\" is not a valid image reference: repository names must be "
 		"lowercase" },
@@ -326,7 +329,7 @@ static const struct bad_case bad_cases[] = {
 		"tasks.Worker: expected a role name of lowercase letters, digits, '-' and '_' "
 		"(at most 32, starting with a letter)" },
 	{ BASE "tasks: {worker: 3}", "tasks.worker",
-		"tasks.worker: expected a mapping of replicas, gpus, cpus, memory, pids and command, "
+		"tasks.worker: expected a mapping of replicas, gpus, cpus, memory, pids, command and pool, "
 		"got 3" },
 	{ BASE "tasks: [worker]", "tasks",
 		"tasks: expected a mapping of roles such as {worker: {replicas: 2}}, got [\"worker\"]" },
@@ -396,6 +399,32 @@ static const struct bad_case bad_cases[] = {
 		"name: expected a name of lowercase letters, digits, '-', '_' and '.' "
 		"(at most 63, starting with a letter or digit), got \"BAD\"" },
 	{ "[1, 2]", "", "spec: expected a mapping of fields, got [1,2]" },
+	/* interactive jobs */
+	{ "tasks: {shell: {}}\ninteractive: yes", "interactive",
+		"interactive: expected a mapping such as {idle_timeout: 1h} ({} for the master's "
+		"default), got \"yes\"" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timout: 1h}", "interactive.idle_timout",
+		"interactive.idle_timout: unknown field (did you mean 'idle_timeout'?)" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timeout: 0}", "interactive.idle_timeout",
+		"interactive.idle_timeout: expected a duration > 0, got 0" },
+	{ "tasks: {shell: {}}\ninteractive: {idle_timeout: later}", "interactive.idle_timeout",
+		"interactive.idle_timeout: expected a duration such as 2h, 90m or 3600s, got \"later\"" },
+	{ "tasks: {shell: {replicas: 2}}\ninteractive: {}", "tasks",
+		"tasks: an interactive job has one task (one role, replicas 1), got 2" },
+	{ "tasks: {a: {}, b: {}}\ninteractive: {}", "tasks",
+		"tasks: an interactive job has one task (one role, replicas 1), got 2" },
+	{ "framework: pytorch\n" BASE "tasks: {worker: {}}\ninteractive: {}", "framework",
+		"framework: an interactive job is a terminal (framework command) or a notebook "
+		"(framework jupyter), got \"pytorch\"" },
+	{ "framework: jupyter\ntasks: {notebook: {}}\ninteractive: {}", "command",
+		"command: an interactive jupyter job names its server's command (only a terminal's "
+		"may be left out: the login shell)" },
+	{ BASE "params: {lr: 0.1}\ntasks: {worker: {}}\ninteractive: {}\n"
+		"sweep: {method: grid, params: {lr: [0.1, 0.2]}, objective: {metric: acc, mode: max}}", "sweep",
+		"sweep: an interactive job cannot be a sweep's trial" },
+	/* a batch job still needs its command */
+	{ "tasks: {shell: {}}\ninteractive: null", "command",
+		"command: expected a non-empty array of strings" },
 };
 
 static void check_bad(const char *text, const char *field, const char *msg)
@@ -657,6 +686,21 @@ static void test_placement_fields(void **state)
 	assert_null(spec.pool);
 	spec_release(&spec);
 
+	/* a role of its own pool (the seeds' hybrid cluster), in the canonical
+	 * form only when it has one; a role in the job's pool has none */
+	parse_ok(BASE "tasks: {ps: {pool: cpu}, worker: {gpus: 1, pool: gpu}}\npool: gpu\n", &spec);
+	assert_string_equal(spec.roles[0].pool, "cpu");
+	assert_null(spec.roles[1].pool);
+	canon = spec_to_json(&spec);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(canon, "tasks"),
+									       "ps"), "pool")), "cpu");
+	assert_null(json_object_get(json_object_get(json_object_get(canon, "tasks"), "worker"), "pool"));
+	assert_int_equal(spec_from_json(canon, &again, &eb), 0);
+	assert_string_equal(again.roles[0].pool, "cpu");
+	json_decref(canon);
+	spec_release(&again);
+	spec_release(&spec);
+
 	assert_true(spec_label_valid("topology.kubernetes.io/zone", "eu-1a"));
 	assert_true(spec_label_valid("gpu", ""));
 	assert_false(spec_label_valid("", "x"));
@@ -702,6 +746,57 @@ static void test_round_trip(void **state)
 	json_decref(ja);
 	spec_release(&a);
 	spec_release(&b);
+}
+
+/* An interactive job: its command may be left out (the login shell), its
+ * idle timeout is its own or the master's; the canonical form has it, and
+ * reads back the same; a batch job's canonical form has no interactive. */
+static void test_interactive(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job_spec a, b;
+	json_t *ja;
+
+	parse_ok("name: shell\ntasks: {shell: {gpus: 1}}\ninteractive: {}\n", &a);
+	assert_true(a.interactive);
+	assert_int_equal(a.idle_timeout_ms, 0);
+	assert_null(a.command);
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": null}");
+	assert_true(json_is_null(json_object_get(ja, "command")));
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	assert_true(b.interactive);
+	assert_null(b.command);
+	json_decref(ja);
+	spec_release(&a);
+	spec_release(&b);
+
+	parse_ok(BASE "tasks: {shell: {}}\ninteractive: {idle_timeout: 90m}\n", &a);
+	assert_true(a.interactive);
+	assert_int_equal(a.idle_timeout_ms, 90 * 60 * 1000);
+	assert_string_equal(a.command[0], "run");
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": 5400}");
+	assert_int_equal(spec_from_json(ja, &b, &eb), 0);
+	assert_int_equal(b.idle_timeout_ms, 90 * 60 * 1000);
+	json_decref(ja);
+	spec_release(&a);
+	spec_release(&b);
+
+	/* milliseconds survive as a duration string */
+	parse_ok("tasks: {shell: {}}\ninteractive: {idle_timeout: 1500ms}\n", &a);
+	ja = spec_to_json(&a);
+	assert_json_equal(json_object_get(ja, "interactive"), "{\"idle_timeout\": \"1500ms\"}");
+	json_decref(ja);
+	spec_release(&a);
+
+	parse_ok(BASE "tasks: {worker: {}}\n", &a);
+	assert_false(a.interactive);
+	ja = spec_to_json(&a);
+	assert_null(json_object_get(ja, "interactive"));
+	json_decref(ja);
+	spec_release(&a);
+	(void)state;
 }
 
 /* ---- --set ------------------------------------------------------------ */
@@ -986,6 +1081,7 @@ int main(void)
 		cmocka_unit_test(test_nul_in_json_strings),
 		cmocka_unit_test(test_full_spec),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_interactive),
 		cmocka_unit_test(test_placement_fields),
 		cmocka_unit_test(test_image_refs_good),
 		cmocka_unit_test(test_image_refs_bad),

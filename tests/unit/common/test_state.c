@@ -76,6 +76,34 @@ static const struct edge node_edges[] = {
 	{ NODE_DRAINED_LOST, NODE_EV_DRAIN, NODE_DRAINED_LOST },
 	{ NODE_DRAINED_LOST, NODE_EV_RESUME, NODE_LOST },
 	{ NODE_DRAINED_LOST, NODE_EV_REMOVE, NODE_REMOVED },
+	/* an agent that leaves for good (ephemeral) ends its node in any state */
+	{ NODE_READY, NODE_EV_LEAVE, NODE_REMOVED },
+	{ NODE_LOST, NODE_EV_LEAVE, NODE_REMOVED },
+	{ NODE_DRAINED, NODE_EV_LEAVE, NODE_REMOVED },
+	{ NODE_DRAINED_LOST, NODE_EV_LEAVE, NODE_REMOVED },
+};
+
+/* A provisioning request: stored, answered or refused, closed when its
+ * nodes have all ended (docs/elastic.md). */
+static const struct edge preq_edges[] = {
+	{ PREQ_REQUESTING, PREQ_EV_ANSWERED, PREQ_OPEN },
+	{ PREQ_REQUESTING, PREQ_EV_REFUSED, PREQ_FAILED },
+	{ PREQ_OPEN, PREQ_EV_ALL_ENDED, PREQ_CLOSED },
+};
+
+/* A provisioned node: every end goes through releasing. */
+static const struct edge pnode_edges[] = {
+	{ PNODE_PENDING, PNODE_EV_REGISTERED, PNODE_READY },
+	{ PNODE_PENDING, PNODE_EV_TIMEOUT, PNODE_RELEASING },
+	{ PNODE_READY, PNODE_EV_REGISTERED, PNODE_READY },
+	{ PNODE_READY, PNODE_EV_SCALE_DOWN, PNODE_LEAVING },
+	{ PNODE_READY, PNODE_EV_LEFT, PNODE_RELEASING },
+	{ PNODE_READY, PNODE_EV_LOST, PNODE_RELEASING },
+	{ PNODE_LEAVING, PNODE_EV_REGISTERED, PNODE_LEAVING },
+	{ PNODE_LEAVING, PNODE_EV_LEFT, PNODE_RELEASING },
+	{ PNODE_LEAVING, PNODE_EV_LOST, PNODE_RELEASING },
+	{ PNODE_LEAVING, PNODE_EV_LEAVE_TIMEOUT, PNODE_RELEASING },
+	{ PNODE_RELEASING, PNODE_EV_RELEASED, PNODE_GONE },
 };
 
 static int expected_next(const struct edge *edges, size_t n, int state, int event)
@@ -363,6 +391,38 @@ static void test_node_refused(void **state)
 	assert_int_equal(node_state_parse("draining"), -1);
 }
 
+/* The provisioning tables: exactly the listed edges, every state's name
+ * parses back (a restarted master loads the stored names), and no end of a
+ * provisioned node skips the release. */
+static void test_provision_tables(void **state)
+{
+	for (int s = 0; s < PREQ_STATE__COUNT; s++) {
+		assert_int_equal(preq_state_parse(preq_state_name((enum preq_state)s)), s);
+		for (int ev = 0; ev < PREQ_EVENT__COUNT; ev++)
+			assert_int_equal(preq_transition((enum preq_state)s, (enum preq_event)ev),
+					 expected_next(preq_edges, ARRAY_SIZE(preq_edges), s, ev));
+	}
+	for (int s = 0; s < PNODE_STATE__COUNT; s++) {
+		assert_int_equal(pnode_state_parse(pnode_state_name((enum pnode_state)s)), s);
+		for (int ev = 0; ev < PNODE_EVENT__COUNT; ev++) {
+			int want = expected_next(pnode_edges, ARRAY_SIZE(pnode_edges), s, ev);
+			int got = pnode_transition((enum pnode_state)s, (enum pnode_event)ev);
+			if (got != want)
+				print_message("provisioned node %s + %s: got %d, want %d\n",
+					      pnode_state_name((enum pnode_state)s),
+					      pnode_event_name((enum pnode_event)ev), got, want);
+			assert_int_equal(got, want);
+			/* only a release makes a node gone */
+			if (got == PNODE_GONE)
+				assert_int_equal(ev, PNODE_EV_RELEASED);
+		}
+	}
+	assert_int_equal(preq_transition(PREQ_STATE__COUNT, PREQ_EV_ANSWERED), -1);
+	assert_int_equal(pnode_transition(PNODE_READY, PNODE_EVENT__COUNT), -1);
+	assert_int_equal(pnode_state_parse("up"), -1);
+	assert_string_equal(pnode_state_name(PNODE_STATE__COUNT), "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_parse_refuses),
 		cmocka_unit_test(test_exp_table),
+		cmocka_unit_test(test_provision_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

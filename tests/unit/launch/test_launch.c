@@ -85,7 +85,7 @@ static void check_golden(const char *name, const struct strbuf *got)
 static void run_case(const char *golden, const char *framework, size_t nnodes,
 		     const struct launch_task *tasks, size_t ntasks, char *const *cmd)
 {
-	struct launch_job job = { framework, two_nodes, nnodes, tasks, ntasks };
+	struct launch_job job = { framework, two_nodes, nnodes, tasks, ntasks, 7 };
 	struct strbuf out = STRBUF_INIT;
 	render(&job, cmd, &out);
 	check_golden(golden, &out);
@@ -170,9 +170,9 @@ static void test_jax_caffe_command(void **state)
 	char *const caffe[] = { "caffe", "train", "-solver", "s.prototxt", "-gpu", "{gpus}", NULL };
 	const struct launch_task jt[] = { { "worker", 0, 0, g0, 1, 30000 }, { "worker", 1, 1, g0, 1, 30002 } };
 	const struct launch_task ct[] = { { "worker", 0, 1, g23, 2, 0 } };
-	struct launch_job jax = { "jax", two_nodes, 2, jt, 2 };
-	struct launch_job cf = { "caffe", two_nodes, 2, ct, 1 }; /* holds GPUs 2,3: sees 0,1 */
-	struct launch_job cmd = { "command", two_nodes, 2, jt, 2 };
+	struct launch_job jax = { "jax", two_nodes, 2, jt, 2, 7 };
+	struct launch_job cf = { "caffe", two_nodes, 2, ct, 1, 7 }; /* holds GPUs 2,3: sees 0,1 */
+	struct launch_job cmd = { "command", two_nodes, 2, jt, 2, 7 };
 	struct strbuf out = STRBUF_INIT;
 	render(&jax, train, &out);
 	render(&cf, caffe, &out);
@@ -181,12 +181,35 @@ static void test_jax_caffe_command(void **state)
 	strbuf_release(&out);
 }
 
+/* A notebook server on its port, under the proxy's path to it. */
+static void test_jupyter(void **state)
+{
+	char *const nb[] = { "jupyter-notebook", "--notebook-dir=.", NULL };
+	const struct launch_task tasks[] = { { "notebook", 0, 1, g0, 1, 30007 } };
+	struct launch_job job = { "jupyter", two_nodes, 2, tasks, 1, 42 };
+	struct strbuf out = STRBUF_INIT;
+	struct spec_role one[] = { { .name = "notebook", .replicas = 1 } };
+	struct spec_role two[] = { { .name = "notebook", .replicas = 2 } };
+	struct job_spec s = { .framework = "jupyter", .roles = one, .nroles = 1 };
+	struct errbuf eb = ERRBUF_INIT;
+
+	render(&job, nb, &out);
+	check_golden("jupyter", &out);
+	strbuf_release(&out);
+	assert_true(launch_needs_port("jupyter"));
+	assert_int_equal(launch_validate(&s, &eb), 0);
+	s.roles = two;
+	assert_int_equal(launch_validate(&s, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "tasks.notebook.replicas");
+	(void)state;
+}
+
 /* A framework that needs ports refuses a task without one, and an unknown
  * framework is refused: errors, not crashes. */
 static void test_refusals(void **state)
 {
 	const struct launch_task tasks[] = { { "worker", 0, 0, g0, 1, 0 } };
-	struct launch_job job = { "pytorch", two_nodes, 1, tasks, 1 };
+	struct launch_job job = { "pytorch", two_nodes, 1, tasks, 1, 7 };
 	struct errbuf eb = ERRBUF_INIT;
 	char **argv = xcalloc(2, sizeof(*argv));
 	json_t *env = json_object();
@@ -194,6 +217,9 @@ static void test_refusals(void **state)
 	argv[0] = xstrdup("x");
 	assert_int_not_equal(launch_task(&job, 0, &argv, env, &eb), 0);
 	assert_non_null(strstr(eb.msg, "no port"));
+	job.framework = "jupyter";
+	assert_int_not_equal(launch_task(&job, 0, &argv, env, &eb), 0);
+	assert_non_null(strstr(eb.msg, "has no port left"));
 	job.framework = "theano";
 	assert_int_not_equal(launch_task(&job, 0, &argv, env, &eb), 0);
 	job.framework = "pytorch";
@@ -269,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_mxnet_scheduler_server_workers),
 		cmocka_unit_test(test_mpi_hostfile),
 		cmocka_unit_test(test_jax_caffe_command),
+		cmocka_unit_test(test_jupyter),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_validate_image),
 		cmocka_unit_test(test_decides),

@@ -25,7 +25,7 @@ static void test_doc_matches_table(void **state)
 		char method[16], path[128], col[3][16];
 		const char *p = line;
 		if (strncmp(p, "| GET ", 6) && strncmp(p, "| POST ", 7) && strncmp(p, "| PUT ", 6) &&
-		    strncmp(p, "| DELETE ", 9))
+		    strncmp(p, "| PATCH ", 8) && strncmp(p, "| DELETE ", 9))
 			continue;
 		p += 2;
 		size_t k = strcspn(p, " ");

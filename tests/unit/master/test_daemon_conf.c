@@ -11,6 +11,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "agent/agent.h"
+#include "master/interactive.h"
 #include "master/master.h"
 #include "master/settings.h"
 
@@ -36,6 +37,7 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"idle-gpu-timeout = 30m\n"
 				"idle-gpu-threshold = 10\n"
 				"idle-gpu-action = stop\n"
+				"interactive-idle-timeout = 2h\n"
 				"rate-limit = 50:500\n"
 				"visibility = open\n"
 				"tls-cert = /etc/yard/cert.pem\n"
@@ -45,7 +47,25 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"tls-san = 10.0.0.1\n"
 				"advertise-url = https://yard.example:7420\n"
 				"leader-lease = 3s\n"
-				"leader-renew = 500ms\n";
+				"leader-renew = 500ms\n"
+				"provisioner = gpu=slurm:a100\n"
+				"provisioner = cpu=command:/bin/true\n"
+				"provisioner-min = cpu=1\n"
+				"provisioner-max = gpu=4\n"
+				"provisioner-max = cpu=6\n"
+				"provisioner-idle = gpu=5m\n"
+				"provisioner-shape = gpu=gpus=8,gpu-model=A100,cpus=64,memory=512GiB,label=net=ib\n"
+				"provisioner-max-pending = 3\n"
+				"provisioner-cooldown = 1m\n"
+				"provisioner-register-timeout = 10m\n"
+				"provisioner-url = https://yard.example:7420\n"
+				"slurm-time = 2h\n"
+				"slurm-account = vision\n"
+				"slurm-qos = normal\n"
+				"slurm-work-dir = /scratch/yard\n"
+				"slurm-yard = /opt/yard/bin/yard\n"
+				"slurm-agent-arg = --gpus=auto\n"
+				"slurm-agent-arg = --label=site=hpc\n";
 
 /* Fails naming the first key of opts that text does not set. */
 static void check_sets_every_key(const char *text, const struct conf_option *opts, size_t n)
@@ -90,6 +110,7 @@ static void test_master_every_key(void **state)
 	assert_int_equal(cfg.idle_gpu_timeout_ms, 30 * 60 * 1000);
 	assert_string_equal(cfg.idle_gpu_threshold, "10");
 	assert_string_equal(cfg.idle_gpu_action, "stop");
+	assert_string_equal(cfg.interactive_idle_timeout, "2h");
 	assert_string_equal(cfg.rate_limit, "50:500");
 	assert_string_equal(cfg.visibility, "open");
 	assert_string_equal(cfg.tls_cert, "/etc/yard/cert.pem");
@@ -100,6 +121,23 @@ static void test_master_every_key(void **state)
 	assert_string_equal(cfg.advertise_url, "https://yard.example:7420");
 	assert_int_equal(cfg.leader_lease_ms, 3000);
 	assert_int_equal(cfg.leader_renew_ms, 500);
+	assert_int_equal(cfg.provisioners.n, 2);
+	assert_string_equal(cfg.provisioners.items[1], "cpu=command:/bin/true");
+	assert_int_equal(cfg.provisioner_mins.n, 1);
+	assert_int_equal(cfg.provisioner_maxes.n, 2);
+	assert_int_equal(cfg.provisioner_idles.n, 1);
+	assert_int_equal(cfg.provisioner_shapes.n, 1);
+	assert_string_equal(cfg.provisioner_max_pending, "3");
+	assert_string_equal(cfg.provisioner_cooldown, "1m");
+	assert_string_equal(cfg.provisioner_register_timeout, "10m");
+	assert_string_equal(cfg.provisioner_url, "https://yard.example:7420");
+	assert_string_equal(cfg.slurm_time, "2h");
+	assert_string_equal(cfg.slurm_account, "vision");
+	assert_string_equal(cfg.slurm_qos, "normal");
+	assert_string_equal(cfg.slurm_work_dir, "/scratch/yard");
+	assert_string_equal(cfg.slurm_yard, "/opt/yard/bin/yard");
+	assert_int_equal(cfg.slurm_agent_args.n, 2);
+	assert_string_equal(cfg.slurm_agent_args.items[0], "--gpus=auto");
 
 	/* and what a reload would install from them */
 	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
@@ -125,6 +163,21 @@ static void test_master_every_key(void **state)
 	assert_true(s.gpuidle.stop);
 	assert_int_equal(s.gpuidle.timeout_ms, 30 * 60 * 1000);
 	assert_int_equal(s.outputs_retention_ms, 30ull * 86400 * 1000);
+	assert_int_equal(s.interactive_idle_ms, 2 * 3600 * 1000);
+	assert_int_equal(s.elastic.npools, 2);
+	assert_int_equal(s.elastic.max_pending, 3);
+	assert_int_equal(s.elastic.cooldown_ms, 60000);
+	assert_int_equal(s.elastic.register_ms, 600000);
+	assert_string_equal(s.elastic.url, "https://yard.example:7420");
+	assert_int_equal(s.elastic.slurm_time_ms, 2 * 3600 * 1000);
+	assert_string_equal(s.elastic.slurm_account, "vision");
+	assert_string_equal(s.elastic.slurm_qos, "normal");
+	assert_string_equal(s.elastic.slurm_work_dir, "/scratch/yard");
+	assert_string_equal(s.elastic.slurm_yard, "/opt/yard/bin/yard");
+	assert_int_equal(s.elastic.nslurm_agent_args, 2);
+	assert_string_equal(s.elastic.slurm_agent_args[1], "--label=site=hpc");
+	assert_true(elastic_conf_pool_is(&s.elastic, "gpu", "slurm:a100", 0, 4, 5 * 60 * 1000));
+	assert_true(elastic_conf_pool_is(&s.elastic, "cpu", "command:/bin/true", 1, 6, ELASTIC_DEFAULT_IDLE_MS));
 	settings_release(&s);
 	conf_release(&c);
 	(void)state;
@@ -149,7 +202,9 @@ static const char agent_keys[] = "master = https://m1:7420,https://m2:7420\n"
 			       "s3-credentials = /etc/yard/s3\n"
 			       "ca = /etc/hosts\n"
 			       "pin = sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
-			       "run-as = 61000-61999\n";
+			       "run-as = 61000-61999\n"
+			       "ephemeral = true\n"
+			       "idle = 15m\n";
 
 static void test_agent_every_key(void **state)
 {
@@ -186,6 +241,8 @@ static void test_agent_every_key(void **state)
 	assert_string_equal(o.ca, "/etc/hosts");
 	assert_string_equal(o.pin, "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
 	assert_string_equal(o.run_as, "61000-61999");
+	assert_true(o.ephemeral);
+	assert_string_equal(o.idle, "15m");
 	conf_release(&c);
 	(void)state;
 }
@@ -204,6 +261,21 @@ static void test_defaults(void **state)
 	assert_int_equal(s.rate, RATELIMIT_DEFAULT_RATE);
 	assert_false(s.visibility_open);
 	assert_int_equal(s.gpuidle.threshold, GPUIDLE_DEFAULT_THRESHOLD);
+	assert_int_equal(s.interactive_idle_ms, INTERACTIVE_IDLE_DEFAULT_MS);
+	assert_int_equal(s.elastic.npools, 0);
+	assert_int_equal(s.elastic.max_pending, ELASTIC_DEFAULT_MAX_PENDING);
+	assert_int_equal(s.elastic.cooldown_ms, ELASTIC_DEFAULT_COOLDOWN_MS);
+	assert_int_equal(s.elastic.register_ms, ELASTIC_DEFAULT_REGISTER_MS);
+	assert_string_equal(s.elastic.slurm_work_dir, ELASTIC_DEFAULT_SLURM_WORK_DIR);
+	settings_release(&s);
+	/* 0 turns it off; what is no duration is refused naming the flag */
+	cfg.interactive_idle_timeout = "0";
+	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
+	assert_int_equal(s.interactive_idle_ms, 0);
+	settings_release(&s);
+	cfg.interactive_idle_timeout = "soon";
+	assert_int_equal(settings_build(&cfg, &s, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "--interactive-idle-timeout 'soon': expected a duration such as 1h (0: off)");
 	settings_release(&s);
 	(void)state;
 }

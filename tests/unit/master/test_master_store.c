@@ -591,8 +591,8 @@ static void test_sqlite_unversioned(void **state)
 	fill(ops, st);
 	ops->close(st);
 	/* (nor, before versions, the tables of later steps) */
-	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE experiments; DROP TABLE templates",
-				NULL, 0), 0);
+	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE experiments; DROP TABLE templates;"
+				" DROP TABLE provisions", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
 	check_filled(ops, st);
@@ -601,7 +601,7 @@ static void test_sqlite_unversioned(void **state)
 	assert_int_equal(strtol(out, NULL, 10), STORE_SCHEMA_VERSION);
 
 	assert_int_equal(b->sql(b, "DROP TABLE schema_version; DROP TABLE audit; DROP TABLE experiments;"
-				" DROP TABLE templates;", NULL, 0), 0);
+				" DROP TABLE templates; DROP TABLE provisions;", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(ops->audit_query(st, NULL, 0, 10, audit_collect, &as, &eb), 0);
 	assert_int_equal(as.n, 0);
@@ -1101,7 +1101,7 @@ static void test_upgrade_from_v1(void **state)
 	if (b->ops == &store_pg_ops)
 		assert_int_equal(b->sql(b, "DROP TABLE blobs; DROP TABLE leader;"
 					" DROP FUNCTION yard_fence(bigint, bigint)", NULL, 0), 0);
-	assert_int_equal(b->sql(b, "DROP TABLE experiments; DROP TABLE templates", NULL, 0), 0);
+	assert_int_equal(b->sql(b, "DROP TABLE experiments; DROP TABLE templates; DROP TABLE provisions", NULL, 0), 0);
 	assert_int_equal(b->sql(b, "UPDATE schema_version SET version = 1", NULL, 0), 0);
 	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
 	assert_int_equal(created, 0);
@@ -1133,6 +1133,18 @@ static void test_upgrade_from_v1(void **state)
 		assert_int_equal(ops->load(st, STORE_TEMPLATE, collect, &s, &eb), 0);
 		assert_int_equal(s.n, 1);
 		assert_string_equal(s.keys[0], "retrain");
+	}
+	/* and version 6's provisioning requests, by number */
+	{
+		struct seen s = { 0 };
+		assert_int_equal(ops->begin(st, &eb), 0);
+		assert_int_equal(ops->put(st, STORE_PROVISION, "10", "{\"r\":10}", &eb), 0);
+		assert_int_equal(ops->put(st, STORE_PROVISION, "9", "{\"r\":9}", &eb), 0);
+		assert_int_equal(ops->commit(st, &eb), 0);
+		assert_int_equal(ops->load(st, STORE_PROVISION, collect, &s, &eb), 0);
+		assert_int_equal(s.n, 2);
+		assert_string_equal(s.keys[0], "9");
+		assert_string_equal(s.docs[1], "{\"r\":10}");
 	}
 	ops->close(st);
 }

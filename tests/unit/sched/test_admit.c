@@ -282,6 +282,33 @@ static void test_wait_for_nodes_reason(void **state)
 	(void)state;
 }
 
+/* A job whose roles span pools is checked part by part: a role's pool
+ * with no node is refused naming the role's pool field. */
+static void test_roles_span_pools(void **state)
+{
+	static const char *const names[] = { "ps", "worker" };
+	static const unsigned replicas[] = { 1, 2 }, gpus[] = { 0, 1 };
+	const char *pools[3] = { "cpu", NULL, NULL };
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_job *j = mkjob(&o, names, replicas, gpus, 2);
+	char field[160], msg[512];
+
+	add(&c, 2)->pool = "gpu";
+	j->pool = "gpu";
+	j->task_pools = pools;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "tasks.ps.pool");
+	assert_string_equal(msg, "tasks.ps.pool: no node is in pool 'cpu'");
+	add(&c, 0)->pool = "cpu";
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), 0);
+	/* each part on its own: the workers' GPUs are the GPU pool's to hold */
+	o.t[1].gpus = o.t[2].gpus = 2;
+	assert_int_equal(sched_check_feasible(c.nodes, c.n, j, field, sizeof(field), msg, sizeof(msg)), -1);
+	assert_string_equal(field, "tasks.worker.replicas");
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_no_nodes_admits),
 		cmocka_unit_test(test_wait_names_drained_node),
 		cmocka_unit_test(test_wait_for_nodes_reason),
+		cmocka_unit_test(test_roles_span_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -848,6 +848,51 @@ static void test_feasible_containers(void **state)
 	(void)state;
 }
 
+/* A job whose roles span pools (tasks.ROLE.pool): its parameter server on
+ * the CPU pool, its workers on the GPU pool; all or nothing: with no room
+ * in one pool, nothing is taken in the other, and the reason names the
+ * role's pool. */
+static void test_roles_span_pools(void **state)
+{
+	static const char *const pools[] = { "cpu", NULL, NULL };
+	struct cluster c = { 0 };
+	struct onejob o;
+	struct sched_job *j;
+	struct sched_start st[3];
+	struct sched_wait why;
+	struct sched_input in;
+	struct place_state *s;
+
+	add(&c, 2, 0, 0)->pool = "gpu";
+	add(&c, 0, 0, 0)->pool = "cpu";
+	j = mkjob(&o, 3, 1);
+	o.t[0] = (struct sched_task){ "ps", 0, 0, 1000, GIB };
+	j->pool = "gpu";
+	j->task_pools = pools;
+	assert_true(sched_job_multi_pool(j));
+	assert_true(place1(&c, j, st, &why));
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(st[i].node, st[i].task == 0 ? 1 : 0);
+	free_starts(st, 3);
+
+	/* the CPU pool has no room: nothing is taken of the GPU pool */
+	c.nodes[1].free_cpus_milli = 0;
+	in = (struct sched_input){ c.nodes, c.n, NULL, 0, 0 };
+	s = place_state_new(&in);
+	memset(&why, 0, sizeof(why));
+	assert_false(place_job(s, j, st, &why));
+	assert_non_null(strstr(why.message, "role ps in pool 'cpu'"));
+	/* the GPUs are all free still: a 2-GPU job of the GPU pool fits */
+	{
+		struct onejob o2;
+		struct sched_job *g = mkjob(&o2, 1, 2);
+		g->pool = "gpu";
+		assert_true(place_job(s, g, st, &why));
+		free_starts(st, 1);
+	}
+	place_state_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -872,6 +917,7 @@ int main(void)
 		cmocka_unit_test(test_plan_many),
 		cmocka_unit_test(test_feasible_constraints),
 		cmocka_unit_test(test_feasible_containers),
+		cmocka_unit_test(test_roles_span_pools),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

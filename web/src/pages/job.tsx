@@ -10,6 +10,8 @@ import { LogView } from './logs';
 import { Chart, Charts } from './charts';
 import { pointsLine } from '../lib/usage';
 import { Outputs } from './outputs';
+import { TerminalPanel } from './terminal';
+import { notebookUrl, runningTasks } from '../lib/session';
 
 export const RESUBMIT_KEY = 'yard.resubmit';
 
@@ -49,6 +51,7 @@ export function JobPage({ id }: { id: number }) {
   const current = tasks.filter((t) => t.attempt === latest);
   const live = !isFinal(job.state);
   const params = (job.spec?.params ?? {}) as Record<string, unknown>;
+  const notebook = notebookUrl(job);
   return (
     <article aria-labelledby="job-h" class="job">
       <header class="job-head">
@@ -80,6 +83,12 @@ export function JobPage({ id }: { id: number }) {
           <button type="button" data-testid="resubmit-button" onClick={resubmit}>
             Re-submit…
           </button>
+          {notebook && (
+            // its own tab, with no way back to this one (the notebook is served on this origin)
+            <a class="button primary" href={notebook} target="_blank" rel="noopener noreferrer" data-testid="notebook-link">
+              Open the notebook
+            </a>
+          )}
         </div>
       </header>
       {error && <p class="error" role="alert">{error}</p>}
@@ -186,6 +195,7 @@ export function JobPage({ id }: { id: number }) {
           </details>
         </section>
       </div>
+      {live && <TerminalPanel job={job.id} tasks={runningTasks(job)} />}
       <LogView
         job={job.id}
         tasks={taskNames(tasks, logAttempt)}
