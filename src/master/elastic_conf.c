@@ -71,6 +71,13 @@ static char *split_pool(const char *v, const char **rest)
 	return pool;
 }
 
+/* The longest pool name of a Slurm provisioner: its nodes' names are
+ * POOL-JOB-TASK, at most 63 characters, a job id of up to 19 digits and a
+ * task of up to 6. */
+#define ELASTIC_SLURM_POOL_MAX 36
+
+/* POOL=KIND:ARG, checked whole: a line of a config file is refused for
+ * anything settings_build would refuse it for alone. */
 static int parse_provisioner(const char *what, const char *v, char **pool, const struct provisioner_ops **ops,
 			     char **arg, struct errbuf *eb)
 {
@@ -83,6 +90,13 @@ static int parse_provisioner(const char *what, const char *v, char **pool, const
 		free(p);
 		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected POOL=command:/PATH or POOL=slurm:PARTITION",
 			     what, v);
+	}
+	/* a Slurm node is named POOL-JOB-TASK: room for a job id and a task */
+	if (*ops == &provision_slurm_ops && strlen(p) > ELASTIC_SLURM_POOL_MAX) {
+		free(p);
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': the pool of a Slurm provisioner has a name of "
+			     "at most %d characters (its nodes are POOL-JOB-TASK)", what, v,
+			     ELASTIC_SLURM_POOL_MAX);
 	}
 	{
 		char *w = xasprintf("%s '%s'", what, v);
@@ -108,11 +122,6 @@ int elastic_check_provisioner(const char *what, const char *value, struct errbuf
 	free(arg);
 	return ret;
 }
-
-/* The longest pool name of a Slurm provisioner: its nodes' names are
- * POOL-JOB-TASK, at most 63 characters, a job id of up to 19 digits and a
- * task of up to 6. */
-#define ELASTIC_SLURM_POOL_MAX 36
 
 /* The most nodes a pool may have. */
 #define ELASTIC_MAX_NODES 10000
@@ -314,13 +323,6 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 			break;
 		c->npools++;
 		p->provisioner = xstrdup(strchr(v, '=') + 1);
-		/* a Slurm node is named POOL-JOB-TASK: room for a job id and a task */
-		if (p->ops == &provision_slurm_ops && strlen(p->pool) > ELASTIC_SLURM_POOL_MAX) {
-			ret = error(eb, YERR(BAD_REQUEST), "--provisioner '%s': the pool of a Slurm provisioner "
-				    "has a name of at most %d characters (its nodes are POOL-JOB-TASK)", v,
-				    ELASTIC_SLURM_POOL_MAX);
-			break;
-		}
 		p->max = ELASTIC_DEFAULT_MAX;
 		p->idle_ms = ELASTIC_DEFAULT_IDLE_MS;
 		for (size_t k = 0; k + 1 < c->npools; k++)

@@ -280,6 +280,27 @@ static void test_defaults(void **state)
 	(void)state;
 }
 
+/* A line is refused for what settings_build would refuse it for alone (a
+ * fuzz finding: a Slurm pool's name too long for its nodes' names passed
+ * the line and failed only the build). */
+static void test_line_refused_as_the_build_would(void **state)
+{
+	size_t n;
+	const struct conf_option *opts = master_conf_options(&n);
+	static const char text[] = "data-dir = /tmp/x\n"
+				   "provisioner = p0123456789012345678901234567890123456=slurm:a100\n";
+	struct errbuf eb = ERRBUF_INIT;
+	struct conf c;
+
+	conf_init(&c, "master", opts, n);
+	assert_int_not_equal(conf_parse_file(&c, text, strlen(text), "master.conf", &eb), 0);
+	assert_string_equal(eb.msg, "'master.conf' line 2: provisioner "
+			    "'p0123456789012345678901234567890123456=slurm:a100': the pool of a Slurm "
+			    "provisioner has a name of at most 36 characters (its nodes are POOL-JOB-TASK)");
+	conf_release(&c);
+	(void)state;
+}
+
 /* docs/configuration.md: under "## yard master", one row per key in the
  * table's order, "| `KEY` | ... | yes |" for the reloadable ones. */
 static void check_doc_section(const char *section, const struct conf_option *opts, size_t n)
@@ -330,6 +351,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_master_every_key),
 		cmocka_unit_test(test_agent_every_key),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_line_refused_as_the_build_would),
 		cmocka_unit_test(test_doc_lists_every_key),
 	};
 
