@@ -1544,6 +1544,10 @@ int main(int argc, char **argv)
 		want_running = nagents;
 		bool rec = loop_until(jobs_settled, 120000) && !interrupted;
 		uint64_t rec_ms = mono_ms() - start_ms_of_master;
+		if (!rec)
+			printf("  not reconciled: %" PRIu64 " of %" PRIu64 " jobs running, %" PRIu64 " of %" PRIu64
+			       " ended (the master's /metrics)\n", prom.running, want_running,
+			       prom.succeeded + prom.failed, want_succeeded);
 		loop_until(never, 0);
 		if (!master.all_back)
 			loop_until(never, 5000);

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <openssl/evp.h>
@@ -1021,7 +1022,10 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
 						     (intptr_t)http_connection_limit(), NULL };
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL };
-		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL };
+		/* as deep as the kernel allows (net.core.somaxconn caps it): after
+		 * a restart every agent connects at once, and a connection the
+		 * full queue drops waits for its SYN's retries (1, 3, 7, 15 s...) */
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_BACKLOG_SIZE, 65535, NULL };
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
 		if (m->tls.cert_pem) {
 			flags |= MHD_USE_TLS;
@@ -1077,11 +1081,34 @@ static void on_mhd_timer(uv_timer_t *t)
 	http_run(t->data);
 }
 
+/* Whether a connection waits to be accepted on MHD's listening socket. */
+static bool listen_pending(struct master *m)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+	struct pollfd p;
+
+	if (!info || info->listen_fd == MHD_INVALID_SOCKET)
+		return false;
+	p = (struct pollfd){ .fd = info->listen_fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* The most MHD_run calls one turn makes while connections wait. */
+#define ACCEPT_RUNS_MAX 64
+
 void http_run(struct master *m)
 {
 	MHD_UNSIGNED_LONG_LONG to = 0;
 
+	/* One MHD_run accepts only a few connections (libmicrohttpd 0.9.75:
+	 * ten). After a restart every agent connects at once, and a turn of
+	 * the loop (a commit, a scheduling pass) is milliseconds: the queue
+	 * overflowed, and a dropped connection waits for its SYN's retries (1,
+	 * 3, 7, 15 s...), past its node's lease at 10,000 nodes. So a turn
+	 * accepts while connections wait. */
 	MHD_run(m->mhd);
+	for (int i = 0; i < ACCEPT_RUNS_MAX && listen_pending(m); i++)
+		MHD_run(m->mhd);
 	if (MHD_get_timeout(m->mhd, &to) == MHD_YES) {
 		m->mhd_timer.data = m;
 		uv_timer_start(&m->mhd_timer, on_mhd_timer, to, 0);
