@@ -191,6 +191,30 @@ static void upgrade_client(struct req *r, struct session *s, const char *proto, 
 	req_set_response(r, 101, resp);
 }
 
+/* The rest of a client's session request, once its own checks passed: the
+ * job must run, the task (?task=) be one of it; then the session, and the
+ * 101 (the audit entry names the kind's query: ?task=T and more). */
+static void open_client(struct req *r, struct job *j, const struct session_spec *spec,
+			const char *proto, const char *accept, bool offered, const char *more)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct session *s;
+	struct task *t;
+
+	if (j->state != JOB_RUNNING) {
+		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
+			  job_state_name(j->state));
+		return;
+	}
+	if (!(t = session_task(r, j)))
+		return;
+	if (sessions_create(r->m, spec, j, t, &s, &eb)) {
+		req_error(r, &eb);
+		return;
+	}
+	upgrade_client(r, s, proto, accept, offered, xasprintf("%s?task=%s%s", r->url, s->task_name, more));
+}
+
 /* GET /v1/jobs/{id}/exec?task=&cmd=&cmd=&tty=&stdin=&cols=&rows=: a
  * WebSocket (yard.exec.v1) to a command run in a task of the job. */
 void h_exec_session(struct req *r)
@@ -199,8 +223,6 @@ void h_exec_session(struct req *r)
 	struct argv_collect cmd = { 0 };
 	struct errbuf eb = ERRBUF_INIT;
 	struct job *j = path_job(r);
-	struct session *s;
-	struct task *t;
 	char accept[29];
 	bool offered = false;
 
@@ -229,20 +251,8 @@ void h_exec_session(struct req *r)
 	if (query_bool(r, "tty", false, &spec.tty) || query_bool(r, "stdin", false, &spec.stdin_open) ||
 	    query_dim(r, "cols", 80, &spec.cols) || query_dim(r, "rows", 24, &spec.rows))
 		goto out;
-	if (j->state != JOB_RUNNING) {
-		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
-			  job_state_name(j->state));
-		goto out;
-	}
-	if (!(t = session_task(r, j)))
-		goto out;
 	spec.argv = cmd.argv;
-	if (sessions_create(r->m, &spec, j, t, &s, &eb)) {
-		req_error(r, &eb);
-		goto out;
-	}
-	upgrade_client(r, s, WS_PROTO_EXEC, accept, offered,
-		       xasprintf("%s?task=%s", r->url, s->task_name));
+	open_client(r, j, &spec, WS_PROTO_EXEC, accept, offered, "");
 out:
 	for (size_t i = 0; i < cmd.n; i++)
 		free(cmd.argv[i]);
@@ -257,9 +267,7 @@ void h_portforward_session(struct req *r)
 	struct errbuf eb = ERRBUF_INIT;
 	struct job *j = path_job(r);
 	const char *port = req_query(r, "port");
-	struct session *s;
-	struct task *t;
-	char accept[29];
+	char accept[29], more[16];
 	bool offered = false;
 	uint64_t n = 0;
 
@@ -272,19 +280,8 @@ void h_portforward_session(struct req *r)
 		return;
 	}
 	spec.port = (unsigned)n;
-	if (j->state != JOB_RUNNING) {
-		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
-			  job_state_name(j->state));
-		return;
-	}
-	if (!(t = session_task(r, j)))
-		return;
-	if (sessions_create(r->m, &spec, j, t, &s, &eb)) {
-		req_error(r, &eb);
-		return;
-	}
-	upgrade_client(r, s, WS_PROTO_PORT, accept, offered,
-		       xasprintf("%s?task=%s&port=%u", r->url, s->task_name, spec.port));
+	snprintf(more, sizeof(more), "&port=%u", spec.port);
+	open_client(r, j, &spec, WS_PROTO_PORT, accept, offered, more);
 }
 
 /* GET /v1/jobs/{id}/attach?task=&cols=&rows=: a WebSocket (yard.exec.v1)
@@ -293,10 +290,7 @@ void h_portforward_session(struct req *r)
 void h_attach_session(struct req *r)
 {
 	struct session_spec spec = { .kind = SESSION_ATTACH, .tty = true, .stdin_open = true };
-	struct errbuf eb = ERRBUF_INIT;
 	struct job *j = path_job(r);
-	struct session *s;
-	struct task *t;
 	char accept[29];
 	bool offered = false;
 
@@ -310,19 +304,7 @@ void h_attach_session(struct req *r)
 			  "running job", j->id);
 		return;
 	}
-	if (j->state != JOB_RUNNING) {
-		reply_err(r, YERR(CONFLICT), "job %" PRIu64 " is %s, not running", j->id,
-			  job_state_name(j->state));
-		return;
-	}
-	if (!(t = session_task(r, j)))
-		return;
-	if (sessions_create(r->m, &spec, j, t, &s, &eb)) {
-		req_error(r, &eb);
-		return;
-	}
-	upgrade_client(r, s, WS_PROTO_EXEC, accept, offered,
-		       xasprintf("%s?task=%s", r->url, s->task_name));
+	open_client(r, j, &spec, WS_PROTO_EXEC, accept, offered, "");
 }
 
 /* GET /v1/agents/{id}/sessions/{sid} with Upgrade: yard-session/1: the
