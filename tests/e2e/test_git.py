@@ -1,0 +1,183 @@
+"""Code from git (docs/git.md): `yard submit --git URL@REF` and a spec's
+code: {git, ref, path}. The master resolves the ref at submit, fetches it
+into its mirror, packs the tree into the same archive an upload makes, and
+records the commit in the job's spec. Against a real `git daemon` and
+`git http-backend` (gitserve.py): two branches run their own code at their
+own SHA, the same SHA is not fetched or packed again, a rerun keeps its
+SHA unless --ref, a missing ref is refused naming it, and a token from the
+master's config opens a private repository without appearing in any reply,
+CLI output or log."""
+import json
+import os
+import re
+
+from gitserve import repos
+from harness import check, check_eq, cluster, spec, wait_until
+
+SH = "/bin/sh"
+JOB = "name: from-git\ncommand: [/bin/sh, run.sh]\ntasks: {worker: {cpus: 0.1}}\n"
+
+
+def job_file(c):
+    """A job.yaml alone in a dir (its code comes from git)."""
+    d = os.path.join(c.dir, "proj")
+    os.makedirs(d, exist_ok=True)
+    p = os.path.join(d, "job.yaml")
+    with open(p, "w") as f:
+        f.write(JOB)
+    return p
+
+
+def submit_git(c, url, *extra, rc=0):
+    r = c.cli("submit", job_file(c), "--git", url, *extra, check_rc=rc)
+    return int(r.stdout) if rc == 0 else r
+
+
+def master_log(c):
+    with open(c.master.logpath, errors="replace") as f:
+        return f.read()
+
+
+def packed_lines(c, sha):
+    return re.findall(r"git: \S+ \S+ at " + sha + r".*\((cached|packed|fetched, packed)\)", master_log(c))
+
+
+def test_branches_run_their_own_code_at_their_sha_and_a_sha_is_packed_once():
+    with repos() as g, cluster("git") as c:
+        g.make("repo", {"alpha": {"run.sh": "echo code-alpha\n", "lib/a.txt": "a\n"},
+                        "beta": {"run.sh": "echo code-beta\n"}})
+        base = g.serve_daemon()
+        url = base + "/repo.git"
+        c.start_master()
+        c.start_agent("n1", gpus="sim:1")
+        alpha, beta = g.sha("repo", "alpha"), g.sha("repo", "beta")
+        check(alpha != beta, "two branches, two commits")
+
+        a = submit_git(c, url + "@alpha")
+        b = submit_git(c, url + "@beta")
+        ja, jb = c.api.wait_job(a), c.api.wait_job(b)
+        check_eq((ja["state"], jb["state"]), ("succeeded", "succeeded"), f"the jobs: {ja} {jb}")
+        check_eq(c.api.log(a).decode(), "code-alpha\n", "branch alpha's code ran")
+        check_eq(c.api.log(b).decode(), "code-beta\n", "branch beta's code ran")
+        check_eq(ja["spec"]["code"], {"git": url, "ref": "alpha", "path": None, "sha": alpha},
+                 "job a records its repository, ref and commit")
+        check_eq(jb["spec"]["code"]["sha"], beta, "job b records beta's commit")
+        check(ja["code"].startswith("sha256:") and ja["code"] != jb["code"],
+              f"each its own content-addressed archive: {ja['code']} {jb['code']}")
+        # the archive is the one agents fetch, as an upload's
+        st, data, _ = c.api.request("GET", "/v1/code/" + ja["code"])
+        check_eq(st, 200, "GET /v1/code of the packed archive")
+
+        shown = c.cli("show", str(a), check_rc=0).stdout.decode()
+        for want in (f"repo         {url}", "ref          alpha", f"sha          {alpha}"):
+            check(want in shown, f"yard show prints {want!r}:\n{shown}")
+
+        # the same SHA again: resolved (ls-remote), neither fetched nor packed
+        check_eq(packed_lines(c, alpha), ["fetched, packed"], "alpha fetched and packed once")
+        a2 = submit_git(c, url + "@alpha")
+        ja2 = c.api.wait_job(a2)
+        check_eq((ja2["state"], ja2["code"], ja2["spec"]["code"]["sha"]), ("succeeded", ja["code"], alpha),
+                 "the same commit, the same archive")
+        check_eq(packed_lines(c, alpha), ["fetched, packed", "cached"], "the second time from the cache")
+
+        # the branch moves on: a new submission runs the new commit, a
+        # rerun the old one, a rerun with --ref the ref's commit now
+        alpha2 = g.commit("repo", "alpha", {"run.sh": "echo code-alpha-2\n"})
+        n = submit_git(c, url + "@alpha")
+        r1 = int(c.cli("rerun", str(a), check_rc=0).stdout)
+        r2 = int(c.cli("rerun", str(a), "--ref", "beta", check_rc=0).stdout)
+        jn, j1, j2 = c.api.wait_job(n), c.api.wait_job(r1), c.api.wait_job(r2)
+        check_eq((jn["spec"]["code"]["sha"], c.api.log(n).decode()), (alpha2, "code-alpha-2\n"),
+                 "a new submission of alpha runs its new commit")
+        check_eq((j1["spec"]["code"]["sha"], c.api.log(r1).decode()), (alpha, "code-alpha\n"),
+                 "yard rerun runs the commit the job ran")
+        check_eq((j2["spec"]["code"]["ref"], j2["spec"]["code"]["sha"], c.api.log(r2).decode()),
+                 ("beta", beta, "code-beta\n"), "yard rerun --ref runs that ref's commit")
+
+        # code.path: a subdirectory's tree only
+        st, doc = c.api.submit(spec([SH, "-c", "cat a.txt; test ! -e run.sh"],
+                                    code={"git": url, "ref": alpha, "path": "lib"}))
+        check_eq(st, 201, f"a job with code.path: {doc}")
+        jp = c.api.wait_job(doc["id"])
+        check_eq((jp["state"], c.api.log(doc["id"]).decode()), ("succeeded", "a\n"), "only lib/ was packed")
+
+
+def test_a_missing_ref_or_path_is_refused_at_submit_naming_it():
+    with repos() as g, cluster("git-ref") as c:
+        g.make("repo", {"main": {"run.sh": "echo hi\n"}})
+        url = g.serve_daemon() + "/repo.git"
+        c.start_master()
+        st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "no-such-branch"}))
+        check_eq((st, doc["error"]["field"]), (400, "code.ref"), f"a missing ref: {doc}")
+        check("'no-such-branch'" in doc["error"]["message"], f"the message names the ref: {doc}")
+        st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "main", "path": "nope"}))
+        check_eq((st, doc["error"]["field"]), (400, "code.path"), f"a missing path: {doc}")
+        st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "sha": "0" * 40}))
+        check_eq((st, doc["error"]["field"]), (400, "code.sha"), f"an unknown commit: {doc}")
+        r = submit_git(c, url + "@nope", rc=2)
+        check("code.ref: 'nope' is not a branch, tag or commit" in r.stderr.decode(),
+              f"yard submit says which ref: {r.stderr!r}")
+        st, doc = c.api.json("GET", "/v1/jobs")
+        check_eq(doc["jobs"], [], "no job was made")
+
+
+def test_a_token_from_the_config_opens_a_private_repo_and_is_never_shown():
+    token = "tok-3f9a1c7e5b2d4e6f8a0b1c2d"
+    with repos() as g:
+        g.make("private", {"main": {"run.sh": "echo private-code\n"}})
+        g.make("other", {"main": {"run.sh": "echo other\n"}})
+        base = g.serve_http(token)
+        tdir = os.path.join(g.root, "secrets")
+        os.makedirs(tdir)
+        with open(os.path.join(tdir, "good"), "w") as f:
+            f.write(token + "\n")
+        with open(os.path.join(tdir, "bad"), "w") as f:
+            f.write("wrong-token\n")
+        args = ["--git-credential", f"{base}/private.git=token-file:{tdir}/good",
+                "--git-credential", f"{base}/other.git=token-file:{tdir}/bad"]
+        with cluster("git-cred", master_args=args) as c:
+            c.start_master()
+            replies = []
+            request = c.api.request
+
+            def recording(*a, **kw):  # every API reply this test gets
+                r = request(*a, **kw)
+                replies.append(r[1].decode(errors="replace") + json.dumps(r[2]))
+                return r
+            c.api.request = recording
+            c.start_agent("n1", gpus="sim:1")
+
+            jid = submit_git(c, base + "/private.git@main")
+            j = c.api.wait_job(jid)
+            check_eq((j["state"], c.api.log(jid).decode()), ("succeeded", "private-code\n"),
+                     "the job ran the private repository's code")
+            check(any(ok for _, ok in g.http_log) and any(not ok for _, ok in g.http_log),
+                  f"the server asked for the token and got it: {g.http_log}")
+
+            # no credential for the URL: refused, and said so
+            st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": base + "/private2.git"}))
+            check_eq((st, doc["error"]["field"]), (502, "code.git"), f"no credential: {doc}")
+            check("asks for credentials and the master has none for it" in doc["error"]["message"],
+                  f"the reason: {doc}")
+            # a credential the server refuses: said so too
+            st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": base + "/other.git"}))
+            check_eq(st, 502, f"a refused credential: {doc}")
+            check("refused the master's credential" in doc["error"]["message"], f"the reason: {doc}")
+
+            outputs = [c.cli("show", str(jid), check_rc=0).stdout.decode(),
+                       c.cli("show", "--output", "json", str(jid), check_rc=0).stdout.decode(),
+                       c.cli("submit", job_file(c), "--git", base + "/private2.git", check_rc=1).stderr.decode()]
+            c.api.json("GET", "/v1/audit", expect=200)
+            c.api.json("GET", "/v1/jobs", expect=200)
+            c.api.request("GET", "/metrics")
+            logs = []
+            for p in c.procs:
+                with open(p.logpath, errors="replace") as f:
+                    logs.append((p.logpath, f.read()))
+            check(len(replies) >= 6 and len(logs) == 2, f"the scan has {len(replies)} replies and "
+                  f"{len(logs)} logs to look at")
+            for i, text in enumerate(replies + outputs):
+                check(token not in text, f"the token is in reply or output {i}: {text[:300]}")
+            for path, text in logs:
+                check(token not in text, f"the token is in {path}")
+            check("git: " in logs[0][1], "the master's log has its git lines (the scan saw them)")
