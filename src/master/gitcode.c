@@ -529,9 +529,21 @@ static void work_done(uv_work_t *req, int status)
 	uint64_t size;
 	int rc;
 
-	if (!w->r || status) {
+	if (w->r && (w->r->resp || atomic_load(&m->gitcode->stopping))) {
+		/* answered already (the master stops, or lost its lead): let go */
+		w->r->handler_data = NULL;
+		w->r->ready = NULL;
+		w->r->gone = NULL;
+		w->r = NULL;
+	}
+	if (!w->r) {
 		work_free(w);
 		return;
+	}
+	if (status) {
+		error(&eb, YERR(UNAVAILABLE), "the git work was cancelled");
+		answer(w, &eb, NULL, false);
+		goto out;
 	}
 	if (w->rc) {
 		fprintf(stderr, "yard master: git: %s\n", w->eb.msg);
