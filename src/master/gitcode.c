@@ -608,6 +608,12 @@ void gitcode_submit(struct req *r, const json_t *body)
 	const struct gitcred *cred;
 	const json_t *jcode = json_object_get(body, "code");
 
+	if (!gc) {
+		error_field(&eb, YERR(BAD_REQUEST), "code.git", "code.git: this master takes no code "
+			    "from git");
+		req_error(r, &eb);
+		return;
+	}
 	/* the spec's own errors first, without a fetch */
 	if (spec_from_json(json_object_get(body, "spec"), &spec, &eb)) {
 		req_error(r, &eb);

@@ -36,6 +36,9 @@ struct job_spec;
 int gitcode_open(struct master *m, const struct conf_list *creds, struct errbuf *eb);
 /* gitcode_stop: fetches in flight give up (the master is stopping). */
 void gitcode_stop(struct master *m);
+/* gitcode_free frees m->gitcode and sets it NULL: the master then refuses
+ * code from git (400 on code.git). The fuzz harness's master does so: its
+ * loop does not run, and inputs must not reach the network. */
 void gitcode_free(struct master *m);
 
 /* gitcode_wanted: whether the body of POST /v1/jobs has a spec whose
