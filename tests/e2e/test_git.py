@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from gitserve import repos
+from gitserve import git, repos
 from harness import check, check_eq, cluster, spec, wait_until
 
 SH = "/bin/sh"
@@ -102,11 +102,20 @@ def test_branches_run_their_own_code_at_their_sha_and_a_sha_is_packed_once():
         check_eq((jp["state"], c.api.log(doc["id"]).decode()), ("succeeded", "a\n"), "only lib/ was packed")
 
 
-def test_a_missing_ref_or_path_is_refused_at_submit_naming_it():
+def test_refs_resolve_as_git_does_and_a_missing_one_is_refused_naming_it():
     with repos() as g, cluster("git-ref") as c:
-        g.make("repo", {"main": {"run.sh": "echo hi\n"}})
+        bare = g.make("repo", {"main": {"run.sh": "echo hi\n"}, "other": {"run.sh": "echo other\n"}})
+        # an annotated tag (peeled to its commit), and a tag and a branch of
+        # one name (the tag wins, as in git)
+        git("tag", "-a", "v1", "-m", "v1", "other", cwd=bare)
+        git("tag", "main", "other", cwd=bare)
         url = g.serve_daemon() + "/repo.git"
         c.start_master()
+        for ref, want in (("v1", g.sha("repo", "other")), ("refs/heads/main", g.sha("repo", "refs/heads/main")),
+                          ("main", g.sha("repo", "refs/tags/main")), ("HEAD", g.sha("repo", "refs/heads/main"))):
+            st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": ref}))
+            check_eq((st, doc.get("spec", {}).get("code", {}).get("sha")), (201, want), f"ref {ref}: {doc}")
+        check(g.sha("repo", "refs/tags/main") != g.sha("repo", "refs/heads/main"), "tag and branch main differ")
         st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "no-such-branch"}))
         check_eq((st, doc["error"]["field"]), (400, "code.ref"), f"a missing ref: {doc}")
         check("'no-such-branch'" in doc["error"]["message"], f"the message names the ref: {doc}")
@@ -118,7 +127,7 @@ def test_a_missing_ref_or_path_is_refused_at_submit_naming_it():
         check("code.ref: 'nope' is not a branch, tag or commit" in r.stderr.decode(),
               f"yard submit says which ref: {r.stderr!r}")
         st, doc = c.api.json("GET", "/v1/jobs")
-        check_eq(doc["jobs"], [], "no job was made")
+        check_eq(len(doc["jobs"]), 4, "no job was made but the four of the refs that resolve")
 
 
 def test_a_token_from_the_config_opens_a_private_repo_and_is_never_shown():
