@@ -126,6 +126,9 @@ def test_refs_resolve_as_git_does_and_a_missing_one_is_refused_naming_it():
         r = submit_git(c, url + "@nope", rc=2)
         check("code.ref: 'nope' is not a branch, tag or commit" in r.stderr.decode(),
               f"yard submit says which ref: {r.stderr!r}")
+        r = submit_git(c, "/srv/repo.git", rc=2)
+        check("--git '/srv/repo.git': expected URL[@REF]: a local path is not a repository"
+              in r.stderr.decode(), f"a local path is a usage error: {r.stderr!r}")
         st, doc = c.api.json("GET", "/v1/jobs")
         check_eq(len(doc["jobs"]), 4, "no job was made but the four of the refs that resolve")
 
