@@ -13,6 +13,7 @@
 #include "common/codepack.h"
 #include "common/spec.h"
 #include "common/spec_code.h"
+#include "master/api.h"
 #include "master/audit.h"
 #include "master/codeindex.h"
 #include "master/core.h"
@@ -22,8 +23,8 @@
 #include "master/jobs.h"
 #include "master/visibility.h"
 
-/* The most code the master takes (docs/protocol.md, POST /v1/code). */
-#define MAX_CODE_BYTES (256ull << 20)
+/* The most code the master takes: as an upload (POST /v1/code) */
+#define MAX_CODE_BYTES API_CODE_MAX
 /* Trees nested deeper than this are refused (a loop of trees cannot be
  * made, but a very deep one can). */
 #define MAX_DEPTH 128
