@@ -132,6 +132,17 @@ def test_refs_resolve_as_git_does_and_a_missing_one_is_refused_naming_it():
         st, doc = c.api.json("GET", "/v1/jobs")
         check_eq(len(doc["jobs"]), 4, "no job was made but the four of the refs that resolve")
 
+        # the cache outlives the master: v1's commit, packed before the
+        # restart, is neither fetched nor packed after it
+        other = g.sha("repo", "other")
+        before = packed_lines(c, other)  # v1 and the tag main: one commit, packed once
+        check_eq(before, ["fetched, packed", "cached"], "v1's commit packed once")
+        c.master.stop()
+        c.start_master()
+        st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "v1"}))
+        check_eq((st, doc["spec"]["code"]["sha"]), (201, other), f"v1 after a restart: {doc}")
+        check_eq(packed_lines(c, other), before + ["cached"], "v1's commit from the cache")
+
 
 def test_a_token_from_the_config_opens_a_private_repo_and_is_never_shown():
     token = "tok-3f9a1c7e5b2d4e6f8a0b1c2d"
