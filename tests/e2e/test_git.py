@@ -190,7 +190,10 @@ def test_a_token_from_the_config_opens_a_private_repo_and_is_never_shown():
             outputs = [c.cli("show", str(jid), check_rc=0).stdout.decode(),
                        c.cli("show", "--output", "json", str(jid), check_rc=0).stdout.decode(),
                        c.cli("submit", job_file(c), "--git", base + "/private2.git", check_rc=1).stderr.decode()]
-            c.api.json("GET", "/v1/audit", expect=200)
+            _, audit = c.api.json("GET", "/v1/audit", expect=200)
+            posts = sorted(e["status"] for e in audit["entries"]
+                           if e["method"] == "POST" and e["path"] == "/v1/jobs")
+            check_eq(posts, [201, 502, 502, 502], f"the audit log has each submission from git: {audit}")
             c.api.json("GET", "/v1/jobs", expect=200)
             c.api.request("GET", "/metrics")
             logs = []
