@@ -111,8 +111,9 @@ static int fail_remote(struct gitwork *w, const char *doing)
 		    git_msg());
 }
 
-/* libgit2 asks for credentials: the URL's from the master's config, once
- * (asked again, the server refused them). */
+/* libgit2 asks for credentials: the URL's from the master's config, at
+ * most AUTH_TRIES times a remote (asked more often, the server refused
+ * them). */
 static int on_credentials(git_credential **out, const char *url, const char *user_from_url,
 			  unsigned int allowed, void *payload)
 {
@@ -149,8 +150,8 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 		w->auth_given--; /* the user name first, then the key */
 		return git_credential_username_new(out, user_from_url ? user_from_url : "git");
 	}
-	fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: '%s' asks for a kind of credential the "
-	     "master's %s for '%s' is not", w->url,
+	fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: '%s' asks for another kind of credential "
+	     "than the master's %s for '%s'", w->url,
 	     w->cred.kind == GITCRED_TOKEN_FILE ? "token-file" : "ssh-key", w->cred.prefix);
 	return GIT_EUSER;
 }
