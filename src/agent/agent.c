@@ -51,7 +51,11 @@
 #include "common/spec.h"
 
 #define POLL_WAIT_S 10
-#define LOG_CHUNK (1 << 20)
+/* A log POST carries up to the master's limit (API_LOG_MAX): each is one
+ * request and, at the master, one append synced with its batch. */
+#define LOG_CHUNK (16 << 20)
+/* Chunks a stream ships in one round before the next task's turn. */
+#define LOG_ROUNDS 4
 #define SHIP_TICK_MS 50
 /* how often the shipper reports GPU utilisation (with NVML only) */
 #define GPU_UTIL_MS 5000
@@ -512,6 +516,7 @@ struct shipper {
 	unsigned gen;
 	unsigned back;          /* the session's back when last seen */
 	unsigned status_backoff; /* ms: the next wait after a failed status report */
+	bool backlog;            /* the last round left output to ship: no tick's wait */
 };
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
@@ -637,9 +642,14 @@ static int ship_stream(struct shipper *sh, struct ship_task *t, int i)
 	if (fstat(fd, &st) < 0)
 		goto out;
 	buf = xmalloc(LOG_CHUNK);
-	for (int rounds = 0; rounds < 16; rounds++) {
+	for (int rounds = 0;; rounds++) {
 		if (t->off[i] >= (uint64_t)st.st_size) {
 			done = 1;
+			break;
+		}
+		if (rounds == LOG_ROUNDS) {
+			/* more output than a round takes: the next round goes at once */
+			sh->backlog = true;
 			break;
 		}
 		size_t want = (uint64_t)st.st_size - t->off[i] > LOG_CHUNK ? LOG_CHUNK
@@ -745,6 +755,7 @@ static void ship_round(struct shipper *sh)
 {
 	json_t *reports = json_array();
 	uint64_t now = mono_ms();
+	sh->backlog = false;
 	ship_sync_creds(sh);
 	pthread_mutex_lock(&sh->s->lock);
 	bool back = sh->back != sh->s->back;
@@ -861,7 +872,10 @@ static void *shipper_thread(void *arg)
 	sh->c.timeout_ms = 30000;
 	for (;;) {
 		pthread_mutex_lock(&sh->lock);
-		if (!sh->head && !sh->quit) {
+		/* a task that writes faster than a round ships: the next round
+		 * now, not a tick later (a tick's wait capped a task's log at
+		 * 16 MiB per 50 ms) */
+		if (!sh->head && !sh->quit && !sh->backlog) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += SHIP_TICK_MS * 1000000L;

@@ -8,7 +8,7 @@
  *   {"end": END, "points": [{"name", "step" (or null), "value", "time"}]}
  *
  * A batch covers the complete lines of [CURSOR, END): at most 10,000 points
- * and about 1 MiB of output. The master stores a batch once (by offset) and
+ * and at most 64 MiB of output. The master stores a batch once (by offset) and
  * answers 200 {"offset": E} (E >= END), or 409 {"offset": E} when it holds a
  * different cursor; then the agent parses again from E. The acknowledged
  * cursor and the parser state at it are kept in TASKDIR/metrics.json, so an
@@ -29,7 +29,11 @@
 
 /* Batch limits. */
 #define METRIC_BATCH_POINTS 10000
-#define METRIC_BATCH_BYTES ((uint64_t)1 << 20)
+/* A batch covers at most this much output: the parse again after an agent
+ * restart, from the acknowledged cursor. Output without points used to
+ * cost a batch (a commit at the master) every MiB, 1,024 of them for a
+ * gigabyte of plain log lines. */
+#define METRIC_BATCH_BYTES ((uint64_t)64 << 20)
 
 struct metric_ship;
 

@@ -138,6 +138,25 @@ int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *e
 	return get_json(c, "GET", path, NULL, out, eb);
 }
 
+int client_job_wait(struct client *c, uint64_t id, const char *state, unsigned wait_s, json_t **out,
+		    struct errbuf *eb)
+{
+	char *esc = url_escape(state);
+	char *path = xasprintf("/v1/jobs/%" PRIu64 "?state=%s&wait=%u", id, esc, wait_s);
+	int ret;
+
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS + wait_s * 1000L;
+	ret = httpc_json(&c->http, "GET", path, NULL, out, NULL, eb);
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
+	if (ret && *out) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	free(path);
+	free(esc);
+	return ret;
+}
+
 static void add_query(struct strbuf *sb, const char *key, const char *value)
 {
 	char *v = url_escape(value);

@@ -53,6 +53,11 @@ int client_experiment(struct client *c, uint64_t id, bool cancel, json_t **out, 
 
 /* GET /v1/jobs/{id} -> the job. */
 int client_job_get(struct client *c, uint64_t id, json_t **out, struct errbuf *eb);
+/* client_job_wait: GET /v1/jobs/{id}?state=STATE&wait=WAIT_S, the job once
+ * its state is not STATE any more, or as it is after WAIT_S (<= 30) seconds
+ * (the master holds the request meanwhile). */
+int client_job_wait(struct client *c, uint64_t id, const char *state, unsigned wait_s, json_t **out,
+		    struct errbuf *eb);
 
 /* Filters of GET /v1/jobs; NULL or 0 fields are not sent. */
 struct client_jobs_filter {

@@ -152,6 +152,10 @@ void cli_sparkline(struct strbuf *out, const double *values, size_t n, size_t wi
 
 /* cli_job_is_final: whether the job object's state is final (OUT: *succeeded). */
 bool cli_job_is_final(const json_t *job, bool *succeeded);
+/* cli_job_next: *job (a job object, replaced) once its state has changed,
+ * or as it is after max_ms (0: 30 s); the master holds the request until
+ * then (a long poll), so a change is seen when it happens. */
+int cli_job_next(struct cli_ctx *ctx, json_t **job, unsigned max_ms, struct errbuf *eb);
 
 /* The commands: each parses its own options; returns the exit status. */
 int cmd_submit(struct cli_ctx *ctx, int argc, char **argv);

@@ -316,16 +316,15 @@ int cli_logs_stream(struct cli_ctx *ctx, uint64_t id, const struct cli_logs_opts
 			goto out;
 		/* the attempt's tasks have ended: the job has too, or it goes on
 		 * with a later attempt */
-		for (unsigned delay_ms = 20;; delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2) {
-			json_decref(job);
-			job = NULL;
-			if ((ret = client_job_get(&ctx->client, id, &job, eb)))
-				goto out;
-			if (cli_jint(job, "attempt") > attempt)
-				break;
+		json_decref(job);
+		job = NULL;
+		if ((ret = client_job_get(&ctx->client, id, &job, eb)))
+			goto out;
+		while (cli_jint(job, "attempt") <= attempt) {
 			if (cli_job_is_final(job, &ok))
 				goto out;
-			usleep(delay_ms * 1000);
+			if ((ret = cli_job_next(ctx, &job, 0, eb)))
+				goto out;
 		}
 		char *cause = cli_attempt_cause(job, attempt);
 		attempt++;

@@ -184,16 +184,17 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		status = cli_fail(ctx, &eb);
 		goto out;
 	}
-	for (unsigned delay_ms = 20;; delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2) {
-		json_decref(job);
-		job = NULL;
-		if (client_job_get(&ctx->client, id, &job, &eb)) {
+	json_decref(job);
+	job = NULL;
+	if (client_job_get(&ctx->client, id, &job, &eb)) {
+		status = cli_fail(ctx, &eb);
+		goto out;
+	}
+	while (!cli_job_is_final(job, &ok)) {
+		if (cli_job_next(ctx, &job, 0, &eb)) {
 			status = cli_fail(ctx, &eb);
 			goto out;
 		}
-		if (cli_job_is_final(job, &ok))
-			break;
-		usleep(delay_ms * 1000);
 	}
 	if (ctx->json) {
 		cli_print_json(job);
@@ -211,23 +212,17 @@ out:
 	return status;
 }
 
+/* Waits on the master (a long poll per state) until job id runs or ends. */
 static int wait_until_started(struct cli_ctx *ctx, uint64_t id, json_t **job, struct errbuf *eb)
 {
-	unsigned delay_ms = 20;
-	int ret;
+	int ret = client_job_get(&ctx->client, id, job, eb);
 
-	for (;;) {
-		const char *state;
+	while (!ret) {
+		const char *state = cli_jstr(*job, "state");
 		bool ok;
-		ret = client_job_get(&ctx->client, id, job, eb);
-		if (ret)
-			return ret;
-		state = cli_jstr(*job, "state");
 		if (cli_job_is_final(*job, &ok) || (strcmp(state, "queued") && strcmp(state, "starting")))
 			return 0;
-		json_decref(*job);
-		*job = NULL;
-		usleep(delay_ms * 1000);
-		delay_ms = delay_ms * 2 > 500 ? 500 : delay_ms * 2;
+		ret = cli_job_next(ctx, job, 0, eb);
 	}
+	return ret;
 }

@@ -4,35 +4,32 @@
 #include "base/parse.h"
 #include "cli/cmd.h"
 
-/* Polling back-off: start fast for short jobs, settle at twice a second. */
+/* Polling back-off of an experiment: start fast, settle at twice a second. */
 #define WAIT_FIRST_MS 20
 #define WAIT_MAX_MS 500
 
-/* wait_one polls job id until it ends or the deadline (0: none) passes,
- * and reports it; EXIT_OK when it succeeded. */
+/* wait_one waits for job id (long polls on its state) until it ends or the
+ * deadline (0: none) passes, and reports it; EXIT_OK when it succeeded. */
 static int wait_one(struct cli_ctx *ctx, uint64_t id, const char *timeout, uint64_t deadline,
 		    bool prefix)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	json_t *job = NULL;
-	unsigned delay_ms = WAIT_FIRST_MS;
 	bool ok = false, timed_out = false;
 
-	for (;;) {
-		json_decref(job);
-		job = NULL;
-		if (client_job_get(&ctx->client, id, &job, &eb))
-			return cli_fail(ctx, &eb);
-		if (cli_job_is_final(job, &ok))
-			break;
-		if (deadline && mono_ms() >= deadline) {
+	if (client_job_get(&ctx->client, id, &job, &eb))
+		return cli_fail(ctx, &eb);
+	/* each request is held by the master until the job's state changes */
+	while (!cli_job_is_final(job, &ok)) {
+		uint64_t now = mono_ms();
+		if (deadline && now >= deadline) {
 			timed_out = true;
 			break;
 		}
-		if (deadline && mono_ms() + delay_ms > deadline)
-			delay_ms = (unsigned)(deadline - mono_ms()) + 1;
-		usleep(delay_ms * 1000);
-		delay_ms = delay_ms * 2 > WAIT_MAX_MS ? WAIT_MAX_MS : delay_ms * 2;
+		if (cli_job_next(ctx, &job, deadline ? (unsigned)(deadline - now) : 0, &eb)) {
+			json_decref(job);
+			return cli_fail(ctx, &eb);
+		}
 	}
 	if (ctx->json)
 		cli_print_json(job);

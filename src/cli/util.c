@@ -249,6 +249,27 @@ bool cli_job_is_final(const json_t *job, bool *succeeded)
 	return st >= 0 && job_state_is_final((enum job_state)st);
 }
 
+int cli_job_next(struct cli_ctx *ctx, json_t **job, unsigned max_ms, struct errbuf *eb)
+{
+	uint64_t id = (uint64_t)cli_jint(*job, "id");
+	char *state = xstrdup(cli_jstr(*job, "state"));
+	unsigned wait_s = max_ms && max_ms < 30000 ? (max_ms + 999) / 1000 : 30;
+	uint64_t t0 = mono_ms();
+	json_t *next = NULL;
+	int ret = client_job_wait(&ctx->client, id, state, wait_s, &next, eb);
+
+	/* the same state at once: a master that does not hold the request
+	 * (older than the long poll); do not spin on it */
+	if (!ret && !strcmp(cli_jstr(next, "state"), state) && mono_ms() - t0 < 100)
+		usleep(200 * 1000);
+	free(state);
+	if (ret)
+		return ret;
+	json_decref(*job);
+	*job = next;
+	return 0;
+}
+
 void cli_table_init(struct cli_table *t, size_t ncols, const char *const *headers)
 {
 	memset(t, 0, sizeof(*t));

@@ -447,17 +447,63 @@ static size_t parse_keras(const char *s, const char *end, struct metric_points *
 	return n;
 }
 
+/* What each form cannot do without, found in one pass over the line: only
+ * the forms a line may be are then searched for (a task printing a
+ * gigabyte of lines that are none of them cost five memmem calls a line,
+ * and its agent shipped its log at the speed of that). */
+enum line_marks { MARK_AT = 1 << 0, MARK_CAFFE = 1 << 1, MARK_BRACKET = 1 << 2 };
+
+static bool literal_at(const char *s, const char *end, const char *lit, size_t len)
+{
+	return (size_t)(end - s) >= len && !memcmp(s, lit, len);
+}
+
+static unsigned line_marks(const char *s, const char *end)
+{
+	/* the bytes that may start (or, '#', end) what a form needs */
+	static const unsigned char first[256] = { ['@'] = 1, ['I'] = 1, ['#'] = 1, ['E'] = 1 };
+	unsigned marks = 0;
+
+	for (const char *p = s; p < end; p++) {
+		if (!first[(unsigned char)*p])
+			continue;
+		switch (*p) {
+		case '@':
+			marks |= MARK_AT;
+			break;
+		case 'I':
+			if (literal_at(p, end, "Iteration ", 10))
+				marks |= MARK_CAFFE;
+			else if (literal_at(p, end, "Iter[", 5))
+				marks |= MARK_BRACKET;
+			break;
+		case '#': /* "net output #" */
+			if (p - s >= 11 && !memcmp(p - 11, "net output ", 11))
+				marks |= MARK_CAFFE;
+			break;
+		case 'E':
+			if (literal_at(p, end, "Epoch[", 6))
+				marks |= MARK_BRACKET;
+			break;
+		default:
+			break;
+		}
+	}
+	return marks;
+}
+
 static size_t parse_any(struct metric_parser *p, const char *s, const char *end,
 			struct metric_points *out)
 {
+	unsigned marks = line_marks(s, end);
 	const char *obj;
 	struct cur c;
 
-	if ((obj = yard_object(s, end)))
+	if ((marks & MARK_AT) && (obj = yard_object(s, end)))
 		return parse_yard(obj, end, out);
-	if (is_caffe(s, end))
+	if ((marks & MARK_CAFFE) && is_caffe(s, end))
 		return parse_caffe(p, s, end, out);
-	if (mxnet_epoch(s, end, &c))
+	if ((marks & MARK_BRACKET) && mxnet_epoch(s, end, &c))
 		return parse_mxnet(p, &c, out);
 	return parse_keras(s, end, out);
 }

@@ -475,21 +475,52 @@ out:
 	strbuf_release(&viewer);
 }
 
+static void job_reply(struct req *r, struct job *j)
+{
+	struct caller c = caller_of(r);
+
+	jobs_refresh_positions(r->m);
+	/* the jobs ahead: in the one-job document, not in listings */
+	json_t *d = jobs_job_json(r->m, j, visibility_job(r->m, &c, j));
+	json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
+	/* and its history and GPU utilisation: in the one-job document too */
+	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
+	json_object_set_new(d, "gpu_util", gpuidle_job_json(j));
+	req_json(r, 200, d);
+}
+
+/* GET /v1/jobs/{id}?state=S&wait=W: held while the job is still in state
+ * S, up to W seconds (a long poll: yard submit --follow and yard wait
+ * learn of a change when it happens, not a sleep later). */
 static void h_job_get(struct req *r)
 {
-	jobs_refresh_positions(r->m);
+	const char *state = req_query(r, "state"), *wait = req_query(r, "wait");
 	struct job *j = path_job(r);
+	uint64_t w = 0;
+	int s = -1;
 
-	if (j) {
-		struct caller c = caller_of(r);
-		/* the jobs ahead: in the one-job document, not in listings */
-		json_t *d = jobs_job_json(r->m, j, visibility_job(r->m, &c, j));
-		json_object_set_new(d, "ahead", jobs_ahead_json(r->m, j));
-		/* and its history and GPU utilisation: in the one-job document too */
-		json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
-		json_object_set_new(d, "gpu_util", gpuidle_job_json(j));
-		req_json(r, 200, d);
+	if (!j)
+		return;
+	struct errbuf eb = ERRBUF_INIT;
+	if (wait && (parse_u64_str(wait, &w) || w > WORK_WAIT_MAX_S)) {
+		error_field(&eb, YERR(BAD_REQUEST), "wait", "wait: expected seconds from 0 to %d, got '%.32s'",
+			    WORK_WAIT_MAX_S, wait);
+		req_error(r, &eb);
+		return;
 	}
+	if (state && (s = job_state_parse(state)) < 0) {
+		error_field(&eb, YERR(BAD_REQUEST), "state", "state: expected a job state, got '%.32s'", state);
+		req_error(r, &eb);
+		return;
+	}
+	if (w && s >= 0 && j->state == (enum job_state)s) {
+		r->wait = WAIT_JOB;
+		r->task_id = j->id;
+		r->stream = s;
+		r->deadline_ms = mono_ms() + w * 1000;
+		return;
+	}
+	job_reply(r, j);
 }
 
 static int by_position(const void *a, const void *b)
@@ -951,6 +982,17 @@ bool api_poll_ready(struct req *r, uint64_t now_ms)
 	}
 	if (r->wait == WAIT_LOGS)
 		return api_logs_poll(r, now_ms);
+	if (r->wait == WAIT_JOB) {
+		struct job *j = core_job(r->m, r->task_id);
+		if (!j) {
+			reply_err(r, YERR(NOT_FOUND), "job %" PRIu64 " is gone", r->task_id);
+			return true;
+		}
+		if (j->state == (enum job_state)r->stream && now_ms < r->deadline_ms)
+			return false;
+		job_reply(r, j);
+		return true;
+	}
 	if (r->wait == WAIT_HANDLER)
 		return !r->ready || r->ready(r);
 	return true;
@@ -990,7 +1032,7 @@ static const struct route routes[] = {
 	{ "DELETE", "/v1/templates/{name}", h_template_delete, PERM_USER, SCOPE_TEMPLATE, ROUTE_AUDIT, BODY_NONE, "delete a template (its jobs stay)" },
 	{ "POST", "/v1/jobs", h_jobs_post, PERM_USER, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "submit a job; 201 once it is durable" },
 	{ "GET", "/v1/jobs", h_jobs_list, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "list jobs, newest first (state, user, limit)" },
-	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks" },
+	{ "GET", "/v1/jobs/{id}", h_job_get, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "one job with its tasks; state=S&wait=W holds the reply while it is still in state S (W <= 30 s)" },
 	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "cancel a job (its owner, its team or an admin)" },
 	{ "POST", "/v1/jobs/{id}/hold", h_job_hold, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "hold a queued job: it stays queued, never started, until released (its owner, its team or an admin)" },
 	{ "POST", "/v1/jobs/{id}/release", h_job_release, PERM_USER, SCOPE_JOB, ROUTE_AUDIT, BODY_NONE, "release a held job (409 when not held)" },

@@ -26,7 +26,7 @@ enum body_kind {
 };
 
 #define API_JSON_MAX ((size_t)1 << 20)
-#define API_LOG_MAX ((size_t)4 << 20)
+#define API_LOG_MAX ((size_t)16 << 20)
 #define API_CODE_MAX ((uint64_t)256 << 20)
 #define API_METRICS_MAX ((size_t)4 << 20)
 #define API_BLOB_MAX ((size_t)8 << 20)

@@ -12,14 +12,69 @@ void auth_token_id(const struct token *t, char id[TOKEN_ID_LEN + 1])
 	id[TOKEN_ID_LEN] = '\0';
 }
 
+/* The tokens by the first TOKEN_ID_LEN hex digits of their hash (their
+ * id, unique among the master's tokens): open addressing, index + 1 (0
+ * empty). Tokens are only ever appended (a revoked one stays), so the
+ * index catches up with m->tokens lazily; core_clear drops it. Without it
+ * every request of 10,000 agents compared its hash with every token. */
+static uint64_t token_key(const char *hex)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < TOKEN_ID_LEN && hex[i]; i++)
+		v = v << 4 | (uint64_t)(hex[i] <= '9' ? hex[i] - '0' : (hex[i] | 0x20) - 'a' + 10);
+	return v * 0x9e3779b97f4a7c15ull;
+}
+
+static void token_ix_put(struct master *m, size_t i)
+{
+	size_t mask = m->token_ix_cap - 1;
+	for (size_t h = token_key(m->tokens[i].hash) & mask;; h = (h + 1) & mask)
+		if (!m->token_ix[h]) {
+			m->token_ix[h] = i + 1;
+			return;
+		}
+}
+
+static void token_ix_sync(struct master *m)
+{
+	if (m->token_ix_n == m->ntokens)
+		return;
+	if (m->token_ix_n > m->ntokens || 2 * m->ntokens > m->token_ix_cap) {
+		size_t cap = 64;
+		while (cap < 2 * m->ntokens)
+			cap *= 2;
+		free(m->token_ix);
+		m->token_ix = xcalloc(cap, sizeof(*m->token_ix));
+		m->token_ix_cap = cap;
+		m->token_ix_n = 0;
+	}
+	for (; m->token_ix_n < m->ntokens; m->token_ix_n++)
+		token_ix_put(m, m->token_ix_n);
+}
+
+/* The token whose hash starts with the TOKEN_ID_LEN digits of hex and,
+ * when whole, is all of hex. */
+static struct token *token_ix_find(struct master *m, const char *hex, bool whole)
+{
+	size_t mask;
+
+	token_ix_sync(m);
+	if (!m->token_ix_cap)
+		return NULL;
+	mask = m->token_ix_cap - 1;
+	for (size_t h = token_key(hex) & mask; m->token_ix[h]; h = (h + 1) & mask) {
+		struct token *t = &m->tokens[m->token_ix[h] - 1];
+		if (whole ? !strcmp(t->hash, hex) : !strncmp(t->hash, hex, TOKEN_ID_LEN))
+			return t;
+	}
+	return NULL;
+}
+
 struct token *auth_find_token(struct master *m, const char *id)
 {
 	if (!id || strlen(id) != TOKEN_ID_LEN)
 		return NULL;
-	for (size_t i = 0; i < m->ntokens; i++)
-		if (!strncmp(m->tokens[i].hash, id, TOKEN_ID_LEN))
-			return &m->tokens[i];
-	return NULL;
+	return token_ix_find(m, id, false);
 }
 
 char *auth_create_token(struct master *m, enum role role, const char *user, const char *team,
@@ -168,16 +223,11 @@ const struct token *auth_lookup(struct master *m, const char *authorization, uin
 	if (!strncmp(p, JOB_TOKEN_PREFIX, strlen(JOB_TOKEN_PREFIX)))
 		return job_token_lookup(m, p, len);
 	sha256_hex(p, len, hash);
-	/* compare hashes: a timing difference says nothing about the token */
-	for (size_t i = 0; i < m->ntokens; i++) {
-		struct token *t = &m->tokens[i];
-		if (strcmp(t->hash, hash))
-			continue;
-		if (!auth_token_usable(t, now_us, eb) && now_us > t->last_used)
-			t->last_used = now_us;
-		return t;
-	}
-	return NULL;
+	/* look up and compare hashes: a timing difference says nothing about the token */
+	struct token *t = token_ix_find(m, hash, true);
+	if (t && !auth_token_usable(t, now_us, eb) && now_us > t->last_used)
+		t->last_used = now_us;
+	return t;
 }
 
 bool auth_allows(enum perm p, const struct token *tok)

@@ -61,6 +61,7 @@ struct node *core_node(const struct master *m, const char *name)
 
 void core_add_node(struct master *m, struct node *n)
 {
+	m->nodes_gen++;
 	ALLOC_GROW(m->nodes, m->nnodes + 1, m->anodes);
 	n->slot = m->nnodes;
 	m->nodes[m->nnodes++] = n;
@@ -95,7 +96,22 @@ static void node_free(struct node *n)
 	for (size_t c = 0; c < n->ncache; c++)
 		free(n->cache[c]);
 	free(n->cache);
+	for (size_t i = 0; i < n->nlive; i++) {
+		n->live[i]->live_node = NULL;
+		n->live[i]->node_slot = 0;
+	}
+	free(n->live);
 	free(n);
+}
+
+void core_node_bump(struct master *m, struct node *n)
+{
+	n->rev++;
+	if (n->bumped)
+		return;
+	n->bumped = true;
+	ALLOC_GROW(m->bumped, m->nbumped + 1, m->abumped);
+	m->bumped[m->nbumped++] = n;
 }
 
 void core_remove_node(struct master *m, struct node *n)
@@ -103,6 +119,10 @@ void core_remove_node(struct master *m, struct node *n)
 	size_t slot = n->slot;
 	int rc;
 
+	m->nodes_gen++;
+	for (size_t i = 0; n->bumped && i < m->nbumped; i++)
+		if (m->bumped[i] == n)
+			m->bumped[i--] = m->bumped[--m->nbumped];
 	if (!core_batch_open(m)) {
 		rc = m->sops->del(m->store, STORE_NODE, n->name, &m->batch_eb);
 		if (rc)
@@ -770,11 +790,23 @@ void core_index_job(struct master *m, struct job *j)
 
 void core_index_task(struct master *m, struct task *t)
 {
+	bool holds = t->node && task_state_holds_resources(t->state);
+	struct node *n = holds ? core_node(m, t->node) : NULL;
+
 	core_job_changed(m, t->job);
-	if (t->node && task_state_holds_resources(t->state))
+	if (holds)
 		SET_PUT(m->live, m->nlive, m->alive, t, live_slot);
 	else
 		SET_DEL(m->live, m->nlive, t, live_slot);
+	if (t->live_node && t->live_node != n) {
+		struct node *was = t->live_node;
+		SET_DEL(was->live, was->nlive, t, node_slot);
+		t->live_node = NULL;
+	}
+	if (n && !t->live_node) {
+		SET_PUT(n->live, n->nlive, n->alive, t, node_slot);
+		t->live_node = n;
+	}
 }
 
 void core_job_drop_spec(struct job *j)
@@ -822,6 +854,14 @@ int core_load(struct master *m, struct errbuf *eb)
 	for (size_t i = 0; i < m->ntasks; i++)
 		if (m->tasks[i])
 			core_index_task(m, m->tasks[i]);
+	/* work polls held across a reload (a failed commit) compare their
+	 * revision with the stored one at the next wake */
+	m->nbumped = 0;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		ALLOC_GROW(m->bumped, m->nbumped + 1, m->abumped);
+		m->bumped[m->nbumped++] = m->nodes[i];
+		m->nodes[i]->bumped = true;
+	}
 	m->sched_needed = true;
 	int rc = experiments_load(m, eb);
 	if (!rc)
@@ -884,12 +924,13 @@ void core_clear(struct master *m)
 	elastic_clear(m);
 	codeindex_free(&m->code_index);
 	codeindex_free(&m->submit_keys);
+	/* nodes first: node_free lets go of their tasks */
+	for (size_t i = 0; i < m->nnodes; i++)
+		node_free(m->nodes[i]);
 	for (size_t i = 0; i < m->njobs; i++)
 		job_free(m->jobs[i]);
 	for (size_t i = 0; i < m->ntasks; i++)
 		task_free(m->tasks[i]);
-	for (size_t i = 0; i < m->nnodes; i++)
-		node_free(m->nodes[i]);
 	for (size_t i = 0; i < m->ntokens; i++) {
 		free(m->tokens[i].user);
 		free(m->tokens[i].team);
@@ -909,6 +950,17 @@ void core_clear(struct master *m)
 	m->ndatasets = m->adatasets = 0;
 	free(m->nodes);
 	free(m->tokens);
+	free(m->bumped); /* the nodes it named are gone */
+	m->bumped = NULL;
+	m->nbumped = m->abumped = 0;
+	m->nodes_gen++;
+	for (size_t i = 0; i < ADMIT_MEMO_MAX; i++) {
+		free(m->admit[i].shape);
+		m->admit[i].shape = NULL;
+	}
+	free(m->token_ix);
+	m->token_ix = NULL;
+	m->token_ix_cap = m->token_ix_n = 0;
 	m->jobs = NULL;
 	m->tasks = NULL;
 	m->nodes = NULL;

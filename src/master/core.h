@@ -94,6 +94,8 @@ struct task {
 	uint64_t log_size[LOG_STREAM__COUNT];
 	bool log_size_known[LOG_STREAM__COUNT]; /* in memory only */
 	size_t live_slot;       /* 1 + index in master->live, 0 when not holding resources */
+	struct node *live_node; /* borrowed: the node whose live list holds it (core_index_task), or NULL */
+	size_t node_slot;       /* 1 + its index there, 0 when in none */
 };
 
 struct job {
@@ -198,6 +200,12 @@ struct node {
 	                         * ("yard-HEX"), as last reported; in memory only */
 	size_t ncache;
 	bool awaited;           /* stored before this master started, not heard from since */
+	bool bumped;            /* in master->bumped */
+	/* borrowed: the tasks that hold its resources (master->live's on this
+	 * node), kept by core_index_task, so that a node's work, its free
+	 * resources and its GPUs' jobs cost its tasks, not every live one */
+	struct task **live;
+	size_t nlive, alive;
 	/* its agent is ephemeral (agent --ephemeral): it leaves when told, or
 	 * idle, and its node ends then (docs/elastic.md) */
 	bool ephemeral;
@@ -244,6 +252,16 @@ struct team_share {
 struct shared_body;
 struct codeindex;
 struct elastic;
+
+/* An admission answer (jobs_submit) for one shape of job: what the check
+ * reads of a spec, as text; valid while the nodes' generation is gen. */
+struct admit_memo {
+	char *shape;            /* owned or NULL: an empty slot */
+	uint64_t gen;
+	bool bad;
+	char field[160], msg[512];
+};
+#define ADMIT_MEMO_MAX 16
 
 /* How many state changes a job keeps in its history. */
 #define JOB_EVENTS_MAX 200
@@ -314,11 +332,19 @@ struct master {
 	struct node **nodes;    /* owned */
 	size_t nnodes, anodes;
 	size_t *node_hash;      /* owned: open addressing by name, slot + 1 (0 empty) */
+	/* bumped whenever what admission reads of the nodes may change: a node
+	 * added, removed or registered again (its resources, pool, labels,
+	 * runtimes) */
+	uint64_t nodes_gen;
+	struct admit_memo admit[ADMIT_MEMO_MAX]; /* jobs.c: the last answers, by shape */
+	unsigned admit_next;    /* the slot the next answer takes */
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	bool visibility_open;   /* --visibility open: every user sees every job and dataset */
 	struct codeindex *code_index; /* owned or NULL: jobs by code and checkpoint digest */
 	struct codeindex *submit_keys; /* owned or NULL: jobs by "USER\nidempotency_key" */
 	struct token *tokens;   /* owned */
+	size_t *token_ix;       /* owned: tokens by id (auth.c), index + 1 */
+	size_t token_ix_cap, token_ix_n; /* its size, the tokens in it */
 	struct ratelimit ratelimit; /* requests per token (--rate-limit) */
 	size_t ntokens, atokens;
 	struct dataset **datasets; /* owned (datasets.h), unordered */
@@ -346,6 +372,9 @@ struct master {
 	uv_loop_t loop;
 	uv_poll_t mhd_poll;
 	uv_timer_t mhd_timer, tick, lease_tick;
+	uv_timer_t sched_timer; /* wakes the loop when a deferred pass is due (master.c) */
+	uv_timer_t release_timer; /* wakes the loop when deferred replies may go (http.c) */
+	uint64_t sched_after_us; /* mono_us before which no pass runs (schedule_timed) */
 	uv_prepare_t prepare;
 	uv_async_t stop_async, reload_async;
 	/* master_stop may come from the signal thread before master_run has
@@ -353,6 +382,11 @@ struct master {
 	 * loop runs (running); master_run looks at the request once it runs */
 	atomic_int running, stop_requested;
 	struct req *held;       /* suspended requests (intrusive list) */
+	struct held_index *held_ix; /* owned by http.c: the held requests by what they wait for */
+	/* borrowed: the nodes whose rev changed since http_wake last looked
+	 * (core_node_bump), so that it wakes only their work polls */
+	struct node **bumped;
+	size_t nbumped, abumped;
 	unsigned short port;
 };
 
@@ -403,6 +437,9 @@ void core_dataset_free(struct dataset *ds);
 struct job *core_job(struct master *m, uint64_t id);
 struct task *core_task(struct master *m, uint64_t id);
 struct node *core_node(const struct master *m, const char *name);
+/* core_node_bump: n's desired state changed (n->rev + 1); its held work
+ * polls are answered at the next wake (http.h). */
+void core_node_bump(struct master *m, struct node *n);
 /* core_add_node appends n (owned by the model from now on) to m->nodes. */
 void core_add_node(struct master *m, struct node *n);
 

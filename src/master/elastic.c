@@ -1269,7 +1269,7 @@ static void scale_down(struct master *m, const struct elastic_conf_pool *p, uint
 		/* an ephemeral agent leaves when told; another is removed now */
 		sl->deadline = nd->ephemeral ? wall + (uint64_t)(m->lease_ms > 5000 ? 2 * m->lease_ms : 10000) * 1000
 					     : wall;
-		nd->rev++; /* its work reply says leave */
+		core_node_bump(m, nd); /* its work reply says leave */
 		req_save(m, r);
 		audit_node(m, sl->name, "node_scaled_down");
 		counter_add(e, p->pool, "scale_down", true);
@@ -1540,6 +1540,11 @@ void elastic_prom(const struct master *m, struct strbuf *sb)
 }
 
 /* ---- admission ---- */
+
+bool elastic_any_pool(const struct master *m)
+{
+	return m->elastic && m->elastic->conf.npools > 0;
+}
 
 size_t elastic_admission_nodes(const struct master *m, struct sched_node **nodes, size_t *n,
 			       struct sched_gpu ***gpus)

@@ -72,6 +72,10 @@ bool elastic_pool_provisioned(const struct master *m, const char *pool);
  * (every few hundred ms, when this master leads). */
 void elastic_tick(struct master *m);
 
+/* Whether any provisioned pool is configured (admission keeps no answers
+ * then: what the pools could add is not a node's change). */
+bool elastic_any_pool(const struct master *m);
+
 /* Admission (jobs_submit): the nodes the provisioned pools could have, as
  * many as each pool's maximum of its shape, appended to *nodes (an array
  * of *n, grown; gpus arrays allocated into *gpus, one per node added):

@@ -76,7 +76,7 @@ int execs_create(struct master *m, struct job *j, const char *host, const json_t
 	/* the agent learns of it with its task's desired state */
 	struct node *node = core_node(m, target->node);
 	if (node)
-		node->rev++;
+		core_node_bump(m, node);
 	*out = e;
 	return 0;
 }
@@ -116,7 +116,7 @@ void execs_reported(struct master *m, const struct node *n, const json_t *r)
 		    json_string_value(json_object_get(r, "message")));
 	struct node *node = core_node(m, n->name);
 	if (node)
-		node->rev++; /* no longer desired */
+		core_node_bump(m, node); /* no longer desired */
 }
 
 json_t *execs_work_json(struct master *m, const struct task *t)

@@ -500,14 +500,45 @@ static void held_gone(struct req *r)
 		w->r = NULL;
 }
 
-/* Answers w's request (eb: an error, else the job) and lets it go: the
- * answer waits for the commit of the change it reports. */
+/* The job an answer reports, held until the commit that makes it durable. */
+struct made {
+	uint64_t id;
+	uint64_t submitted_at;  /* with id: this job, not one made again under its id */
+};
+
+/* WAIT_HANDLER, once answered: the request is asked at the first wake, which
+ * comes after the commit of the loop turn that answered it (master.c's
+ * on_prepare commits, then wakes). A failed commit reloads the model from
+ * the store: the job is not there, and the answer says so instead. */
+static bool made_ready(struct req *r)
+{
+	struct made *mk = r->handler_data;
+	struct job *j = core_job(r->m, mk->id);
+
+	if (!j || j->submitted_at != mk->submitted_at) {
+		struct errbuf eb = ERRBUF_INIT;
+		error(&eb, YERR(UNAVAILABLE), "the job could not be stored (the store failed): submit "
+		      "it again");
+		req_error(r, &eb);
+	}
+	return true;
+}
+
+static void made_gone(struct req *r)
+{
+	free(r->handler_data);
+	r->handler_data = NULL;
+}
+
+/* Answers w's request (eb: an error, else the job j) with its audit entry;
+ * the request stays held until the next wake, after the commit of the
+ * change it reports (made_ready). */
 static void answer(struct gitwork *w, const struct errbuf *eb, const struct job *j, bool again)
 {
 	struct req *r = w->r;
 
 	r->handler_data = NULL;
-	r->ready = NULL;
+	r->ready = NULL; /* ready at the next wake */
 	r->gone = NULL;
 	w->r = NULL;
 	if (eb)
@@ -515,8 +546,14 @@ static void answer(struct gitwork *w, const struct errbuf *eb, const struct job 
 	else
 		req_json(r, again ? 200 : 201, jobs_job_json(r->m, j, true));
 	audit_record(r);
-	if (r->m->txn_open)
-		req_hold(r, WAIT_COMMIT);
+	if (!eb) {
+		struct made *mk = xcalloc(1, sizeof(*mk));
+		mk->id = j->id;
+		mk->submitted_at = j->submitted_at;
+		r->handler_data = mk;
+		r->ready = made_ready;
+		r->gone = made_gone;
+	}
 }
 
 static void work_done(uv_work_t *req, int status)

@@ -122,12 +122,11 @@ void gpuidle_node_sampled(struct master *m, struct node *n)
 {
 	uint64_t now = wall_us();
 
-	for (size_t i = 0; i < m->nlive; i++) {
-		struct task *t = m->live[i];
+	for (size_t i = 0; i < n->nlive; i++) {
+		struct task *t = n->live[i];
 		unsigned known = 0, ngpus = 0;
 		float sum = 0;
-		if (t->state != TASK_RUNNING || !t->ngpus || !t->node || strcmp(t->node, n->name) ||
-		    t->job->state != JOB_RUNNING)
+		if (t->state != TASK_RUNNING || !t->ngpus || t->job->state != JOB_RUNNING)
 			continue;
 		for (unsigned g = 0; g < t->ngpus; g++)
 			for (size_t k = 0; k < n->ngpus; k++)

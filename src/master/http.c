@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <openssl/evp.h>
 
 #include "base/clock.h"
@@ -197,22 +198,181 @@ const char *req_query(struct req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* The held requests, by what they wait for (struct req's lists). */
+struct held_index {
+	struct req *commit;     /* WAIT_COMMIT: every one goes at the next wake */
+	struct req *ready;      /* answered, waiting to be resumed (release_ready) */
+	size_t nheld;           /* suspended requests, ready ones too */
+	uint64_t release_after_us; /* mono_us before which none is resumed */
+	struct req *scan;       /* WAIT_LOGS, WAIT_EXEC, WAIT_JOB: looked at on every wake */
+	struct req **work;      /* WAIT_WORK, chained by the hash of the node's name */
+	size_t nwork_buckets;   /* a power of two, or 0 */
+	size_t nwork;
+	struct req **heap;      /* long polls, earliest deadline first */
+	size_t nheap, aheap;
+};
+
+static struct held_index *held_index(struct master *m)
+{
+	if (!m->held_ix)
+		m->held_ix = xcalloc(1, sizeof(*m->held_ix));
+	return m->held_ix;
+}
+
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (size_t)h;
+}
+
+static void kind_link(struct req **head, struct req *r)
+{
+	r->next_kind = *head;
+	if (*head)
+		(*head)->pprev_kind = &r->next_kind;
+	*head = r;
+	r->pprev_kind = head;
+}
+
+static void kind_unlink(struct req *r)
+{
+	if (!r->pprev_kind)
+		return;
+	*r->pprev_kind = r->next_kind;
+	if (r->next_kind)
+		r->next_kind->pprev_kind = r->pprev_kind;
+	r->next_kind = NULL;
+	r->pprev_kind = NULL;
+}
+
+static void work_grow(struct held_index *ix)
+{
+	size_t n = ix->nwork_buckets ? 2 * ix->nwork_buckets : 1024;
+	struct req **b = xcalloc(n, sizeof(*b));
+
+	for (size_t i = 0; i < ix->nwork_buckets; i++)
+		while (ix->work[i]) {
+			struct req *r = ix->work[i];
+			kind_unlink(r);
+			kind_link(&b[name_hash(r->cap[0]) & (n - 1)], r);
+		}
+	free(ix->work);
+	ix->work = b;
+	ix->nwork_buckets = n;
+}
+
+static struct req **work_bucket(const struct held_index *ix, const char *name)
+{
+	return &ix->work[name_hash(name) & (ix->nwork_buckets - 1)];
+}
+
+static bool heap_before(const struct req *a, const struct req *b)
+{
+	return a->deadline_ms < b->deadline_ms;
+}
+
+static void heap_set(struct held_index *ix, size_t i, struct req *r)
+{
+	ix->heap[i] = r;
+	r->heap_idx = i + 1;
+}
+
+static void heap_sift(struct held_index *ix, size_t i)
+{
+	struct req *r = ix->heap[i];
+
+	while (i && heap_before(r, ix->heap[(i - 1) / 2])) {
+		heap_set(ix, i, ix->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t k = 2 * i + 1;
+		if (k >= ix->nheap)
+			break;
+		if (k + 1 < ix->nheap && heap_before(ix->heap[k + 1], ix->heap[k]))
+			k++;
+		if (!heap_before(ix->heap[k], r))
+			break;
+		heap_set(ix, i, ix->heap[k]);
+		i = k;
+	}
+	heap_set(ix, i, r);
+}
+
+static void heap_push(struct held_index *ix, struct req *r)
+{
+	if (ix->nheap == ix->aheap) {
+		ix->aheap = ix->aheap ? 2 * ix->aheap : 1024;
+		ix->heap = xrealloc(ix->heap, ix->aheap * sizeof(*ix->heap));
+	}
+	ix->heap[ix->nheap++] = r;
+	heap_sift(ix, ix->nheap - 1);
+}
+
+static void heap_remove(struct held_index *ix, struct req *r)
+{
+	size_t i = r->heap_idx - 1;
+	struct req *last;
+
+	if (!r->heap_idx)
+		return;
+	r->heap_idx = 0;
+	last = ix->heap[--ix->nheap];
+	if (last != r) {
+		ix->heap[i] = last;
+		heap_sift(ix, i);
+	}
+}
+
 static void held_remove(struct master *m, struct req *r)
 {
-	for (struct req **p = &m->held; *p; p = &(*p)->next_held)
-		if (*p == r) {
-			*p = r->next_held;
-			break;
-		}
+	if (r->pprev_held) {
+		*r->pprev_held = r->next_held;
+		if (r->next_held)
+			r->next_held->pprev_held = r->pprev_held;
+	}
+	if (r->pprev_held && m->held_ix)
+		m->held_ix->nheld--;
 	r->next_held = NULL;
+	r->pprev_held = NULL;
+	if (r->wait == WAIT_WORK && r->pprev_kind)
+		m->held_ix->nwork--;
+	kind_unlink(r);
+	if (m->held_ix)
+		heap_remove(m->held_ix, r);
 }
 
 static void hold(struct req *r)
 {
+	struct master *m = r->m;
+	struct held_index *ix = held_index(m);
+
 	MHD_suspend_connection(r->conn);
 	r->suspended = true;
-	r->next_held = r->m->held;
-	r->m->held = r;
+	ix->nheld++;
+	r->next_held = m->held;
+	if (m->held)
+		m->held->pprev_held = &r->next_held;
+	m->held = r;
+	r->pprev_held = &m->held;
+	if (r->wait == WAIT_COMMIT) {
+		kind_link(&ix->commit, r);
+		return;
+	}
+	if (r->wait == WAIT_WORK) {
+		if (ix->nwork >= ix->nwork_buckets)
+			work_grow(ix);
+		kind_link(work_bucket(ix, r->cap[0]), r);
+		ix->nwork++;
+	} else {
+		kind_link(&ix->scan, r);
+	}
+	/* a proxied request has no deadline of its own here: its handler's
+	 * ready() keeps its time, and the scan asks it every wake */
+	if (r->wait != WAIT_HANDLER)
+		heap_push(ix, r);
 }
 
 void req_hold(struct req *r, enum req_wait wait)
@@ -230,33 +390,137 @@ static void release(struct master *m, struct req *r)
 	MHD_resume_connection(r->conn);
 }
 
+bool http_polls_held(const struct master *m, const char *name)
+{
+	const struct held_index *ix = m->held_ix;
+
+	if (!ix || !ix->nwork)
+		return false;
+	for (const struct req *r = *work_bucket(ix, name); r; r = r->next_kind)
+		if (!strcmp(r->cap[0], name))
+			return true;
+	return false;
+}
+
+/* r, answered, waits in the ready list to be resumed (release_ready). */
+static void make_ready(struct held_index *ix, struct req *r)
+{
+	kind_unlink(r);
+	heap_remove(ix, r);
+	r->wait = WAIT_READY;
+	kind_link(&ix->ready, r);
+}
+
+/* Answers r if its condition holds (api_poll_ready); true when it did. */
+static bool wake_one(struct master *m, struct req *r, uint64_t now)
+{
+	if (!api_poll_ready(r, now))
+		return false;
+	if (r->pprev_kind && r->wait == WAIT_WORK)
+		m->held_ix->nwork--;
+	make_ready(m->held_ix, r);
+	return true;
+}
+
+static void on_release_timer(uv_timer_t *t)
+{
+	/* nothing: the loop turn it makes runs on_prepare, which wakes */
+}
+
+/*
+ * Resumes the answered requests and lets MHD send them. MHD's resume walks
+ * every suspended connection (libmicrohttpd 0.9.75's
+ * resume_suspended_connections), and with 10,000 agents' polls held that
+ * walk is a millisecond or more; resumed every loop turn, it was a fifth
+ * of the master's CPU. So one resume waits for the last by
+ * RELEASE_GAP_NS for each suspended connection (4 ms with 10,000): about
+ * four times what the walk costs, so that at most a quarter of a busy
+ * loop goes to it, and each resume takes what was answered meanwhile.
+ * With a hundred held the wait is 40 us.
+ */
+#define RELEASE_GAP_NS 400
+
+static void release_ready(struct master *m)
+{
+	struct held_index *ix = m->held_ix;
+	uint64_t t0 = mono_us();
+	size_t nheld = ix->nheld;
+
+	if (!ix->ready)
+		return;
+	if (t0 < ix->release_after_us && m->release_timer.loop) {
+		if (!uv_is_active((uv_handle_t *)&m->release_timer))
+			uv_timer_start(&m->release_timer, on_release_timer,
+				       (ix->release_after_us - t0 + 999) / 1000, 0);
+		return;
+	}
+	while (ix->ready)
+		release(m, ix->ready);
+	/* a resumed connection needs MHD to run again before its reply goes out */
+	http_run(m);
+	ix->release_after_us = t0 + nheld * RELEASE_GAP_NS / 1000;
+}
+
 void http_wake(struct master *m, int commit_err, const struct errbuf *eb)
 {
 	uint64_t now = mono_ms();
-	struct req *r = m->held, *next;
+	struct held_index *ix = m->held_ix;
+	struct req *r, *next;
 	bool released = false;
 
-	for (; r; r = next) {
-		next = r->next_held;
-		if (r->wait == WAIT_COMMIT) {
-			if (commit_err)
-				req_error(r, eb);
-			release(m, r);
-			released = true;
-		} else if (!leader_serving(m)) {
-			/* a long poll held before this master's lease ran out is not
-			 * answered from a model another master may have moved on */
-			leader_refuse(r);
-			release(m, r);
-			released = true;
-		} else if (api_poll_ready(r, now)) {
+	if (!ix) {
+		m->nbumped = 0;
+		return;
+	}
+	for (r = ix->commit; r; r = next) {
+		next = r->next_kind;
+		if (commit_err)
+			req_error(r, eb);
+		make_ready(ix, r);
+	}
+	if (!leader_serving(m)) {
+		/* a long poll held before this master's lease ran out is not
+		 * answered from a model another master may have moved on */
+		for (r = m->held; r; r = next) {
+			next = r->next_held;
+			if (r->wait != WAIT_READY)
+				leader_refuse(r);
 			release(m, r);
 			released = true;
 		}
+		m->nbumped = 0;
+		if (released)
+			http_run(m);
+		return;
 	}
-	/* a resumed connection needs MHD to run again before its reply goes out */
-	if (released)
-		http_run(m);
+	/* the work polls of nodes whose desired state changed */
+	for (size_t i = 0; i < m->nbumped; i++) {
+		struct node *n = m->bumped[i];
+		n->bumped = false;
+		if (!ix->nwork)
+			continue;
+		for (r = *work_bucket(ix, n->name); r; r = next) {
+			next = r->next_kind;
+			if (!strcmp(r->cap[0], n->name))
+				wake_one(m, r, now);
+		}
+	}
+	m->nbumped = 0;
+	for (r = ix->scan; r; r = next) {
+		next = r->next_kind;
+		wake_one(m, r, now);
+	}
+	/* long polls whose time is up */
+	while (ix->nheap && ix->heap[0]->deadline_ms <= now) {
+		r = ix->heap[0];
+		if (!wake_one(m, r, now)) {
+			/* not ready by its own word: look again a tick later */
+			r->deadline_ms = now + 1;
+			heap_sift(ix, r->heap_idx - 1);
+			break;
+		}
+	}
+	release_ready(m);
 }
 
 void http_release_all(struct master *m, const struct errbuf *why)
@@ -266,7 +530,8 @@ void http_release_all(struct master *m, const struct errbuf *why)
 	error(&eb, YERR(UNAVAILABLE), "the master is shutting down");
 	while (m->held) {
 		struct req *r = m->held;
-		req_error(r, why ? why : &eb);
+		if (r->wait != WAIT_READY) /* an answered one keeps its answer */
+			req_error(r, why ? why : &eb);
 		release(m, r);
 	}
 }
@@ -711,6 +976,23 @@ static int parse_listen(const char *listen, struct sockaddr_in *sa, struct errbu
 	return 0;
 }
 
+unsigned http_connection_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 4000;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur <= HTTP_FD_RESERVE + 64)
+		return 64;
+	return rl.rlim_cur - HTTP_FD_RESERVE > UINT_MAX ? UINT_MAX
+							  : (unsigned)(rl.rlim_cur - HTTP_FD_RESERVE);
+}
+
 int http_start(struct master *m, const char *listen, struct errbuf *eb)
 {
 	struct sockaddr_in sa;
@@ -736,7 +1018,8 @@ int http_start(struct master *m, const char *listen, struct errbuf *eb)
 		signal(SIGPIPE, SIG_IGN);
 		flags |= MHD_USE_ERROR_LOG;
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &sa };
-		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, 4000, NULL };
+		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT,
+						     (intptr_t)http_connection_limit(), NULL };
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL };
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL };
 		opts[n++] = (struct MHD_OptionItem){ MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, NULL };
@@ -812,4 +1095,10 @@ void http_stop(struct master *m)
 	if (m->mhd)
 		MHD_stop_daemon(m->mhd);
 	m->mhd = NULL;
+	if (m->held_ix) {
+		free(m->held_ix->work);
+		free(m->held_ix->heap);
+		free(m->held_ix);
+		m->held_ix = NULL;
+	}
 }

@@ -21,9 +21,11 @@ struct MHD_Connection;
 struct MHD_Response;
 struct route;
 
-/* What a held request waits for; WAIT_HANDLER: what its handler's ready()
- * says (a proxied request, master/proxy.h). */
-enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_HANDLER };
+/* What a held request waits for; WAIT_READY: answered while held, waiting
+ * to be resumed (http.c); WAIT_HANDLER: what its handler's ready() says (a
+ * proxied request, master/proxy.h). */
+enum req_wait { WAIT_NONE, WAIT_COMMIT, WAIT_WORK, WAIT_LOGS, WAIT_EXEC, WAIT_JOB, WAIT_READY,
+		WAIT_HANDLER };
 
 struct req {
 	struct master *m;
@@ -61,7 +63,13 @@ struct req {
 	uint64_t deadline_ms;       /* mono_ms end of a long poll */
 	uint64_t rev, task_id, offset, limit; /* long poll arguments */
 	int stream;
-	struct req *next_held;
+	/* While held: in m->held (every held request), and in one list of
+	 * http.c's index by what it waits for (the commit, its node's
+	 * revision, anything else); a long poll also in its heap of
+	 * deadlines (heap_idx: 1 + its index there, 0: not in it). */
+	struct req *next_held, **pprev_held;
+	struct req *next_kind, **pprev_kind;
+	size_t heap_idx;
 	/* a session's leg (sessions.h): the session's id while its 101 has not
 	 * handed the connection over, "" otherwise */
 	char session_id[17];
@@ -94,6 +102,13 @@ void req_caller(const struct req *r, struct caller *out);
  * socket is bound; connections are handed to m->mhd with MHD_add_connection
  * (tests/fuzz/fuzz_api.c, over a socketpair). */
 int http_start(struct master *m, const char *listen, struct errbuf *eb);
+/* http_connection_limit raises the soft limit on open files to the hard
+ * one and returns how many connections MHD may hold: that limit less
+ * HTTP_FD_RESERVE for the store, logs, blobs and uploads. Every agent
+ * holds two (its long poll, its shipper's), so 10,000 nodes need a limit
+ * past 20,000 (yard-master.service sets LimitNOFILE). */
+#define HTTP_FD_RESERVE 256
+unsigned http_connection_limit(void);
 void http_stop(struct master *m);
 /* http_run lets MHD do its work and re-arms its timer. */
 void http_run(struct master *m);
@@ -151,12 +166,19 @@ void req_shared(struct req *r, int status, const char *ctype, struct shared_body
 const char *req_header(struct req *r, const char *name);
 const char *req_query(struct req *r, const char *name);
 
-/* http_wake walks the held requests after a commit (commit_err 0 or the
- * error, eb its message; a failed commit turns waiting replies into errors)
- * and releases those whose condition holds or whose time is up. */
+/* http_wake releases, after a commit (commit_err 0 or the error, eb its
+ * message; a failed commit turns waiting replies into errors), the held
+ * requests whose condition holds or whose time is up. It looks only at
+ * what may have changed: the replies that waited for the commit, the work
+ * polls of nodes whose revision changed (m->bumped), the long polls whose
+ * deadline passed, and the few others (logs, execs, jobs), so that 10,000
+ * agents' held polls cost nothing while nothing changes for them. */
 void http_wake(struct master *m, int commit_err, const struct errbuf *eb);
 /* http_release_all answers every held request with why (NULL: 503, the
  * master is shutting down). */
 void http_release_all(struct master *m, const struct errbuf *why);
+/* http_stop frees the index of held requests too; http_polls_held: whether
+ * a work poll of node name is held (its lease is renewed meanwhile). */
+bool http_polls_held(const struct master *m, const char *name);
 
 #endif

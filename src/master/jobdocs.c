@@ -207,11 +207,9 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 
 	for (size_t g = 0; g < n->ngpus; g++) {
 		json_t *job = json_null();
-		/* the live index holds exactly the tasks that hold resources */
-		for (size_t i = 0; i < m->nlive && json_is_null(job); i++) {
-			const struct task *t = m->live[i];
-			if (!t->node || strcmp(t->node, n->name))
-				continue;
+		/* the node's live list holds exactly its tasks that hold resources */
+		for (size_t i = 0; i < n->nlive && json_is_null(job); i++) {
+			const struct task *t = n->live[i];
 			for (unsigned k = 0; k < t->ngpus; k++)
 				if (t->gpus[k] == n->gpus[g].index)
 					job = json_integer((json_int_t)t->job->id);
@@ -227,10 +225,8 @@ json_t *jobs_node_json(struct master *m, const struct node *n)
 						      n->gpus[g].has_util ? json_integer(n->gpus[g].util)
 									  : json_null()));
 	}
-	for (size_t i = 0; i < m->nlive; i++) {
-		const struct task *t = m->live[i];
-		if (!t->node || strcmp(t->node, n->name))
-			continue;
+	for (size_t i = 0; i < n->nlive; i++) {
+		const struct task *t = n->live[i];
 		cpus -= t->cpus_milli < cpus ? t->cpus_milli : cpus;
 		mem -= t->memory < mem ? t->memory : mem;
 	}
@@ -367,20 +363,27 @@ static int task_launch(struct master *m, const struct task *t, char ***argv, jso
 	return ret;
 }
 
+static int cmp_task_ids(const void *a, const void *b)
+{
+	const struct task *x = *(struct task *const *)a, *y = *(struct task *const *)b;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
 json_t *jobs_work_json(struct master *m, const struct node *n)
 {
 	json_t *tasks = json_array();
 
-	/* the tasks that hold resources are exactly those a node must run or stop */
-	for (size_t i = 0; i < m->nlive; i++) {
-		const struct task *t = m->live[i];
+	/* the tasks that hold resources are exactly those a node must run or
+	 * stop, in the order they took them */
+	struct task **live = xcalloc(n->nlive + 1, sizeof(*live));
+	if (n->nlive)
+		memcpy(live, n->live, n->nlive * sizeof(*live));
+	sort_array(live, n->nlive, sizeof(*live), cmp_task_ids);
+	for (size_t i = 0; i < n->nlive; i++) {
+		const struct task *t = live[i];
 		const struct job *j;
 		json_t *argv = json_array(), *td;
 
-		if (!t || !t->node || !task_state_holds_resources(t->state) || strcmp(t->node, n->name)) {
-			json_decref(argv);
-			continue;
-		}
 		j = t->job;
 		json_t *env = task_env(t, j);
 		struct errbuf eb = ERRBUF_INIT;
@@ -429,6 +432,7 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 			json_object_set_new(td, "error", json_string(eb.msg));
 		json_array_append_new(tasks, td);
 	}
+	free(live);
 	json_t *doc = json_pack("{s:I, s:o, s:o}", "rev", (json_int_t)n->rev, "tasks", tasks, "sessions",
 				sessions_work_json(m, n));
 	if (elastic_node_leaving(m, n)) /* scaled down: an ephemeral agent leaves */

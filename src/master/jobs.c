@@ -19,6 +19,7 @@
 #include "master/elastic.h"
 #include "master/execs.h"
 #include "master/gitcode.h"
+#include "master/http.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
 #include "master/usage.h"
@@ -108,7 +109,7 @@ static void node_bump(struct master *m, const char *name)
 	struct node *n = name ? core_node(m, name) : NULL;
 
 	if (n) {
-		n->rev++;
+		core_node_bump(m, n);
 		core_save_node(m, n);
 	}
 }
@@ -148,7 +149,17 @@ static void job_new_attempt_tasks(struct master *m, struct job *j)
 	core_save_meta(m, "next_task_id", buf);
 }
 
-static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus);
+/* Every node as the scheduler sees it, whole and free (fill_sched_node),
+ * in m->nodes order: four allocations, not two a node (a pass over 10,000
+ * nodes spent more in calloc and free than in deciding). */
+struct node_snapshot {
+	struct sched_node *sn;
+	struct sched_gpu **gp;      /* gp[i]: node i's GPUs, in gpus */
+	struct sched_gpu *gpus;
+	struct sched_label *labels;
+};
+static void snapshot_take(struct master *m, struct node_snapshot *s);
+static void snapshot_release(struct node_snapshot *s);
 
 /* The spec's placement labels as the scheduler takes them (caller frees the
  * array; the strings stay the spec's). */
@@ -224,6 +235,71 @@ static int submit_again(const struct job *prev, const struct job_spec *spec, con
 	return error_field(eb, YERR(CONFLICT), "idempotency_key",
 			   "idempotency_key: it made job %" PRIu64 " of another spec or code; a new "
 			   "submission needs a new key", prev->id);
+}
+
+/* What sched_check_feasible reads of a job, as text: jobs of one shape get
+ * one answer while the nodes stay as they are. */
+static char *admit_shape(const struct sched_job *sj)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_addf(&sb, "%s\n%s\n%s\n%" PRIu64 "\n%u\n", sj->pool ? sj->pool : "\1",
+		    sj->image ? sj->image : "\1", sj->gpu_model ? sj->gpu_model : "\1", sj->gpu_memory,
+		    sj->max_nodes);
+	for (size_t i = 0; i < sj->nlabels; i++)
+		strbuf_addf(&sb, "%s=%s\n", sj->labels[i].key, sj->labels[i].value);
+	for (size_t i = 0; i < sj->ntasks; i++)
+		strbuf_addf(&sb, "%s:%u:%" PRIu64 ":%" PRIu64 ":%s\n", sj->tasks[i].role, sj->tasks[i].gpus,
+			    sj->tasks[i].cpus_milli, sj->tasks[i].memory,
+			    sj->task_pools && sj->task_pools[i] ? sj->task_pools[i] : "\1");
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Admission (sched_check_feasible) over every node the master knows and
+ * what its provisioned pools could add (elastic_admission_nodes), its
+ * answer kept for the job's shape until a node changes (m->nodes_gen): a
+ * check walks every node, and 10,000 of them for each submission was most
+ * of what a submission cost. With provisioned pools nothing is kept: what
+ * they could add changes with their requests, not with m->nodes_gen. */
+static int admit_check(struct master *m, const struct sched_job *sj, char *field, size_t field_len,
+		       char *msg, size_t msg_len)
+{
+	char *shape = admit_shape(sj);
+	struct node_snapshot snap;
+	struct admit_memo *a;
+	int bad;
+
+	bool memo = !elastic_any_pool(m);
+	size_t nsn = m->nnodes, nvirt;
+
+	for (size_t i = 0; memo && i < ADMIT_MEMO_MAX; i++) {
+		a = &m->admit[i];
+		if (a->shape && a->gen == m->nodes_gen && !strcmp(a->shape, shape)) {
+			free(shape);
+			snprintf(field, field_len, "%s", a->field);
+			snprintf(msg, msg_len, "%s", a->msg);
+			return a->bad ? -1 : 0;
+		}
+	}
+	snapshot_take(m, &snap);
+	nvirt = elastic_admission_nodes(m, &snap.sn, &nsn, &snap.gp);
+	field[0] = msg[0] = '\0';
+	bad = sched_check_feasible(snap.sn, nsn, sj, field, field_len, msg, msg_len);
+	for (size_t i = nsn - nvirt; i < nsn; i++)
+		free(snap.gp[i]); /* the provisioned pools' GPUs; the rest are the snapshot's */
+	snapshot_release(&snap);
+	if (!memo) {
+		free(shape);
+		return bad;
+	}
+	a = &m->admit[m->admit_next++ % ADMIT_MEMO_MAX];
+	free(a->shape);
+	a->shape = shape;
+	a->gen = m->nodes_gen;
+	a->bad = bad != 0;
+	snprintf(a->field, sizeof(a->field), "%s", field);
+	snprintf(a->msg, sizeof(a->msg), "%s", msg);
+	return bad;
 }
 
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body, struct job **out,
@@ -311,9 +387,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		 * waits, and the plan gives this check's message as its reason).
 		 * The cluster is every node the master knows, lost and drained ones
 		 * too (they may come back, or be resumed), but not removed ones. */
-		struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
-		struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
-		size_t ntasks = 0, nsn = m->nnodes, nvirt;
+		size_t ntasks = 0;
 		struct sched_task *st;
 		struct sched_job sj;
 		char field[160], msg[512];
@@ -336,22 +410,9 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 					 .nlabels = spec->nlabels, .image = spec->image,
 					 .task_pools = spec_task_pools(spec, st, ntasks) };
 
-		for (size_t i = 0; i < m->nnodes; i++) {
-			gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-			fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-		}
-		/* and what the provisioned pools could have: a job may wait for that */
-		nvirt = elastic_admission_nodes(m, &sn, &nsn, &gp);
-		bad = sched_check_feasible(sn, nsn, &sj, field, sizeof(field), msg, sizeof(msg));
-		for (size_t i = 0; i < nsn; i++) {
-			free(gp[i]);
-			if (i < nsn - nvirt)
-				free((void *)sn[i].labels);
-		}
+		bad = admit_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
 		free((void *)sj.labels);
 		free((void *)sj.task_pools);
-		free(gp);
-		free(sn);
 		free(st);
 		if (bad) {
 			ret = error_field(eb, YERR(INVALID_SPEC), field,
@@ -541,11 +602,26 @@ static void task_lost(struct master *m, struct task *t, const char *node_name, c
 
 /* The tasks of a node that stopped being live are lost, but those whose
  * job keeps them through a disconnect. */
+/* A copy of n's live list (the tasks that hold its resources, a task on a
+ * node is not final without holding them): task_lost changes the list. */
+static struct task **node_live_copy(const struct node *n, size_t *count)
+{
+	struct task **live = xcalloc(n->nlive + 1, sizeof(*live));
+
+	if (n->nlive)
+		memcpy(live, n->live, n->nlive * sizeof(*live));
+	*count = n->nlive;
+	return live;
+}
+
 static void node_tasks_lost(struct master *m, struct node *n)
 {
-	for (size_t i = 0; i < m->ntasks; i++) {
-		struct task *t = m->tasks[i];
-		if (!t || !t->node || task_state_is_final(t->state) || strcmp(t->node, n->name))
+	size_t nlive;
+	struct task **live = node_live_copy(n, &nlive);
+
+	for (size_t i = 0; i < nlive; i++) {
+		struct task *t = live[i];
+		if (task_state_is_final(t->state))
 			continue;
 		/* on_disconnect: keep: its agent runs it on; wait for the node */
 		if (t->job && t->job->spec && t->job->spec->keep_on_disconnect &&
@@ -553,6 +629,7 @@ static void node_tasks_lost(struct master *m, struct node *n)
 			continue;
 		task_lost(m, t, n->name, NULL);
 	}
+	free(live);
 }
 
 void nodes_leave(struct master *m, struct node *n, const char *why)
@@ -594,7 +671,7 @@ int nodes_apply_event(struct master *m, struct node *n, enum node_event ev)
 		n->drain_reason = n->drain_by = NULL;
 		n->drain_at = 0;
 	}
-	n->rev++;
+	core_node_bump(m, n);
 	core_save_node(m, n);
 	if (was_live && !node_state_is_live(n->state)) {
 		sessions_node_lost(m, n->name); /* before its tasks: they end for that reason */
@@ -620,7 +697,11 @@ void jobs_tick(struct master *m)
 
 	for (size_t i = 0; i < m->nnodes; i++) {
 		struct node *n = m->nodes[i];
-		if (node_state_is_live(n->state) && n->lease_until && n->lease_until < now)
+		if (!node_state_is_live(n->state) || !n->lease_until || n->lease_until >= now)
+			continue;
+		if (http_polls_held(m, n->name))
+			nodes_touch(m, n); /* a held work poll is a live agent */
+		else
 			nodes_apply_event(m, n, NODE_EV_LEASE_LAPSED);
 	}
 	/* A job's timeout runs from its placement, and a placed job holds
@@ -688,11 +769,10 @@ static char **job_data_keys(const struct job *j, size_t *n)
 }
 
 /* sn describes n whole, every GPU free; sched_account_use subtracts what runs.
- * sn->labels is allocated: the caller frees it. */
-static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus)
+ * gpus and labels have room for n's. */
+static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus,
+			    struct sched_label *labels)
 {
-	struct sched_label *labels = xcalloc(n->nlabels + 1, sizeof(*labels));
-
 	for (size_t i = 0; i < n->nlabels; i++)
 		labels[i] = (struct sched_label){ n->labels[i].key, n->labels[i].value };
 	sn->labels = labels;
@@ -718,6 +798,35 @@ static void fill_sched_node(const struct node *n, struct sched_node *sn, struct 
 		gpus[g].island = n->gpus[g].island;
 		gpus[g].memory = n->gpus[g].memory;
 	}
+}
+
+static void snapshot_take(struct master *m, struct node_snapshot *s)
+{
+	size_t ngpus = 0, nlabels = 0;
+
+	for (size_t i = 0; i < m->nnodes; i++) {
+		ngpus += m->nodes[i]->ngpus;
+		nlabels += m->nodes[i]->nlabels;
+	}
+	s->sn = xcalloc(m->nnodes + 1, sizeof(*s->sn));
+	s->gp = xcalloc(m->nnodes + 1, sizeof(*s->gp));
+	s->gpus = xcalloc(ngpus + 1, sizeof(*s->gpus));
+	s->labels = xcalloc(nlabels + 1, sizeof(*s->labels));
+	ngpus = nlabels = 0;
+	for (size_t i = 0; i < m->nnodes; i++) {
+		s->gp[i] = s->gpus + ngpus;
+		fill_sched_node(m->nodes[i], &s->sn[i], s->gpus + ngpus, s->labels + nlabels);
+		ngpus += m->nodes[i]->ngpus;
+		nlabels += m->nodes[i]->nlabels;
+	}
+}
+
+static void snapshot_release(struct node_snapshot *s)
+{
+	free(s->sn);
+	free(s->gp);
+	free(s->gpus);
+	free(s->labels);
 }
 
 /* Subtracts what the tasks that hold resources use. */
@@ -748,9 +857,9 @@ static unsigned node_free_port(struct master *m, const struct node *n)
 	if (!lo || hi < lo)
 		return 0;
 	used = xcalloc(hi - lo + 1, 1);
-	for (size_t i = 0; i < m->nlive; i++) {
-		const struct task *t = m->live[i];
-		if (t->port >= lo && t->port <= hi && t->node && !strcmp(t->node, n->name))
+	for (size_t i = 0; i < n->nlive; i++) {
+		const struct task *t = n->live[i];
+		if (t->port >= lo && t->port <= hi)
 			used[t->port - lo] = 1;
 	}
 	for (unsigned p = lo; p <= hi && !port; p++)
@@ -1002,8 +1111,8 @@ static void queued_sched_job_release(struct sched_job *sj)
  * master's records, and what it takes to apply the decision. */
 struct world_build {
 	struct sched_world w;
-	struct sched_node *sn;
-	struct sched_gpu **gp;
+	struct node_snapshot snap;
+	struct sched_node *sn;      /* snap's */
 	struct sched_world_job *wj;
 	struct sched_pjob *pol;
 	struct job **jobs;          /* per world job */
@@ -1015,13 +1124,9 @@ struct world_build {
 
 static void world_nodes(struct master *m, struct world_build *b)
 {
-	b->sn = xcalloc(m->nnodes + 1, sizeof(*b->sn));
-	b->gp = xcalloc(m->nnodes + 1, sizeof(*b->gp));
-	for (size_t i = 0; i < m->nnodes; i++) {
-		b->gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**b->gp));
-		fill_sched_node(m->nodes[i], &b->sn[i], b->gp[i]);
-	}
-	sched_account_use(m, b->sn, b->gp);
+	snapshot_take(m, &b->snap);
+	b->sn = b->snap.sn;
+	sched_account_use(m, b->sn, b->snap.gp);
 }
 
 /* cand: the queued jobs to decide on (the queue, or the new arrivals with
@@ -1091,12 +1196,7 @@ static void world_release(struct master *m, struct world_build *b)
 			queued_sched_job_release(&b->wj[i].job);
 		free(b->jt[i]);
 	}
-	for (size_t i = 0; i < m->nnodes; i++) {
-		free(b->gp[i]);
-		free((void *)b->sn[i].labels);
-	}
-	free(b->sn);
-	free(b->gp);
+	snapshot_release(&b->snap);
 	free(b->wj);
 	free(b->pol);
 	free(b->jobs);
@@ -1234,8 +1334,7 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 			  struct job_start_estimate *out)
 {
-	struct sched_node *sn = xcalloc(m->nnodes + 1, sizeof(*sn));
-	struct sched_gpu **gp = xcalloc(m->nnodes + 1, sizeof(*gp));
+	struct node_snapshot snap;
 	const char **pools = xcalloc(n + 1, sizeof(*pools));
 	size_t npools = 0;
 	uint64_t now = wall_us();
@@ -1245,11 +1344,8 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 		snprintf(out[i].reason, sizeof(out[i].reason), "%s",
 			 "not_estimated: the job has no tasks to place yet");
 	}
-	for (size_t i = 0; i < m->nnodes; i++) {
-		gp[i] = xcalloc(m->nodes[i]->ngpus + 1, sizeof(**gp));
-		fill_sched_node(m->nodes[i], &sn[i], gp[i]);
-	}
-	sched_account_use(m, sn, gp);
+	snapshot_take(m, &snap);
+	sched_account_use(m, snap.sn, snap.gp);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = job_pool(q[i]);
 		size_t k;
@@ -1259,13 +1355,8 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 			pools[npools++] = p;
 	}
 	for (size_t k = 0; k < npools; k++)
-		pool_start_estimates(m, pools[k], sn, q, n, now, out);
-	for (size_t i = 0; i < m->nnodes; i++) {
-		free(gp[i]);
-		free((void *)sn[i].labels);
-	}
-	free(gp);
-	free(sn);
+		pool_start_estimates(m, pools[k], snap.sn, q, n, now, out);
+	snapshot_release(&snap);
 	free(pools);
 }
 
@@ -1476,22 +1567,24 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	set_str(&n->pool, json_is_string(pool) ? json_string_value(pool) : "default");
 	core_node_set_labels(n, labels);
 	n->runtimes = runtimes;
+	m->nodes_gen++; /* what admission reads of it may have changed */
 	set_str(&n->engine, json_string_value(engine));
 	n->ephemeral = json_is_true(ephemeral);
 	set_str(&n->slurm_job, json_string_value(slurm_job));
 	node_set_cache(n, json_object_get(body, "cache"));
 	nodes_apply_event(m, n, NODE_EV_REGISTER);
-	n->rev++;
+	core_node_bump(m, n);
 	nodes_touch(m, n);
 	core_save_node(m, n);
 	/* tasks we think run there but the agent has never heard of are lost */
-	for (size_t k = 0; k < m->ntasks; k++) {
-		struct task *t = m->tasks[k];
-		if (!t || !t->node || strcmp(t->node, n->name))
-			continue;
+	size_t nlive;
+	struct task **live = node_live_copy(n, &nlive);
+	for (size_t k = 0; k < nlive; k++) {
+		struct task *t = live[k];
 		if ((t->state == TASK_RUNNING || t->state == TASK_STOPPING) && !id_listed(tasks, t->id))
 			task_lost(m, t, n->name, NULL);
 	}
+	free(live);
 	elastic_node_registered(m, n);
 	*token_out = auth_create_token(m, ROLE_AGENT, n->name, NULL, 0);
 	m->sched_needed = true;
@@ -1641,7 +1734,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
 			if (!strcmp(state, "running"))
-				n->rev++;
+				core_node_bump(m, n);
 			continue;
 		}
 		if (!strcmp(state, "running")) {

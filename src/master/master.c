@@ -125,15 +125,33 @@ static int batch_commit(struct master *m, struct errbuf *eb)
 
 /* A scheduling pass when one is due and this master leads, and a commit
  * of the open batch, each timed for GET /metrics (prom.h). */
+static void on_sched_timer(uv_timer_t *t)
+{
+	/* nothing: the loop turn it makes runs on_prepare, which schedules */
+}
+
+/* A pass waits until as long after the last one as that one took: with
+ * 10,000 nodes a pass takes milliseconds, and passes one after another
+ * left the loop no time for the requests that feed them; so passes take
+ * at most about half of the loop, and each takes in what came meanwhile.
+ * On an idle master a pass runs at once. */
 static void schedule_timed(struct master *m)
 {
-	uint64_t t0;
+	uint64_t t0, dt;
 
 	if (m->leadership.state == LEADER_STANDBY || (!m->sched_needed && !m->nfresh))
 		return;
 	t0 = mono_us();
+	if (t0 < m->sched_after_us) {
+		if (!uv_is_active((uv_handle_t *)&m->sched_timer))
+			uv_timer_start(&m->sched_timer, on_sched_timer,
+				       (m->sched_after_us - t0 + 999) / 1000, 0);
+		return;
+	}
 	jobs_schedule(m);
-	prom_sched_pass(m, mono_us() - t0);
+	dt = mono_us() - t0;
+	m->sched_after_us = t0 + 2 * dt;
+	prom_sched_pass(m, dt);
 }
 
 static int commit_timed(struct master *m, struct errbuf *eb)
@@ -485,6 +503,8 @@ int master_run(struct master *m)
 	uv_timer_init(&m->loop, &m->tick);
 	m->tick.data = m;
 	uv_timer_start(&m->tick, on_tick, TICK_MS, TICK_MS);
+	uv_timer_init(&m->loop, &m->sched_timer);
+	uv_timer_init(&m->loop, &m->release_timer);
 	uv_timer_init(&m->loop, &m->lease_tick);
 	m->lease_tick.data = m;
 	if (m->leadership.shared)
@@ -522,6 +542,8 @@ int master_run(struct master *m)
 	uv_close((uv_handle_t *)&m->mhd_timer, NULL);
 	uv_close((uv_handle_t *)&m->tick, NULL);
 	uv_close((uv_handle_t *)&m->lease_tick, NULL);
+	uv_close((uv_handle_t *)&m->sched_timer, NULL);
+	uv_close((uv_handle_t *)&m->release_timer, NULL);
 	uv_close((uv_handle_t *)&m->prepare, NULL);
 	uv_close((uv_handle_t *)&m->stop_async, NULL);
 	uv_close((uv_handle_t *)&m->reload_async, NULL);

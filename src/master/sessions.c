@@ -162,7 +162,7 @@ int sessions_create(struct master *m, const struct session_spec *spec, const str
 	/* an interactive job counts its sessions (its idle timeout) */
 	interactive_session_opened(m, j->id);
 	/* its agent learns of it now: a held work poll answers */
-	n->rev++;
+	core_node_bump(m, n);
 	*out = s;
 	return 0;
 }

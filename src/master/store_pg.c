@@ -1094,9 +1094,14 @@ static int pg_blob_append(struct store *st, const char *name, uint64_t off, cons
 			     " bytes held", name, off, *have);
 	if (d.action != LOG_CHUNK_APPEND)
 		return 0;
-	ret = insert_piece(st, name, *have, (const char *)data + d.skip, len - d.skip, eb);
-	if (!ret)
-		*have += len - d.skip;
+	/* in rows of at most PG_BLOB_PIECE, as files are: a read by offset
+	 * fetches what it asks for, not a whole 16 MiB chunk */
+	for (size_t at = d.skip; at < len && !ret; at += PG_BLOB_PIECE) {
+		size_t n = len - at < PG_BLOB_PIECE ? len - at : PG_BLOB_PIECE;
+		ret = insert_piece(st, name, *have, (const char *)data + at, n, eb);
+		if (!ret)
+			*have += n;
+	}
 	return ret;
 }
 

@@ -176,3 +176,47 @@ def test_auth_and_ownership():
         check_eq(status, 409, "cancelling a job that is already cancelled")
         status, _ = c.api.json("GET", "/v1/jobs/999999")
         check_eq(status, 404, "an unknown job")
+
+
+def test_job_long_poll():
+    """GET /v1/jobs/{id}?state=S&wait=W is held while the job is in state S
+    (what yard submit --follow and yard wait wait on), answers at once when
+    it is not, and refuses a state or wait it cannot take, naming the field."""
+    import threading
+    import time
+    with cluster("jobpoll") as c:
+        c.start_master()
+        # no nodes: the job waits, queued
+        status, job = c.api.submit(spec(["/bin/true"]))
+        check_eq(status, 201, "submit")
+        jid = job["id"]
+        t0 = time.monotonic()
+        doc = c.api.json("GET", f"/v1/jobs/{jid}?state=queued&wait=1", expect=200)[1]
+        held = time.monotonic() - t0
+        check_eq(doc["state"], "queued", "the state after a wait that ran out")
+        check(held >= 0.9, f"a poll on the state the job is in is held for its wait: {held:.3f} s")
+        # in another state: answered at once, with the whole document
+        doc = c.api.json("GET", f"/v1/jobs/{jid}?state=running&wait=30", expect=200)[1]
+        check_eq(doc["state"], "queued", "a poll on another state answers with the job")
+        check("events" in doc and "tasks" in doc, f"the one-job document: {sorted(doc)}")
+        # a held poll ends when the state changes (here: a cancel)
+        got = {}
+
+        def poll():
+            got["doc"] = c.api.json("GET", f"/v1/jobs/{jid}?state=queued&wait=30", expect=200)[1]
+            got["at"] = time.monotonic()
+        th = threading.Thread(target=poll)
+        th.start()
+        c.api.json("POST", f"/v1/jobs/{jid}/cancel", expect=200)
+        cancelled_at = time.monotonic()
+        th.join(40)
+        check(not th.is_alive(), "the held poll was answered")
+        check_eq(got["doc"]["state"], "cancelled", "the state the held poll answers with")
+        check(got["at"] - cancelled_at < 20, "answered on the change, not at the end of its wait")
+        for q, field in [("state=sleeping&wait=1", "state"), ("state=queued&wait=31", "wait"),
+                         ("state=queued&wait=soon", "wait")]:
+            status, doc = c.api.json("GET", f"/v1/jobs/{jid}?{q}")
+            check_eq(status, 400, f"status for ?{q}")
+            check_eq(doc["error"]["field"], field, f"field for ?{q}")
+            value = q.split("&")[0 if field == "state" else 1].split("=")[1]
+            check(value in doc["error"]["message"], f"the message quotes {value!r}: {doc}")

@@ -892,6 +892,45 @@ static void test_blob_append_read(void **state)
 	ops->close(st);
 }
 
+/* Many logs appended in one batch, each more than once (the batch finds
+ * each file again among hundreds), then a batch rolled back: every log is
+ * cut back to what the last commit held. */
+static void test_blob_append_many_in_a_batch(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	uint64_t have;
+	char name[64];
+	int created;
+	enum { N = 300 };
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < N; i++) {
+			snprintf(name, sizeof(name), "logs/%d.stdout", 1000 + i);
+			assert_int_equal(ops->blob_append(st, name, (uint64_t)round * 3, "ab\n", 3, &have, &eb), 0);
+			assert_int_equal(have, (uint64_t)(round + 1) * 3);
+		}
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "logs/%d.stdout", 1000 + i);
+		assert_int_equal(ops->blob_append(st, name, 6, "lost", 4, &have, &eb), 0);
+		/* sent again in the same batch: already held */
+		assert_int_equal(ops->blob_append(st, name, 6, "lost", 4, &have, &eb), 0);
+		assert_int_equal(have, 10);
+	}
+	ops->rollback(st);
+	for (int i = 0; i < N; i += 37) {
+		snprintf(name, sizeof(name), "logs/%d.stdout", 1000 + i);
+		assert_int_equal(blob_size_or_none(ops, st, name), 6);
+	}
+	ops->close(st);
+}
+
 /* A temp file of n bytes, a pattern that seed changes, on the store's
  * filesystem (SQLite renames it into its dir). Caller frees the path. */
 static char *temp_file(struct backend *b, size_t n, unsigned seed)
@@ -1366,6 +1405,7 @@ int main(void)
 		BOTH(test_audit_append_query),
 		BOTH(test_migrate_newer_refused),
 		BOTH(test_blob_append_read),
+		BOTH(test_blob_append_many_in_a_batch),
 		BOTH(test_blob_put_file),
 		BOTH(test_blob_put_delete),
 		ON(pg_backend, test_pg_blob_rollback),
