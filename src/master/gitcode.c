@@ -2,12 +2,11 @@
 #include "master/gitcode.h"
 
 #include <fcntl.h>
-#include <git2.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <sys/wait.h>
 
 #include "base/crypto.h"
 #include "base/fsutil.h"
+#include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/codepack.h"
@@ -18,471 +17,173 @@
 #include "master/codeindex.h"
 #include "master/core.h"
 #include "master/gitcred.h"
+#include "master/gitworker.h"
 #include "master/http.h"
 #include "master/jobdocs.h"
 #include "master/jobs.h"
 #include "master/visibility.h"
 
-/* The most code the master takes: as an upload (POST /v1/code) */
-#define MAX_CODE_BYTES API_CODE_MAX
-/* Trees nested deeper than this are refused (a loop of trees cannot be
- * made, but a very deep one can). */
-#define MAX_DEPTH 128
-/* How often one remote (ls-remote, fetch) is given the credential before
- * it is taken as refused. */
-#define AUTH_TRIES 2
-
 struct gitcode {
 	char *dir;              /* owned DATA/git */
+	char *exe;              /* owned: this yard binary, to start git-worker */
+	uint64_t timeout_ms;    /* git-timeout: a git-worker is killed after it */
 	struct gitcreds creds;
-	atomic_int stopping;    /* fetches in flight give up */
-	bool git_started;       /* git_libgit2_init succeeded */
-	pthread_mutex_t mirrors; /* one worker in the mirrors at a time */
+	volatile int stopping;  /* git-workers in flight are killed */
 	/* the one submission jobs_submit admits with code in git: the work
 	 * gitcode_submit passes it while it calls it, else NULL */
 	const struct gitwork *admitting;
 };
 
-/* One submission's git work: made on the loop, run on a worker, its
- * answer made on the loop again. */
+/* One submission's git work: made on the loop, run by a git-worker
+ * process that a worker thread waits for, its answer made on the loop
+ * again. */
 struct gitwork {
 	uv_work_t w;
 	struct master *m;
 	struct req *r;          /* NULL once the client has gone */
 	json_t *body;           /* owned copy of the request's body */
-	/* inputs, owned copies (the worker reads them) */
-	char *dir, *url, *ref, *path, *sha_in;
+	/* inputs, owned copies (the worker thread reads them) */
+	char *exe, *dir, *url, *ref, *path, *sha_in;
+	char *tmp;              /* owned DATA/git/tmp/work-XXXXXX, this work's own; removed with it */
 	struct gitcred cred;    /* a copy of the URL's credential; prefix NULL: none */
 	bool nocache;           /* pack again: the cached archive's blob is gone */
-	atomic_int *stopping;
-	pthread_mutex_t *mirrors;
-	/* what the worker found */
+	uint64_t timeout_ms;
+	const volatile int *stopping;
+	/* what the git-worker found */
 	int rc;                 /* 0 or a YERR code, eb saying why */
 	struct errbuf eb;
 	char sha[SPEC_CODE_SHA_LEN + 1];
 	char hex[SHA256_HEX_LEN + 1]; /* the archive's digest */
-	char *archive;          /* owned temp file of the archive on DATA's filesystem, or NULL */
+	char *archive;          /* owned TMP/code.tar.gz, unless cached; NULL once taken */
 	bool cached;            /* the archive came from DATA/git/packed */
 	bool fetched;           /* the mirror was fetched */
-	/* credentials: asked for, and how often given */
-	bool auth_asked;
-	unsigned auth_given;
-	char *secret;           /* owned token, wiped when freed; scrubbed from messages */
 };
+
+/* "2m", "90s", "1500ms": a duration as the options take it. */
+static void format_ms(char *buf, size_t n, uint64_t ms)
+{
+	if (ms && ms % 60000 == 0)
+		snprintf(buf, n, "%llum", (unsigned long long)(ms / 60000));
+	else if (ms && ms % 1000 == 0)
+		snprintf(buf, n, "%llus", (unsigned long long)(ms / 1000));
+	else
+		snprintf(buf, n, "%llums", (unsigned long long)ms);
+}
 
 /* ---- the worker: libgit2 ---- */
 
-/* Fails w with code and a message that holds no secret (gitcred_scrub). */
-__attribute__((format(printf, 4, 5)))
-static int fail(struct gitwork *w, int code, const char *field, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
+/* ---- the worker thread: a git-worker process ---- */
 
-	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
-	va_end(ap);
-	gitcred_scrub(&sb, w->secret);
-	w->rc = field ? error_field(&w->eb, code, field, "%s", sb.buf) : error(&w->eb, code, "%s", sb.buf);
-	strbuf_release(&sb);
+/* The request of w's git-worker (gitworker.h): the credential's file, never
+ * its secret. */
+static char *worker_request(const struct gitwork *w)
+{
+	json_t *req = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:b}", "dir", w->dir, "tmp", w->tmp,
+				"url", w->url, "ref", w->ref, "path", w->path, "sha", w->sha_in,
+				"nocache", w->nocache);
+	char *text;
+
+	if (w->cred.prefix)
+		json_object_set_new(req, "cred", json_pack("{s:s, s:s, s:s}", "prefix", w->cred.prefix,
+							   "kind", w->cred.kind == GITCRED_TOKEN_FILE ?
+							   "token-file" : "ssh-key", "path", w->cred.path));
+	text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	return text;
+}
+
+/* Reads the worker's answer (gitworker.h) into w. */
+static int worker_answer(struct gitwork *w, const char *out, size_t len)
+{
+	json_t *a = json_loadb(out, len, 0, NULL);
+	const char *sha = json_string_value(json_object_get(a, "sha"));
+	const char *hex = json_string_value(json_object_get(a, "hex"));
+	const char *field = json_string_value(json_object_get(a, "field"));
+	const char *msg = json_string_value(json_object_get(a, "message"));
+	json_int_t rc = json_integer_value(json_object_get(a, "rc"));
+
+	if (!a || !sha || !hex || !field || !msg || !json_is_integer(json_object_get(a, "rc"))) {
+		json_decref(a);
+		return error(&w->eb, YERR(INTERNAL), "the git worker gave no answer");
+	}
+	if (rc) {
+		w->rc = *field ? error_field(&w->eb, (int)rc, field, "%s", msg)
+			       : error(&w->eb, (int)rc, "%s", msg);
+	} else if (!spec_code_is_sha(sha) || strlen(hex) != SHA256_HEX_LEN ||
+		   strspn(hex, "0123456789abcdef") != SHA256_HEX_LEN) {
+		w->rc = error(&w->eb, YERR(INTERNAL), "the git worker gave no commit or digest");
+	} else {
+		snprintf(w->sha, sizeof(w->sha), "%s", sha);
+		memcpy(w->hex, hex, sizeof(w->hex));
+		w->cached = json_is_true(json_object_get(a, "cached"));
+		w->fetched = json_is_true(json_object_get(a, "fetched"));
+	}
+	json_decref(a);
 	return w->rc;
 }
 
-static const char *git_msg(void)
-{
-	const git_error *e = git_error_last();
-
-	return e && e->message ? e->message : "unknown error";
-}
-
-/* A failed connect or fetch: credentials missing or refused, else what
- * libgit2 said. */
-static int fail_remote(struct gitwork *w, const char *doing)
-{
-	if (w->auth_asked && !w->cred.prefix)
-		return fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: '%s' asks for credentials and "
-			    "the master has none for it (its git-credential option)", w->url);
-	if (w->auth_given > AUTH_TRIES)
-		return fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: '%s' refused the master's "
-			    "credential for '%s' (its git-credential option)", w->url, w->cred.prefix);
-	if (atomic_load(w->stopping))
-		return fail(w, YERR(UNAVAILABLE), NULL, "the master is stopping");
-	return fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: cannot %s '%s': %s", doing, w->url,
-		    git_msg());
-}
-
-/* libgit2 asks for credentials: the URL's from the master's config, at
- * most AUTH_TRIES times a remote (asked more often, the server refused
- * them). */
-static int on_credentials(git_credential **out, const char *url, const char *user_from_url,
-			  unsigned int allowed, void *payload)
-{
-	struct gitwork *w = payload;
-	struct errbuf eb = ERRBUF_INIT;
-	char *user = NULL;
-
-	(void)url;
-	if (!w->cred.prefix) {
-		w->auth_asked = true;
-		return GIT_EUSER;
-	}
-	/* libgit2 asks when the server answers 401: asked again for the same
-	 * remote, the server refused the credential (once more is allowed,
-	 * for a request on a new connection) */
-	if (w->auth_given++ >= AUTH_TRIES)
-		return GIT_EUSER;
-	if (w->cred.kind == GITCRED_TOKEN_FILE && (allowed & GIT_CREDENTIAL_USERPASS_PLAINTEXT)) {
-		int rc;
-		free(w->secret);
-		w->secret = NULL;
-		if (gitcred_read_token(w->cred.path, &user, &w->secret, &eb)) {
-			fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: %s", eb.msg);
-			return GIT_EUSER;
-		}
-		rc = git_credential_userpass_plaintext_new(out, user, w->secret);
-		free(user);
-		return rc;
-	}
-	if (w->cred.kind == GITCRED_SSH_KEY && (allowed & GIT_CREDENTIAL_SSH_KEY))
-		return git_credential_ssh_key_new(out, user_from_url ? user_from_url : "git", NULL,
-						  w->cred.path, NULL);
-	if (w->cred.kind == GITCRED_SSH_KEY && (allowed & GIT_CREDENTIAL_USERNAME)) {
-		w->auth_given--; /* the user name first, then the key */
-		return git_credential_username_new(out, user_from_url ? user_from_url : "git");
-	}
-	fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: '%s' asks for another kind of credential "
-	     "than the master's %s for '%s'", w->url,
-	     w->cred.kind == GITCRED_TOKEN_FILE ? "token-file" : "ssh-key", w->cred.prefix);
-	return GIT_EUSER;
-}
-
-static int on_transfer(const git_indexer_progress *stats, void *payload)
-{
-	struct gitwork *w = payload;
-
-	(void)stats;
-	return atomic_load(w->stopping) ? -1 : 0;
-}
-
-static void remote_callbacks(struct gitwork *w, git_remote_callbacks *cb)
-{
-	git_remote_init_callbacks(cb, GIT_REMOTE_CALLBACKS_VERSION);
-	cb->credentials = on_credentials;
-	cb->transfer_progress = on_transfer;
-	cb->payload = w;
-	w->auth_given = 0;
-}
-
-/* An anonymous remote of url in repo (NULL: none). The URL is taken as
- * it is: no url.*.insteadOf of any config rewrites it (and libgit2 1.5
- * leaks the regex match data of that lookup). */
-static int new_remote(git_remote **out, git_repository *repo, const char *url)
-{
-	git_remote_create_options ro;
-
-	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
-	ro.repository = repo;
-	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-	return git_remote_create_with_opts(out, url, &ro);
-}
-
-/* The commit the remote's ref names (ls-remote): a tag's peeled commit,
- * and for a short name refs/tags/NAME before refs/heads/NAME as git takes
- * them. */
-static int resolve_ref(struct gitwork *w)
-{
-	git_remote *remote = NULL;
-	git_remote_callbacks cb;
-	const git_remote_head **heads;
-	const git_oid *found = NULL;
-	size_t n;
-	int rank = 99;
-
-	if (new_remote(&remote, NULL, w->url) < 0)
-		return fail(w, YERR(INVALID_SPEC), "code.git", "code.git: '%s': %s", w->url, git_msg());
-	remote_callbacks(w, &cb);
-	if (git_remote_connect(remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0 ||
-	    git_remote_ls(&heads, &n, remote) < 0) {
-		if (!w->rc)
-			fail_remote(w, "list the refs of");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *name = heads[i]->name;
-		size_t rl = strlen(w->ref);
-		int r = 99;
-		if (!strcmp(name, w->ref))
-			r = 2;
-		else if (!strncmp(name, w->ref, rl) && !strcmp(name + rl, "^{}"))
-			r = 1;
-		else if (!strncmp(name, "refs/tags/", 10) && !strncmp(name + 10, w->ref, rl) &&
-			 !strcmp(name + 10 + rl, "^{}"))
-			r = 3;
-		else if (!strncmp(name, "refs/tags/", 10) && !strcmp(name + 10, w->ref))
-			r = 4;
-		else if (!strncmp(name, "refs/heads/", 11) && !strcmp(name + 11, w->ref))
-			r = 5;
-		if (r < rank) {
-			rank = r;
-			found = &heads[i]->oid;
-		}
-	}
-	if (!found)
-		fail(w, YERR(INVALID_SPEC), "code.ref", "code.ref: '%s' is not a branch, tag or commit "
-		     "of '%s'", w->ref, w->url);
-	else
-		git_oid_tostr(w->sha, sizeof(w->sha), found);
-out:
-	git_remote_free(remote);
-	return w->rc;
-}
-
-/* The cache file of (URL, SHA, path): DATA/git/packed/HEX. */
-static char *packed_path(const struct gitwork *w)
-{
-	struct strbuf key = STRBUF_INIT;
-	char hex[SHA256_HEX_LEN + 1];
-
-	strbuf_addf(&key, "%s\n%s\n%s", w->url, w->sha, w->path ? w->path : "");
-	sha256_hex(key.buf, key.len, hex);
-	strbuf_release(&key);
-	return xasprintf("%s/packed/%s", w->dir, hex);
-}
-
-static bool read_cached(struct gitwork *w)
-{
-	struct strbuf sb = STRBUF_INIT;
-	char *path = packed_path(w);
-	bool ok = false;
-
-	if (strbuf_read_file(&sb, path, 128) == 0 && sb.len == SHA256_HEX_LEN &&
-	    strspn(sb.buf, "0123456789abcdef") == SHA256_HEX_LEN) {
-		memcpy(w->hex, sb.buf, sizeof(w->hex));
-		ok = true;
-	}
-	strbuf_release(&sb);
-	free(path);
-	return ok;
-}
-
-/* Writes the blobs of tree into dir (made), as git would check them out:
- * files with their executable bit, symlinks, directories; submodules and
- * entries named .git are left out. *total counts the bytes. */
-static int write_tree(struct gitwork *w, git_repository *repo, const git_tree *tree,
-		      const char *dir, unsigned depth, uint64_t *total)
-{
-	size_t n = git_tree_entrycount(tree);
-	int ret = 0;
-
-	if (depth > MAX_DEPTH)
-		return fail(w, YERR(TOO_LARGE), "code.git", "code.git: the tree at %s is nested deeper "
-			    "than %d directories", w->sha, MAX_DEPTH);
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return fail(w, YERR(IO), NULL, "cannot create '%s': %s", dir, strerror(errno));
-	for (size_t i = 0; i < n && !ret; i++) {
-		const git_tree_entry *e = git_tree_entry_byindex(tree, i);
-		const char *name = git_tree_entry_name(e);
-		git_filemode_t mode = git_tree_entry_filemode(e);
-		char *path;
-
-		if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/') ||
-		    !strcmp(name, ".git") || mode == GIT_FILEMODE_COMMIT)
-			continue;
-		path = xasprintf("%s/%s", dir, name);
-		if (mode == GIT_FILEMODE_TREE) {
-			git_tree *sub = NULL;
-			if (git_tree_lookup(&sub, repo, git_tree_entry_id(e)) < 0)
-				ret = fail(w, YERR(IO), NULL, "cannot read the tree '%s' at %s: %s", name,
-					   w->sha, git_msg());
-			else
-				ret = write_tree(w, repo, sub, path, depth + 1, total);
-			git_tree_free(sub);
-		} else {
-			git_blob *blob = NULL;
-			if (git_blob_lookup(&blob, repo, git_tree_entry_id(e)) < 0) {
-				ret = fail(w, YERR(IO), NULL, "cannot read '%s' at %s: %s", name, w->sha,
-					   git_msg());
-			} else if ((*total += (uint64_t)git_blob_rawsize(blob)) > MAX_CODE_BYTES) {
-				ret = fail(w, YERR(TOO_LARGE), "code.git", "code.git: the tree at %s is over "
-					   "256 MiB", w->sha);
-			} else if (mode == GIT_FILEMODE_LINK) {
-				char *target = xstrndup(git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
-				if (symlink(target, path))
-					ret = fail(w, YERR(IO), NULL, "cannot create '%s': %s", path,
-						   strerror(errno));
-				free(target);
-			} else {
-				int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-					      mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644);
-				if (fd < 0 || write_all(fd, git_blob_rawcontent(blob),
-							(size_t)git_blob_rawsize(blob)))
-					ret = fail(w, YERR(IO), NULL, "cannot write '%s': %s", path,
-						   strerror(errno));
-				if (fd >= 0)
-					close(fd);
-			}
-			git_blob_free(blob);
-		}
-		free(path);
-	}
-	return ret;
-}
-
-/* Opens (or makes) the mirror of w's URL and fetches every branch and tag
- * into it unless it holds w's commit already; *commit is that commit. */
-static int mirror_commit(struct gitwork *w, git_repository **repo, git_commit **commit)
-{
-	char hex[SHA256_HEX_LEN + 1];
-	char *path;
-	git_oid oid;
-	int ret = 0;
-
-	sha256_hex(w->url, strlen(w->url), hex);
-	path = xasprintf("%s/mirrors/%.32s.git", w->dir, hex);
-	if (git_repository_open_bare(repo, path) < 0 && git_repository_init(repo, path, 1) < 0) {
-		ret = fail(w, YERR(IO), NULL, "cannot make the mirror '%s': %s", path, git_msg());
-		goto out;
-	}
-	git_oid_fromstr(&oid, w->sha);
-	if (git_commit_lookup(commit, *repo, &oid) < 0) {
-		static char *specs[] = { "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*" };
-		git_strarray refspecs = { specs, ARRAY_SIZE(specs) };
-		git_fetch_options fo;
-		git_remote *remote = NULL;
-
-		git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-		remote_callbacks(w, &fo.callbacks);
-		fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-		if (new_remote(&remote, *repo, w->url) < 0 ||
-		    git_remote_fetch(remote, &refspecs, &fo, "yard: fetch") < 0) {
-			if (!w->rc)
-				fail_remote(w, "fetch");
-			ret = w->rc;
-		}
-		git_remote_free(remote);
-		w->fetched = true;
-		if (!ret && git_commit_lookup(commit, *repo, &oid) < 0)
-			ret = fail(w, YERR(INVALID_SPEC), w->sha_in ? "code.sha" : "code.ref",
-				   "%s: commit %s is not on a branch or tag of '%s'",
-				   w->sha_in ? "code.sha" : "code.ref", w->sha, w->url);
-	}
-out:
-	free(path);
-	return ret;
-}
-
-/* Packs the tree of w's commit (its path) into w->archive, w->hex. */
-static int pack(struct gitwork *w)
-{
-	git_repository *repo = NULL;
-	git_commit *commit = NULL;
-	git_tree *tree = NULL, *sub = NULL;
-	git_tree_entry *entry = NULL;
-	struct strbuf tgz = STRBUF_INIT;
-	char *tmp = xasprintf("%s/tmp/tree-XXXXXX", w->dir), *root = NULL;
-	uint64_t total = 0;
-	bool made = false;
-	int ret, fd = -1;
-
-	pthread_mutex_lock(w->mirrors);
-	if ((ret = mirror_commit(w, &repo, &commit)))
-		goto out;
-	if (git_commit_tree(&tree, commit) < 0) {
-		ret = fail(w, YERR(IO), NULL, "cannot read the tree of %s: %s", w->sha, git_msg());
-		goto out;
-	}
-	if (w->path) {
-		if (git_tree_entry_bypath(&entry, tree, w->path) < 0 ||
-		    git_tree_entry_type(entry) != GIT_OBJECT_TREE ||
-		    git_tree_lookup(&sub, repo, git_tree_entry_id(entry)) < 0) {
-			ret = fail(w, YERR(INVALID_SPEC), "code.path", "code.path: '%s' is not a directory "
-				   "of '%s' at %s", w->path, w->url, w->sha);
-			goto out;
-		}
-	}
-	if (!mkdtemp(tmp)) {
-		ret = fail(w, YERR(IO), NULL, "cannot create '%s': %s", tmp, strerror(errno));
-		goto out;
-	}
-	made = true;
-	root = xasprintf("%s/code", tmp);
-	if ((ret = write_tree(w, repo, sub ? sub : tree, root, 0, &total)))
-		goto out;
-	if (codepack_create(root, &tgz, MAX_CODE_BYTES, &w->eb)) {
-		ret = w->rc = w->eb.code;
-		goto out;
-	}
-	sha256_hex(tgz.buf, tgz.len, w->hex);
-	w->archive = xasprintf("%s/tmp/pack-XXXXXX", w->dir);
-	if ((fd = mkstemp(w->archive)) < 0 || write_all(fd, tgz.buf, tgz.len) || fsync(fd)) {
-		ret = fail(w, YERR(IO), NULL, "cannot write '%s': %s", w->archive, strerror(errno));
-		goto out;
-	}
-	{
-		/* the cache: this commit and path have this archive */
-		char *cache = packed_path(w);
-		if (write_file_atomic(cache, w->hex, SHA256_HEX_LEN, 0600))
-			fprintf(stderr, "yard master: git: cannot write '%s': %s\n", cache, strerror(errno));
-		free(cache);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	if (ret && w->archive) {
-		unlink(w->archive);
-		free(w->archive);
-		w->archive = NULL;
-	}
-	if (made)
-		rm_rf(tmp);
-	git_tree_entry_free(entry);
-	git_tree_free(sub);
-	git_tree_free(tree);
-	git_commit_free(commit);
-	git_repository_free(repo);
-	pthread_mutex_unlock(w->mirrors);
-	strbuf_release(&tgz);
-	free(root);
-	free(tmp);
-	return ret;
-}
-
+/* The git work of w in a git-worker process (gitworker.h), killed at the
+ * git-timeout or once the master stops. */
 static void work(uv_work_t *req)
 {
 	struct gitwork *w = req->data;
+	char *const argv[] = { w->exe, (char *)GITWORKER_CMD, NULL };
+	struct spawn_opts o;
+	struct spawn_result res = { 0 };
+	char *input = worker_request(w);
+	char tms[32];
 
 	w->rc = 0;
+	w->eb = (struct errbuf)ERRBUF_INIT;
 	w->cached = w->fetched = false;
-	if (w->sha_in)
-		snprintf(w->sha, sizeof(w->sha), "%s", w->sha_in);
-	else if (spec_code_is_sha(w->ref))
-		snprintf(w->sha, sizeof(w->sha), "%s", w->ref);
-	else if (resolve_ref(w))
-		return;
-	if (!w->nocache && read_cached(w)) {
-		w->cached = true;
+	spawn_opts_init(&o);
+	o.argv = argv;
+	if (!input) {
+		w->rc = error(&w->eb, YERR(INTERNAL), "cannot make the git worker's request");
 		return;
 	}
-	pack(w);
+	if (spawn_run(&o, input, strlen(input), w->timeout_ms, w->stopping, 64 * 1024, &res, NULL,
+		      &w->eb)) {
+		w->rc = w->eb.code;
+		goto out;
+	}
+	if (res.err_len)
+		fprintf(stderr, "%s%s", res.err, res.err[res.err_len - 1] == '\n' ? "" : "\n");
+	if (res.cancelled) {
+		w->rc = error(&w->eb, YERR(UNAVAILABLE), "the master is stopping");
+	} else if (res.timed_out) {
+		format_ms(tms, sizeof(tms), w->timeout_ms);
+		w->rc = error_field(&w->eb, YERR(GATEWAY_TIMEOUT), "code.git", "code.git: '%s' did not "
+				    "answer within %s (the master's git-timeout): the git work was "
+				    "stopped", w->url, tms);
+	} else if (!WIFEXITED(res.status) || WEXITSTATUS(res.status)) {
+		w->rc = error(&w->eb, YERR(INTERNAL), "the git worker failed (%s %d)",
+			      WIFEXITED(res.status) ? "exit" : "signal",
+			      WIFEXITED(res.status) ? WEXITSTATUS(res.status) : WTERMSIG(res.status));
+	} else {
+		worker_answer(w, res.out, res.out_len);
+	}
+out:
+	spawn_result_release(&res);
+	free(input);
 }
 
 /* ---- the loop: the request ---- */
 
 static void work_free(struct gitwork *w)
 {
-	if (w->archive)
-		unlink(w->archive);
 	free(w->archive);
+	if (w->tmp)
+		rm_rf(w->tmp);
+	free(w->tmp);
 	json_decref(w->body);
+	free(w->exe);
 	free(w->dir);
 	free(w->url);
 	free(w->ref);
 	free(w->path);
 	free(w->sha_in);
 	gitcred_release(&w->cred);
-	if (w->secret)
-		explicit_bzero(w->secret, strlen(w->secret));
-	free(w->secret);
 	free(w);
 }
 
@@ -568,7 +269,7 @@ static void work_done(uv_work_t *req, int status)
 	uint64_t size;
 	int rc;
 
-	if (w->r && (w->r->resp || atomic_load(&m->gitcode->stopping))) {
+	if (w->r && (w->r->resp || m->gitcode->stopping)) {
 		/* answered already (the master stops, or lost its lead): let go */
 		w->r->handler_data = NULL;
 		w->r->ready = NULL;
@@ -600,6 +301,7 @@ static void work_done(uv_work_t *req, int status)
 		goto out;
 	}
 	if (!w->cached) {
+		w->archive = xasprintf("%s/" GITWORKER_ARCHIVE, w->tmp);
 		if ((rc = core_batch_open(m))) {
 			answer(w, &m->batch_eb, NULL, false);
 			goto out;
@@ -671,7 +373,18 @@ void gitcode_submit(struct req *r, const json_t *body)
 	w->m = m;
 	w->r = r;
 	w->body = json_deep_copy(body);
+	w->exe = xstrdup(gc->exe);
 	w->dir = xstrdup(gc->dir);
+	w->tmp = xasprintf("%s/tmp/work-XXXXXX", gc->dir);
+	if (!mkdtemp(w->tmp)) {
+		error(&eb, YERR(IO), "cannot create '%s': %s", w->tmp, strerror(errno));
+		free(w->tmp);
+		w->tmp = NULL;
+		req_error(r, &eb);
+		spec_release(&spec);
+		work_free(w);
+		return;
+	}
 	w->url = xstrdup(spec.code->git);
 	w->ref = xstrdup(spec.code->ref);
 	w->path = spec.code->path ? xstrdup(spec.code->path) : NULL;
@@ -682,7 +395,7 @@ void gitcode_submit(struct req *r, const json_t *body)
 		w->cred.path = xstrdup(cred->path);
 	}
 	w->stopping = &gc->stopping;
-	w->mirrors = &gc->mirrors;
+	w->timeout_ms = gc->timeout_ms;
 	w->eb = (struct errbuf)ERRBUF_INIT;
 	spec_release(&spec);
 	if (uv_queue_work(&m->loop, &w->w, work, work_done)) {
@@ -715,15 +428,21 @@ int gitcode_check(struct master *m, const struct job_spec *spec, const char *cod
 
 /* ---- life ---- */
 
-int gitcode_open(struct master *m, const struct conf_list *creds, struct errbuf *eb)
+int gitcode_open(struct master *m, const struct conf_list *creds, uint64_t timeout_ms,
+		 struct errbuf *eb)
 {
 	static const char *const sub[] = { "", "/mirrors", "/packed", "/tmp" };
 	struct gitcode *gc = xcalloc(1, sizeof(*gc));
 	int ret = 0;
 
 	gc->dir = xasprintf("%s/git", m->data_dir);
-	pthread_mutex_init(&gc->mirrors, NULL);
+	gc->timeout_ms = timeout_ms ? timeout_ms : GITCODE_TIMEOUT_MS;
 	m->gitcode = gc;
+	/* the binary now, for a git-worker started later: a yard replaced on
+	 * disk (an upgrade) is not this master's */
+	if (!(gc->exe = realpath("/proc/self/exe", NULL)))
+		ret = error(eb, YERR(INTERNAL), "cannot find this program (/proc/self/exe): %s",
+			    strerror(errno));
 	for (size_t i = 0; i < creds->n && !ret; i++)
 		ret = gitcreds_add(&gc->creds, "git-credential", creds->items[i], eb);
 	for (size_t i = 0; i < ARRAY_SIZE(sub) && !ret; i++) {
@@ -735,16 +454,14 @@ int gitcode_open(struct master *m, const struct conf_list *creds, struct errbuf 
 			ret = error(eb, YERR(IO), "cannot create '%s': %s", dir, strerror(errno));
 		free(dir);
 	}
-	if (!ret && git_libgit2_init() < 0)
-		ret = error(eb, YERR(INTERNAL), "cannot start libgit2: %s", git_msg());
-	gc->git_started = !ret;
 	return ret;
 }
 
 void gitcode_stop(struct master *m)
 {
+	/* spawn_run looks at it ten times a second and kills its git-worker */
 	if (m->gitcode)
-		atomic_store(&m->gitcode->stopping, 1);
+		m->gitcode->stopping = 1;
 }
 
 void gitcode_free(struct master *m)
@@ -754,10 +471,8 @@ void gitcode_free(struct master *m)
 	if (!gc)
 		return;
 	gitcreds_release(&gc->creds);
-	pthread_mutex_destroy(&gc->mirrors);
+	free(gc->exe);
 	free(gc->dir);
-	if (gc->git_started)
-		git_libgit2_shutdown();
 	free(gc);
 	m->gitcode = NULL;
 }

@@ -8,10 +8,13 @@
  * the commit in its spec (code.sha) and the archive as its code: agents see
  * no difference.
  *
- * All of the git work runs on a worker thread (uv_queue_work), never on
- * the loop: the request is held (http.h, WAIT_HANDLER) until it is done,
- * then answered like any submission, after the commit. Mirrors are used by
- * one worker at a time. The archive of a commit and path is cached by
+ * All of the git work runs in a process of its own, `yard git-worker`
+ * (gitworker.h), which a worker thread (uv_queue_work) starts and waits
+ * for, never on the loop: the request is held (http.h, WAIT_HANDLER) until
+ * it is done, then answered like any submission, after the commit. The
+ * process is killed at the master's git-timeout (504 naming the URL) and
+ * when the master stops: libgit2 has no network timeout, and runs only in
+ * it. A mirror is used by one git-worker at a time (a flock). The archive of a commit and path is cached by
  * (URL, SHA, path) in DATA/git/packed: the same commit submitted again is
  * neither fetched nor packed (a branch is still resolved, by listing the
  * remote's refs).
@@ -23,6 +26,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/conf.h"
 #include "base/error.h"
@@ -31,10 +35,15 @@ struct master;
 struct req;
 struct job_spec;
 
+/* The git-timeout when none is given */
+#define GITCODE_TIMEOUT_MS (2 * 60 * 1000)
+
 /* gitcode_open makes DATA/git and reads the credentials (each value as
- * gitcred_parse takes it); m->gitcode. */
-int gitcode_open(struct master *m, const struct conf_list *creds, struct errbuf *eb);
-/* gitcode_stop: fetches in flight give up (the master is stopping). */
+ * gitcred_parse takes it); a git-worker is killed after timeout_ms (0:
+ * GITCODE_TIMEOUT_MS); m->gitcode. */
+int gitcode_open(struct master *m, const struct conf_list *creds, uint64_t timeout_ms,
+		 struct errbuf *eb);
+/* gitcode_stop: git-workers in flight are killed (the master is stopping). */
 void gitcode_stop(struct master *m);
 /* gitcode_free frees m->gitcode and sets it NULL: the master then refuses
  * code from git (400 on code.git). The fuzz harness's master does so: its

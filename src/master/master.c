@@ -454,7 +454,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	}
 	ret = datasets_open(m, eb);
 	if (!ret)
-		ret = gitcode_open(m, &cfg->git_credentials, eb);
+		ret = gitcode_open(m, &cfg->git_credentials, cfg->git_timeout_ms, eb);
 	if (ret)
 		goto out;
 	ret = m->sops->open(cfg->store ? cfg->store : m->data_dir, &m->store, &created, eb);

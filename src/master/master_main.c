@@ -118,6 +118,11 @@ static int check_url(const char *what, const char *v, struct errbuf *eb)
 	return 0;
 }
 
+static int check_git_timeout(const char *what, const char *v, struct errbuf *eb)
+{
+	return check_span(what, v, 24 * 3600 * 1000, "1ms to 24h", eb);
+}
+
 static int check_git_credential(const char *what, const char *v, struct errbuf *eb)
 {
 	struct gitcred c;
@@ -238,6 +243,9 @@ static const struct conf_option master_options[] = {
 	    "the credential of the git repositories whose URL starts with\n"
 	    "PREFIX (code: {git: ...}): a file of TOKEN or USER:TOKEN for\n"
 	    "https, or an ssh private key; read when a fetch needs it"),
+	OPT("git-timeout", CONF_DURATION, 0, git_timeout_ms, check_git_timeout, "DURATION",
+	    "the git work of one submission (list the refs, fetch, pack) is\n"
+	    "stopped after this, answered 504 (default 2m)"),
 };
 
 const struct conf_option *master_conf_options(size_t *n)
