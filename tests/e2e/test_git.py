@@ -6,13 +6,19 @@ records the commit in the job's spec. Against a real `git daemon` and
 own SHA, the same SHA is not fetched or packed again, a rerun keeps its
 SHA unless --ref, a missing ref is refused naming it, and a token from the
 master's config opens a private repository without appearing in any reply,
-CLI output or log."""
+CLI output or log. A server that accepts and never answers is given up at
+the master's git-timeout (504), and does not keep the master from stopping."""
+import contextlib
 import json
 import os
 import re
+import signal
+import socket
+import threading
+import time
 
 from gitserve import git, repos
-from harness import check, check_eq, cluster, spec, wait_until
+from harness import check, check_eq, cluster, pid_alive, spec, wait_until
 
 SH = "/bin/sh"
 JOB = "name: from-git\ncommand: [/bin/sh, run.sh]\ntasks: {worker: {cpus: 0.1}}\n"
@@ -207,3 +213,109 @@ def test_a_token_from_the_config_opens_a_private_repo_and_is_never_shown():
             for path, text in logs:
                 check(token not in text, f"the token is in {path}")
             check("git: " in logs[0][1], "the master's log has its git lines (the scan saw them)")
+
+
+@contextlib.contextmanager
+def silent_server():
+    """A TCP server on 127.0.0.1 that accepts connections, reads nothing and
+    never answers (a git server hung after its accept); yields (port, the
+    list of accepted connections). Closed on exit."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.settimeout(0.1)
+    conns, done = [], threading.Event()
+
+    def accept():
+        while not done.is_set():
+            try:
+                conns.append(srv.accept()[0])
+            except (socket.timeout, OSError):
+                pass
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        yield srv.getsockname()[1], conns
+    finally:
+        done.set()
+        t.join(5)
+        for conn in conns:
+            conn.close()
+        srv.close()
+
+
+def git_workers(master_pid):
+    """The pids of the master's children that run `yard git-worker`."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == master_pid and b"git-worker" in argv:
+            found.append(int(d))
+    return found
+
+
+def test_a_server_that_never_answers_is_given_up_at_the_git_timeout_and_the_master_still_stops():
+    with silent_server() as (port, conns), cluster("git-hang", master_args=["--git-timeout", "2s"]) as c:
+        url = f"http://127.0.0.1:{port}/hung.git"
+        body = {"spec": spec([SH, "run.sh"], code={"git": url, "ref": "main"})}
+        c.start_master()
+        t0 = time.monotonic()
+        st, data, _ = c.api.request("POST", "/v1/jobs", body, timeout=30)
+        took = time.monotonic() - t0
+        doc = json.loads(data)
+        check_eq((st, doc["error"]["field"]), (504, "code.git"), f"a server that never answers: {doc}")
+        msg = doc["error"]["message"]
+        check(f"'{url}'" in msg and "within 2s" in msg and "git-timeout" in msg,
+              f"the message names the URL and the timeout: {msg}")
+        check(1.5 < took < 10, f"answered at the timeout, after {took:.1f}s")
+        check(len(conns) >= 1, "the server was reached (the worker hung on it, not elsewhere)")
+        check_eq(git_workers(c.master.p.pid), [], "no git-worker is left after the timeout")
+        st, doc = c.api.json("GET", "/v1/jobs")
+        check_eq(doc["jobs"], [], "no job was made")
+
+        # from the config file, a long timeout: the master asked to stop
+        # with a submission in flight kills its git-worker and exits
+        c.master.stop()
+        conf = os.path.join(c.dir, "master.conf")
+        with open(conf, "w") as f:
+            f.write("git-timeout = 10m\n")
+        c.master_args = ["--config", conf]
+        c.start_master()
+        reached = len(conns)
+        answer = {}
+
+        def submit():
+            try:
+                st, data, _ = c.api.request("POST", "/v1/jobs", body, timeout=30)
+                answer["reply"] = (st, data)
+            except OSError as e:  # the master went before it answered
+                answer["error"] = e
+        t = threading.Thread(target=submit, daemon=True)
+        t.start()
+        workers = wait_until(lambda: len(conns) > reached and git_workers(c.master.p.pid), 10,
+                             "a git-worker hung on the server")
+        t0 = time.monotonic()
+        os.kill(c.master.p.pid, signal.SIGTERM)
+        try:
+            rc = c.master.p.wait(10)
+        except Exception:
+            rc = None
+        took = time.monotonic() - t0
+        check(rc is not None and took < 5, f"the master exits on SIGTERM with a git-worker hung "
+              f"(rc {rc} after {took:.1f}s)")
+        t.join(30)
+        if "reply" in answer:
+            st, data = answer["reply"]
+            check(st == 503 and b"the master is" in data, f"the held submission: 503, the master stops: {st} {data!r}")
+        else:
+            check("error" in answer, "the submission was answered or its connection closed")
+        for pid in workers:
+            check(not pid_alive(pid), f"git-worker {pid} is gone with the master")
