@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <git2.h>
 #include <jansson.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 
 #include "base/crypto.h"
 #include "base/fsutil.h"
@@ -516,6 +518,10 @@ int cmd_git_worker(int argc, char **argv)
 		fprintf(stderr, "yard " GITWORKER_CMD ": takes no arguments (the master starts it)\n");
 		return 2;
 	}
+	/* a master killed outright takes its git-worker with it (the signal
+	 * comes when the thread that started it ends: a libuv pool thread,
+	 * which lives as long as the master) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (strbuf_read_fd(&in, 0) < 0 || in.len > 64 * 1024) {
 		fprintf(stderr, "yard " GITWORKER_CMD ": cannot read the request: %s\n", strerror(errno));
 		goto out;
