@@ -1,7 +1,6 @@
 #include "base/compat.h"
 #include "master/gitcode.h"
 
-#include <fcntl.h>
 #include <sys/wait.h>
 
 #include "base/crypto.h"
@@ -9,7 +8,6 @@
 #include "base/spawn.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
-#include "common/codepack.h"
 #include "common/spec.h"
 #include "common/spec_code.h"
 #include "master/api.h"
@@ -69,8 +67,6 @@ static void format_ms(char *buf, size_t n, uint64_t ms)
 	else
 		snprintf(buf, n, "%llums", (unsigned long long)ms);
 }
-
-/* ---- the worker: libgit2 ---- */
 
 /* ---- the worker thread: a git-worker process ---- */
 
