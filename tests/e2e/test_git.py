@@ -9,6 +9,8 @@ master's config opens a private repository without appearing in any reply,
 CLI output or log. A server that accepts and never answers is given up at
 the master's git-timeout (504), and does not keep the master from stopping."""
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -319,3 +321,39 @@ def test_a_server_that_never_answers_is_given_up_at_the_git_timeout_and_the_mast
             check("error" in answer, "the submission was answered or its connection closed")
         for pid in workers:
             check(not pid_alive(pid), f"git-worker {pid} is gone with the master")
+
+
+def test_submissions_of_one_repository_at_once_share_its_mirror_safely():
+    with repos() as g, cluster("git-many", master_args=["--git-timeout", "3s"]) as c:
+        branches = [f"b{i}" for i in range(4)]
+        g.make("repo", {b: {"run.sh": f"echo {b}\n"} for b in branches})
+        url = g.serve_daemon() + "/repo.git"
+        c.start_master()
+        replies = {}
+
+        def submit(b):
+            replies[b] = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": b}))
+        threads = [threading.Thread(target=submit, args=(b,), daemon=True) for b in branches]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for b in branches:
+            st, doc = replies.get(b, (None, None))
+            check_eq((st, (doc or {}).get("spec", {}).get("code", {}).get("sha")), (201, g.sha("repo", b)),
+                     f"branch {b}, submitted with the others at once: {doc}")
+        check_eq(git_workers(c.master.p.pid), [], "no git-worker is left")
+        mirrors = os.path.join(c.data_dir, "git", "mirrors")
+        locks = [f for f in os.listdir(mirrors) if f.endswith(".lock")]
+        check_eq(locks, [hashlib.sha256(url.encode()).hexdigest()[:32] + ".lock"],
+                 "one mirror, one lock file")
+
+        # the lock is a flock: held elsewhere, a fetch into the mirror waits
+        # for it (here until the git-timeout), and goes on once it is free
+        new = g.commit("repo", "b0", {"run.sh": "echo b0-2\n"})
+        with open(os.path.join(mirrors, locks[0])) as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "b0"}))
+            check_eq(st, 504, f"the mirror locked by another: the submission waits for it: {doc}")
+        st, doc = c.api.submit(spec([SH, "run.sh"], code={"git": url, "ref": "b0"}))
+        check_eq((st, doc.get("spec", {}).get("code", {}).get("sha")), (201, new), f"the lock free: {doc}")
