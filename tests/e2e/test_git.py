@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 
+import engines
 from gitserve import git, repos
 from harness import check, check_eq, cluster, pid_alive, spec, wait_until
 
@@ -248,20 +249,8 @@ def silent_server():
 
 def git_workers(master_pid):
     """The pids of the master's children that run `yard git-worker`."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == master_pid and b"git-worker" in argv:
-            found.append(int(d))
-    return found
+    return [pid for pid, (ppid, cmd, _) in engines._procs().items()
+            if ppid == master_pid and "git-worker" in cmd.split()]
 
 
 def test_a_server_that_never_answers_is_given_up_at_the_git_timeout_and_the_master_still_stops():
