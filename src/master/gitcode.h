@@ -56,7 +56,8 @@ bool gitcode_wanted(const json_t *body);
 /* gitcode_submit answers POST /v1/jobs (r, its parsed body; body is not
  * kept) for a spec whose code is in git: the answer of jobs_submit once
  * the code is packed, or an error (400 naming code.ref for a ref that does
- * not exist, 502 for a repository that cannot be read). */
+ * not exist, 502 for a repository that cannot be read, 504 when the
+ * git-worker ran past the git-timeout). */
 void gitcode_submit(struct req *r, const json_t *body);
 /* gitcode_check (jobs_submit): a spec with code in git is admitted only as
  * gitcode_submit submits it, with its commit and the archive packed from

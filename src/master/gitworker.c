@@ -522,8 +522,12 @@ int cmd_git_worker(int argc, char **argv)
 	 * comes when the thread that started it ends: a libuv pool thread,
 	 * which lives as long as the master) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (strbuf_read_fd(&in, 0) < 0 || in.len > 64 * 1024) {
+	if (strbuf_read_fd(&in, 0) < 0) {
 		fprintf(stderr, "yard " GITWORKER_CMD ": cannot read the request: %s\n", strerror(errno));
+		goto out;
+	}
+	if (in.len > 64 * 1024) {
+		fprintf(stderr, "yard " GITWORKER_CMD ": the request is over 64 KiB\n");
 		goto out;
 	}
 	if (!(req = json_loadb(in.buf, in.len, 0, &jerr))) {
