@@ -34,13 +34,18 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # browser test opens through the master's proxy.
 # tmux is the terminal the yard shell tests type into and read the screen of
 # (tests/e2e/test_shell.py), as a user at a terminal would.
+# libgit2-dev: the master resolves, fetches and reads the git repositories
+# of jobs whose code is in git (src/master/gitcode.c); git is the real
+# `git daemon` and `git http-backend` the tests serve repositories with
+# (tests/e2e/gitserve.py).
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux jupyter-notebook python3-ipykernel \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
-	chromium wrk patroni etcd-server prometheus slurm-wlm munge tmux
+	chromium wrk patroni etcd-server prometheus slurm-wlm munge tmux \
+	libgit2-dev git
 
 # What `make deb`, `make package-test` and `make ansible-test` need beyond
 # DEB_PACKAGES, installed only by those targets (make test stays lean):

@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/shim_docker.h"
 #include "cli/cli.h"
+#include "master/gitworker.h"
 #include "master/master.h"
 #include "up.h"
 
@@ -22,6 +23,8 @@ static const struct role {
 	{ "shim", cmd_shim_any },
 	{ "up", cmd_up },
 	{ "admin", cmd_admin },
+	/* hidden: the master's git work of one submission (master/gitworker.h) */
+	{ GITWORKER_CMD, cmd_git_worker },
 };
 
 static void usage(FILE *out)

@@ -102,6 +102,10 @@ int client_submit(struct client *c, json_t *spec, const char *code, json_t **out
 	if (code)
 		json_object_set_new(body, "code", json_string(code));
 	json_object_set_new(body, "idempotency_key", json_string(key));
+	/* code from git: the master fetches and packs it before it answers,
+	 * which may take as long as an upload */
+	if (json_object_get(spec, "code"))
+		c->http.timeout_ms = UPLOAD_TIMEOUT_MS;
 	for (unsigned waited = 0, ms = 100;; waited += ms, ms = ms < 1000 ? 2 * ms : ms) {
 		ret = get_json(c, "POST", json_object_get(spec, "sweep") ? "/v1/experiments" : "/v1/jobs",
 			       body, out, eb);
@@ -110,6 +114,7 @@ int client_submit(struct client *c, json_t *spec, const char *code, json_t **out
 		errbuf_reset(eb);
 		usleep(ms * 1000);
 	}
+	c->http.timeout_ms = REQUEST_TIMEOUT_MS;
 	json_decref(body);
 	return ret;
 }

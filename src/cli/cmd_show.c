@@ -129,6 +129,15 @@ int cmd_show(struct cli_ctx *ctx, int argc, char **argv)
 	if (json_is_string(json_object_get(json_object_get(job, "spec"), "image")))
 		show_value("image", json_object_get(job, "spec"), "image");
 	show_value("code", job, "code");
+	/* code from git: the repository, the ref asked for and the commit run */
+	if (json_is_object(json_object_get(json_object_get(job, "spec"), "code"))) {
+		const json_t *gc = json_object_get(json_object_get(job, "spec"), "code");
+		show_value("repo", gc, "git");
+		show_value("ref", gc, "ref");
+		show_value("sha", gc, "sha");
+		if (json_is_string(json_object_get(gc, "path")))
+			show_value("path", gc, "path");
+	}
 	print_time("submitted", job, "submitted_at");
 	print_time("started", job, "started_at");
 	print_time("running", job, "running_at");

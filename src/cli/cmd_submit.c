@@ -7,6 +7,7 @@
 #include "cli/cmd.h"
 #include "common/codepack.h"
 #include "common/spec.h"
+#include "common/spec_code.h"
 
 /* The most code the master takes (docs/protocol.md, POST /v1/code). */
 #define MAX_CODE_BYTES (256ull << 20)
@@ -73,11 +74,33 @@ int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct
 	return ret;
 }
 
+/* --git URL[@REF]: doc's code becomes {git: URL, ref: REF} (whatever
+ * code FILE had), checked as the spec's. */
+static int apply_git(json_t *doc, const char *arg, bool *usage, struct errbuf *eb)
+{
+	struct job_spec spec;
+	char *url, *ref;
+	int ret;
+
+	memset(&spec, 0, sizeof(spec));
+	*usage = false;
+	if ((ret = spec_code_split_arg(arg, &url, &ref, eb))) {
+		*usage = true;
+		return ret;
+	}
+	json_object_set_new(doc, "code", json_pack("{s:s, s:s}", "git", url, "ref", ref ? ref : "HEAD"));
+	ret = spec_from_json(doc, &spec, eb);
+	spec_release(&spec);
+	free(url);
+	free(ref);
+	return ret;
+}
+
 int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 {
 	struct cli_list sets = { NULL, 0, 0 };
 	int follow = 0;
-	const char *name = NULL;
+	const char *name = NULL, *git = NULL;
 	const struct cli_option opts[] = {
 		{ "set", 0, CLI_OPT_LIST, &sets, "PATH=VALUE",
 		  "override a field of the spec (repeatable): --set params.lr=0.1\n"
@@ -85,6 +108,10 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		  "null null; quoted it is a string: --set 'params.tag=\"007\"'\n"
 		  "PATH must name a field of the spec, tasks.ROLE a role of FILE" },
 		{ "name", 0, CLI_OPT_STRING, &name, "NAME", "the job's name (overrides the spec's)" },
+		{ "git", 0, CLI_OPT_STRING, &git, "URL[@REF]",
+		  "the job's code is REF (a branch, a tag or a commit; default HEAD)\n"
+		  "of the git repository URL, which the master fetches (the spec's\n"
+		  "code: {git: URL, ref: REF}); nothing is uploaded" },
 		{ "follow", 'f', CLI_OPT_FLAG, &follow, NULL,
 		  "print every task's output, across restarts, until the job ends;\n"
 		  "exit 0 if it succeeded (yard logs -f)" },
@@ -96,7 +123,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 	bool ok, usage;
 	int npos, status;
 
-	status = cli_parse(ctx, "submit FILE [--set PATH=VALUE ...] [--name NAME] [--follow]", opts,
+	status = cli_parse(ctx, "submit FILE [--set PATH=VALUE ...] [--name NAME] [--git URL[@REF]] [--follow]", opts,
 			   ARRAY_SIZE(opts), argc, argv, &npos);
 	if (status >= 0)
 		goto out;
@@ -104,8 +131,14 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		status = cli_usage_error(ctx, "expected one spec file");
 		goto out;
 	}
-	if (cli_load_spec(argv[1], &sets, name, &doc, &usage, &eb)) {
+	if (cli_load_spec(argv[1], &sets, name, &doc, &usage, &eb) ||
+	    (git && apply_git(doc, git, &usage, &eb))) {
 		status = usage ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
+		goto out;
+	}
+	if (json_object_get(doc, "code") && json_object_get(doc, "sweep")) {
+		status = cli_usage_error(ctx, "code.git: a sweep's trials take uploaded code for now; "
+					 "submit the sweep without --git and code");
 		goto out;
 	}
 	if (follow && json_object_get(doc, "sweep")) {
@@ -113,7 +146,8 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 					 "exp show ID, or wait with yard wait --experiment ID");
 		goto out;
 	}
-	if (cli_upload_code(ctx, argv[1], &digest, &eb) ||
+	/* code from git: the master fetches it, nothing is uploaded */
+	if ((!json_object_get(doc, "code") && cli_upload_code(ctx, argv[1], &digest, &eb)) ||
 	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
 		status = cli_fail(ctx, &eb);
 		goto out;

@@ -8,6 +8,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/spec_after.h"
+#include "common/spec_code.h"
 #include "common/spec_data.h"
 #include "common/spec_sweep.h"
 #include "common/spec_fields.h"
@@ -1384,7 +1385,7 @@ static int get_interactive(const json_t *v, struct job_spec *spec, struct errbuf
 
 const char *const spec_top_fields[] = { "name", "framework", "command", "image", "params", "env",
 	"tasks", "data", "placement", "pool", "priority", "team", "restart", "timeout", "preemption",
-	"on_disconnect", "after", "sweep", "interactive", NULL };
+	"on_disconnect", "after", "sweep", "interactive", "code", NULL };
 
 static void spec_init(struct job_spec *spec)
 {
@@ -1463,7 +1464,9 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 	if ((ret = get_preemption(field(doc, "preemption"), spec, eb)) < 0 ||
 	    (ret = spec_after_parse(field(doc, "after"), spec, eb)) < 0)
 		goto out;
-	ret = get_interactive(field(doc, "interactive"), spec, eb);
+	if ((ret = get_interactive(field(doc, "interactive"), spec, eb)) < 0)
+		goto out;
+	ret = spec_code_parse(field(doc, "code"), spec, eb);
 out:
 	return ret;
 }
@@ -1561,6 +1564,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 	if (spec->interactive)
 		json_object_set_new(doc, "interactive",
 			json_pack("{s:o}", "idle_timeout", duration_to_json(spec->idle_timeout_ms)));
+	spec_code_to_json(spec, doc);
 	return doc;
 }
 
@@ -1589,6 +1593,7 @@ void spec_release(struct job_spec *spec)
 	spec_data_release(spec);
 	free(spec->after);
 	spec_sweep_free(spec->sweep);
+	spec_code_free(spec->code);
 	spec_init(spec);
 }
 

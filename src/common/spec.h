@@ -65,6 +65,9 @@
  *               command, and it is no sweep; command may be left out (the
  *               login shell of the task's user). Absent or null: a batch job.
  *               In the canonical form only when set.
+ *   code        {git: URL, ref: REF, path: SUBDIR, sha: SHA}: the job's code
+ *               from a git repository (common/spec_code.h); absent or null:
+ *               the uploaded directory. In the canonical form only when set.
  * Every string is at most 4096 bytes and holds no NUL.
  */
 #ifndef YARD_SPEC_H
@@ -150,6 +153,7 @@ struct job_spec {
 	struct spec_sweep *sweep; /* owned or NULL: a sweep's search (spec_sweep.h) */
 	bool interactive;      /* interactive: one task on a terminal */
 	uint64_t idle_timeout_ms; /* interactive.idle_timeout; 0: the master's default */
+	struct spec_code *code; /* owned or NULL: the code from git (spec_code.h), else uploaded */
 };
 
 /* spec_load_text parses YAML or JSON text (JSON is YAML) into a JSON document

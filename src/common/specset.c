@@ -5,6 +5,7 @@
 
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/spec_code.h"
 #include "common/spec_fields.h"
 
 /* --set PATH=VALUE. The path is checked against the fields the validation
@@ -35,6 +36,7 @@ static const struct set_step {
 	{ spec_top_fields, "restart", SET_FIELDS, spec_restart_fields },
 	{ spec_top_fields, "preemption", SET_FIELDS, spec_preemption_fields },
 	{ spec_top_fields, "interactive", SET_FIELDS, spec_interactive_fields },
+	{ spec_top_fields, "code", SET_FIELDS, spec_code_fields },
 	{ spec_placement_fields, "labels", SET_MAP, NULL },
 };
 

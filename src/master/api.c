@@ -17,6 +17,7 @@
 #include "master/codeindex.h"
 #include "master/datasets.h"
 #include "master/execs.h"
+#include "master/gitcode.h"
 #include "master/jobs.h"
 #include "master/logs.h"
 #include "master/metrics.h"
@@ -362,6 +363,12 @@ static void h_jobs_post(struct req *r)
 
 	if (!body)
 		return;
+	if (gitcode_wanted(body)) {
+		/* the code is fetched and packed off the loop: answered later */
+		gitcode_submit(r, body);
+		json_decref(body);
+		return;
+	}
 	if (jobs_submit(r->m, &c, body, &j, &again, &eb))
 		req_error(r, &eb);
 	else

@@ -361,6 +361,7 @@ struct master {
 	struct jtemplate **templates; /* owned (templates.h) */
 	size_t ntemplates, atemplates;
 	struct elastic *elastic; /* owned or NULL: the provisioned pools (elastic.h) */
+	struct gitcode *gitcode; /* owned or NULL: code from git (gitcode.h) */
 	struct session **sessions; /* owned, in memory only (sessions.h) */
 	size_t nsessions, asessions;
 	struct exec **execs;    /* owned, in memory only (execs.h) */

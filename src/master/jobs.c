@@ -18,6 +18,7 @@
 #include "master/datasets.h"
 #include "master/elastic.h"
 #include "master/execs.h"
+#include "master/gitcode.h"
 #include "master/http.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
@@ -369,6 +370,9 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 			goto out;
 		}
 	}
+	/* code from git: only as gitcode_submit fetched and packed it */
+	if ((ret = gitcode_check(m, spec, code, eb)))
+		goto out;
 	if (key && (j = core_find_submit_key(m, c->user, key))) {
 		if (!(ret = submit_again(j, spec, code, eb))) {
 			*out = j;

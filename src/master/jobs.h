@@ -23,7 +23,9 @@ struct caller;
  * submitted with before answers the job it made (*again true) when spec and
  * code are the same, else YERR(CONFLICT): a client that lost the reply (a
  * master that failed over) sends it again without making a second job. On
- * error nothing is created and eb says why (field set for spec errors). */
+ * error nothing is created and eb says why (field set for spec errors).
+ * A spec whose code is in git is admitted only as gitcode_submit (gitcode.h)
+ * submits it, with the archive it packed. */
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body,
 		struct job **out, bool *again, struct errbuf *eb);
 /* jobs_end ends job j with event ev (a final state in j's) for the reason

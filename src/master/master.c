@@ -25,6 +25,7 @@
 #include "master/datasets.h"
 #include "master/elastic.h"
 #include "master/execs.h"
+#include "master/gitcode.h"
 #include "sched/decide.h"
 #include "master/http.h"
 #include "master/interactive.h"
@@ -452,6 +453,8 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		}
 	}
 	ret = datasets_open(m, eb);
+	if (!ret)
+		ret = gitcode_open(m, &cfg->git_credentials, cfg->git_timeout_ms, eb);
 	if (ret)
 		goto out;
 	ret = m->sops->open(cfg->store ? cfg->store : m->data_dir, &m->store, &created, eb);
@@ -523,6 +526,7 @@ int master_run(struct master *m)
 	/* provisioners' programs still running are stopped: the last uv_run
 	 * below waits for their threads, and a restart recovers their requests */
 	elastic_stop(m);
+	gitcode_stop(m); /* and fetches give up: the last uv_run waits for them too */
 
 	/* answer whatever was held, let MHD send it, then close the handles */
 	{
@@ -585,6 +589,7 @@ void master_free(struct master *m)
 	free(m->job_key);
 	settings_clear(m);
 	elastic_free(m);
+	gitcode_free(m);
 	execs_clear(m);
 	free(m->sessions); /* empty: sessions_end_all ended them, the loop freed them */
 	ratelimit_release(&m->ratelimit);

@@ -75,6 +75,12 @@ struct master_config {
 		provisioner_shapes;
 	const char *provisioner_max_pending, *provisioner_cooldown, *provisioner_register_timeout;
 	const char *provisioner_url;
+	/* "PREFIX=token-file:PATH" or "PREFIX=ssh-key:PATH" each: the
+	 * credentials of git repositories (master/gitcred.h) */
+	struct conf_list git_credentials;
+	/* a git-worker (master/gitworker.h) is killed after this (0:
+	 * GITCODE_TIMEOUT_MS) */
+	uint64_t git_timeout_ms;
 	/* the Slurm provisioner's: --time, --account, --qos of its
 	 * allocations, the ephemeral agents' work dirs, the yard binary on the
 	 * Slurm nodes and more arguments of theirs */

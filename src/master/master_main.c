@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "master/datasets.h"
 #include "master/elastic.h"
+#include "master/gitcred.h"
 #include "master/gpuidle.h"
 #include "master/interactive.h"
 #include "master/leader.h"
@@ -115,6 +116,20 @@ static int check_url(const char *what, const char *v, struct errbuf *eb)
 	if (v[strcspn(v, ", \t")])
 		return error(eb, YERR(BAD_REQUEST), "%s '%s': one URL, without spaces or commas", what, v);
 	return 0;
+}
+
+static int check_git_timeout(const char *what, const char *v, struct errbuf *eb)
+{
+	return check_span(what, v, 24 * 3600 * 1000, "1ms to 24h", eb);
+}
+
+static int check_git_credential(const char *what, const char *v, struct errbuf *eb)
+{
+	struct gitcred c;
+	int ret = gitcred_parse(what, v, &c, eb);
+
+	gitcred_release(&c);
+	return ret;
 }
 
 #define OPT(name, kind, flags, field, check, arg, help) \
@@ -223,6 +238,14 @@ static const struct conf_option master_options[] = {
 	    "the yard binary on the Slurm nodes (default: this master's)"),
 	OPT("slurm-agent-arg", CONF_LIST, CONF_RELOAD, slurm_agent_args, NULL, "ARG",
 	    "one more argument of the ephemeral agents (--gpus=auto, ...)"),
+	OPT("git-credential", CONF_LIST, 0, git_credentials, check_git_credential,
+	    "PREFIX=token-file:PATH|PREFIX=ssh-key:PATH",
+	    "the credential of the git repositories whose URL starts with\n"
+	    "PREFIX (code: {git: ...}): a file of TOKEN or USER:TOKEN for\n"
+	    "https, or an ssh private key; read when a fetch needs it"),
+	OPT("git-timeout", CONF_DURATION, 0, git_timeout_ms, check_git_timeout, "DURATION",
+	    "the git work of one submission (list the refs, fetch, pack) is\n"
+	    "stopped after this, answered 504 (default 2m)"),
 };
 
 const struct conf_option *master_conf_options(size_t *n)

@@ -9,7 +9,8 @@
 //   artifacts    directory for the screenshots (one per page) and result.json
 //   mode         "fixture": the harness's own placeholder page (title, a
 //                module script from /assets/ ran, a screenshot);
-//                "app": the web app's flow below
+//                "app": the web app's flow below; "experiments",
+//                "interactive" and "git": the flows of those pages
 //   node         (app) the agent's name: node-<name> on the cluster page
 //   cancel_job   (app) id of a running job to cancel from its page
 //   queued_job   (app) id of a job that cannot start
@@ -24,6 +25,8 @@
 //   notebook_job (interactive) a running notebook job (framework jupyter) of
 //                the token's user
 //   notebook_path (interactive) the path (and query) yard notebook printed
+//   git_job      (git) a job whose code came from git, and its git_repo,
+//                git_ref and git_sha: its page shows all three
 //
 // The experiments flow: sign in; the experiments page lists it; its page
 // shows both trials; ticking both draws one "acc" chart whose two lines are
@@ -228,6 +231,19 @@ async function chartLines(page, name) {
 	throw new Error(`chart ${name}: lines ${JSON.stringify(lines)}`);
 }
 
+// The git flow: a job whose code came from git shows its repository, ref
+// and commit on its page.
+async function gitJob(page) {
+	await page.goto(`${cfg.url}/#token=${encodeURIComponent(cfg.token)}`);
+	await page.locator(tid('nav-jobs')).waitFor({ timeout: 15000 });
+	await page.goto(`${cfg.url}/#/jobs/${cfg.git_job}`);
+	const exact = (s) => new RegExp(`^\\s*${s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`);
+	await waitText(page, 'job-git-repo', exact(cfg.git_repo));
+	await waitText(page, 'job-git-ref', exact(cfg.git_ref));
+	await waitText(page, 'job-git-sha', exact(cfg.git_sha));
+	await shot(page, `job-${cfg.git_job}-git`);
+}
+
 async function experiments(page) {
 	const id = cfg.experiment;
 	await page.goto(`${cfg.url}/#token=${encodeURIComponent(cfg.token)}`);
@@ -406,6 +422,7 @@ try {
 	if (cfg.mode === 'fixture') await fixture(page);
 	else if (cfg.mode === 'experiments') await experiments(page);
 	else if (cfg.mode === 'interactive') await interactive(page);
+	else if (cfg.mode === 'git') await gitJob(page);
 	else await app(page);
 	check(errors.length === 0, `errors in the page: ${errors.join('; ')}`);
 	console.log('ui test: ok');

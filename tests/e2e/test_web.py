@@ -358,3 +358,24 @@ def test_web_notebook_and_terminal():
     shots = [f for f in os.listdir(art) if f.endswith(".png")]
     for name in ("notebook-job", "notebook-tree", "notebook-cell", "terminal"):
         check(any(name in s for s in shots), f"no screenshot of {name}: {shots}")
+
+
+def test_web_job_page_shows_repo_ref_and_sha():
+    """A job whose code came from git (docs/git.md): its page in a real
+    browser shows the repository, the ref and the commit it ran."""
+    from gitserve import repos
+    web = os.path.join(os.path.dirname(os.path.abspath(YARD)), "web")
+    check(os.path.isfile(os.path.join(web, "index.html")), f"the web app is not built: no {web}/index.html")
+    art = artifacts_dir("web-git")
+    for f in os.listdir(art):
+        os.unlink(os.path.join(art, f))
+    with repos() as g, cluster("web-git", master_args=["--web-dir", web]) as c:
+        g.make("repo", {"feature/x": {"run.sh": "echo hi\n"}})
+        url = g.serve_daemon() + "/repo.git"
+        c.start_master()
+        status, job = c.api.submit(spec(["/bin/sh", "run.sh"], code={"git": url, "ref": "feature/x"}))
+        check_eq(status, 201, f"submit of a job from git: {job}")
+        sha = g.sha("repo", "feature/x")
+        check_eq(job["spec"]["code"]["sha"], sha, "the commit recorded")
+        run_ui({"url": c.url, "token": c.admin_token, "artifacts": art, "mode": "git",
+                "git_job": job["id"], "git_repo": url, "git_ref": "feature/x", "git_sha": sha}, 120)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadResubmit, parseStored, resubmitId } from '../src/lib/resubmit';
+import { gitCode, loadResubmit, parseStored, resubmitId } from '../src/lib/resubmit';
 
 const spec = { name: 'digits', command: ['python', 'train.py'], tasks: { worker: { gpus: 1 } } };
 
@@ -42,5 +42,14 @@ describe('re-submit page source', () => {
     await expect(loadResubmit('#/submit/from/7', null, async () => ({ redacted: true, spec: { name: 'x' } })))
       .rejects.toThrow('job 7: its spec is not yours to see');
     expect(await loadResubmit('#/jobs', null, async () => ({ spec }))).toBeNull();
+  });
+  it('sends no code digest again for a job whose code is in git', async () => {
+    const code = { git: 'git://h/r.git', ref: 'main', path: null, sha: 'a'.repeat(40) };
+    const gspec = { ...spec, code };
+    expect(gitCode(gspec)).toEqual(code);
+    expect(gitCode(spec)).toBeNull();
+    expect(parseStored(JSON.stringify({ spec: gspec, code: 'sha256:aa', from: 4 }), 4)).toEqual({ spec: gspec, code: null, from: 4 });
+    const r = await loadResubmit('#/submit/from/4', null, async () => ({ spec: gspec, code: 'sha256:aa' }));
+    expect(r).toEqual({ spec: gspec, code: null, from: 4 });
   });
 });

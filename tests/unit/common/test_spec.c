@@ -2,6 +2,7 @@
  * and placeholder expansion (--set: tests/unit/cli/test_set.c). */
 #include "base/compat.h"
 #include "common/spec.h"
+#include "common/spec_code.h"
 
 #include <setjmp.h>
 #include <cmocka.h>
@@ -1063,6 +1064,137 @@ static void test_scalar_str(void **state)
 	}
 }
 
+/* ---- code from git (common/spec_code.h) -------------------------------- */
+
+static void test_code_git(void **state)
+{
+	struct job_spec spec;
+	json_t *canon;
+
+	parse_ok("command: [x]\ntasks: {w: {}}\n"
+		 "code: {git: 'https://git.example/team/repo.git', ref: feature/x, path: src/train/}\n",
+		 &spec);
+	assert_non_null(spec.code);
+	assert_string_equal(spec.code->git, "https://git.example/team/repo.git");
+	assert_string_equal(spec.code->ref, "feature/x");
+	assert_string_equal(spec.code->path, "src/train");
+	assert_null(spec.code->sha);
+	canon = spec_to_json(&spec);
+	assert_json_equal(json_object_get(canon, "code"),
+			  "{\"git\": \"https://git.example/team/repo.git\", \"ref\": \"feature/x\", "
+			  "\"path\": \"src/train\", \"sha\": null}");
+	spec_release(&spec);
+	/* the canonical form reads back the same */
+	assert_int_equal(spec_from_json(canon, &spec, &(struct errbuf)ERRBUF_INIT), 0);
+	assert_string_equal(spec.code->path, "src/train");
+	spec_release(&spec);
+	json_decref(canon);
+
+	/* defaults: ref HEAD, the whole tree; scp-like and git:// URLs; a sha */
+	parse_ok("command: [x]\ntasks: {w: {}}\ncode: {git: 'git@git.example:team/repo.git', "
+		 "sha: 0123456789abcdef0123456789abcdef01234567}\n", &spec);
+	assert_string_equal(spec.code->ref, "HEAD");
+	assert_null(spec.code->path);
+	assert_string_equal(spec.code->sha, "0123456789abcdef0123456789abcdef01234567");
+	spec_release(&spec);
+	parse_ok("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://127.0.0.1:9418/repo', path: 'a/'}\n",
+		 &spec);
+	assert_string_equal(spec.code->path, "a");
+	spec_release(&spec);
+
+	/* no code: no field in the canonical form (specs from before read the same) */
+	parse_ok("command: [x]\ntasks: {w: {}}\n", &spec);
+	assert_null(spec.code);
+	canon = spec_to_json(&spec);
+	assert_null(json_object_get(canon, "code"));
+	json_decref(canon);
+	spec_release(&spec);
+	(void)state;
+}
+
+static void test_code_git_refused(void **state)
+{
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: https://git.example/r.git\n", "code",
+		  "code: expected a mapping such as {git: https://host/repo.git, ref: main}, got "
+		  "\"https://git.example/r.git\"");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {ref: main}\n", "code.git",
+		  "code.git: the repository's URL is required");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: x, branch: main}\n", "code.branch",
+		  "code.branch: unknown field");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'https://bob:s3cret@git.example/r.git'}\n",
+		  "code.git", "code.git: 'https://bob:s3cret@git.example/r.git' is not valid: credentials "
+		  "never go in the spec (the master's git-credential option holds them): remove the "
+		  "USER@ part");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'ssh://git:pw@git.example/r.git'}\n",
+		  "code.git", "code.git: 'ssh://git:pw@git.example/r.git' is not valid: credentials "
+		  "never go in the spec (the master's git-credential option holds them): remove the "
+		  "password");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'file:///etc'}\n", "code.git",
+		  "code.git: 'file:///etc' is not valid: the scheme must be https, http, ssh or git "
+		  "(never file: the master's own disk)");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: /srv/repo}\n", "code.git",
+		  "code.git: '/srv/repo' is not valid: a local path is not a repository the master may "
+		  "read; expected https://, http://, ssh://, git:// or [USER@]HOST:PATH");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'https://git.example'}\n", "code.git",
+		  "code.git: 'https://git.example' is not valid: it names no repository path");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', ref: 'a..b'}\n", "code.ref",
+		  "code.ref: 'a..b' is not valid: a ref holds no '..', '//', '@{' and no component "
+		  "that starts with '.'");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', ref: '-x'}\n", "code.ref",
+		  "code.ref: '-x' is not valid: a ref does not start with '-' or '/', nor end with '/' "
+		  "or '.'");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', ref: 'a b'}\n", "code.ref",
+		  "code.ref: 'a b' is not valid: a ref holds no space, control character or any of "
+		  "~^:?*[\\");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', path: '../etc'}\n",
+		  "code.path", "code.path: '../etc' is not valid: it holds a '.' or '..' component");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', path: '/etc'}\n",
+		  "code.path", "code.path: '/etc' is not valid: it must be relative to the "
+		  "repository's top");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', sha: ABC}\n", "code.sha",
+		  "code.sha: 'ABC' is not valid: expected a commit SHA, 40 lowercase hex digits");
+	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', ref: 7}\n", "code.ref",
+		  "code.ref: expected a string, got 7");
+	(void)state;
+}
+
+static void split_ok(const char *arg, const char *url, const char *ref)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char *u, *r;
+
+	if (spec_code_split_arg(arg, &u, &r, &eb))
+		print_message("%s: %s\n", arg, eb.msg);
+	assert_string_equal(u, url);
+	if (ref)
+		assert_string_equal(r, ref);
+	else
+		assert_null(r);
+	free(u);
+	free(r);
+}
+
+static void test_code_split_arg(void **state)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	char *u, *r;
+
+	split_ok("https://git.example/r.git@main", "https://git.example/r.git", "main");
+	split_ok("https://git.example/r.git", "https://git.example/r.git", NULL);
+	split_ok("git@git.example:team/r.git", "git@git.example:team/r.git", NULL);
+	split_ok("git@git.example:team/r.git@feature/x", "git@git.example:team/r.git", "feature/x");
+	split_ok("ssh://git@git.example/r", "ssh://git@git.example/r", NULL);
+	split_ok("ssh://git@git.example/r@v1.2", "ssh://git@git.example/r", "v1.2");
+	split_ok("git://127.0.0.1:9418/r@0123456789abcdef0123456789abcdef01234567",
+		 "git://127.0.0.1:9418/r", "0123456789abcdef0123456789abcdef01234567");
+	assert_int_equal(spec_code_split_arg("/srv/r@main", &u, &r, &eb), YERR(BAD_REQUEST));
+	assert_null(u);
+	assert_string_equal(eb.msg, "--git '/srv/r@main': expected URL[@REF]: a local path is not a "
+			    "repository the master may read; expected https://, http://, ssh://, "
+			    "git:// or [USER@]HOST:PATH");
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1082,6 +1214,9 @@ int main(void)
 		cmocka_unit_test(test_full_spec),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_interactive),
+		cmocka_unit_test(test_code_git),
+		cmocka_unit_test(test_code_git_refused),
+		cmocka_unit_test(test_code_split_arg),
 		cmocka_unit_test(test_placement_fields),
 		cmocka_unit_test(test_image_refs_good),
 		cmocka_unit_test(test_image_refs_bad),

@@ -65,7 +65,10 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"slurm-work-dir = /scratch/yard\n"
 				"slurm-yard = /opt/yard/bin/yard\n"
 				"slurm-agent-arg = --gpus=auto\n"
-				"slurm-agent-arg = --label=site=hpc\n";
+				"slurm-agent-arg = --label=site=hpc\n"
+				"git-credential = https://git.example/team/=token-file:/etc/yard/git-token\n"
+				"git-credential = ssh://git@git.example/=ssh-key:/etc/yard/deploy_key\n"
+				"git-timeout = 90s\n";
 
 /* Fails naming the first key of opts that text does not set. */
 static void check_sets_every_key(const char *text, const struct conf_option *opts, size_t n)
@@ -138,6 +141,9 @@ static void test_master_every_key(void **state)
 	assert_string_equal(cfg.slurm_yard, "/opt/yard/bin/yard");
 	assert_int_equal(cfg.slurm_agent_args.n, 2);
 	assert_string_equal(cfg.slurm_agent_args.items[0], "--gpus=auto");
+	assert_int_equal(cfg.git_credentials.n, 2);
+	assert_string_equal(cfg.git_credentials.items[1], "ssh://git@git.example/=ssh-key:/etc/yard/deploy_key");
+	assert_int_equal(cfg.git_timeout_ms, 90000);
 
 	/* and what a reload would install from them */
 	assert_int_equal(settings_build(&cfg, &s, &eb), 0);

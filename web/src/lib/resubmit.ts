@@ -11,6 +11,30 @@ export interface ResubmitSource {
   from: number;
 }
 
+/** GitCode: a spec's `code` when the job's code is in git (docs/git.md). */
+export interface GitCode {
+  git: string;
+  ref: string;
+  path: string | null;
+  sha: string | null;
+}
+
+/** gitCode: spec's code from git, or null when its code was uploaded. */
+export function gitCode(spec: Record<string, unknown> | undefined): GitCode | null {
+  const c = spec?.code;
+  if (!c || typeof c !== 'object' || typeof (c as GitCode).git !== 'string') return null;
+  return c as GitCode;
+}
+
+/**
+ * uploadedCode: the code digest a re-submission sends: none for a spec
+ * whose code is in git (the master fetches its code.sha again; it refuses
+ * a digest beside it), else the old job's.
+ */
+function uploadedCode(spec: Record<string, unknown>, code: unknown): string | null {
+  return gitCode(spec) || typeof code !== 'string' ? null : code;
+}
+
 /** resubmitId: the job id of a `#/submit/from/ID` hash, else null. */
 export function resubmitId(hash: string): number | null {
   const m = /^#\/submit\/from\/(\d+)$/.exec(hash);
@@ -25,7 +49,7 @@ export function parseStored(raw: string | null, id: number): ResubmitSource | nu
   try {
     const r = JSON.parse(raw) as Partial<ResubmitSource>;
     if (r && r.from === id && r.spec && typeof r.spec === 'object') {
-      return { spec: r.spec, code: typeof r.code === 'string' ? r.code : null, from: id };
+      return { spec: r.spec, code: uploadedCode(r.spec, r.code), from: id };
     }
   } catch {
     /* a broken entry: load the job instead */
@@ -52,5 +76,6 @@ export async function loadResubmit(
   if (job.redacted || !job.spec || typeof job.spec !== 'object') {
     throw new Error(`job ${id}: its spec is not yours to see, so it cannot be re-submitted`);
   }
-  return { spec: job.spec as Record<string, unknown>, code: job.code ?? null, from: id };
+  const spec = job.spec as Record<string, unknown>;
+  return { spec, code: uploadedCode(spec, job.code), from: id };
 }

@@ -4,6 +4,7 @@ import { usePoll } from '../hooks';
 import { formatDuration, formatTime, isFinal, stateClass } from '../lib/format';
 import { timeline } from '../lib/cluster';
 import { attemptChoices, taskNames } from '../lib/logs';
+import { gitCode } from '../lib/resubmit';
 import { specToYaml } from '../lib/spec';
 import type { Job } from '../lib/types';
 import { LogView } from './logs';
@@ -125,6 +126,19 @@ export function JobPage({ id }: { id: number }) {
             )}
             <dt>Code</dt>
             <dd class="mono">{job.code ? job.code.slice(0, 19) + '…' : '–'}</dd>
+            {gitCode(job.spec) && (
+              <>
+                <dt>Repository</dt>
+                <dd class="mono" data-testid="job-git-repo">
+                  {gitCode(job.spec)!.git}
+                  {gitCode(job.spec)!.path ? ` (${gitCode(job.spec)!.path})` : ''}
+                </dd>
+                <dt>Ref</dt>
+                <dd class="mono" data-testid="job-git-ref">{gitCode(job.spec)!.ref}</dd>
+                <dt>Commit</dt>
+                <dd class="mono" data-testid="job-git-sha">{gitCode(job.spec)!.sha ?? '–'}</dd>
+              </>
+            )}
           </dl>
           <h3>Timeline</h3>
           <ol class="timeline" data-testid="timeline">
