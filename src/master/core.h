@@ -336,7 +336,7 @@ struct master {
 	 * added, removed or registered again (its resources, pool, labels,
 	 * runtimes) */
 	uint64_t nodes_gen;
-	struct admit_memo admit[ADMIT_MEMO_MAX]; /* jobs.c: the last answers, by shape */
+	struct admit_memo admit[ADMIT_MEMO_MAX]; /* admission.c: the last answers, by shape */
 	unsigned admit_next;    /* the slot the next answer takes */
 	size_t node_hash_cap;   /* a power of two, at least twice nnodes */
 	bool visibility_open;   /* --visibility open: every user sees every job and dataset */

@@ -11,6 +11,7 @@
 #include "base/utf8.h"
 #include "base/xalloc.h"
 #include "launch/launch.h"
+#include "master/admission.h"
 #include "master/auth.h"
 #include "master/codeindex.h"
 #include "master/control.h"
@@ -22,6 +23,7 @@
 #include "master/http.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
+#include "master/nodeview.h"
 #include "master/usage.h"
 #include "master/visibility.h"
 #include "sched/estimate.h"
@@ -149,18 +151,6 @@ static void job_new_attempt_tasks(struct master *m, struct job *j)
 	core_save_meta(m, "next_task_id", buf);
 }
 
-/* Every node as the scheduler sees it, whole and free (fill_sched_node),
- * in m->nodes order: four allocations, not two a node (a pass over 10,000
- * nodes spent more in calloc and free than in deciding). */
-struct node_snapshot {
-	struct sched_node *sn;
-	struct sched_gpu **gp;      /* gp[i]: node i's GPUs, in gpus */
-	struct sched_gpu *gpus;
-	struct sched_label *labels;
-};
-static void snapshot_take(struct master *m, struct node_snapshot *s);
-static void snapshot_release(struct node_snapshot *s);
-
 /* The spec's placement labels as the scheduler takes them (caller frees the
  * array; the strings stay the spec's). */
 static struct sched_label *spec_sched_labels(const struct job_spec *spec)
@@ -235,71 +225,6 @@ static int submit_again(const struct job *prev, const struct job_spec *spec, con
 	return error_field(eb, YERR(CONFLICT), "idempotency_key",
 			   "idempotency_key: it made job %" PRIu64 " of another spec or code; a new "
 			   "submission needs a new key", prev->id);
-}
-
-/* What sched_check_feasible reads of a job, as text: jobs of one shape get
- * one answer while the nodes stay as they are. */
-static char *admit_shape(const struct sched_job *sj)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	strbuf_addf(&sb, "%s\n%s\n%s\n%" PRIu64 "\n%u\n", sj->pool ? sj->pool : "\1",
-		    sj->image ? sj->image : "\1", sj->gpu_model ? sj->gpu_model : "\1", sj->gpu_memory,
-		    sj->max_nodes);
-	for (size_t i = 0; i < sj->nlabels; i++)
-		strbuf_addf(&sb, "%s=%s\n", sj->labels[i].key, sj->labels[i].value);
-	for (size_t i = 0; i < sj->ntasks; i++)
-		strbuf_addf(&sb, "%s:%u:%" PRIu64 ":%" PRIu64 ":%s\n", sj->tasks[i].role, sj->tasks[i].gpus,
-			    sj->tasks[i].cpus_milli, sj->tasks[i].memory,
-			    sj->task_pools && sj->task_pools[i] ? sj->task_pools[i] : "\1");
-	return strbuf_detach(&sb, NULL);
-}
-
-/* Admission (sched_check_feasible) over every node the master knows and
- * what its provisioned pools could add (elastic_admission_nodes), its
- * answer kept for the job's shape until a node changes (m->nodes_gen): a
- * check walks every node, and 10,000 of them for each submission was most
- * of what a submission cost. With provisioned pools nothing is kept: what
- * they could add changes with their requests, not with m->nodes_gen. */
-static int admit_check(struct master *m, const struct sched_job *sj, char *field, size_t field_len,
-		       char *msg, size_t msg_len)
-{
-	char *shape = admit_shape(sj);
-	struct node_snapshot snap;
-	struct admit_memo *a;
-	int bad;
-
-	bool memo = !elastic_any_pool(m);
-	size_t nsn = m->nnodes, nvirt;
-
-	for (size_t i = 0; memo && i < ADMIT_MEMO_MAX; i++) {
-		a = &m->admit[i];
-		if (a->shape && a->gen == m->nodes_gen && !strcmp(a->shape, shape)) {
-			free(shape);
-			snprintf(field, field_len, "%s", a->field);
-			snprintf(msg, msg_len, "%s", a->msg);
-			return a->bad ? -1 : 0;
-		}
-	}
-	snapshot_take(m, &snap);
-	nvirt = elastic_admission_nodes(m, &snap.sn, &nsn, &snap.gp);
-	field[0] = msg[0] = '\0';
-	bad = sched_check_feasible(snap.sn, nsn, sj, field, field_len, msg, msg_len);
-	for (size_t i = nsn - nvirt; i < nsn; i++)
-		free(snap.gp[i]); /* the provisioned pools' GPUs; the rest are the snapshot's */
-	snapshot_release(&snap);
-	if (!memo) {
-		free(shape);
-		return bad;
-	}
-	a = &m->admit[m->admit_next++ % ADMIT_MEMO_MAX];
-	free(a->shape);
-	a->shape = shape;
-	a->gen = m->nodes_gen;
-	a->bad = bad != 0;
-	snprintf(a->field, sizeof(a->field), "%s", field);
-	snprintf(a->msg, sizeof(a->msg), "%s", msg);
-	return bad;
 }
 
 int jobs_submit(struct master *m, const struct caller *c, const json_t *body, struct job **out,
@@ -410,7 +335,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 					 .nlabels = spec->nlabels, .image = spec->image,
 					 .task_pools = spec_task_pools(spec, st, ntasks) };
 
-		bad = admit_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
+		bad = admission_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
 		free((void *)sj.labels);
 		free((void *)sj.task_pools);
 		free(st);
@@ -768,86 +693,6 @@ static char **job_data_keys(const struct job *j, size_t *n)
 	return keys;
 }
 
-/* sn describes n whole, every GPU free; sched_account_use subtracts what runs.
- * gpus and labels have room for n's. */
-static void fill_sched_node(const struct node *n, struct sched_node *sn, struct sched_gpu *gpus,
-			    struct sched_label *labels)
-{
-	for (size_t i = 0; i < n->nlabels; i++)
-		labels[i] = (struct sched_label){ n->labels[i].key, n->labels[i].value };
-	sn->labels = labels;
-	sn->nlabels = n->nlabels;
-	sn->pool = n->pool;
-	sn->containers = (n->runtimes & NODE_RT_DOCKER) != 0;
-	sn->cache = (const char *const *)n->cache;
-	sn->ncache = n->ncache;
-	sn->name = n->name;
-	sn->schedulable = n->state == NODE_READY;
-	sn->drained = node_state_is_drained(n->state);
-	sn->drain_reason = n->drain_reason;
-	sn->gpus = gpus;
-	sn->ngpus = n->ngpus;
-	sn->cpus_milli = n->cpus_milli;
-	sn->memory = n->memory;
-	sn->free_cpus_milli = n->cpus_milli;
-	sn->free_memory = n->memory;
-	for (size_t g = 0; g < n->ngpus; g++) {
-		gpus[g].index = n->gpus[g].index;
-		gpus[g].model = n->gpus[g].model;
-		gpus[g].free = true;
-		gpus[g].island = n->gpus[g].island;
-		gpus[g].memory = n->gpus[g].memory;
-	}
-}
-
-static void snapshot_take(struct master *m, struct node_snapshot *s)
-{
-	size_t ngpus = 0, nlabels = 0;
-
-	for (size_t i = 0; i < m->nnodes; i++) {
-		ngpus += m->nodes[i]->ngpus;
-		nlabels += m->nodes[i]->nlabels;
-	}
-	s->sn = xcalloc(m->nnodes + 1, sizeof(*s->sn));
-	s->gp = xcalloc(m->nnodes + 1, sizeof(*s->gp));
-	s->gpus = xcalloc(ngpus + 1, sizeof(*s->gpus));
-	s->labels = xcalloc(nlabels + 1, sizeof(*s->labels));
-	ngpus = nlabels = 0;
-	for (size_t i = 0; i < m->nnodes; i++) {
-		s->gp[i] = s->gpus + ngpus;
-		fill_sched_node(m->nodes[i], &s->sn[i], s->gpus + ngpus, s->labels + nlabels);
-		ngpus += m->nodes[i]->ngpus;
-		nlabels += m->nodes[i]->nlabels;
-	}
-}
-
-static void snapshot_release(struct node_snapshot *s)
-{
-	free(s->sn);
-	free(s->gp);
-	free(s->gpus);
-	free(s->labels);
-}
-
-/* Subtracts what the tasks that hold resources use. */
-static void sched_account_use(struct master *m, struct sched_node *sn, struct sched_gpu **gp)
-{
-	for (size_t i = 0; i < m->nlive; i++) {
-		const struct task *t = m->live[i];
-		const struct node *n = core_node(m, t->node);
-		if (n) {
-			size_t k = n->slot; /* the snapshot is in m->nodes order */
-			sn[k].free_cpus_milli -= t->cpus_milli < sn[k].free_cpus_milli ? t->cpus_milli
-										: sn[k].free_cpus_milli;
-			sn[k].free_memory -= t->memory < sn[k].free_memory ? t->memory : sn[k].free_memory;
-			for (unsigned g = 0; g < t->ngpus; g++)
-				for (size_t x = 0; x < sn[k].ngpus; x++)
-					if (gp[k][x].index == t->gpus[g])
-						gp[k][x].free = false;
-		}
-	}
-}
-
 /* The lowest port of n's range that no task holding n's resources has, or 0. */
 static unsigned node_free_port(struct master *m, const struct node *n)
 {
@@ -1111,7 +956,7 @@ static void queued_sched_job_release(struct sched_job *sj)
  * master's records, and what it takes to apply the decision. */
 struct world_build {
 	struct sched_world w;
-	struct node_snapshot snap;
+	struct nodeview snap;
 	struct sched_node *sn;      /* snap's */
 	struct sched_world_job *wj;
 	struct sched_pjob *pol;
@@ -1124,9 +969,9 @@ struct world_build {
 
 static void world_nodes(struct master *m, struct world_build *b)
 {
-	snapshot_take(m, &b->snap);
+	nodeview_take(m, &b->snap);
 	b->sn = b->snap.sn;
-	sched_account_use(m, b->sn, b->snap.gp);
+	nodeview_account_use(m, b->sn, b->snap.gp);
 }
 
 /* cand: the queued jobs to decide on (the queue, or the new arrivals with
@@ -1196,7 +1041,7 @@ static void world_release(struct master *m, struct world_build *b)
 			queued_sched_job_release(&b->wj[i].job);
 		free(b->jt[i]);
 	}
-	snapshot_release(&b->snap);
+	nodeview_release(&b->snap);
 	free(b->wj);
 	free(b->pol);
 	free(b->jobs);
@@ -1334,7 +1179,7 @@ static void pool_start_estimates(struct master *m, const char *pool, const struc
 void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 			  struct job_start_estimate *out)
 {
-	struct node_snapshot snap;
+	struct nodeview snap;
 	const char **pools = xcalloc(n + 1, sizeof(*pools));
 	size_t npools = 0;
 	uint64_t now = wall_us();
@@ -1344,8 +1189,8 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 		snprintf(out[i].reason, sizeof(out[i].reason), "%s",
 			 "not_estimated: the job has no tasks to place yet");
 	}
-	snapshot_take(m, &snap);
-	sched_account_use(m, snap.sn, snap.gp);
+	nodeview_take(m, &snap);
+	nodeview_account_use(m, snap.sn, snap.gp);
 	for (size_t i = 0; i < n; i++) {
 		const char *p = job_pool(q[i]);
 		size_t k;
@@ -1356,7 +1201,7 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 	}
 	for (size_t k = 0; k < npools; k++)
 		pool_start_estimates(m, pools[k], snap.sn, q, n, now, out);
-	snapshot_release(&snap);
+	nodeview_release(&snap);
 	free(pools);
 }
 
