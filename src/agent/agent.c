@@ -349,6 +349,23 @@ static int session_register(struct session *s, unsigned seen_gen)
 	return *s->stop ? -1 : 0;
 }
 
+/* A request of generation gen answered 401/404: the master refused the
+ * node's token (revoked or expired: the admin's doing) or forgot the node.
+ * Says so with the master's reason, whichever thread met it first (the
+ * poll, a log, metric or status report), and registers again with the
+ * join token. */
+static void session_refused(struct session *s, unsigned gen, long status, const char *why)
+{
+	pthread_mutex_lock(&s->lock);
+	bool current = s->gen == gen;
+	pthread_mutex_unlock(&s->lock);
+	if (current)
+		fprintf(stderr, "yard agent: the master refused node '%s' (HTTP %ld: %s): "
+			"registering again with the join token\n", s->name, status,
+			why && *why ? why : "no reason given");
+	session_register(s, gen);
+}
+
 /* Registrations are serialised by a second lock, so that s->lock is never
  * held across a request. It lives with the session. */
 struct session_full {
@@ -451,10 +468,7 @@ static void *poll_thread(void *arg)
 				uv_async_send(s->wake);
 			pthread_mutex_unlock(&s->lock);
 		} else if (status == 401 || status == 404) {
-			/* say why: a revoked or expired agent token is the admin's doing */
-			fprintf(stderr, "yard agent: the master refused node '%s' (HTTP %ld: %s): "
-				"registering again with the join token\n", s->name, status, eb.msg);
-			session_register(s, gen);
+			session_refused(s, gen, status, eb.msg);
 		} else if (ret) {
 			sleep_backoff(s, backoff_next(&backoff));
 		}
@@ -606,12 +620,6 @@ static void ship_apply(struct shipper *sh, struct ship_event *ev)
 	}
 }
 
-/* A request answered 401/404 means the master forgot us: register again. */
-static void ship_reregister(struct shipper *sh)
-{
-	session_register(sh->s, sh->gen);
-}
-
 static void ship_sync_creds(struct shipper *sh)
 {
 	char *id, *token;
@@ -677,9 +685,11 @@ static int ship_stream(struct shipper *sh, struct ship_task *t, int i)
 			t->off[i] = (uint64_t)json_integer_value(size);
 			ship_save_offsets(t);
 		} else if (status == 401 || status == 404) {
+			const char *why = json_string_value(json_object_get(json_object_get(doc, "error"),
+									   "message"));
+			session_refused(sh->s, sh->gen, status, why ? why : eb.msg);
 			json_decref(doc);
 			httpc_response_release(&res);
-			ship_reregister(sh);
 			break;
 		} else {
 			json_decref(doc);
@@ -711,7 +721,7 @@ static int ship_metrics(struct shipper *sh, struct ship_task *t)
 	if (r >= 0)
 		return r;
 	if (status == 401 || status == 404) {
-		ship_reregister(sh);
+		session_refused(sh->s, sh->gen, status, eb.msg);
 	} else {
 		fprintf(stderr, "yard agent: cannot ship the metrics of task %" PRId64 ": %s\n", t->id, eb.msg);
 		t->retry_at = mono_ms() + backoff_next(&t->backoff);
@@ -856,7 +866,7 @@ static void ship_round(struct shipper *sh)
 			}
 		}
 	} else if (status == 401 || status == 404) {
-		ship_reregister(sh);
+		session_refused(sh->s, sh->gen, status, eb.msg);
 	} else {
 		fprintf(stderr, "yard agent: cannot report status: %s\n", eb.msg);
 		sleep_backoff(sh->s, backoff_next(&sh->status_backoff));
