@@ -267,6 +267,25 @@ int elastic_check_duration(const char *what, const char *value, struct errbuf *e
 	return 0;
 }
 
+int elastic_check_register_timeout(const char *what, const char *value, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	if (parse_duration_str(value, &ms) || !ms)
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a duration of more than 0", what, value);
+	return 0;
+}
+
+int elastic_check_slurm_time(const char *what, const char *value, struct errbuf *eb)
+{
+	uint64_t ms;
+
+	if (parse_duration_str(value, &ms) || (ms && ms < 60000))
+		return error(eb, YERR(BAD_REQUEST), "%s '%s': expected a duration of at least 1m (0: the "
+			     "partition's limit)", what, value);
+	return 0;
+}
+
 int elastic_check_slurm_word(const char *what, const char *value, struct errbuf *eb)
 {
 	size_t n = strlen(value);
@@ -395,16 +414,14 @@ int elastic_conf_build(const struct master_config *cfg, struct elastic_conf *c, 
 	if (!ret && cfg->provisioner_cooldown &&
 	    !(ret = elastic_check_duration("--provisioner-cooldown", cfg->provisioner_cooldown, eb)))
 		parse_duration_str(cfg->provisioner_cooldown, &c->cooldown_ms);
-	if (!ret && cfg->provisioner_register_timeout) {
-		if (parse_duration_str(cfg->provisioner_register_timeout, &c->register_ms) || !c->register_ms)
-			ret = error(eb, YERR(BAD_REQUEST), "--provisioner-register-timeout '%s': expected a "
-				    "duration of more than 0", cfg->provisioner_register_timeout);
-	}
-	if (!ret && cfg->slurm_time) {
-		if (parse_duration_str(cfg->slurm_time, &c->slurm_time_ms) || (c->slurm_time_ms && c->slurm_time_ms < 60000))
-			ret = error(eb, YERR(BAD_REQUEST), "--slurm-time '%s': expected a duration of at least "
-				    "1m (0: the partition's limit)", cfg->slurm_time);
-	}
+	/* each value checked by its key's own check (master_main.c's table), so
+	 * that a file's line is refused for what the build would refuse */
+	if (!ret && cfg->provisioner_register_timeout &&
+	    !(ret = elastic_check_register_timeout("--provisioner-register-timeout",
+						   cfg->provisioner_register_timeout, eb)))
+		parse_duration_str(cfg->provisioner_register_timeout, &c->register_ms);
+	if (!ret && cfg->slurm_time && !(ret = elastic_check_slurm_time("--slurm-time", cfg->slurm_time, eb)))
+		parse_duration_str(cfg->slurm_time, &c->slurm_time_ms);
 	if (ret)
 		return ret;
 	c->url = cfg->provisioner_url ? xstrdup(cfg->provisioner_url) : NULL;

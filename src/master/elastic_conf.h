@@ -82,6 +82,8 @@ int elastic_check_pool_duration(const char *what, const char *value, struct errb
 int elastic_check_pool_shape(const char *what, const char *value, struct errbuf *eb);
 int elastic_check_count(const char *what, const char *value, struct errbuf *eb);
 int elastic_check_duration(const char *what, const char *value, struct errbuf *eb);
+int elastic_check_register_timeout(const char *what, const char *value, struct errbuf *eb);
+int elastic_check_slurm_time(const char *what, const char *value, struct errbuf *eb);
 int elastic_check_slurm_word(const char *what, const char *value, struct errbuf *eb);
 int elastic_check_path(const char *what, const char *value, struct errbuf *eb);
 

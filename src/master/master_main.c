@@ -221,11 +221,11 @@ static const struct conf_option master_options[] = {
 	    "DURATION", "no scale-down this long after a scale-up, no scale-up this long\n"
 	    "after a failure (default 30s)"),
 	OPT("provisioner-register-timeout", CONF_STRING, CONF_RELOAD, provisioner_register_timeout,
-	    elastic_check_duration, "DURATION",
+	    elastic_check_register_timeout, "DURATION",
 	    "a node asked for that has not registered after this is given up\n(default 5m)"),
 	OPT("provisioner-url", CONF_STRING, CONF_RELOAD, provisioner_url, check_url, "URL",
 	    "where new nodes' agents reach this master (default: its URL)"),
-	OPT("slurm-time", CONF_STRING, CONF_RELOAD, slurm_time, elastic_check_duration, "DURATION",
+	OPT("slurm-time", CONF_STRING, CONF_RELOAD, slurm_time, elastic_check_slurm_time, "DURATION",
 	    "the time limit of Slurm allocations (default: the partition's)"),
 	OPT("slurm-account", CONF_STRING, CONF_RELOAD, slurm_account, elastic_check_slurm_word, "NAME",
 	    "the Slurm account they are charged to"),

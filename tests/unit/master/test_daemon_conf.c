@@ -298,11 +298,25 @@ static void test_line_refused_as_the_build_would(void **state)
 	struct errbuf eb = ERRBUF_INIT;
 	struct conf c;
 
+	static const char slurm_time[] = "slurm-time = 20\n";
+	static const char register_timeout[] = "provisioner-register-timeout = 0s\n";
+
 	conf_init(&c, "master", opts, n);
 	assert_int_not_equal(conf_parse_file(&c, text, strlen(text), "master.conf", &eb), 0);
 	assert_string_equal(eb.msg, "'master.conf' line 2: provisioner "
 			    "'p0123456789012345678901234567890123456=slurm:a100': the pool of a Slurm "
 			    "provisioner has a name of at most 36 characters (its nodes are POOL-JOB-TASK)");
+	conf_release(&c);
+	/* a second finding of the same kind: two durations the build bounded */
+	conf_init(&c, "master", opts, n);
+	assert_int_not_equal(conf_parse_file(&c, slurm_time, strlen(slurm_time), "master.conf", &eb), 0);
+	assert_string_equal(eb.msg, "'master.conf' line 1: slurm-time '20': expected a duration of at "
+			    "least 1m (0: the partition's limit)");
+	conf_release(&c);
+	conf_init(&c, "master", opts, n);
+	assert_int_not_equal(conf_parse_file(&c, register_timeout, strlen(register_timeout), "master.conf", &eb), 0);
+	assert_string_equal(eb.msg, "'master.conf' line 1: provisioner-register-timeout '0s': expected a "
+			    "duration of more than 0");
 	conf_release(&c);
 	(void)state;
 }
