@@ -133,7 +133,9 @@ def test_shipped_rules_and_dashboard_name_what_the_master_serves():
 
 
 def test_prometheus_scrapes_the_master_and_evaluates_the_alerts():
-    with cluster("promscrape", lease="2s") as c:
+    # a lease of 4 s: with 2 s an agent whose master answered nothing for
+    # 1.5 s on a loaded machine was fenced, and the job's GPU was free
+    with cluster("promscrape", lease="4s") as c:
         c.start_master()
         c.start_agent("n1", gpus="sim:2")
         c.start_agent("n2", gpus="sim:2")
