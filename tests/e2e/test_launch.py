@@ -17,10 +17,15 @@ ENV_DUMP = [PY, "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
 
 
 def task_env(c, jid, task):
-    for line in c.api.log(jid, task).decode().splitlines():
-        if line.startswith("{"):
-            return json.loads(line)
-    raise AssertionError(f"{task} printed no environment")
+    """The environment task printed. A job that succeeded may still have
+    tasks stopping (mxnet's server, once its workers decided), whose output
+    the agent ships as they end: wait for the line."""
+    def printed():
+        for line in c.api.log(jid, task).decode().splitlines():
+            if line.startswith("{"):
+                return json.loads(line)
+        return None
+    return wait_until(printed, 15, f"{task} to have printed its environment")
 
 
 def test_pytorch_environment_across_two_nodes():
