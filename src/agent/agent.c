@@ -17,9 +17,6 @@
 
 #include <curl/curl.h>
 #include <dirent.h>
-#include <ifaddrs.h>
-#include <arpa/inet.h>
-#include <net/if.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <sys/wait.h>
@@ -30,9 +27,11 @@
 #include "agent/cgroup.h"
 #include "agent/ckptwatch.h"
 #include "agent/docker.h"
+#include "agent/ephemeral.h"
 #include "agent/fetch.h"
 #include "agent/gpu.h"
 #include "agent/heartbeat.h"
+#include "agent/hostinfo.h"
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
@@ -176,67 +175,14 @@ static json_t *scan_task_ids(const char *work_dir)
 {
 	json_t *ids = json_array();
 	char *dir = xasprintf("%s/tasks", work_dir);
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		uint64_t id;
-		if (parse_u64_str(de->d_name, &id) == 0)
-			json_array_append_new(ids, json_integer((json_int_t)id));
-	}
-	if (d)
-		closedir(d);
+	size_t n;
+	uint64_t *id = dir_ids(dir, &n);
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(ids, json_integer((json_int_t)id[i]));
+	free(id);
 	free(dir);
 	return ids;
-}
-
-static long cpu_count(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? n : 1;
-}
-
-static uint64_t mem_total(void)
-{
-	struct strbuf sb = STRBUF_INIT;
-	uint64_t kb = 0;
-	if (strbuf_read_file(&sb, "/proc/meminfo", 1 << 20) == 0) {
-		const char *p = strstr(sb.buf, "MemTotal:");
-		if (p) {
-			p += 9;
-			while (*p == ' ')
-				p++;
-			if (parse_u64(&p, &kb) < 0)
-				kb = 0;
-		}
-	}
-	strbuf_release(&sb);
-	return kb * 1024;
-}
-
-/* The name of the interface that holds addr, or NULL (caller frees). */
-static char *iface_of(const char *addr)
-{
-	struct ifaddrs *ifs = NULL;
-	char *name = NULL;
-
-	if (getifaddrs(&ifs) < 0)
-		return NULL;
-	for (struct ifaddrs *i = ifs; i && !name; i = i->ifa_next) {
-		char buf[INET6_ADDRSTRLEN];
-		const void *a;
-		if (!i->ifa_addr || !i->ifa_name)
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET)
-			a = &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
-		else if (i->ifa_addr->sa_family == AF_INET6)
-			a = &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
-		else
-			continue;
-		if (inet_ntop(i->ifa_addr->sa_family, a, buf, sizeof(buf)) && !strcmp(buf, addr))
-			name = xstrdup(i->ifa_name);
-	}
-	freeifaddrs(ifs);
-	return name;
 }
 
 /* The keys of the node's data cache, for registration and status reports:
@@ -272,11 +218,11 @@ static int register_once(struct session *s, struct errbuf *eb)
 		else
 			s->addr = xstrdup("127.0.0.1");
 	}
-	char *iface = iface_of(s->addr);
+	char *iface = host_iface_of(s->addr);
 	json_t *body = json_pack("{s:s, s:s, s:s?, s:[i,i], s:i, s:I, s:O, s:O, s:s?, s:o, s:s, s:O}",
 				 "name", s->name, "addr", s->addr, "iface", iface, "ports",
-				 (int)s->port_lo, (int)s->port_hi, "cpus", (int)cpu_count(), "memory",
-				 (json_int_t)mem_total(), "gpus", s->gpus, "runtimes", s->runtimes,
+				 (int)s->port_lo, (int)s->port_hi, "cpus", (int)host_cpus(), "memory",
+				 (json_int_t)host_memory(), "gpus", s->gpus, "runtimes", s->runtimes,
 				 "engine", s->engine, "tasks", scan_task_ids(s->work_dir), "pool", s->pool,
 				 "labels", s->labels);
 	json_object_set_new(body, "cache", session_cache_keys(s));
@@ -976,12 +922,7 @@ struct agent {
 	int64_t *finished;          /* ids never to start again */
 	size_t nfinished, afinished;
 	volatile sig_atomic_t *stop;
-	/* an ephemeral agent (--ephemeral): the master told it to leave; why
-	 * it leaves ("" while it does not), and until when its tasks may stop;
-	 * since when it has had no task */
-	bool leave_told;
-	char leaving[96];
-	uint64_t leave_deadline_ms, idle_since_ms;
+	struct ephemeral eph;       /* --ephemeral: when and why it leaves */
 };
 
 static bool is_finished(struct agent *a, int64_t id)
@@ -1820,7 +1761,7 @@ static void on_wake(uv_async_t *h)
 		free(token);
 	}
 	if (json_is_true(json_object_get(work, "leave")))
-		a->leave_told = true; /* a scale-down: it has no task left */
+		a->eph.told = true; /* a scale-down: it has no task left */
 	json_decref(work);
 	if (*a->stop && !a->cfg->ephemeral)
 		uv_stop(&a->loop);
@@ -1869,31 +1810,15 @@ static void fence(struct agent *a)
 			n, n == 1 ? "" : "s");
 }
 
-/* An ephemeral agent leaves for good: told to by the master (a
- * scale-down), idle for --idle, or stopped (Slurm ending its allocation):
- * then it stops its tasks first, giving them AGENT_EPHEMERAL_STOP_MS.
- * agent_run tells the master it left. True when the loop is to end now. */
+/* An ephemeral agent's tick (ephemeral.h): true when its loop is to end. */
 static bool ephemeral_leaves(struct agent *a)
 {
-	uint64_t now = mono_ms();
+	bool stop_tasks;
+	bool end = ephemeral_tick(&a->eph, *a->stop != 0, a->tasks != NULL, mono_ms(), &stop_tasks);
 
-	if (!a->leaving[0]) {
-		if (*a->stop) {
-			snprintf(a->leaving, sizeof(a->leaving), "its agent was stopped");
-			a->leave_deadline_ms = now + AGENT_EPHEMERAL_STOP_MS;
-			for (struct atask *t = a->tasks; t; t = t->next)
-				stop_task(a, t);
-		} else if (a->leave_told && !a->tasks) {
-			snprintf(a->leaving, sizeof(a->leaving), "told to leave by the master");
-		} else if (a->tasks) {
-			a->idle_since_ms = now;
-		} else if (a->cfg->idle_ms && now - a->idle_since_ms >= a->cfg->idle_ms) {
-			snprintf(a->leaving, sizeof(a->leaving), "idle for %" PRIu64 " s", (now - a->idle_since_ms) / 1000);
-		}
-		if (a->leaving[0])
-			fprintf(stderr, "yard agent: leaving: %s\n", a->leaving);
-	}
-	return a->leaving[0] && (!a->tasks || now >= a->leave_deadline_ms);
+	for (struct atask *t = a->tasks; stop_tasks && t; t = t->next)
+		stop_task(a, t);
+	return end;
 }
 
 static void on_tick(uv_timer_t *h)
@@ -1922,17 +1847,14 @@ static void on_tick(uv_timer_t *h)
 static void remember_execs(struct atask *t)
 {
 	char *dir = xasprintf("%s/execs", t->rt.dir);
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	uint64_t id;
-	while (d && (de = readdir(d))) {
-		if (parse_u64_str(de->d_name, &id) < 0)
-			continue;
+	size_t n;
+	uint64_t *id = dir_ids(dir, &n);
+
+	for (size_t i = 0; i < n; i++) {
 		ALLOC_GROW(t->exec_ids, t->nexec_ids + 1, t->aexec_ids);
-		t->exec_ids[t->nexec_ids++] = (int64_t)id;
+		t->exec_ids[t->nexec_ids++] = (int64_t)id[i];
 	}
-	if (d)
-		closedir(d);
+	free(id);
 	free(dir);
 }
 
@@ -1958,11 +1880,10 @@ static void scan_work_dir(struct agent *a)
 	}
 	if (d)
 		closedir(d);
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		if (parse_u64_str(de->d_name, &id) < 0)
-			continue;
-		struct atask *t = task_new(a, (int64_t)id);
+	size_t nids;
+	uint64_t *ids = dir_ids(dir, &nids);
+	for (size_t x = 0; x < nids; x++) {
+		struct atask *t = task_new(a, (int64_t)ids[x]);
 		char *rep = xasprintf("%s/reported", t->rt.dir);
 		bool reported = path_exists(rep);
 		free(rep);
@@ -2004,8 +1925,7 @@ static void scan_work_dir(struct agent *a)
 		}
 		check_exit(a, t);
 	}
-	if (d)
-		closedir(d);
+	free(ids);
 	free(dir);
 	free(fin);
 }
@@ -2039,50 +1959,9 @@ static struct session *session_new(const struct agent_config *cfg, const struct 
 	s->port_lo = cfg->port_lo ? cfg->port_lo : 30000;
 	s->port_hi = cfg->port_lo ? cfg->port_hi : 32000;
 	s->ephemeral = cfg->ephemeral;
-	{
-		/* the Slurm job an agent runs in (an array task's own id first):
-		 * the master shows it on the node */
-		const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID");
-		const char *j = getenv("SLURM_JOB_ID");
-		char *id = aj && at ? xasprintf("%s_%s", aj, at) : j ? xstrdup(j) : NULL;
-		if (id && strlen(id) <= 40 && strspn(id, "0123456789_") == strlen(id))
-			s->slurm_job = id;
-		else
-			free(id);
-	}
+	s->slurm_job = ephemeral_slurm_job(); /* the master shows it on the node */
 	s->stop = stop;
 	return s;
-}
-
-/* An ephemeral agent's last word: it left, and why; its node ends at once
- * (its tasks not reported ended are lost). Best effort: a master that does
- * not answer finds the node lost when its lease lapses. */
-static void say_left(struct agent *a)
-{
-	struct errbuf eb = ERRBUF_INIT;
-	char *id, *token, *esc, *path;
-	json_t *body, *reply = NULL;
-	struct httpc c;
-	long status = 0;
-
-	session_creds(a->s, &id, &token);
-	esc = url_escape(id);
-	path = xasprintf("/v1/agents/%s/status", esc);
-	body = json_pack("{s:[], s:s}", "tasks", "left", a->leaving);
-	httpc_init(&c, a->s->master_url, &a->s->tls, token);
-	c.timeout_ms = 5000;
-	if (httpc_json(&c, "POST", path, body, &reply, &status, &eb))
-		fprintf(stderr, "yard agent: could not tell the master that node '%s' left: %s\n", a->s->name,
-			eb.msg);
-	else
-		fprintf(stderr, "yard agent: node '%s' left (%s)\n", a->s->name, a->leaving);
-	json_decref(body);
-	json_decref(reply);
-	httpc_release(&c);
-	free(path);
-	free(esc);
-	free(id);
-	free(token);
 }
 
 int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struct errbuf *eb)
@@ -2186,7 +2065,7 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		ret = error(eb, YERR(INTERNAL), "cannot start the poll thread");
 	} else {
 		poller_started = true;
-		a.idle_since_ms = mono_ms();
+		ephemeral_init(&a.eph, cfg->idle_ms, mono_ms());
 		uv_run(&a.loop, UV_RUN_DEFAULT);
 	}
 
@@ -2229,8 +2108,13 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 	gpu_sampler_free(a.sh.sampler);
 	if (a.ctx.cgroups)
 		remove_cgroup_base(&a.ctx);
-	if (a.leaving[0])
-		say_left(&a);
+	if (a.eph.why[0]) {
+		char *id, *token;
+		session_creds(a.s, &id, &token);
+		ephemeral_say_left(a.s->master_url, &a.s->tls, a.s->name, id, token, a.eph.why);
+		free(id);
+		free(token);
+	}
 out_session:
 	heartbeat_writer_stop(&a.hb);
 	pthread_mutex_lock(&a.s->lock);

@@ -1,5 +1,6 @@
 #include "base/compat.h"
 #include "base/fsutil.h"
+#include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 
@@ -194,4 +195,22 @@ int chown_tree(const char *path, uid_t uid, gid_t gid)
 		return -1;
 	}
 	return chown_below(fd, st.st_dev, uid, gid);
+}
+
+uint64_t *dir_ids(const char *dir, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t *ids = NULL, id;
+	size_t alloc = 0;
+
+	*n = 0;
+	while (d && (de = readdir(d)))
+		if (!parse_u64_str(de->d_name, &id)) {
+			ALLOC_GROW(ids, *n + 1, alloc);
+			ids[(*n)++] = id;
+		}
+	if (d)
+		closedir(d);
+	return ids;
 }

@@ -32,5 +32,9 @@ int path_exists(const char *path);
  * fd opened without following links, so a tree its owner changes meanwhile
  * cannot redirect it. */
 int chown_tree(const char *path, uid_t uid, gid_t gid);
+/* dir_ids: the entries of dir named by a decimal number (a task's, an
+ * exec's), in no order; NULL and *n 0 when there are none or no dir.
+ * Caller frees. */
+uint64_t *dir_ids(const char *dir, size_t *n);
 
 #endif
