@@ -613,6 +613,44 @@ static void raw_refuse(struct wsconn *c, const struct errbuf *eb)
 }
 
 /*
+ * One wait of a splice of the leg c and the upstream fd (run_raw,
+ * run_port), each side polled for what the buffers allow: the leg read
+ * while up has room and written while c has output; the upstream read
+ * while it has not ended and c's output has room, written while up holds
+ * bytes. No wait when TLS holds more of the leg than its socket shows.
+ * The session's wake is drained. *legrev, *uprev: what came on each side.
+ */
+static int splice_wait(struct asession *s, struct wsconn *c, int fd, const struct outq *up, bool up_eof,
+		       short *legrev, short *uprev)
+{
+	struct pollfd pf[3];
+	int np = 0, ileg = -1, iup = -1;
+	short legev = (short)((outq_len(up) < IN_HIGH ? POLLIN : 0) | (conn_pending(c) ? POLLOUT : 0));
+	short upev = (short)((!up_eof && conn_pending(c) < OUT_HIGH ? POLLIN : 0) | (outq_len(up) ? POLLOUT : 0));
+
+	*legrev = *uprev = 0;
+	pf[np++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+	if (legev) {
+		ileg = np;
+		pf[np++] = (struct pollfd){ .fd = c->st->fd, .events = legev };
+	}
+	if (upev) {
+		iup = np;
+		pf[np++] = (struct pollfd){ .fd = fd, .events = upev };
+	}
+	if (poll(pf, (nfds_t)np, c->more && outq_len(up) < IN_HIGH ? 0 : -1) < 0 && errno != EINTR)
+		return -1;
+	if (pf[0].revents) {
+		uint64_t v;
+		if (read(s->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -1;
+	}
+	*legrev = ileg >= 0 ? pf[ileg].revents : 0;
+	*uprev = iup >= 0 ? pf[iup].revents : 0;
+	return 0;
+}
+
+/*
  * http and ws: the leg and the upstream spliced, raw bytes both ways (the
  * master wrote the request, and reads the answer). The upstream's end
  * (it closed, or failed) ends the session once what it sent has gone to
@@ -635,30 +673,12 @@ static void run_raw(struct asession *s, struct wsconn *c)
 		return;
 	}
 	while (!c->eof && !(up_eof && !conn_pending(c))) {
-		struct pollfd pf[3];
-		int np = 0, ileg = -1, iup = -1;
-		short legev, upev;
+		short legrev, uprev;
 		if (stop_asked(s) != STOP_NONE)
 			break;
-		pf[np++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
-		legev = (short)((outq_len(&up) < IN_HIGH ? POLLIN : 0) | (conn_pending(c) ? POLLOUT : 0));
-		upev = (short)((!up_eof && conn_pending(c) < OUT_HIGH ? POLLIN : 0) | (outq_len(&up) ? POLLOUT : 0));
-		if (legev) {
-			ileg = np;
-			pf[np++] = (struct pollfd){ .fd = c->st->fd, .events = legev };
-		}
-		if (upev) {
-			iup = np;
-			pf[np++] = (struct pollfd){ .fd = fd, .events = upev };
-		}
-		if (poll(pf, (nfds_t)np, c->more && outq_len(&up) < IN_HIGH ? 0 : -1) < 0 && errno != EINTR)
+		if (splice_wait(s, c, fd, &up, up_eof, &legrev, &uprev) < 0)
 			break;
-		if (pf[0].revents) {
-			uint64_t v;
-			if (read(s->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				break;
-		}
-		if ((ileg >= 0 && pf[ileg].revents) || c->more) {
+		if (legrev || c->more) {
 			char buf[65536];
 			c->more = false;
 			while (!c->eof) {
@@ -679,7 +699,7 @@ static void run_raw(struct asession *s, struct wsconn *c)
 		}
 		if (outq_len(&up) && outq_write(&up, fd) < 0)
 			up_eof = true; /* the upstream is gone: what it sent goes on, then the end */
-		if (iup >= 0 && (pf[iup].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (uprev & (POLLIN | POLLHUP | POLLERR)) {
 			int r = 0;
 			while (conn_pending(c) < OUT_HIGH && (r = upstream_read(fd, &c->out, false)) > 0)
 				;
@@ -731,9 +751,7 @@ static void run_port(struct asession *s, struct wsconn *c)
 		return;
 	}
 	while (!c->eof && !c->close_got && !why[0] && !(up_eof && shut && !conn_pending(c))) {
-		struct pollfd pf[3];
-		int np = 0, ileg = -1, iup = -1;
-		short legev, upev;
+		short legrev, uprev;
 		enum stop_req stop = stop_asked(s);
 		if (stop == STOP_AGENT)
 			break;
@@ -741,25 +759,9 @@ static void run_port(struct asession *s, struct wsconn *c)
 			snprintf(why, sizeof(why), "task %" PRId64 " has ended", s->task);
 			break;
 		}
-		pf[np++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
-		legev = (short)((outq_len(&up) < IN_HIGH ? POLLIN : 0) | (conn_pending(c) ? POLLOUT : 0));
-		upev = (short)((!up_eof && conn_pending(c) < OUT_HIGH ? POLLIN : 0) | (outq_len(&up) ? POLLOUT : 0));
-		if (legev) {
-			ileg = np;
-			pf[np++] = (struct pollfd){ .fd = c->st->fd, .events = legev };
-		}
-		if (upev) {
-			iup = np;
-			pf[np++] = (struct pollfd){ .fd = fd, .events = upev };
-		}
-		if (poll(pf, (nfds_t)np, c->more && outq_len(&up) < IN_HIGH ? 0 : -1) < 0 && errno != EINTR)
+		if (splice_wait(s, c, fd, &up, up_eof, &legrev, &uprev) < 0)
 			break;
-		if (pf[0].revents) {
-			uint64_t v;
-			if (read(s->wake, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				break;
-		}
-		if ((ileg >= 0 && pf[ileg].revents) || c->more) {
+		if (legrev || c->more) {
 			char buf[65536];
 			c->more = false;
 			while (!c->eof && !c->close_got) {
@@ -809,7 +811,7 @@ static void run_port(struct asession *s, struct wsconn *c)
 			shutdown(fd, SHUT_WR);
 			shut = true;
 		}
-		if (!why[0] && iup >= 0 && (pf[iup].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (!why[0] && (uprev & (POLLIN | POLLHUP | POLLERR))) {
 			int r = 0;
 			while (conn_pending(c) < OUT_HIGH && (r = upstream_read(fd, &c->out, true)) > 0)
 				;
