@@ -1,9 +1,7 @@
 #include "base/compat.h"
 #include "master/audit.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 
 #include "base/clock.h"
 #include "base/strbuf.h"
@@ -30,22 +28,6 @@ char *audit_escape_path(const char *path)
 	return strbuf_detach(&sb, NULL);
 }
 
-/* The client's address as text into buf, or NULL when it has none that is
- * IPv4 or IPv6 (a socketpair). */
-static const char *client_addr(struct req *r, char *buf, size_t len)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	if (sa && sa->sa_family == AF_INET &&
-	    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len))
-		return buf;
-	if (sa && sa->sa_family == AF_INET6 &&
-	    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len))
-		return buf;
-	return NULL;
-}
 
 void audit_record(struct req *r)
 {
@@ -57,7 +39,7 @@ void audit_record(struct req *r)
 		.user = r->user,
 		.role = r->user ? role_name(r->role) : NULL,
 		.token = r->token_id[0] ? r->token_id : NULL,
-		.addr = client_addr(r, addr, sizeof(addr)),
+		.addr = req_client_addr(r, addr, sizeof(addr)),
 		.method = r->method ? r->method : "",
 		.path = path,
 		.status = r->status,

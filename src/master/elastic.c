@@ -1023,16 +1023,6 @@ static void shape_text(const struct elastic_shape *s, struct strbuf *sb)
 
 /* ---- scale-up, after a decision ---- */
 
-/* Whether job has tasks in pool: its own pool's, or a role's. */
-static bool sjob_uses_pool(const struct sched_job *job, const char *pool)
-{
-	if (!strcmp(pool_or_default(job->pool), pool))
-		return true;
-	for (size_t t = 0; job->task_pools && t < job->ntasks; t++)
-		if (job->task_pools[t] && !strcmp(job->task_pools[t], pool))
-			return true;
-	return false;
-}
 
 void elastic_after_decision(struct master *m, const struct sched_world *w,
 			    const struct sched_decision *d, struct job *const *jobs)
@@ -1067,7 +1057,7 @@ void elastic_after_decision(struct master *m, const struct sched_world *w,
 			for (size_t k = 0; k < d->nwaits; k++) {
 				const struct sched_world_job *wj = &w->jobs[d->waits[k].job];
 				if (plan.cover[k] == ELASTIC_NEW || plan.cover[k] == ELASTIC_NO_SHAPE) {
-					if (!sjob_uses_pool(&wj->job, p->pool))
+					if (!elastic_job_uses_pool(&wj->job, p->pool))
 						continue;
 					r->jobs = xrealloc(r->jobs, (r->njobs + 1) * sizeof(*r->jobs));
 					r->jobs[r->njobs++] = wj->job.id;
@@ -1091,7 +1081,7 @@ void elastic_after_decision(struct master *m, const struct sched_world *w,
 		for (size_t i = 0; i < np; i++) {
 			const char *pool = e->conf.pools[i].pool;
 			struct strbuf pt = STRBUF_INIT;
-			if (!sjob_uses_pool(sj, pool))
+			if (!elastic_job_uses_pool(sj, pool))
 				continue;
 			switch (plan.cover[k]) {
 			case ELASTIC_PENDING:

@@ -599,6 +599,21 @@ static enum MHD_Result queue(struct req *r)
  * every task), and a refused agent would lose its lease and its tasks; an
  * agent token is made by the admin for one node. Returns the milliseconds
  * to wait, 0 when the request may go on. */
+const char *req_client_addr(struct req *r, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	if (sa && sa->sa_family == AF_INET &&
+	    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len))
+		return buf;
+	if (sa && sa->sa_family == AF_INET6 &&
+	    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len))
+		return buf;
+	return NULL;
+}
+
 /* The client's IPv4 address (host order), 0 when unknown. */
 static uint32_t client_ipv4(struct req *r)
 {

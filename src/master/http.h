@@ -181,4 +181,8 @@ void http_release_all(struct master *m, const struct errbuf *why);
  * a work poll of node name is held (its lease is renewed meanwhile). */
 bool http_polls_held(const struct master *m, const char *name);
 
+/* The client's address as text into buf, or NULL when it has none that is
+ * IPv4 or IPv6 (a socketpair): the audit entry's, a proxy's X-Forwarded-For. */
+const char *req_client_addr(struct req *r, char *buf, size_t len);
+
 #endif

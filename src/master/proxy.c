@@ -2,9 +2,7 @@
 #include "base/compat.h"
 #include "master/proxy.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 
 #include "base/clock.h"
 #include "base/parse.h"
@@ -368,20 +366,6 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
 	return MHD_YES;
 }
 
-static const char *client_addr(struct req *r, char *buf, size_t len)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	if (sa && sa->sa_family == AF_INET &&
-	    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len))
-		return buf;
-	if (sa && sa->sa_family == AF_INET6 &&
-	    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len))
-		return buf;
-	return NULL;
-}
 
 /* The raw target with a '/' after its path: where a target without the
  * slash after PORT is sent (as a directory's URL is). */
@@ -465,7 +449,7 @@ void proxy_handle(struct req *r)
 	up.ws = spec.kind == SESSION_WS;
 	up.fields = fl.f;
 	up.nfields = fl.n;
-	up.client_addr = client_addr(r, addr, sizeof(addr));
+	up.client_addr = req_client_addr(r, addr, sizeof(addr));
 	up.https = r->m->tls.cert_pem != NULL;
 	up.prefix = prefix;
 	up.has_body = cl || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") ||

@@ -132,8 +132,7 @@ static bool preempting_for(const struct sched_decision *d, size_t job)
 	return false;
 }
 
-/* Whether job has tasks in pool (its own pool's or a role's). */
-static bool job_uses_pool(const struct sched_job *job, const char *pool)
+bool elastic_job_uses_pool(const struct sched_job *job, const char *pool)
 {
 	if (!strcmp(pool_or_default(job->pool), pool))
 		return true;
@@ -173,7 +172,7 @@ static void plan_pool(const struct sched_world *w, const struct sched_decision *
 	for (size_t i = 0; i < d->nwaits; i++) {
 		const struct sched_wait *wt = &d->waits[i];
 		const struct sched_job *job = &w->jobs[wt->job].job;
-		if (!job_uses_pool(job, pool) || !elastic_wait_is_demand(wt->code) || preempting_for(d, wt->job))
+		if (!elastic_job_uses_pool(job, pool) || !elastic_wait_is_demand(wt->code) || preempting_for(d, wt->job))
 			continue;
 		wi[pp.njobs] = i;
 		pp.jobs[pp.njobs++] = job;

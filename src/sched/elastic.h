@@ -83,6 +83,9 @@ void elastic_plan_release(struct elastic_plan *p);
  * nodes could answer), not a policy's hold. */
 bool elastic_wait_is_demand(const char *code);
 
+/* Whether job has tasks in pool (its own pool's or a role's). */
+bool elastic_job_uses_pool(const struct sched_job *job, const char *pool);
+
 /* One provisioned node of a pool, for scale-down. */
 struct elastic_node {
 	bool idle;                    /* ready, not drained, no task holds it */
