@@ -163,7 +163,7 @@ struct store_ops {
 	 * with reclaim, when holder (the master's identity: its host and data
 	 * dir) holds it already (this master, started again), advertising url,
 	 * for lease_ms; *out says who holds it now (outside a transaction;
-	 * release *out) */
+	 * release *out). On an error *out holds nothing. */
 	int (*lease_acquire)(struct store *st, const char *holder, const char *url, bool reclaim,
 			     unsigned lease_ms, struct store_lease *out, struct errbuf *eb);
 	/* lease_release ends the lease of epoch at once (a leader stopping),

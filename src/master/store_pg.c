@@ -1021,6 +1021,12 @@ static int pg_lease_acquire(struct store *st, const char *holder, const char *ur
 		return ret;
 	}
 	ret = pg_commit(st, eb);
+	if (ret) {
+		/* the server lost between the row and the COMMIT (a primary
+		 * failing over): the row read is not what holds */
+		store_lease_release(out);
+		memset(out, 0, sizeof(*out));
+	}
 	st->fence_epoch = fence;
 	return ret;
 }

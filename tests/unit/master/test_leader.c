@@ -247,6 +247,34 @@ static void test_vanished_holder_ended(void **state)
 	store_pg_ops.close(b);
 }
 
+/* The server is lost between the lease row and the COMMIT (a primary
+ * failing over): the try fails, and what it had read of the row is not
+ * handed out (a standby that took it as an answer leaked it). A deferred
+ * trigger makes that COMMIT fail on a server that stays up. */
+static void test_failed_commit_hands_out_nothing(void **state)
+{
+	struct store *b = open_store();
+	struct errbuf eb = ERRBUF_INIT;
+	struct store_lease lb;
+
+	(void)state;
+	raw_sql("CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS"
+		" $$BEGIN RAISE EXCEPTION 'refused at commit'; END$$;"
+		" CREATE CONSTRAINT TRIGGER test_refuse AFTER UPDATE ON leader"
+		" DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_refuse()", NULL, 0);
+	memset(&lb, 0xab, sizeof(lb));
+	assert_int_not_equal(store_pg_ops.lease_acquire(b, "b", "http://b:7420", false, 1000, &lb, &eb), 0);
+	assert_non_null(strstr(eb.msg, "refused at commit"));
+	assert_null(lb.url);
+	assert_false(lb.mine);
+	raw_sql("DROP TRIGGER test_refuse ON leader; DROP FUNCTION test_refuse()", NULL, 0);
+	errbuf_reset(&eb);
+	lb = acquire(b, "b", 1000);
+	assert_true(lb.mine);
+	store_lease_release(&lb);
+	store_pg_ops.close(b);
+}
+
 /* A master started again (the same holder: host and data dir) takes back
  * the lease its old self holds, at once, and the old self is fenced; a
  * leader that stops releases its lease, so a standby takes it at once. */
@@ -299,6 +327,7 @@ int main(void)
 		cmocka_unit_test_setup(test_commits_renew, reset),
 		cmocka_unit_test_setup(test_vanished_holder_ended, reset),
 		cmocka_unit_test_setup(test_reclaim_and_release, reset),
+		cmocka_unit_test_setup(test_failed_commit_hands_out_nothing, reset),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
