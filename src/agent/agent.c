@@ -430,15 +430,14 @@ static void *poll_thread(void *arg)
 
 /* ---- the shipper thread ---- */
 
-enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED, SHIP_EXEC, SHIP_STAGING };
+enum ship_event_kind { SHIP_TRACK, SHIP_RUNNING, SHIP_FINISHED, SHIP_EXEC, SHIP_PROGRESS };
 
 struct ship_event {
 	enum ship_event_kind kind;
 	int64_t id;
 	pid_t pid;
 	struct task_exit exit;
-	json_t *report;         /* SHIP_EXEC: owned exec report */
-	uint64_t staged, stage_total; /* SHIP_STAGING: bytes */
+	json_t *report;         /* owned: SHIP_EXEC's exec report, SHIP_PROGRESS's task report */
 	struct ship_event *next;
 };
 
@@ -451,8 +450,7 @@ struct ship_task {
 	int64_t checkpoint_reported; /* the checkpoint_at the master has (wall us; 0: none) */
 	bool finished;
 	struct task_exit exit;
-	bool staging_dirty;     /* a staging progress not reported yet */
-	uint64_t staged, stage_total;
+	json_t *progress;       /* owned: how far its start is (staging, building), not reported yet */
 	uint64_t retry_at;      /* mono ms; 0: now */
 	unsigned backoff;
 	struct metric_ship *metrics; /* owned: its training metrics */
@@ -503,6 +501,18 @@ static void ship_event(struct shipper *sh, enum ship_event_kind kind, int64_t id
 	ev->pid = pid;
 	if (e)
 		ev->exit = *e;
+	shipper_post(sh, ev);
+}
+
+/* How far a task's start is: REPORT (owned: {state, ...}) goes to the
+ * master in place of any earlier one not sent yet. */
+static void ship_progress(struct shipper *sh, int64_t id, json_t *report)
+{
+	struct ship_event *ev = xcalloc(1, sizeof(*ev));
+	ev->kind = SHIP_PROGRESS;
+	ev->id = id;
+	json_object_set_new(report, "id", json_integer((json_int_t)id));
+	ev->report = report;
 	shipper_post(sh, ev);
 }
 
@@ -559,10 +569,10 @@ static void ship_apply(struct shipper *sh, struct ship_event *ev)
 	} else if (ev->kind == SHIP_FINISHED) {
 		t->finished = true;
 		t->exit = ev->exit;
-	} else if (ev->kind == SHIP_STAGING) {
-		t->staging_dirty = true;
-		t->staged = ev->staged;
-		t->stage_total = ev->stage_total;
+	} else if (ev->kind == SHIP_PROGRESS) {
+		json_decref(t->progress);
+		t->progress = ev->report;
+		ev->report = NULL;
 	}
 }
 
@@ -679,6 +689,7 @@ static void ship_task_free(struct ship_task *t)
 {
 	metric_ship_free(t->metrics);
 	ckpt_watch_free(t->ckpt);
+	json_decref(t->progress);
 	free(t->dir);
 	free(t);
 }
@@ -744,12 +755,10 @@ static void ship_round(struct shipper *sh)
 				json_object_set_new(r, "checkpoint_at", json_integer(ck));
 			json_array_append_new(reports, r);
 		}
-		else if (t->staging_dirty && !t->running && !t->finished) {
+		else if (t->progress && !t->running && !t->finished) {
 			/* progress only: a master that does not know the state ignores it */
-			t->staging_dirty = false;
-			json_array_append_new(reports, json_pack("{s:I, s:s, s:I, s:I}", "id", (json_int_t)t->id,
-								  "state", "staging", "staged", (json_int_t)t->staged,
-								  "stage_total", (json_int_t)t->stage_total));
+			json_array_append_new(reports, t->progress);
+			t->progress = NULL;
 		}
 	}
 	size_t nexec = json_array_size(sh->exec_reports);
@@ -799,17 +808,18 @@ static void ship_round(struct shipper *sh)
 				pp = &(*pp)->next;
 			struct ship_task *t = *pp;
 			const char *state = json_string_value(json_object_get(r, "state"));
-			if (!t || !strcmp(state, "staging"))
+			if (!t)
 				continue;
-			if (strcmp(state, "running")) {
+			if (!strcmp(state, "exited") || !strcmp(state, "start_failed")) {
+				/* its end (exit_report): the task is done with */
 				ship_retire(sh, t);
 				*pp = t->next;
 				ship_task_free(t);
-			} else {
+			} else if (!strcmp(state, "running")) {
 				const json_t *ck = json_object_get(r, "checkpoint_at");
 				t->running_reported = true;
 				t->checkpoint_reported = json_is_integer(ck) ? json_integer_value(ck) : 0;
-			}
+			} /* else progress (staging, building): nothing more to do */
 		}
 	} else if (status == 401 || status == 404) {
 		session_refused(sh->s, sh->gen, status, eb.msg);
@@ -880,6 +890,7 @@ struct atask {
 	int closing;             /* handles still to close before free */
 	bool stop_sent, done;
 	bool running;            /* the shim reported the task running */
+	bool building_said;      /* its image's build was reported */
 	bool keep_on_disconnect; /* its job's on_disconnect is keep: never fenced */
 	int64_t job;             /* the task's job (task.json) */
 	struct astage *staging;  /* its data is being staged (owned by the work request) */
@@ -1197,6 +1208,12 @@ static void on_start_poll(uv_poll_t *h, int status, int events)
 	struct atask *t = h->data;
 	pid_t pid = 0;
 	int r = t->ops->started(&t->rt, &pid);
+	if (r == YERR(UNAVAILABLE) && t->rt.building[0] && !t->building_said) {
+		/* its image is being built (imagebuild.h): the job says so */
+		t->building_said = true;
+		ship_progress(&t->a->sh, t->rt.id, json_pack("{s:s, s:s}", "state", "building", "image",
+								 t->rt.building));
+	}
 	if (r == YERR(UNAVAILABLE))
 		return;
 	uv_poll_stop(h);
@@ -1223,11 +1240,12 @@ static void watch_task(struct agent *a, struct atask *t)
 }
 
 /* What the agent keeps of a task's assignment (TASKDIR/task.json): a task
- * in an image runs in a container, any other as processes; and whether its
+ * in an image (or one built) runs in a container, any other as processes; and whether its
  * job's on_disconnect is keep (fence() leaves it running). */
 static void task_configure(struct atask *t, const json_t *task)
 {
-	t->ops = json_is_string(json_object_get(task, "image")) ? &runtime_docker_ops : &runtime_process_ops;
+	bool image = json_is_string(json_object_get(task, "image")) || json_object_get(task, "image_build");
+	t->ops = image ? &runtime_docker_ops : &runtime_process_ops;
 	t->keep_on_disconnect = fence_spares(task);
 	t->job = json_integer_value(json_object_get(task, "job"));
 }
@@ -1326,28 +1344,6 @@ static void remove_cgroup_base(const struct runtime_ctx *ctx)
 	cgroup_release(&cg);
 }
 
-/* The shim to start: yard-shim next to our own binary (it starts in a
- * millisecond), else our own binary's `shim` role. Caller frees. */
-static char *find_shim_exe(const char *self_exe)
-{
-	char self[PATH_MAX];
-	ssize_t n;
-	if (self_exe)
-		return xstrdup(self_exe);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			char *shim = xasprintf("%.*s/yard-shim", (int)(slash - self), self);
-			if (access(shim, X_OK) == 0)
-				return shim;
-			free(shim);
-		}
-	}
-	return xstrdup("/proc/self/exe");
-}
-
 static void task_fail(struct agent *a, struct atask *t, const char *why)
 {
 	struct task_exit e;
@@ -1443,40 +1439,6 @@ static void task_hold_user(struct agent *a, struct atask *t)
 	json_decref(conf);
 }
 
-/* --run-as: the work dir must be reachable by the tasks' users (every dir
- * above it searchable by others), or each task would fail to enter its own
- * dir; the dir of task dirs and of checkpoints let a task reach its own
- * entry but list none (0711). */
-static int run_as_prepare(const struct agent_config *cfg, struct errbuf *eb)
-{
-	char *abs = realpath(cfg->work_dir, NULL), *p;
-	const char *subs[] = { "tasks", "checkpoints", "outputs" };
-	int ret = 0;
-
-	if (!abs)
-		return error(eb, YERR(IO), "cannot resolve '%s': %s", cfg->work_dir, strerror(errno));
-	for (p = abs + strlen(abs); !ret && p > abs; p--) {
-		struct stat st;
-		if (*p != '/' && p != abs + strlen(abs))
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (stat(abs, &st) == 0 && !(st.st_mode & S_IXOTH))
-			ret = error(eb, YERR(BAD_REQUEST), "--run-as: the tasks' users cannot reach the work dir "
-				    "'%s': '%s' has mode %04o (others need x)", cfg->work_dir, abs,
-				    (unsigned)(st.st_mode & 07777));
-		*p = c;
-	}
-	for (size_t i = 0; !ret && i < ARRAY_SIZE(subs); i++) {
-		char *d = xasprintf("%s/%s", abs, subs[i]);
-		if (mkdir_p(d, 0711) < 0 || chmod(d, 0711) < 0)
-			ret = error(eb, YERR(IO), "cannot set up '%s': %s", d, strerror(errno));
-		free(d);
-	}
-	free(abs);
-	return ret;
-}
-
 /* Hands the task, its code extracted and its data staged, to its runtime. */
 static void task_launch(struct agent *a, struct atask *t)
 {
@@ -1527,12 +1489,8 @@ static void stage_cancel(struct atask *t)
 static void on_stage_progress(void *arg, uint64_t staged, uint64_t total)
 {
 	struct astage *st = arg;
-	struct ship_event *ev = xcalloc(1, sizeof(*ev));
-	ev->kind = SHIP_STAGING;
-	ev->id = st->id;
-	ev->staged = staged;
-	ev->stage_total = total;
-	shipper_post(&st->a->sh, ev);
+	ship_progress(&st->a->sh, st->id, json_pack("{s:s, s:I, s:I}", "state", "staging", "staged",
+						    (json_int_t)staged, "stage_total", (json_int_t)total));
 }
 
 static void stage_work(uv_work_t *req)
@@ -1989,14 +1947,14 @@ int agent_run(const struct agent_config *cfg, volatile sig_atomic_t *stop, struc
 		goto out_gpus;
 	}
 	free(tasks_dir);
-	if (cfg->run_as && cfg->run_as->on && (ret = run_as_prepare(cfg, eb)))
+	if (cfg->run_as && cfg->run_as->on && (ret = runas_prepare_work_dir(cfg->work_dir, eb)))
 		goto out_gpus;
 	a.ctx.work_dir = cfg->work_dir;
 	a.ctx.agent_name = cfg->name;
 	cgroup_base = agent_cgroup_base(cfg->name, cfg->work_dir);
 	a.ctx.cgroup_base = cgroup_base;
 	a.ctx.dev_dir = cfg->dev_dir ? cfg->dev_dir : "/dev";
-	shim_exe = find_shim_exe(cfg->self_exe);
+	shim_exe = runtime_shim_exe(cfg->self_exe);
 	a.ctx.shim_exe = shim_exe;
 	yard_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : realpath("/proc/self/exe", NULL);
 	a.ctx.yard_exe = yard_exe;

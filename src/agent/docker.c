@@ -316,3 +316,110 @@ int docker_logs(struct docker *d, const char *id, docker_sink_fn sink,
 	free(path);
 	return ret;
 }
+
+/* ---- builds ---- */
+
+struct build_read {
+	struct strbuf buf;      /* what has come of the message being read */
+	docker_sink_fn sink;
+	void *arg;
+	struct errbuf *eb;
+	bool failed;
+};
+
+/* One progress message of a build: its text to the sink, its error kept. */
+static void build_message(struct build_read *b, const json_t *m)
+{
+	const char *text = json_string_value(json_object_get(m, "stream"));
+	const char *err = json_string_value(json_object_get(m, "error"));
+
+	if (text && *text)
+		b->sink(b->arg, 1, text, strlen(text));
+	if (err && !b->failed) {
+		b->failed = true;
+		error(b->eb, YERR(BAD_REQUEST), "%.*s", (int)strcspn(err, "\n"), err);
+	}
+}
+
+/* The build's answer: JSON messages one after another (a line each, but a
+ * message may arrive in pieces); each whole one is passed on as it comes. */
+static size_t on_build(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct build_read *b = arg;
+	size_t n = size * nmemb, off = 0;
+	json_error_t jerr;
+
+	if (b->buf.len + n > REPLY_CAP)
+		return 0; /* one message this long is no build's */
+	strbuf_add(&b->buf, data, n);
+	while (off < b->buf.len) {
+		size_t skip = strspn(b->buf.buf + off, " \r\n\t");
+		json_t *m;
+		off += skip;
+		if (off >= b->buf.len)
+			break;
+		m = json_loadb(b->buf.buf + off, b->buf.len - off, JSON_DISABLE_EOF_CHECK, &jerr);
+		if (!m)
+			break; /* not whole yet */
+		off += (size_t)jerr.position;
+		build_message(b, m);
+		json_decref(m);
+	}
+	if (off) {
+		memmove(b->buf.buf, b->buf.buf + off, b->buf.len - off);
+		strbuf_setlen(&b->buf, b->buf.len - off);
+	}
+	return n;
+}
+
+/* A query value, escaped. */
+static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, const char *value)
+{
+	char *esc = curl_easy_escape(d->curl, value, 0);
+	strbuf_addf(sb, "&%s=%s", key, esc);
+	curl_free(esc);
+}
+
+int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
+		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb)
+{
+	struct strbuf url = STRBUF_INIT, path = STRBUF_INIT;
+	struct build_read b = { STRBUF_INIT, sink, arg, eb, false };
+	struct curl_slist *hdrs = NULL;
+	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	long status = 0;
+	int ret = 0;
+
+	/* the host's network, as the task's: an engine may have no bridge;
+	 * its intermediate containers removed, also when a step fails */
+	strbuf_addstr(&path, "/build?networkmode=host&rm=1&forcerm=1");
+	add_escaped(d, &path, "t", tag);
+	add_escaped(d, &path, "dockerfile", dockerfile);
+	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
+	free(args_text);
+	prepare(d, "POST", path.buf, &url);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_build);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &b);
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, context);
+	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	CURLcode rc = curl_easy_perform(d->curl);
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 400) {
+		/* refused before it began: the answer is one error document */
+		engine_message(&b.buf, status, eb);
+		ret = YERR(BAD_REQUEST);
+	} else if (rc != CURLE_OK) {
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
+			    d->socket, curl_easy_strerror(rc));
+	} else if (b.failed) {
+		ret = YERR(BAD_REQUEST);
+	}
+	curl_slist_free_all(hdrs);
+	strbuf_release(&url);
+	strbuf_release(&path);
+	strbuf_release(&b.buf);
+	return ret;
+}

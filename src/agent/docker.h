@@ -62,6 +62,15 @@ int docker_attach(struct docker *d, const char *id, docker_sink_fn sink,
 int docker_logs(struct docker *d, const char *id, docker_sink_fn sink,
 		void (*on_ready)(void *arg, bool ok), void *arg, struct errbuf *eb);
 
+/* docker_build builds the image TAG (POST /build) from CONTEXT, a tar
+ * archive (gzip'd or not) of LEN bytes, with its DOCKERFILE (a path in it)
+ * and ARGS (an object of strings: the build's ARGs). The build's output
+ * goes to sink as stream 1, as it comes. 0 when built; YERR(BAD_REQUEST)
+ * with the engine's error in eb when the build failed or was refused;
+ * YERR(UNAVAILABLE) when the engine cannot be reached. */
+int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
+		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb);
+
 /* The multiplexed stream of a non-TTY container: 8-byte frame headers
  * (stream, 0, 0, 0, big-endian length) each followed by that many bytes.
  * Exposed for the unit tests and the fuzz target. */

@@ -2,7 +2,9 @@
 #include "agent/runas.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 
+#include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
 
@@ -145,4 +147,38 @@ bool runas_put(struct runas *ra, uid_t uid)
 		return false;
 	ra->job[i] = 0;
 	return true;
+}
+
+/* --run-as: the work dir must be reachable by the tasks' users (every dir
+ * above it searchable by others), or each task would fail to enter its own
+ * dir; the dir of task dirs and of checkpoints let a task reach its own
+ * entry but list none (0711). */
+int runas_prepare_work_dir(const char *work_dir, struct errbuf *eb)
+{
+	char *abs = realpath(work_dir, NULL), *p;
+	const char *subs[] = { "tasks", "checkpoints", "outputs" };
+	int ret = 0;
+
+	if (!abs)
+		return error(eb, YERR(IO), "cannot resolve '%s': %s", work_dir, strerror(errno));
+	for (p = abs + strlen(abs); !ret && p > abs; p--) {
+		struct stat st;
+		if (*p != '/' && p != abs + strlen(abs))
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (stat(abs, &st) == 0 && !(st.st_mode & S_IXOTH))
+			ret = error(eb, YERR(BAD_REQUEST), "--run-as: the tasks' users cannot reach the work dir "
+				    "'%s': '%s' has mode %04o (others need x)", work_dir, abs,
+				    (unsigned)(st.st_mode & 07777));
+		*p = c;
+	}
+	for (size_t i = 0; !ret && i < ARRAY_SIZE(subs); i++) {
+		char *d = xasprintf("%s/%s", abs, subs[i]);
+		if (mkdir_p(d, 0711) < 0 || chmod(d, 0711) < 0)
+			ret = error(eb, YERR(IO), "cannot set up '%s': %s", d, strerror(errno));
+		free(d);
+	}
+	free(abs);
+	return ret;
 }

@@ -64,4 +64,10 @@ bool runas_hold(struct runas *ra, int64_t job, uid_t uid);
  * last one and the uid is free again (its dirs are then taken back). */
 bool runas_put(struct runas *ra, uid_t uid);
 
+/* runas_prepare_work_dir: with --run-as, the agent's work dir must be
+ * reachable by the tasks' users (every dir above it searchable by others),
+ * and its dirs of task dirs, checkpoints and outputs let a task reach its
+ * own entry but list none (0711). 0, or why not. */
+int runas_prepare_work_dir(const char *work_dir, struct errbuf *eb);
+
 #endif

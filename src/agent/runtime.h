@@ -57,6 +57,7 @@ struct runtime_task {
 	 * that number next (another task's). */
 	int start_fd;     /* readable once the start succeeded or failed; -1 if none */
 	bool start_known; /* the start result was read */
+	char building[128]; /* the image its shim builds before the start (imagebuild.h), or "" */
 	int exit_fd;      /* a pidfd, readable once the supervisor exited; -1 if none */
 	bool run_as;      /* the task runs as uid:gid (agent --run-as, runas.h) */
 	uid_t uid;
@@ -70,8 +71,9 @@ struct runtime_ops {
 	int (*start)(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb);
 	/* started reads the start result once start_fd is readable: 1 and
 	 * *task_pid when the task runs; 0 when it failed (exit.json says why);
-	 * YERR(UNAVAILABLE) when the answer is not complete yet. Once known, later
-	 * calls return 0 (the start is reported once). */
+	 * YERR(UNAVAILABLE) when the answer is not complete yet (t->building
+	 * then names the image a shim builds first, once it said so). Once
+	 * known, later calls return 0 (the start is reported once). */
 	int (*started)(struct runtime_task *t, pid_t *task_pid);
 	/* stop asks the task to stop (graceful, then forced by the supervisor). */
 	int (*stop)(struct runtime_task *t);
@@ -92,6 +94,10 @@ extern const struct runtime_ops runtime_docker_ops;
 
 /* runtime_shim_conf: the shim.json every shim reads (shim.h), for TASK (the
  * task.json document). Returns a new reference. */
+/* runtime_shim_exe: the shim to start: self_exe when given, else yard-shim
+ * next to our own binary (it starts in a millisecond), else our own
+ * binary's `shim` role. Caller frees. */
+char *runtime_shim_exe(const char *self_exe);
 json_t *runtime_shim_conf(const struct runtime_ctx *ctx, const struct runtime_task *t, const json_t *task);
 /* runtime_shim_spawn starts `EXE shim --dir T->DIR` in a session of its own
  * (it outlives the agent) and sets t's pid, start_fd and exit_fd. */

@@ -7,6 +7,7 @@
  * container runs gets a new shim, which adopts the container.
  */
 #include "base/compat.h"
+#include "agent/imagebuild.h"
 #include "agent/runtime.h"
 
 #include <ctype.h>
@@ -26,6 +27,31 @@ static char *container_name(const struct runtime_ctx *ctx, int64_t id)
 	return strbuf_detach(&sb, NULL);
 }
 
+/* The task's image into the shim's conf: the one it names, or one built
+ * from the code, named here by its content; the shim builds it unless the
+ * engine has it (imagebuild.h). */
+static int conf_image(const json_t *task, json_t *conf, struct errbuf *eb)
+{
+	const json_t *build = json_object_get(task, "image_build");
+	char *tag;
+	int ret;
+
+	if (!build) {
+		json_object_set(conf, "image", json_object_get(task, "image"));
+		return 0;
+	}
+	ret = imagebuild_tag(json_string_value(json_object_get(task, "code")),
+			     json_string_value(json_object_get(conf, "cwd")),
+			     json_string_value(json_object_get(build, "dockerfile")),
+			     json_object_get(build, "args"), &tag, eb);
+	if (ret)
+		return ret;
+	json_object_set_new(conf, "image", json_string(tag));
+	json_object_set(conf, "image_build", (json_t *)build);
+	free(tag);
+	return 0;
+}
+
 static int docker_start(const struct runtime_ctx *ctx, struct runtime_task *t, struct errbuf *eb)
 {
 	json_t *task = NULL, *conf;
@@ -38,6 +64,11 @@ static int docker_start(const struct runtime_ctx *ctx, struct runtime_task *t, s
 	if ((ret = taskdir_read_json(t->dir, "task.json", &task, eb)))
 		return ret;
 	conf = runtime_shim_conf(ctx, t, task);
+	if ((ret = conf_image(task, conf, eb))) {
+		json_decref(conf);
+		json_decref(task);
+		return ret;
+	}
 	char *name = container_name(ctx, t->id);
 	json_t *labels = json_object();
 	snprintf(buf, sizeof(buf), "%" PRId64, t->id);
@@ -49,11 +80,10 @@ static int docker_start(const struct runtime_ctx *ctx, struct runtime_task *t, s
 	json_object_set_new(labels, "yard.agent", json_string(ctx->cgroup_base));
 	json_object_set_new(conf, "runtime", json_string("docker"));
 	json_object_set_new(conf, "docker_socket", json_string(ctx->docker_socket));
-	json_object_set(conf, "image", json_object_get(task, "image"));
 	json_object_set_new(conf, "container", json_string(name));
 	json_object_set_new(conf, "labels", labels);
-	free(name);
 	ret = taskdir_write_json(t->dir, "shim.json", conf, 0, eb);
+	free(name);
 	json_decref(conf);
 	json_decref(task);
 	return ret ? ret : runtime_shim_spawn(t, ctx->yard_exe, eb);

@@ -1,6 +1,7 @@
 #include "base/compat.h"
 #include "agent/runtime.h"
 
+#include <limits.h>
 #include <sys/wait.h>
 
 #include "agent/heartbeat.h"
@@ -113,6 +114,16 @@ int runtime_shim_started(struct runtime_task *t, pid_t *task_pid)
 	n = read(t->start_fd, buf, sizeof(buf) - 1);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return YERR(UNAVAILABLE);
+	if (n >= 9 && !strncmp(buf, "building ", 9)) {
+		/* a line of its own before the result: the image being built */
+		char *nl = memchr(buf, '\n', (size_t)n);
+		size_t len = nl ? (size_t)(nl - buf) - 9 : 0;
+		snprintf(t->building, sizeof(t->building), "%.*s", (int)len, buf + 9);
+		if (!nl || nl + 1 == buf + n)
+			return YERR(UNAVAILABLE);
+		n -= nl + 1 - buf;
+		memmove(buf, nl + 1, (size_t)n);
+	}
 	t->start_known = true; /* the fd is closed by cleanup(), after the loop let go of it */
 	if (n <= 0)
 		return 0; /* the shim died before it could say: wait() will tell */
@@ -224,3 +235,25 @@ const struct runtime_ops runtime_process_ops = {
 	.wait = runtime_shim_wait,
 	.cleanup = runtime_shim_cleanup,
 };
+
+/* The shim to start: yard-shim next to our own binary (it starts in a
+ * millisecond), else our own binary's `shim` role. Caller frees. */
+char *runtime_shim_exe(const char *self_exe)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+	if (self_exe)
+		return xstrdup(self_exe);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			char *shim = xasprintf("%.*s/yard-shim", (int)(slash - self), self);
+			if (access(shim, X_OK) == 0)
+				return shim;
+			free(shim);
+		}
+	}
+	return xstrdup("/proc/self/exe");
+}

@@ -55,17 +55,33 @@ uint64_t shim_stop_grace(const char *dir, uint64_t grace)
 	return grace;
 }
 
-void shim_notify(int *fd, const char *fmt, ...)
+static void notify_line(int fd, const char *fmt, va_list ap)
 {
 	struct strbuf sb = STRBUF_INIT;
+	strbuf_vaddf(&sb, fmt, ap);
+	/* one write: a pipe's reader gets the whole line at once (PIPE_BUF) */
+	write_all(fd, sb.buf, sb.len);
+	strbuf_release(&sb);
+}
+
+void shim_notify_before(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	if (fd < 0)
+		return;
+	va_start(ap, fmt);
+	notify_line(fd, fmt, ap);
+	va_end(ap);
+}
+
+void shim_notify(int *fd, const char *fmt, ...)
+{
 	va_list ap;
 	if (*fd < 0)
 		return;
 	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
+	notify_line(*fd, fmt, ap);
 	va_end(ap);
-	write_all(*fd, sb.buf, sb.len);
-	strbuf_release(&sb);
 	/* the agent sees EOF; the task never holds this fd (close-on-exec) */
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null >= 0) {

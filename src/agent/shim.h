@@ -78,5 +78,8 @@ int shim_make_output_dir(const json_t *conf, struct errbuf *eb);
  * then points *fd at /dev/null and sets it to -1: the agent sees EOF, and a
  * second report is dropped. */
 void shim_notify(int *fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* shim_notify_before writes a line that comes before the report (the image
+ * being built: "building TAG"), leaving fd open. */
+void shim_notify_before(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

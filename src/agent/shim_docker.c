@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/docker.h"
+#include "agent/imagebuild.h"
 #include "agent/heartbeat.h"
 #include "agent/shim.h"
 #include "agent/taskdir.h"
@@ -405,6 +406,46 @@ static int open_out(struct cshim *s, int stream, struct errbuf *eb)
 	return 0;
 }
 
+/* What the output files held when the container was made (the build's
+ * output): the engine's log replays only the container's, so an adopting
+ * shim skips the files' sizes less these. */
+#define OUTPUT_BASE "output_base.json"
+
+static int save_output_base(struct cshim *s, struct errbuf *eb)
+{
+	struct stat o, e;
+	json_t *doc;
+	int ret;
+
+	if (fstat(s->fds[1], &o) || fstat(s->fds[2], &e))
+		return error(eb, YERR(IO), "cannot look at the task's output: %s", strerror(errno));
+	doc = json_pack("{s:I, s:I}", "stdout", (json_int_t)o.st_size, "stderr", (json_int_t)e.st_size);
+	ret = taskdir_write_json(s->dir, OUTPUT_BASE, doc, 0, eb);
+	json_decref(doc);
+	return ret;
+}
+
+static void apply_output_base(struct cshim *s)
+{
+	static const char *const names[] = { NULL, "stdout", "stderr" };
+	json_t *doc = NULL;
+
+	if (taskdir_read_json(s->dir, OUTPUT_BASE, &doc, NULL))
+		return; /* none: nothing was written before the container */
+	for (int i = 1; i <= 2; i++) {
+		json_int_t base = json_integer_value(json_object_get(doc, names[i]));
+		s->skip[i] = base > 0 && (uint64_t)base <= s->skip[i] ? s->skip[i] - (uint64_t)base : 0;
+	}
+	json_decref(doc);
+}
+
+/* Before the result, on a line of its own (runtime_shim_started). */
+static void say_building(void *arg, const char *tag)
+{
+	struct cshim *s = arg;
+	shim_notify_before(s->notify_fd, "building %s\n", tag);
+}
+
 static int start_task(struct cshim *s, struct errbuf *eb)
 {
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
@@ -441,10 +482,18 @@ static int start_task(struct cshim *s, struct errbuf *eb)
 		return ret;
 	if (ret == 1) {
 		s->adopt = true;
+		apply_output_base(s);
 		return start_stream(s, eb);
 	}
 	/* a new container: nothing of its output can be in the files */
 	s->skip[1] = s->skip[2] = 0;
+	/* an image built from the code: built first, its output the task's */
+	if (json_object_get(s->conf, "image_build") &&
+	    ((ret = imagebuild_ensure(&s->api, conf_str(s, "image"), conf_str(s, "cwd"),
+				      json_object_get(s->conf, "image_build"), s->fds[1], say_building, s,
+				      eb)) ||
+	     (ret = save_output_base(s, eb))))
+		return ret;
 	if ((ret = create_container(s, eb)) || (ret = start_stream(s, eb)))
 		return ret;
 	char *path = xasprintf("/containers/%s/start", s->id);

@@ -9,6 +9,7 @@
 #include "base/xalloc.h"
 #include "common/spec_after.h"
 #include "common/spec_code.h"
+#include "common/spec_image.h"
 #include "common/spec_data.h"
 #include "common/spec_sweep.h"
 #include "common/spec_fields.h"
@@ -29,7 +30,6 @@
 #define SPEC_MAX_RESTARTS 100
 #define SPEC_MAX_NODES 4096
 /* A "got VALUE" in a message shows at most this much of the value. */
-#define SHOW_MAX 80
 
 /* ------------------------------------------------------------------------ */
 /* Scalars typed as the YAML 1.2 core schema types plain scalars. */
@@ -384,16 +384,15 @@ out:
 /* ------------------------------------------------------------------------ */
 /* Helpers for validation messages. */
 
-/* show writes a short JSON rendering of v into buf, for "got VALUE". */
-static void show(const json_t *v, char *buf, size_t size)
+void spec_show(const json_t *v, char *buf, size_t size)
 {
 	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (!s) {
 		snprintf(buf, size, "a value");
 		return;
 	}
-	if (strlen(s) > SHOW_MAX)
-		snprintf(buf, size, "%.*s...", SHOW_MAX, s);
+	if (strlen(s) > SPEC_SHOW_MAX)
+		snprintf(buf, size, "%.*s...", SPEC_SHOW_MAX, s);
 	else
 		snprintf(buf, size, "%s", s);
 	free(s);
@@ -413,8 +412,8 @@ int spec_bad(struct errbuf *eb, const char *path, const char *fmt, ...)
 /* bad_got: "PATH: expected WHAT, got VALUE". */
 int spec_bad_got(struct errbuf *eb, const char *path, const char *what, const json_t *v)
 {
-	char got[SHOW_MAX + 8];
-	show(v, got, sizeof(got));
+	char got[SPEC_SHOW_MAX + 8];
+	spec_show(v, got, sizeof(got));
 	return spec_bad(eb, path, "expected %s, got %s", what, got);
 }
 
@@ -799,156 +798,6 @@ static int get_framework(const json_t *v, char **out, struct errbuf *eb)
 	return spec_bad(eb, "framework", "unknown framework '%.64s' (supported: %s)", s, supported);
 }
 
-/* ---- image references ---- */
-
-#define SPEC_MAX_IMAGE 255
-#define SPEC_MAX_TAG 128
-
-static bool lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-static bool alnum(char c)
-{
-	return lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
-
-/* One path component of a repository name, s[0..n): lowercase letters and
- * digits in runs separated by one '.', one or two '_', or any number of '-'. */
-static bool image_component_valid(const char *s, size_t n, bool fold)
-{
-	size_t i = 0;
-
-	for (;;) {
-		size_t run = i;
-		while (i < n && (lower_alnum(s[i]) || (fold && s[i] >= 'A' && s[i] <= 'Z')))
-			i++;
-		if (i == run)
-			return false;
-		if (i == n)
-			return true;
-		if (s[i] == '.')
-			i++;
-		else if (s[i] == '_')
-			i += (i + 1 < n && s[i + 1] == '_') ? 2 : 1;
-		else if (s[i] == '-')
-			while (i < n && s[i] == '-')
-				i++;
-		else
-			return false;
-	}
-}
-
-/* A registry, s[0..n): HOST[:PORT], HOST dot-separated labels of letters,
- * digits and inner '-'. */
-static bool image_registry_valid(const char *s, size_t n)
-{
-	const char *colon = memchr(s, ':', n);
-	size_t hn = colon ? (size_t)(colon - s) : n, label = 0;
-
-	for (size_t i = 0; i < hn; i++) {
-		if (s[i] == '.') {
-			if (!label || s[i - 1] == '-')
-				return false;
-			label = 0;
-		} else if (alnum(s[i]) || (s[i] == '-' && label)) {
-			label++;
-		} else {
-			return false;
-		}
-	}
-	if (!label || s[hn - 1] == '-')
-		return false;
-	if (!colon)
-		return true;
-	return all_digits(colon + 1, s + n) && n - hn - 1 <= 5;
-}
-
-/*
- * image_ref_problem: why s is not a Docker image reference
- * [HOST[:PORT]/]PATH[:TAG][@sha256:HEX] (the grammar of Docker's
- * distribution/reference, the digest only sha256), or NULL when it is one.
- * The first of several path components may be the registry; a ':' after the
- * last '/' starts the tag.
- */
-static const char *image_ref_problem(const char *s)
-{
-	static const char tag_rule[] = "the tag must be at most 128 letters, digits, '_', '.' "
-				       "and '-', not starting with '.' or '-'";
-	size_t len = strlen(s);
-	const char *at = strchr(s, '@'), *end = at ? at : s + len;
-	const char *slash = NULL, *colon = NULL, *p, *c;
-	bool registry;
-
-	if (len > SPEC_MAX_IMAGE)
-		return "longer than 255 characters";
-	if (at) {
-		const char *d = at + 1;
-		bool ok = !strncmp(d, "sha256:", 7) && strlen(d + 7) == 64;
-		for (size_t i = 7; ok && i < 7 + 64; i++)
-			ok = (d[i] >= '0' && d[i] <= '9') || (d[i] >= 'a' && d[i] <= 'f');
-		if (!ok)
-			return "the digest must be sha256: and 64 lowercase hex digits";
-	}
-	for (p = s; p < end; p++) {
-		if (*p == '/')
-			slash = p;
-		else if (*p == ':')
-			colon = p;
-	}
-	if (colon && (!slash || colon > slash)) {
-		size_t tn = (size_t)(end - colon - 1);
-		if (!tn || tn > SPEC_MAX_TAG || colon[1] == '.' || colon[1] == '-')
-			return tag_rule;
-		for (size_t i = 1; i <= tn; i++)
-			if (!alnum(colon[i]) && !strchr("_.-", colon[i]))
-				return tag_rule;
-		end = colon;
-	}
-	if (end == s)
-		return "the repository name is empty";
-	/* the first component is the registry when a path follows and it is one */
-	c = memchr(s, '/', (size_t)(end - s));
-	registry = c && image_registry_valid(s, (size_t)(c - s));
-	for (p = registry ? c + 1 : s; p <= end; p = c + 1) {
-		c = memchr(p, '/', (size_t)(end - p));
-		if (!c)
-			c = end;
-		if (c == p)
-			return "a path component of the repository name is empty";
-		if (image_component_valid(p, (size_t)(c - p), false))
-			continue;
-		if (image_component_valid(p, (size_t)(c - p), true))
-			return "repository names must be lowercase";
-		if (p == s && c != end && memchr(p, ':', (size_t)(c - p)))
-			return "the registry must be HOST or HOST:PORT";
-		return "the repository name must be lowercase letters and digits separated by "
-		       "'.', '_', '__', '-' or '/'";
-	}
-	return NULL;
-}
-
-static int get_image(const json_t *v, char **out, struct errbuf *eb)
-{
-	const char *why;
-	int ret;
-
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !json_string_length(v))
-		return spec_bad_got(eb, "image", "an image reference such as debian:bookworm", v);
-	if ((ret = spec_check_string(v, "image", eb)) < 0)
-		return ret;
-	if ((why = image_ref_problem(json_string_value(v)))) {
-		char got[SHOW_MAX + 8];
-		show(v, got, sizeof(got));
-		return spec_bad(eb, "image", "%s is not a valid image reference: %s", got, why);
-	}
-	*out = xstrdup(json_string_value(v));
-	return 0;
-}
-
 static int get_params(const json_t *v, json_t **out, struct errbuf *eb)
 {
 	const char *key;
@@ -975,39 +824,39 @@ static int get_params(const json_t *v, json_t **out, struct errbuf *eb)
 	return 0;
 }
 
-static int get_env(const json_t *v, json_t **out, struct errbuf *eb)
+int spec_vars_parse(const json_t *v, const char *path, json_t **out, struct errbuf *eb)
 {
 	const char *key;
 	json_t *val;
-	json_t *env;
+	json_t *vars;
 	if (!v) {
 		*out = json_object();
 		return 0;
 	}
 	if (!json_is_object(v))
-		return spec_bad_got(eb, "env", "a mapping of variable names to values", v);
+		return spec_bad_got(eb, path, "a mapping of variable names to values", v);
 	json_object_foreach((json_t *)v, key, val) {
-		char path[256];
+		char at[256];
 		int ret;
-		snprintf(path, sizeof(path), "env.%s", key);
+		snprintf(at, sizeof(at), "%s.%s", path, key);
 		if (!spec_ident_valid(key))
-			return spec_bad(eb, path, "expected a variable name of letters, digits and '_' "
+			return spec_bad(eb, at, "expected a variable name of letters, digits and '_' "
 					     "(at most 64, not starting with a digit)");
 		if (!strncmp(key, "YARD_", 5))
-			return spec_bad(eb, path, "names starting with YARD_ are reserved for yard");
+			return spec_bad(eb, at, "names starting with YARD_ are reserved for yard");
 		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
-			return spec_bad_got(eb, path, "a string, number or bool", val);
-		if (json_is_string(val) && (ret = spec_check_string(val, path, eb)) < 0)
+			return spec_bad_got(eb, at, "a string, number or bool", val);
+		if (json_is_string(val) && (ret = spec_check_string(val, at, eb)) < 0)
 			return ret;
 	}
-	env = json_object();
+	vars = json_object();
 	json_object_foreach((json_t *)v, key, val) {
 		struct strbuf sb = STRBUF_INIT;
 		scalar_text(&sb, val);
-		json_object_set_new(env, key, json_stringn(sb.buf, sb.len));
+		json_object_set_new(vars, key, json_stringn(sb.buf, sb.len));
 		strbuf_release(&sb);
 	}
-	*out = env;
+	*out = vars;
 	return 0;
 }
 
@@ -1172,9 +1021,9 @@ static int get_labels(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 
 		snprintf(path, sizeof(path), "placement.labels.%.60s", key);
 		if (!spec_label_valid(key, "")) {
-			char kq[SHOW_MAX + 8];
+			char kq[SPEC_SHOW_MAX + 8];
 			json_t *k = json_string(key);
-			show(k, kq, sizeof(kq));
+			spec_show(k, kq, sizeof(kq));
 			json_decref(k);
 			return spec_bad(eb, "placement.labels",
 				   "label name %s: expected letters, digits, '-', '_', '.' and '/' "
@@ -1402,8 +1251,8 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 
 	spec_init(spec);
 	if (!json_is_object(doc)) {
-		char got[SHOW_MAX + 8];
-		show(doc, got, sizeof(got));
+		char got[SPEC_SHOW_MAX + 8];
+		spec_show(doc, got, sizeof(got));
 		return error(eb, YERR(INVALID_SPEC), "spec: expected a mapping of fields, got %s",
 			got);
 	}
@@ -1422,14 +1271,14 @@ int spec_from_json(const json_t *doc, struct job_spec *spec, struct errbuf *eb)
 	if ((field(doc, "command") || !field(doc, "interactive")) &&
 	    (ret = get_argv(field(doc, "command"), "command", &spec->command, eb)) < 0)
 		goto out;
-	if ((ret = get_image(field(doc, "image"), &spec->image, eb)) < 0)
+	if ((ret = spec_image_parse(field(doc, "image"), spec, eb)) < 0)
 		goto out;
 	if ((ret = get_params(field(doc, "params"), &spec->params, eb)) < 0 ||
 	    (ret = spec_sweep_parse(field(doc, "sweep"), spec->params, &spec->sweep, eb)) < 0)
 		goto out;
 	if ((ret = check_placeholders(spec->command, spec->params, "command", eb)) < 0)
 		goto out;
-	if ((ret = get_env(field(doc, "env"), &spec->env, eb)) < 0)
+	if ((ret = spec_vars_parse(field(doc, "env"), "env", &spec->env, eb)) < 0)
 		goto out;
 	if ((ret = get_tasks(field(doc, "tasks"), spec, eb)) < 0)
 		goto out;
@@ -1529,7 +1378,7 @@ json_t *spec_to_json(const struct job_spec *spec)
 	json_object_set_new(doc, "framework",
 		json_string(spec->framework ? spec->framework : "command"));
 	json_object_set_new(doc, "command", argv_to_json(spec->command));
-	json_object_set_new(doc, "image", spec->image ? json_string(spec->image) : json_null());
+	spec_image_to_json(spec, doc);
 	json_object_set_new(doc, "params", spec->params ? json_deep_copy(spec->params) : json_object());
 	json_object_set_new(doc, "env", spec->env ? json_deep_copy(spec->env) : json_object());
 	json_object_set_new(doc, "tasks", tasks);
@@ -1574,6 +1423,7 @@ void spec_release(struct job_spec *spec)
 	free(spec->framework);
 	argv_free(spec->command);
 	free(spec->image);
+	spec_image_build_free(spec->image_build);
 	json_decref(spec->params);
 	json_decref(spec->env);
 	for (size_t i = 0; i < spec->nroles; i++) {

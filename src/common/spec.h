@@ -18,7 +18,9 @@
  *               caffe; what each demands of the roles is checked by launch_validate
  *   command     non-empty array of strings (argv; never a shell), at most 1024;
  *               "{params.K}" expands; every K must be in params
- *   image       a Docker image reference, [HOST[:PORT]/]PATH[:TAG][@sha256:HEX]
+ *   image       a Docker image reference, [HOST[:PORT]/]PATH[:TAG][@sha256:HEX],
+ *               or {build: {dockerfile, args}}: built from the job's code
+ *               (common/spec_image.h)
  *               (PATH: components of lowercase letters and digits separated by
  *               one '.', one or two '_' or any number of '-', joined by '/';
  *               TAG: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; HEX: 64 lowercase hex
@@ -120,13 +122,16 @@ struct spec_data {
 	bool checkpoint;       /* job: yard-job://ID/checkpoint, not /outputs */
 };
 
+struct spec_image_build;
+
 struct job_spec {
 	char *name;            /* owned */
 	char *framework;       /* owned; "command" */
 	char **command;        /* owned NULL-terminated argv, unexpanded; NULL only in an
 	                        * interactive job: the login shell of the task's user */
 	char *image;           /* owned container image reference, or NULL: the
-	                        * process runtime */
+	                        * process runtime (or an image built: image_build) */
+	struct spec_image_build *image_build; /* owned, or NULL: image: {build: ...} */
 	json_t *params;        /* owned object, never NULL after parsing */
 	json_t *env;           /* owned object of strings, never NULL after parsing */
 	struct spec_role *roles; /* owned, in the order they appear in the spec */

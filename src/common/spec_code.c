@@ -107,7 +107,7 @@ const char *spec_code_path_problem(const char *s)
 	if (strlen(s) > PATH_MAX_LEN)
 		return "it is longer than 1024 bytes";
 	if (s[0] == '/')
-		return "it must be relative to the repository's top";
+		return "it is absolute (it must start at the top of the code)";
 	for (; *p; p++)
 		if ((unsigned char)*p < ' ' || *p == 0x7f)
 			return "it holds a control character";

@@ -37,11 +37,19 @@ json_t *spec_resolve_plain(const char *s, const char **why);
 /* Every validation error: "PATH: MESSAGE", field PATH, YERR(INVALID_SPEC). */
 int spec_bad(struct errbuf *eb, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* spec_show writes a short JSON rendering of v into buf (at least
+ * SPEC_SHOW_MAX + 8 bytes), for "got VALUE". */
+#define SPEC_SHOW_MAX 80
+void spec_show(const json_t *v, char *buf, size_t size);
 /* spec_bad_got: "PATH: expected WHAT, got VALUE". */
 int spec_bad_got(struct errbuf *eb, const char *path, const char *what, const json_t *v);
 /* spec_ident_valid: a parameter or variable name, letters, digits and '_',
  * at most 64, not starting with a digit. */
 bool spec_ident_valid(const char *s);
+/* spec_vars_parse: a mapping of variable names (spec_ident_valid, not
+ * YARD_) to strings, numbers or bools (env, image.build.args) into *out, an
+ * object of their texts; NULL v: an empty one. Errors name PATH.KEY. */
+int spec_vars_parse(const json_t *v, const char *path, json_t **out, struct errbuf *eb);
 /* spec_check_string: a string value's length and characters (valid UTF-8,
  * no NUL), as an error about path. */
 int spec_check_string(const json_t *v, const char *path, struct errbuf *eb);

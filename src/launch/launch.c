@@ -297,7 +297,7 @@ static int validate_mpi(const struct job_spec *spec, struct errbuf *eb)
 		return error_field(eb, YERR(INVALID_SPEC), "tasks",
 				   "tasks: an mpi job has exactly one role (its ranks), got %zu",
 				   spec->nroles);
-	if (spec->image)
+	if (spec->image || spec->image_build)
 		return error_field(eb, YERR(INVALID_SPEC), "image",
 				   "image: framework %s cannot run in an image yet: rank 0 runs "
 				   "'yard mpirun' and the other ranks 'yard mpi-worker', helpers "

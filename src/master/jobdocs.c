@@ -9,6 +9,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/spec_image.h"
 #include "launch/launch.h"
 #include "master/auth.h"
 #include "master/elastic.h"
@@ -423,6 +424,11 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 		/* the container image the task runs in; null: the process runtime */
 		json_object_set_new(td, "image", j->spec && j->spec->image
 							 ? json_string(j->spec->image) : json_null());
+		/* or the image the agent builds from the code (agent/imagebuild.h) */
+		if (j->spec && j->spec->image_build)
+			json_object_set_new(td, "image_build", json_pack("{s:s, s:O}", "dockerfile",
+									 j->spec->image_build->dockerfile,
+									 "args", j->spec->image_build->args));
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
 		/* on a terminal (the shim's); an empty argv: the user's login shell */

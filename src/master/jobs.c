@@ -10,6 +10,7 @@
 #include "base/strbuf.h"
 #include "base/utf8.h"
 #include "base/xalloc.h"
+#include "common/spec_image.h"
 #include "launch/launch.h"
 #include "master/admission.h"
 #include "master/auth.h"
@@ -23,6 +24,7 @@
 #include "master/http.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
+#include "master/nodereport.h"
 #include "master/nodeview.h"
 #include "master/usage.h"
 #include "master/visibility.h"
@@ -50,6 +52,24 @@ static void job_note(struct job *j)
 		json_array_remove(j->events, 0);
 	json_array_append_new(j->events, json_pack("{s:I, s:s, s:I}", "at", (json_int_t)wall_us(), "state",
 						   job_state_name(j->state), "attempt", (json_int_t)j->attempt));
+}
+
+/* Notes a phase of a state in the job's history (its image built while it
+ * starts), once per attempt. */
+static void job_note_phase(struct job *j, const char *phase, const char *msg)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(j->events, i, e) {
+		const char *p = json_string_value(json_object_get(e, "phase"));
+		if (p && !strcmp(p, phase) && json_integer_value(json_object_get(e, "attempt")) == (json_int_t)j->attempt)
+			return;
+	}
+	job_note(j);
+	e = json_array_get(j->events, json_array_size(j->events) - 1);
+	json_object_set_new(e, "phase", json_string(phase));
+	json_object_set_new(e, "reason", json_pack("{s:s, s:s}", "code", phase, "message", msg));
 }
 
 /* The job's reason; also the why of the state change just noted (set right
@@ -296,7 +316,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		}
 	}
 	/* code from git: only as gitcode_submit fetched and packed it */
-	if ((ret = gitcode_check(m, spec, code, eb)))
+	if ((ret = gitcode_check(m, spec, code, eb)) || (ret = spec_image_check_code(spec, code != NULL, eb)))
 		goto out;
 	if (key && (j = core_find_submit_key(m, c->user, key))) {
 		if (!(ret = submit_again(j, spec, code, eb))) {
@@ -332,7 +352,7 @@ int jobs_submit(struct master *m, const struct caller *c, const json_t *body, st
 		sj = (struct sched_job){ .tasks = st, .ntasks = ntasks, .max_nodes = spec->max_nodes,
 					 .gpu_model = spec->gpu_model, .gpu_memory = spec->gpu_memory,
 					 .pool = spec->pool, .labels = spec_sched_labels(spec),
-					 .nlabels = spec->nlabels, .image = spec->image,
+					 .nlabels = spec->nlabels, .image = spec_image_shown(spec),
 					 .task_pools = spec_task_pools(spec, st, ntasks) };
 
 		bad = admission_check(m, &sj, field, sizeof(field), msg, sizeof(msg));
@@ -937,7 +957,7 @@ static void queued_sched_job(const struct job *j, struct sched_job *sj, struct t
 				  .max_nodes = j->spec->max_nodes, .gpu_model = j->spec->gpu_model,
 				  .gpu_memory = j->spec->gpu_memory, .pool = j->spec->pool,
 				  .labels = spec_sched_labels(j->spec), .nlabels = j->spec->nlabels,
-				  .image = j->spec->image, .wait_for_nodes = j->spec->wait_for_nodes };
+				  .image = spec_image_shown(j->spec), .wait_for_nodes = j->spec->wait_for_nodes };
 	sj->data_keys = (const char *const *)job_data_keys(j, &sj->ndata_keys);
 	sj->task_pools = spec_task_pools(j->spec, tasks, k);
 }
@@ -1207,17 +1227,6 @@ void jobs_start_estimates(struct master *m, struct job *const *q, size_t n,
 
 /* ---- nodes ---- */
 
-static uint64_t json_u64(const json_t *o, const char *k)
-{
-	const json_t *v = json_object_get(o, k);
-	if (json_is_integer(v) && json_integer_value(v) > 0)
-		return (uint64_t)json_integer_value(v);
-	/* a real past 2^64 has no uint64_t: 0, as for any other bad value */
-	if (json_is_real(v) && json_real_value(v) > 0 && json_real_value(v) < 0x1p64)
-		return (uint64_t)json_real_value(v);
-	return 0;
-}
-
 void nodes_touch(struct master *m, struct node *n)
 {
 	n->lease_until = mono_ms() + m->lease_ms;
@@ -1240,50 +1249,10 @@ static bool id_listed(const json_t *arr, uint64_t id)
 	json_array_foreach(arr, i, v) {
 		if (json_is_integer(v) && (uint64_t)json_integer_value(v) == id)
 			return true;
-		if (json_is_object(v) && json_u64(v, "id") == id)
+		if (json_is_object(v) && nodereport_u64(v, "id") == id)
 			return true;
 	}
 	return false;
-}
-
-/* What an agent may say its container engine is: "Docker 20.10.24",
- * "Podman Engine 4.3.1"; shown as it is, so bounded and printable. */
-#define MAX_ENGINE 128
-
-static bool printable_string(const json_t *v, size_t max)
-{
-	const char *s = json_string_value(v);
-	size_t n = json_string_length(v);
-
-	if (!s || !n || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return false;
-	return true;
-}
-
-#define MAX_CACHE_KEYS 4096
-
-/* Replaces n's cache keys by a reported "cache" array of "yard-HEX"-like
- * strings; absent or malformed leaves them as they are (older agents). */
-static void node_set_cache(struct node *n, const json_t *cache)
-{
-	const json_t *c;
-	size_t i;
-
-	if (!json_is_array(cache) || json_array_size(cache) > MAX_CACHE_KEYS)
-		return;
-	json_array_foreach(cache, i, c)
-		if (!printable_string(c, 80))
-			return;
-	for (i = 0; i < n->ncache; i++)
-		free(n->cache[i]);
-	free(n->cache);
-	n->ncache = json_array_size(cache);
-	n->cache = xcalloc(n->ncache + 1, sizeof(*n->cache));
-	json_array_foreach(cache, i, c)
-		n->cache[i] = xstrdup(json_string_value(c));
 }
 
 int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
@@ -1293,7 +1262,6 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	const char *addr = json_string_value(json_object_get(body, "addr"));
 	const json_t *gpus = json_object_get(body, "gpus"), *tasks = json_object_get(body, "tasks");
 	const json_t *cpus = json_object_get(body, "cpus");
-	const json_t *ports = json_object_get(body, "ports");
 	const char *iface = json_string_value(json_object_get(body, "iface"));
 	const json_t *pool = json_object_get(body, "pool"), *labels = json_object_get(body, "labels");
 	const json_t *engine = json_object_get(body, "engine");
@@ -1301,82 +1269,12 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	json_int_t port_lo = 30000, port_hi = 32000;
 	unsigned runtimes;
 	struct node *n;
-	size_t i;
-	json_t *g;
 	int ret;
 
 	*out = NULL;
 	*token_out = NULL;
-	if (!json_is_object(body))
-		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
-	if (!spec_name_valid(name))
-		return error_field(eb, YERR(BAD_REQUEST), "name",
-				   "name: expected [a-z0-9][a-z0-9_.-]{0,62}");
-	if (gpus && !json_is_array(gpus))
-		return error_field(eb, YERR(BAD_REQUEST), "gpus", "gpus: expected an array");
-	if (json_array_size(gpus) > 256)
-		return error_field(eb, YERR(BAD_REQUEST), "gpus", "gpus: at most 256");
-	if (tasks && !json_is_array(tasks))
-		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
-	if (ports) {
-		port_lo = json_integer_value(json_array_get(ports, 0));
-		port_hi = json_integer_value(json_array_get(ports, 1));
-		if (!json_is_array(ports) || json_array_size(ports) != 2 || port_lo < 1024 ||
-		    port_hi > 65535 || port_lo > port_hi)
-			return error_field(eb, YERR(BAD_REQUEST), "ports",
-					   "ports: expected [LOW, HIGH] with 1024 <= LOW <= HIGH <= 65535");
-	}
-	/* a number that a cast to an unsigned count could not hold is refused
-	 * here, not turned into undefined behaviour below */
-	if (cpus && (!json_is_number(cpus) || !(json_number_value(cpus) >= 0) ||
-		     json_number_value(cpus) > 1e6))
-		return error_field(eb, YERR(BAD_REQUEST), "cpus",
-				   "cpus: expected a number of CPUs from 0 to 1000000");
-	if (iface && (!*iface || strlen(iface) > 15 || strspn(iface, "abcdefghijklmnopqrstuvwxyz"
-				"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-@") != strlen(iface)))
-		return error_field(eb, YERR(BAD_REQUEST), "iface",
-				   "iface: expected an interface name of at most 15 characters");
-	json_array_foreach(gpus, i, g) {
-		const json_t *isl = json_object_get(g, "island");
-		if (!json_is_object(g) || !json_is_integer(json_object_get(g, "index")) ||
-		    json_integer_value(json_object_get(g, "index")) < 0)
-			return error_field(eb, YERR(BAD_REQUEST), "gpus",
-					   "gpus: each entry needs an integer index >= 0");
-		if (isl && !json_is_null(isl) &&
-		    (!json_is_integer(isl) || json_integer_value(isl) < 0 ||
-		     json_integer_value(isl) > INT_MAX))
-			return error_field(eb, YERR(BAD_REQUEST), "gpus",
-					   "gpus: island must be an integer >= 0");
-	}
-	if (pool && !json_is_null(pool) && !spec_name_valid(json_string_value(pool)))
-		return error_field(eb, YERR(BAD_REQUEST), "pool",
-				   "pool: expected [a-z0-9][a-z0-9_.-]{0,62}");
-	if (labels && !json_is_null(labels)) {
-		const char *key;
-		json_t *v;
-		if (!json_is_object(labels) || json_object_size(labels) > SPEC_MAX_LABELS)
-			return error_field(eb, YERR(BAD_REQUEST), "labels",
-					   "labels: expected an object of at most %d KEY: VALUE",
-					   SPEC_MAX_LABELS);
-		json_object_foreach((json_t *)labels, key, v)
-			if (!json_is_string(v) || !spec_label_valid(key, json_string_value(v)))
-				return error_field(eb, YERR(BAD_REQUEST), "labels",
-						   "labels: '%s' is not a valid label", key);
-	}
-	ret = core_runtimes_from_json(json_object_get(body, "runtimes"), &runtimes, eb);
-	if (ret)
+	if ((ret = nodereport_check_registration(body, &runtimes, &port_lo, &port_hi, eb)))
 		return ret;
-	if (engine && !json_is_null(engine) && !printable_string(engine, MAX_ENGINE))
-		return error_field(eb, YERR(BAD_REQUEST), "engine",
-				   "engine: expected a string of 1 to %d printable characters",
-				   MAX_ENGINE);
-	if (ephemeral && !json_is_boolean(ephemeral))
-		return error_field(eb, YERR(BAD_REQUEST), "ephemeral", "ephemeral: expected true or false");
-	if (slurm_job && !json_is_null(slurm_job) &&
-	    (!json_is_string(slurm_job) || !json_string_length(slurm_job) || json_string_length(slurm_job) > 40 ||
-	     strspn(json_string_value(slurm_job), "0123456789_+") != json_string_length(slurm_job)))
-		return error_field(eb, YERR(BAD_REQUEST), "slurm_job",
-				   "slurm_job: expected a Slurm job id such as 4411 or 4411_0");
 	n = core_node(m, name);
 	if (!n) {
 		n = xcalloc(1, sizeof(*n));
@@ -1392,23 +1290,8 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 		n->cpus_milli = (uint64_t)(json_number_value(cpus) * 1000.0 + 0.5);
 	if (!n->cpus_milli)
 		n->cpus_milli = 1000;
-	n->memory = json_u64(body, "memory");
-	for (size_t k = 0; k < n->ngpus; k++) {
-		free(n->gpus[k].model);
-		free(n->gpus[k].uuid);
-	}
-	free(n->gpus);
-	n->ngpus = json_array_size(gpus);
-	n->gpus = xcalloc(n->ngpus + 1, sizeof(*n->gpus));
-	json_array_foreach(gpus, i, g) {
-		n->gpus[i].index = (unsigned)json_integer_value(json_object_get(g, "index"));
-		set_str(&n->gpus[i].model, json_string_value(json_object_get(g, "model")));
-		set_str(&n->gpus[i].uuid, json_string_value(json_object_get(g, "uuid")));
-		n->gpus[i].memory = json_u64(g, "memory");
-		n->gpus[i].island = json_is_integer(json_object_get(g, "island"))
-					    ? (unsigned)json_integer_value(json_object_get(g, "island"))
-					    : n->gpus[i].index;
-	}
+	n->memory = nodereport_u64(body, "memory");
+	nodereport_set_gpus(n, gpus);
 	set_str(&n->pool, json_is_string(pool) ? json_string_value(pool) : "default");
 	core_node_set_labels(n, labels);
 	n->runtimes = runtimes;
@@ -1416,7 +1299,7 @@ int nodes_register(struct master *m, const json_t *body, struct node **out, char
 	set_str(&n->engine, json_string_value(engine));
 	n->ephemeral = json_is_true(ephemeral);
 	set_str(&n->slurm_job, json_string_value(slurm_job));
-	node_set_cache(n, json_object_get(body, "cache"));
+	nodereport_set_cache(n, json_object_get(body, "cache"));
 	nodes_apply_event(m, n, NODE_EV_REGISTER);
 	core_node_bump(m, n);
 	nodes_touch(m, n);
@@ -1489,43 +1372,30 @@ static void task_exited(struct master *m, struct task *t, const json_t *r, bool 
 		job_check_progress(m, t->job);
 }
 
-/* A task whose agent stages its data: the job, still starting, says how far
- * in its reason (in memory only: the next report repeats it). */
-static void task_staging(struct task *t, const json_t *r)
+/* A task its agent prepares (stages its data, builds its image): the job,
+ * still starting, says how far in its reason. Staging is progress (in
+ * memory only: the next report repeats it); a build is a phase of the
+ * job's history, noted once per attempt. */
+static void task_progress(struct master *m, struct task *t, const char *state, const json_t *r)
 {
 	struct job *j = t->job;
-	uint64_t done = json_u64(r, "staged"), total = json_u64(r, "stage_total");
-	char a[32], b[32], msg[128];
+	char a[32], b[32], msg[200];
 
 	if (j->state != JOB_STARTING || t->state != TASK_ASSIGNED)
 		return;
-	format_size(done, a, sizeof(a));
-	format_size(total, b, sizeof(b));
-	snprintf(msg, sizeof(msg), "staging: %s of %s", a, b);
-	/* progress, not a state change: not in the job's history */
-	set_str(&j->reason_code, "staging");
-	set_str(&j->reason_msg, msg);
-}
-
-/* Takes a status report's "gpus": [{"index", "util"}], the utilisation of
- * the node's GPUs (0-100, null when NVML cannot tell); anything malformed
- * is ignored entry by entry. Whether the report had any. */
-static bool node_set_util(struct node *n, const json_t *gpus)
-{
-	const json_t *g;
-	size_t i;
-
-	json_array_foreach(gpus, i, g) {
-		const json_t *idx = json_object_get(g, "index"), *u = json_object_get(g, "util");
-		for (size_t k = 0; json_is_integer(idx) && k < n->ngpus; k++) {
-			if ((json_int_t)n->gpus[k].index != json_integer_value(idx))
-				continue;
-			n->gpus[k].has_util = json_is_integer(u) && json_integer_value(u) >= 0 &&
-					      json_integer_value(u) <= 100;
-			n->gpus[k].util = n->gpus[k].has_util ? (unsigned)json_integer_value(u) : 0;
-		}
+	if (!strcmp(state, "building")) {
+		const char *image = json_string_value(json_object_get(r, "image"));
+		snprintf(msg, sizeof(msg), "%s/%u: building image %.120s", t->role, t->index,
+			 image ? image : "");
+		job_note_phase(j, "building", msg);
+		core_save_job(m, j);
+	} else {
+		format_size(nodereport_u64(r, "staged"), a, sizeof(a));
+		format_size(nodereport_u64(r, "stage_total"), b, sizeof(b));
+		snprintf(msg, sizeof(msg), "staging: %s of %s", a, b);
 	}
-	return json_array_size(gpus) > 0;
+	set_str(&j->reason_code, state);
+	set_str(&j->reason_msg, msg);
 }
 
 /* Takes a status report's "checkpoint_at" of task t (wall us, 0: none
@@ -1554,7 +1424,7 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		return error(eb, YERR(BAD_REQUEST), "request body: expected a JSON object");
 	if (tasks && !json_is_array(tasks))
 		return error_field(eb, YERR(BAD_REQUEST), "tasks", "tasks: expected an array");
-	if (left && !json_is_null(left) && !printable_string(left, 200))
+	if (left && !json_is_null(left) && !nodereport_printable(left, 200))
 		return error_field(eb, YERR(BAD_REQUEST), "left",
 				   "left: expected why the agent leaves, 1 to 200 printable characters");
 	if (json_is_string(left)) {
@@ -1564,18 +1434,18 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		return 0;
 	}
 	nodes_touch(m, n);
-	node_set_cache(n, json_object_get(body, "cache"));
-	if (node_set_util(n, json_object_get(body, "gpus")))
+	nodereport_set_cache(n, json_object_get(body, "cache"));
+	if (nodereport_set_util(n, json_object_get(body, "gpus")))
 		gpuidle_node_sampled(m, n);
 	json_array_foreach(json_object_get(body, "execs"), i, r)
 		execs_reported(m, n, r);
 	json_array_foreach(tasks, i, r) {
-		struct task *t = core_task(m, json_u64(r, "id"));
+		struct task *t = core_task(m, nodereport_u64(r, "id"));
 		const char *state = json_string_value(json_object_get(r, "state"));
 
 		if (!t || !state || !t->node || strcmp(t->node, n->name))
 			continue;
-		task_checkpointed(m, t, json_u64(r, "checkpoint_at"));
+		task_checkpointed(m, t, nodereport_u64(r, "checkpoint_at"));
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
 			if (!strcmp(state, "running"))
@@ -1591,8 +1461,8 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 			task_exited(m, t, r, false);
 		} else if (!strcmp(state, "start_failed")) {
 			task_exited(m, t, r, true);
-		} else if (!strcmp(state, "staging")) {
-			task_staging(t, r);
+		} else if (!strcmp(state, "staging") || !strcmp(state, "building")) {
+			task_progress(m, t, state, r);
 		}
 	}
 	return 0;

@@ -46,14 +46,18 @@ describe('job list', () => {
       ...jobs[0],
       events: [
         { at: 1, state: 'queued', attempt: 0 },
+        { at: 1.5, state: 'starting', phase: 'building', attempt: 0,
+          reason: { code: 'building', message: 'worker/0: building image yard/build:ab' } },
         { at: 2, state: 'running', attempt: 0 },
         { at: 3, state: 'queued', attempt: 1, reason: { code: 'preempted', message: 'preempted by job 9' } },
         { at: 4, state: 'succeeded', attempt: 1 },
       ],
     });
-    expect(t.map((s) => s.label)).toEqual(['queued', 'running', 'queued again (attempt 2)', 'succeeded']);
-    expect(t[2].detail).toBe('preempted: preempted by job 9');
-    expect(t[3].at).toBe(4);
+    expect(t.map((s) => s.label)).toEqual(['queued', 'starting: building', 'running',
+      'queued again (attempt 2)', 'succeeded']);
+    expect(t[1].detail).toBe('building: worker/0: building image yard/build:ab');
+    expect(t[3].detail).toBe('preempted: preempted by job 9');
+    expect(t[4].at).toBe(4);
   });
 });
 

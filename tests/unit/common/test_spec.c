@@ -2,6 +2,7 @@
  * and placeholder expansion (--set: tests/unit/cli/test_set.c). */
 #include "base/compat.h"
 #include "common/spec.h"
+#include "common/spec_image.h"
 #include "common/spec_code.h"
 
 #include <setjmp.h>
@@ -253,7 +254,8 @@ static const struct bad_case bad_cases[] = {
 		"image: \"Ubuntu:22.04\" is not a valid image reference: repository names must be "
 		"lowercase" },
 	{ "image: 5\n" BASE "tasks: {worker: {}}", "image",
-		"image: expected an image reference such as debian:bookworm, got 5" },
+		"image: expected an image reference such as debian:bookworm, or {build: {dockerfile, args}}, "
+		"got 5" },
 	{ BASE "tasks: {worker: {}}\ndata: {source: x}", "data",
 		"data: expected a list of {source, mount}, got {\"source\":\"x\"}" },
 	{ BASE "tasks: {worker: {}}\ndata: [{source: 'yard://d'}, {mount: x}]", "data[1].source",
@@ -1112,6 +1114,62 @@ static void test_code_git(void **state)
 	(void)state;
 }
 
+/* image: {build: ...}: an image built from the job's code (spec_image.h) */
+static void test_image_build(void **state)
+{
+	struct job_spec spec;
+	json_t *canon;
+
+	parse_ok(BASE "tasks: {worker: {}}\nimage: {build: {dockerfile: docker/train.Dockerfile, "
+		 "args: {EPOCHS: 3, FAST: true, TAG: v1}}}\n", &spec);
+	assert_null(spec.image);
+	assert_non_null(spec.image_build);
+	assert_string_equal(spec.image_build->dockerfile, "docker/train.Dockerfile");
+	assert_string_equal(spec_image_shown(&spec), "build of docker/train.Dockerfile");
+	canon = spec_to_json(&spec);
+	/* args are texts, as env's values */
+	assert_json_equal(json_object_get(canon, "image"),
+			  "{\"build\": {\"dockerfile\": \"docker/train.Dockerfile\", "
+			  "\"args\": {\"EPOCHS\": \"3\", \"FAST\": \"true\", \"TAG\": \"v1\"}}}");
+	spec_release(&spec);
+	/* the canonical form reads back the same */
+	assert_int_equal(spec_from_json(canon, &spec, &(struct errbuf)ERRBUF_INIT), 0);
+	assert_string_equal(spec.image_build->dockerfile, "docker/train.Dockerfile");
+	assert_string_equal(json_string_value(json_object_get(spec.image_build->args, "EPOCHS")), "3");
+	spec_release(&spec);
+	json_decref(canon);
+
+	/* defaults: ./Dockerfile, no args */
+	parse_ok(BASE "tasks: {worker: {}}\nimage: {build: {}}\n", &spec);
+	assert_string_equal(spec.image_build->dockerfile, "Dockerfile");
+	assert_int_equal(json_object_size(spec.image_build->args), 0);
+	/* built from the code: a job without any is refused by its submission */
+	struct errbuf eb = ERRBUF_INIT;
+	assert_int_equal(spec_image_check_code(&spec, true, &eb), 0);
+	assert_int_equal(spec_image_check_code(&spec, false, &eb), YERR(INVALID_SPEC));
+	assert_string_equal(eb.field, "image.build");
+	spec_release(&spec);
+
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: {dockerfile: ../Dockerfile}}\n",
+		  "image.build.dockerfile", "image.build.dockerfile: '../Dockerfile' is not a path inside "
+		  "the job's code: it holds a '.' or '..' component");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: {dockerfile: /etc/Dockerfile}}\n",
+		  "image.build.dockerfile", "image.build.dockerfile: '/etc/Dockerfile' is not a path inside "
+		  "the job's code: it is absolute (it must start at the top of the code)");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: {args: {1X: a}}}\n", "image.build.args.1X",
+		  "image.build.args.1X: expected a variable name of letters, digits and '_' (at most 64, "
+		  "not starting with a digit)");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: {args: {A: [1]}}}\n", "image.build.args.A",
+		  "image.build.args.A: expected a string, number or bool, got [1]");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: {dockerfle: D}}\n", "image.build.dockerfle",
+		  "image.build.dockerfle: unknown field (did you mean 'dockerfile'?)");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {}\n", "image",
+		  "image: expected build: {dockerfile, args} in a mapping");
+	check_bad(BASE "tasks: {worker: {}}\nimage: {build: x}\n", "image.build",
+		  "image.build: expected a mapping with dockerfile and args, got \"x\"");
+	(void)state;
+}
+
 static void test_code_git_refused(void **state)
 {
 	check_bad("command: [x]\ntasks: {w: {}}\ncode: https://git.example/r.git\n", "code",
@@ -1149,8 +1207,8 @@ static void test_code_git_refused(void **state)
 	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', path: '../etc'}\n",
 		  "code.path", "code.path: '../etc' is not valid: it holds a '.' or '..' component");
 	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', path: '/etc'}\n",
-		  "code.path", "code.path: '/etc' is not valid: it must be relative to the "
-		  "repository's top");
+		  "code.path", "code.path: '/etc' is not valid: it is absolute (it must start at the "
+		  "top of the code)");
 	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', sha: ABC}\n", "code.sha",
 		  "code.sha: 'ABC' is not valid: expected a commit SHA, 40 lowercase hex digits");
 	check_bad("command: [x]\ntasks: {w: {}}\ncode: {git: 'git://h/r', ref: 7}\n", "code.ref",
@@ -1216,6 +1274,7 @@ int main(void)
 		cmocka_unit_test(test_interactive),
 		cmocka_unit_test(test_code_git),
 		cmocka_unit_test(test_code_git_refused),
+		cmocka_unit_test(test_image_build),
 		cmocka_unit_test(test_code_split_arg),
 		cmocka_unit_test(test_placement_fields),
 		cmocka_unit_test(test_image_refs_good),

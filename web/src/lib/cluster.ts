@@ -39,14 +39,17 @@ export interface TimelineStep {
 /**
  * timeline: the job's history when the master sent it (each state change,
  * with the attempt and the reason: restarts and preemptions show as the job
- * going back to queued), else the four timestamps of the job document.
+ * going back to queued; a phase, such as its image's build, as "starting:
+ * building"), else the four timestamps of the job document.
  */
 export function timeline(j: Job): TimelineStep[] {
   if (j.events && j.events.length) {
     return j.events.map((e) => ({
-      label: e.state === 'queued' && e.attempt > 0
-        ? `queued again (attempt ${e.attempt + 1})`
-        : e.state,
+      label: e.phase
+        ? `${e.state}: ${e.phase}`
+        : e.state === 'queued' && e.attempt > 0
+          ? `queued again (attempt ${e.attempt + 1})`
+          : e.state,
       at: e.at,
       detail: e.reason ? `${e.reason.code}: ${e.reason.message}` : undefined,
     }));

@@ -64,6 +64,8 @@ export interface GpuUtil {
 export interface JobEvent {
   at: number;
   state: string;
+  /** a phase within the state: "building" (its image built from its code while it starts) */
+  phase?: string;
   attempt: number;
   reason?: Reason;
 }

@@ -1,0 +1,158 @@
+#include "base/compat.h"
+#include "agent/imagebuild.h"
+
+#include "base/clock.h"
+#include "base/crypto.h"
+#include "base/fsutil.h"
+#include "base/strbuf.h"
+#include "base/xalloc.h"
+#include "common/codepack.h"
+
+/* The largest Dockerfile, and context, taken. */
+#define DOCKERFILE_MAX ((size_t)1 << 20)
+#define CONTEXT_MAX ((uint64_t)1 << 30)
+/* The lines of a failed build's output its reason ends with: few enough
+ * that the job's reason (600 bytes) holds them with the engine's error. */
+#define TAIL_LINES 6
+#define TAIL_BYTES 280
+#define ERROR_BYTES 200
+
+int imagebuild_tag(const char *code, const char *code_dir, const char *dockerfile, const json_t *args,
+		   char **out, struct errbuf *eb)
+{
+	struct strbuf key = STRBUF_INIT, text = STRBUF_INIT;
+	char *path = xasprintf("%s/%s", code_dir, dockerfile);
+	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	char df[SHA256_HEX_LEN + 1], hex[SHA256_HEX_LEN + 1];
+	int ret = 0;
+
+	*out = NULL;
+	if (strbuf_read_file(&text, path, DOCKERFILE_MAX) < 0) {
+		ret = error(eb, YERR(BAD_REQUEST), "image_build_failed: the job's code has no Dockerfile "
+			    "'%s' (image.build.dockerfile): %s", dockerfile, strerror(errno));
+		goto out;
+	}
+	sha256_hex(text.buf ? text.buf : "", text.len, df);
+	/* each part ends with a NUL: no two contents read the same */
+	strbuf_addf(&key, "yard image build 1%c%s%c%s%c%s%c%s", 0, code ? code : "", 0, dockerfile, 0, df,
+		    0, args_text ? args_text : "{}");
+	sha256_hex(key.buf, key.len, hex);
+	*out = xasprintf("%s:%s", IMAGEBUILD_REPO, hex);
+out:
+	free(path);
+	free(args_text);
+	strbuf_release(&key);
+	strbuf_release(&text);
+	return ret;
+}
+
+struct build_out {
+	int fd;
+	struct strbuf tail;     /* the output's last TAIL_BYTES or so */
+};
+
+static int on_output(void *arg, int stream, const char *buf, size_t len)
+{
+	struct build_out *o = arg;
+
+	(void)stream;
+	if (write_all(o->fd, buf, len) < 0)
+		fprintf(stderr, "yard shim: cannot write the build's output: %s\n", strerror(errno));
+	strbuf_add(&o->tail, buf, len);
+	if (o->tail.len > 4 * TAIL_BYTES) {
+		size_t keep = TAIL_BYTES;
+		memmove(o->tail.buf, o->tail.buf + o->tail.len - keep, keep);
+		strbuf_setlen(&o->tail, keep);
+	}
+	return 0;
+}
+
+/* The output's last lines, on one line: "A | B | C". */
+static void add_tail(struct strbuf *sb, const struct strbuf *tail)
+{
+	const char *end = tail->buf ? tail->buf + tail->len : NULL, *p = end;
+	int lines = 0;
+
+	if (!end)
+		return;
+	while (p > tail->buf && (end - p) < TAIL_BYTES) {
+		p--;
+		if (*p == '\n' && p + 1 < end && ++lines > TAIL_LINES)
+			break;
+	}
+	if (*p == '\n')
+		p++;
+	for (const char *line = p; line < end;) {
+		const char *nl = memchr(line, '\n', (size_t)(end - line));
+		size_t n = nl ? (size_t)(nl - line) : (size_t)(end - line);
+		if (n) {
+			strbuf_addstr(sb, sb->len ? " | " : "");
+			for (size_t i = 0; i < n; i++)
+				strbuf_addch(sb, (unsigned char)line[i] < ' ' ? ' ' : line[i]);
+		}
+		line += n + 1;
+	}
+}
+
+static void say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(int fd, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	strbuf_addstr(&sb, "yard: ");
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	strbuf_addch(&sb, '\n');
+	if (write_all(fd, sb.buf, sb.len) < 0)
+		fprintf(stderr, "yard shim: cannot write the task's output: %s\n", strerror(errno));
+	strbuf_release(&sb);
+}
+
+int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, const json_t *build,
+		      int out_fd, void (*building)(void *arg, const char *tag), void *arg,
+		      struct errbuf *eb)
+{
+	const char *dockerfile = json_string_value(json_object_get(build, "dockerfile"));
+	struct build_out o = { out_fd, STRBUF_INIT };
+	struct strbuf ctx = STRBUF_INIT, tail = STRBUF_INIT;
+	struct errbuf beb = ERRBUF_INIT;
+	char *path = xasprintf("/images/%s/json", tag);
+	uint64_t t0 = mono_ms();
+	long status = 0;
+	int ret;
+
+	if (!dockerfile)
+		dockerfile = "Dockerfile";
+	if ((ret = docker_call(d, "GET", path, NULL, &status, NULL, eb)))
+		goto out;
+	if (status == 200) {
+		say(out_fd, "image %s is built already (the same code, Dockerfile and args)", tag);
+		goto out;
+	}
+	errbuf_reset(eb);
+	building(arg, tag);
+	say(out_fd, "building image %s from %s", tag, dockerfile);
+	if ((ret = codepack_create(code_dir, &ctx, CONTEXT_MAX, eb))) {
+		ret = error(eb, ret, "image_build_failed: cannot pack the build's context: %s", eb->msg);
+		goto out;
+	}
+	ret = docker_build(d, tag, dockerfile, json_object_get(build, "args"), ctx.buf, ctx.len, on_output,
+			   &o, &beb);
+	if (ret == YERR(UNAVAILABLE)) {
+		ret = error(eb, ret, "image_build_failed: %s", beb.msg);
+	} else if (ret) {
+		add_tail(&tail, &o.tail);
+		ret = error(eb, ret, "image_build_failed: %.*s%s%s", ERROR_BYTES, beb.msg,
+			    tail.len ? "; the build's last lines: " : "", tail.buf ? tail.buf : "");
+	} else {
+		say(out_fd, "built image %s in %.1f s", tag, (double)(mono_ms() - t0) / 1000);
+	}
+out:
+	free(path);
+	strbuf_release(&ctx);
+	strbuf_release(&tail);
+	strbuf_release(&o.tail);
+	return ret;
+}

@@ -1,0 +1,183 @@
+"""Images built from a job's own code (spec `image: {build: {dockerfile,
+args}}`, agent/imagebuild.c, docs/images.md) against a real dockerd started
+by the test (engines.py), from the project directory `yard submit` uploads:
+the build's output is the task's, the image is named by its content (code,
+Dockerfile and args), the same content is never built twice, a change to
+any of the three builds another, and a build that fails fails the job with
+the engine's error and the build's last lines as its reason. From git (a real `git daemon`,
+gitserve.py): two branches whose code and Dockerfiles differ run in their
+own images, each job recording its branch's commit.
+
+Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
+import os
+
+import engines
+from gitserve import repos
+from harness import ROOT, YARD, check, check_eq, cluster
+
+# a first run builds the rootfs with debootstrap (about a minute)
+TIMEOUT = 900
+
+BUILD_DIR = os.path.dirname(os.path.abspath(YARD)) if os.path.isabs(YARD) else os.path.join(ROOT, "build-asan")
+
+DOCKERFILE = """FROM yard-test/base:1
+ARG FLAVOUR=plain
+COPY train.sh /app/train.sh
+RUN echo "flavour $FLAVOUR" > /app/flavour && echo "step ran for $FLAVOUR"
+"""
+
+BROKEN = """FROM yard-test/base:1
+RUN echo "about to fail" && exit 3
+"""
+
+JOB = """name: {name}
+command: ["/bin/sh", "/app/train.sh"]
+image:
+  build:
+    {dockerfile}
+    args: {{FLAVOUR: {flavour}}}
+tasks:
+  worker: {{replicas: 1, cpus: 0.1}}
+"""
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def job_file(proj, name, flavour="a", dockerfile=None):
+    path = os.path.join(proj, f"{name}.yaml")
+    df = f"dockerfile: {dockerfile}" if dockerfile else ""
+    write(path, JOB.format(name=name, flavour=flavour, dockerfile=df))
+    return path
+
+
+def built_images(eng):
+    status, images = eng.api("GET", "/images/json")
+    check_eq(status, 200, f"the engine's images: {images}")
+    return sorted(t for i in images for t in (i.get("RepoTags") or []) if t.startswith("yard/build:"))
+
+
+def run_job(c, path):
+    jid = c.cli("submit", path, check_rc=0).stdout.decode().strip()
+    doc = c.api.wait_job(int(jid), timeout=300)
+    return doc, c.api.log(int(jid)).decode(errors="replace")
+
+
+def phases(doc):
+    """The phases in the job's history: [(state, phase, reason's message)]."""
+    return [(e["state"], e["phase"], e.get("reason", {}).get("message", ""))
+            for e in doc.get("events", []) if "phase" in e]
+
+
+def test_images_built_from_the_code_once_per_content():
+    eng = engines.DockerEngine()
+    try:
+        engines.import_image(eng, engines.base_rootfs(BUILD_DIR), "yard-test/base", "1")
+        with cluster("imagebuild") as c:
+            c.start_master()
+            c.start_agent("n1", extra=["--runtime", "process,docker", "--docker-socket", eng.socket])
+            proj = os.path.join(c.dir, "project")
+            os.makedirs(proj)
+            write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
+            write(os.path.join(proj, "Dockerfile.broken"), BROKEN)
+            write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
+
+            # the first job builds its image, and runs in it
+            doc, out = run_job(c, job_file(proj, "a"))
+            check_eq(doc["state"], "succeeded", f"the job of flavour a (reason {doc.get('reason')}):\n{out}")
+            check("yard: building image yard/build:" in out, f"the build is in the job's log:\n{out}")
+            check("step ran for a" in out, f"the build's own output is in the job's log:\n{out}")
+            check(out.rstrip().endswith("code v1\nflavour a"), f"the task ran in the built image:\n{out}")
+            first = built_images(eng)
+            check_eq(len(first), 1, "images built")
+            check(first[0] in out, f"the log names the image {first[0]}:\n{out}")
+            check_eq(phases(doc), [("starting", "building", f"worker/0: building image {first[0]}")],
+                     "the build is a phase of the job's history")
+
+            # the same code, Dockerfile and args: nothing is built
+            doc, out = run_job(c, job_file(proj, "a"))
+            check_eq(doc["state"], "succeeded", f"the same job again (reason {doc.get('reason')})")
+            check(f"yard: image {first[0]} is built already" in out, f"the image was reused:\n{out}")
+            check("step ran" not in out and "building image" not in out, f"nothing was built:\n{out}")
+            check_eq(built_images(eng), first, "images after the same content again")
+            check_eq(phases(doc), [], "no build in the history of a job whose image was built")
+
+            # other args: another image
+            doc, out = run_job(c, job_file(proj, "b", flavour="b"))
+            check_eq(doc["state"], "succeeded", f"the job of flavour b (reason {doc.get('reason')}):\n{out}")
+            check(out.rstrip().endswith("code v1\nflavour b"), f"flavour b's image:\n{out}")
+            second = built_images(eng)
+            check_eq(len(second), 2, "images after other args")
+
+            # other code, the same Dockerfile and args: another image
+            write(os.path.join(proj, "train.sh"), 'echo "code v2"; cat /app/flavour\n')
+            doc, out = run_job(c, job_file(proj, "a"))
+            check_eq(doc["state"], "succeeded", f"the changed code (reason {doc.get('reason')}):\n{out}")
+            check("building image" in out and out.rstrip().endswith("code v2\nflavour a"),
+                  f"the changed code was built and runs:\n{out}")
+            check_eq(len(built_images(eng)), 3, "images after a change to the code")
+
+            # a build that fails fails the job: the engine's error and the
+            # build's last lines are its reason, its output is in the log
+            doc, out = run_job(c, job_file(proj, "broken", dockerfile="Dockerfile.broken"))
+            check_eq(doc["state"], "failed", "the job of the broken Dockerfile")
+            reason = (doc.get("reason") or {}).get("message", "")
+            check("image_build_failed" in reason and "non-zero code: 3" in reason,
+                  f"the reason names the build's failure: {reason}")
+            check("about to fail" in reason, f"the reason ends with the build's last lines: {reason}")
+            check("about to fail" in out, f"the build's output is in the job's log:\n{out}")
+            check_eq(len(built_images(eng)), 3, "a failed build leaves no image")
+
+            # a Dockerfile the code does not have
+            doc, out = run_job(c, job_file(proj, "nofile", dockerfile="docker/Nosuch"))
+            check_eq(doc["state"], "failed", "the job of a missing Dockerfile")
+            check("has no Dockerfile 'docker/Nosuch'" in (doc.get("reason") or {}).get("message", ""),
+                  f"the reason names the missing Dockerfile: {doc.get('reason')}")
+
+            # refused at submit: a path out of the code, and a job without code
+            r = c.cli("submit", job_file(proj, "out", dockerfile="../Dockerfile"))
+            check(r.returncode != 0 and b"image.build.dockerfile" in r.stderr,
+                  f"a Dockerfile outside the code is refused naming the field: {r.stderr!r}")
+            status, err = c.api.submit({"name": "nocode", "command": ["/bin/true"],
+                                        "image": {"build": {}}, "tasks": {"worker": {"cpus": 0.1}}})
+            check_eq(status, 400, f"an image built without code: {err}")
+            check_eq(err["error"]["field"], "image.build", f"the field named: {err}")
+            check("has none" in err["error"]["message"], f"the reason: {err}")
+    finally:
+        eng.close()
+
+
+def test_branches_of_a_repository_build_and_run_their_own_images():
+    eng = engines.DockerEngine()
+    try:
+        engines.import_image(eng, engines.base_rootfs(BUILD_DIR), "yard-test/base", "1")
+        with repos() as g, cluster("imagebuild-git") as c:
+            g.make("repo", {
+                "alpha": {"Dockerfile": "FROM yard-test/base:1\nRUN echo image-alpha > /etc/which\n"
+                                        "COPY run.sh /run.sh\n",
+                          "run.sh": "echo code-alpha; cat /etc/which\n"},
+                "beta": {"Dockerfile": "FROM yard-test/base:1\nARG WHO\nRUN echo image-$WHO > /etc/which\n"
+                                       "COPY run.sh /run.sh\n",
+                         "run.sh": "echo code-beta; cat /etc/which\n"}})
+            url = g.serve_daemon() + "/repo.git"
+            c.start_master()
+            c.start_agent("n1", extra=["--runtime", "process,docker", "--docker-socket", eng.socket])
+            proj = os.path.join(c.dir, "proj")
+            os.makedirs(proj)
+            path = os.path.join(proj, "job.yaml")
+            write(path, "name: from-git\ncommand: [/bin/sh, /run.sh]\nimage: {build: {args: {WHO: beta}}}\n"
+                        "tasks: {worker: {cpus: 0.1}}\n")
+            for branch in ("alpha", "beta"):
+                jid = int(c.cli("submit", path, "--git", f"{url}@{branch}", check_rc=0).stdout)
+                doc = c.api.wait_job(jid, timeout=300)
+                out = c.api.log(jid).decode(errors="replace")
+                check_eq(doc["state"], "succeeded", f"the job of {branch} (reason {doc.get('reason')}):\n{out}")
+                check_eq(doc["spec"]["code"]["sha"], g.sha("repo", branch), f"the commit of {branch}'s job")
+                check(out.rstrip().endswith(f"code-{branch}\nimage-{branch}"),
+                      f"{branch}'s code in {branch}'s image:\n{out}")
+                check("yard: building image" in out, f"{branch}'s image was built:\n{out}")
+            check_eq(len(built_images(eng)), 2, "one image per branch")
+    finally:
+        eng.close()
