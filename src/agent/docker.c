@@ -333,7 +333,7 @@ static void build_message(struct build_read *b, const json_t *m)
 	const char *text = json_string_value(json_object_get(m, "stream"));
 	const char *err = json_string_value(json_object_get(m, "error"));
 
-	if (text && *text)
+	if (text && *text && b->sink)
 		b->sink(b->arg, 1, text, strlen(text));
 	if (err && !b->failed) {
 		b->failed = true;
@@ -380,30 +380,23 @@ static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, co
 	curl_free(esc);
 }
 
-int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
-		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb)
+/* POSTs to PATH (escaped) with HDRS and BODY, reading the answer as a
+ * build's or a push's: JSON messages, their "stream" text to sink (when
+ * not NULL), their "error" the call's failure. */
+static int post_json_stream(struct docker *d, const char *path, struct curl_slist *hdrs, const void *body,
+			    size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb)
 {
-	struct strbuf url = STRBUF_INIT, path = STRBUF_INIT;
+	struct strbuf url = STRBUF_INIT;
 	struct build_read b = { STRBUF_INIT, sink, arg, eb, false };
-	struct curl_slist *hdrs = NULL;
-	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
 	long status = 0;
 	int ret = 0;
 
-	/* the host's network, as the task's: an engine may have no bridge;
-	 * its intermediate containers removed, also when a step fails */
-	strbuf_addstr(&path, "/build?networkmode=host&rm=1&forcerm=1");
-	add_escaped(d, &path, "t", tag);
-	add_escaped(d, &path, "dockerfile", dockerfile);
-	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
-	free(args_text);
-	prepare(d, "POST", path.buf, &url);
+	prepare(d, "POST", path, &url);
 	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_build);
 	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &b);
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, context);
+	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	CURLcode rc = curl_easy_perform(d->curl);
 	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -419,7 +412,43 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 	}
 	curl_slist_free_all(hdrs);
 	strbuf_release(&url);
-	strbuf_release(&path);
 	strbuf_release(&b.buf);
+	return ret;
+}
+
+int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
+		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb)
+{
+	struct strbuf path = STRBUF_INIT;
+	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	int ret;
+
+	/* the host's network, as the task's: an engine may have no bridge;
+	 * its intermediate containers removed, also when a step fails */
+	strbuf_addstr(&path, "/build?networkmode=host&rm=1&forcerm=1");
+	add_escaped(d, &path, "t", tag);
+	add_escaped(d, &path, "dockerfile", dockerfile);
+	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
+	free(args_text);
+	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "Content-Type: application/x-tar"), context,
+			       len, sink, arg, eb);
+	strbuf_release(&path);
+	return ret;
+}
+
+int docker_push(struct docker *d, const char *image, struct errbuf *eb)
+{
+	const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
+	struct strbuf path = STRBUF_INIT;
+	int ret;
+
+	if (!colon || (slash && colon < slash))
+		return error(eb, YERR(BAD_REQUEST), "'%s' has no tag to push", image);
+	strbuf_addf(&path, "/images/%.*s/push?", (int)(colon - image), image);
+	add_escaped(d, &path, "tag", colon + 1);
+	/* the engine wants credentials even for a registry that takes none: {} */
+	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "X-Registry-Auth: e30="), NULL, 0, NULL,
+			       NULL, eb);
+	strbuf_release(&path);
 	return ret;
 }

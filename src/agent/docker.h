@@ -71,6 +71,11 @@ int docker_logs(struct docker *d, const char *id, docker_sink_fn sink,
 int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
 		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb);
 
+/* docker_push pushes IMAGE (REGISTRY/PATH:TAG) to its registry: 0, or the
+ * engine's error (YERR(BAD_REQUEST)) or YERR(UNAVAILABLE) when the engine
+ * cannot be reached. */
+int docker_push(struct docker *d, const char *image, struct errbuf *eb);
+
 /* The multiplexed stream of a non-TTY container: 8-byte frame headers
  * (stream, 0, 0, 0, big-endian length) each followed by that many bytes.
  * Exposed for the unit tests and the fuzz target. */

@@ -17,8 +17,8 @@
 #define TAIL_BYTES 280
 #define ERROR_BYTES 200
 
-int imagebuild_tag(const char *code, const char *code_dir, const char *dockerfile, const json_t *args,
-		   char **out, struct errbuf *eb)
+int imagebuild_tag(const char *registry, const char *code, const char *code_dir, const char *dockerfile,
+		   const json_t *args, char **out, struct errbuf *eb)
 {
 	struct strbuf key = STRBUF_INIT, text = STRBUF_INIT;
 	char *path = xasprintf("%s/%s", code_dir, dockerfile);
@@ -37,7 +37,7 @@ int imagebuild_tag(const char *code, const char *code_dir, const char *dockerfil
 	strbuf_addf(&key, "yard image build 1%c%s%c%s%c%s%c%s", 0, code ? code : "", 0, dockerfile, 0, df,
 		    0, args_text ? args_text : "{}");
 	sha256_hex(key.buf, key.len, hex);
-	*out = xasprintf("%s:%s", IMAGEBUILD_REPO, hex);
+	*out = xasprintf("%s%s%s:%s", registry ? registry : "", registry ? "/" : "", IMAGEBUILD_REPO, hex);
 out:
 	free(path);
 	free(args_text);
@@ -115,6 +115,7 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 		      struct errbuf *eb)
 {
 	const char *dockerfile = json_string_value(json_object_get(build, "dockerfile"));
+	const char *registry = json_string_value(json_object_get(build, "registry"));
 	struct build_out o = { out_fd, STRBUF_INIT };
 	struct strbuf ctx = STRBUF_INIT, tail = STRBUF_INIT;
 	struct errbuf beb = ERRBUF_INIT;
@@ -132,6 +133,15 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 		goto out;
 	}
 	errbuf_reset(eb);
+	if (registry) {
+		/* another node may have built it: no need to again */
+		struct errbuf peb = ERRBUF_INIT;
+		if (!docker_pull(d, tag, &peb)) {
+			say(out_fd, "pulled image %s from the cluster's registry", tag);
+			goto out;
+		}
+		say(out_fd, "the cluster's registry has no image %s (%.200s)", tag, peb.msg);
+	}
 	building(arg, tag);
 	say(out_fd, "building image %s from %s", tag, dockerfile);
 	if ((ret = codepack_create(code_dir, &ctx, CONTEXT_MAX, eb))) {
@@ -148,6 +158,11 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 			    tail.len ? "; the build's last lines: " : "", tail.buf ? tail.buf : "");
 	} else {
 		say(out_fd, "built image %s in %.1f s", tag, (double)(mono_ms() - t0) / 1000);
+		if (registry && !docker_push(d, tag, &beb))
+			say(out_fd, "pushed image %s to the cluster's registry", tag);
+		else if (registry)
+			say(out_fd, "cannot push image %s to the cluster's registry (other nodes build it "
+			    "again): %.300s", tag, beb.msg);
 	}
 out:
 	free(path);

@@ -4,10 +4,12 @@
  *
  * The agent names the image by its content when it starts the task:
  * yard/build:SHA256 of the code's digest, the Dockerfile's path and bytes,
- * and the build's args. The container shim (shim_docker.c) then builds it
- * through the engine's API, unless the engine has that name already: the
- * same content is never built twice on a node, and one that differs in any
- * of the three is another image. The build's output is the task's output.
+ * and the build's args, under the cluster's registry when the master has
+ * one. The container shim (shim_docker.c) then builds it through the
+ * engine's API, unless the engine has that name already or pulls it from
+ * the registry (and pushes what it built there): the same content is built
+ * once per node, or once per cluster with a registry, and one that differs
+ * in any of the three is another image. The build's output is the task's.
  */
 #ifndef YARD_AGENT_IMAGEBUILD_H
 #define YARD_AGENT_IMAGEBUILD_H
@@ -20,19 +22,22 @@
 /* The repository built images are tagged in. */
 #define IMAGEBUILD_REPO "yard/build"
 
-/* imagebuild_tag: IMAGEBUILD_REPO:HEX for the task's code (its digest,
- * CODE), its Dockerfile (the path DOCKERFILE in CODE_DIR) and ARGS: 0 and
- * *out (caller frees), or an error (image_build_failed: no such file) for
- * the task's start to fail with. */
-int imagebuild_tag(const char *code, const char *code_dir, const char *dockerfile, const json_t *args,
-		   char **out, struct errbuf *eb);
+/* imagebuild_tag: [REGISTRY/]IMAGEBUILD_REPO:HEX for the task's code (its
+ * digest, CODE), its Dockerfile (the path DOCKERFILE in CODE_DIR) and ARGS
+ * (REGISTRY: the cluster's, or NULL): 0 and *out (caller frees), or an
+ * error (image_build_failed: no such file) for the task's start to fail
+ * with. */
+int imagebuild_tag(const char *registry, const char *code, const char *code_dir, const char *dockerfile,
+		   const json_t *args, char **out, struct errbuf *eb);
 
-/* imagebuild_ensure: the engine has TAG, or builds it from CODE_DIR with
- * BUILD's dockerfile and args ({dockerfile, args}, as the task's
- * image_build), writing the build's output and what was done to OUT_FD;
- * building(arg, TAG) is called before a build begins. 0, or
+/* imagebuild_ensure: the engine has TAG, or pulls it from the cluster's
+ * registry (BUILD's "registry"), or builds it from CODE_DIR with BUILD's
+ * dockerfile and args ({dockerfile, args, registry}, as the task's
+ * image_build) and pushes it there; what was done and the build's output go
+ * to OUT_FD; building(arg, TAG) is called before a build begins. 0, or
  * image_build_failed with the engine's error and the last lines of the
- * build's output. */
+ * build's output. A push that fails is said in the output, not an error:
+ * the task runs in the image built. */
 int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, const json_t *build,
 		      int out_fd, void (*building)(void *arg, const char *tag), void *arg,
 		      struct errbuf *eb);

@@ -40,7 +40,8 @@ static int conf_image(const json_t *task, json_t *conf, struct errbuf *eb)
 		json_object_set(conf, "image", json_object_get(task, "image"));
 		return 0;
 	}
-	ret = imagebuild_tag(json_string_value(json_object_get(task, "code")),
+	ret = imagebuild_tag(json_string_value(json_object_get(build, "registry")),
+			     json_string_value(json_object_get(task, "code")),
 			     json_string_value(json_object_get(conf, "cwd")),
 			     json_string_value(json_object_get(build, "dockerfile")),
 			     json_object_get(build, "args"), &tag, eb);

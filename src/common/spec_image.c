@@ -138,6 +138,23 @@ const char *spec_image_ref_problem(const char *s)
 	return NULL;
 }
 
+const char *spec_image_registry_problem(const char *registry)
+{
+	char name[SPEC_MAX_IMAGE + 1];
+	const char *why;
+
+	if (strchr(registry, '/'))
+		return "expected HOST or HOST:PORT, without a path";
+	/* Docker's rule: a name's first part is its registry only so */
+	if (!strchr(registry, '.') && !strchr(registry, ':') && strcmp(registry, "localhost"))
+		return "a registry's name holds a '.' or a ':', or is localhost";
+	if ((size_t)snprintf(name, sizeof(name), "%s/yard/build:x", registry) >= sizeof(name))
+		return "longer than a registry's name can be";
+	if ((why = spec_image_ref_problem(name)))
+		return "expected HOST or HOST:PORT";
+	return NULL;
+}
+
 static int get_ref(const json_t *v, struct job_spec *spec, struct errbuf *eb)
 {
 	const char *why;

@@ -51,6 +51,9 @@ int spec_image_check_code(const struct job_spec *spec, bool has_code, struct err
  * reference, "build of PATH" for one built, or NULL (no image: the process
  * runtime). */
 const char *spec_image_shown(const struct job_spec *spec);
+/* spec_image_registry_problem: why HOST[:PORT] cannot be the registry of
+ * built images (REGISTRY/yard/build:HEX), or NULL. */
+const char *spec_image_registry_problem(const char *registry);
 /* spec_image_ref_problem: why s is not a Docker image reference, or NULL. */
 const char *spec_image_ref_problem(const char *s);
 

@@ -426,9 +426,11 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 							 ? json_string(j->spec->image) : json_null());
 		/* or the image the agent builds from the code (agent/imagebuild.h) */
 		if (j->spec && j->spec->image_build)
-			json_object_set_new(td, "image_build", json_pack("{s:s, s:O}", "dockerfile",
+			json_object_set_new(td, "image_build", json_pack("{s:s, s:O, s:o}", "dockerfile",
 									 j->spec->image_build->dockerfile,
-									 "args", j->spec->image_build->args));
+									 "args", j->spec->image_build->args,
+									 "registry", m->registry ? json_string(m->registry)
+												 : json_null()));
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
 		/* on a terminal (the shim's); an empty argv: the user's login shell */

@@ -417,6 +417,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir_lock = -1;
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
+	m->registry = cfg->registry ? xstrdup(cfg->registry) : NULL;
 	m->lease_ms = cfg->lease_ms ? (unsigned)cfg->lease_ms : 15000;
 	m->store_retry_ms = cfg->store_retry_ms ? cfg->store_retry_ms : 60000;
 	m->conf = cfg->conf;
@@ -594,6 +595,7 @@ void master_free(struct master *m)
 	free(m->sessions); /* empty: sessions_end_all ended them, the loop freed them */
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
+	free(m->registry);
 	free(m->url);
 	tls_identity_release(&m->tls);
 	leader_release(&m->leadership);

@@ -81,6 +81,9 @@ struct master_config {
 	/* a git-worker (master/gitworker.h) is killed after this (0:
 	 * GITCODE_TIMEOUT_MS) */
 	uint64_t git_timeout_ms;
+	/* HOST[:PORT]: images built from jobs' code are pushed there and
+	 * pulled from there (docs/images.md); NULL: none */
+	const char *registry;
 	/* the Slurm provisioner's: --time, --account, --qos of its
 	 * allocations, the ephemeral agents' work dirs, the yard binary on the
 	 * Slurm nodes and more arguments of theirs */

@@ -10,6 +10,7 @@
 
 #include "base/conf.h"
 #include "base/parse.h"
+#include "common/spec_image.h"
 #include "master/datasets.h"
 #include "master/elastic.h"
 #include "master/gitcred.h"
@@ -121,6 +122,13 @@ static int check_url(const char *what, const char *v, struct errbuf *eb)
 static int check_git_timeout(const char *what, const char *v, struct errbuf *eb)
 {
 	return check_span(what, v, 24 * 3600 * 1000, "1ms to 24h", eb);
+}
+
+static int check_registry(const char *what, const char *v, struct errbuf *eb)
+{
+	const char *why = spec_image_registry_problem(v);
+
+	return why ? error(eb, YERR(BAD_REQUEST), "%s '%s': %s", what, v, why) : 0;
 }
 
 static int check_git_credential(const char *what, const char *v, struct errbuf *eb)
@@ -246,6 +254,10 @@ static const struct conf_option master_options[] = {
 	OPT("git-timeout", CONF_DURATION, 0, git_timeout_ms, check_git_timeout, "DURATION",
 	    "the git work of one submission (list the refs, fetch, pack) is\n"
 	    "stopped after this, answered 504 (default 2m)"),
+	OPT("registry", CONF_STRING, 0, registry, check_registry, "HOST[:PORT]",
+	    "the cluster's registry: images built from jobs' code are\n"
+	    "pushed there by the node that built them, and pulled from\n"
+	    "there by the others (docs/images.md)"),
 };
 
 const struct conf_option *master_conf_options(size_t *n)

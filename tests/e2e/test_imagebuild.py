@@ -6,7 +6,10 @@ Dockerfile and args), the same content is never built twice, a change to
 any of the three builds another, and a build that fails fails the job with
 the engine's error and the build's last lines as its reason. From git (a real `git daemon`,
 gitserve.py): two branches whose code and Dockerfiles differ run in their
-own images, each job recording its branch's commit.
+own images, each job recording its branch's commit. With the cluster's
+registry (Debian's docker-registry on loopback, registry.py) and two nodes,
+each with its own dockerd: the node that builds an image pushes it, the
+other pulls it instead of building it again.
 
 Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
 import os
@@ -14,6 +17,7 @@ import os
 import engines
 from gitserve import repos
 from harness import ROOT, YARD, check, check_eq, cluster
+from registry import Registry
 
 # a first run builds the rootfs with debootstrap (about a minute)
 TIMEOUT = 900
@@ -181,3 +185,48 @@ def test_branches_of_a_repository_build_and_run_their_own_images():
             check_eq(len(built_images(eng)), 2, "one image per branch")
     finally:
         eng.close()
+
+
+def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
+    engs = []
+    try:
+        for _ in range(2):
+            engs.append(engines.DockerEngine())
+            engines.import_image(engs[-1], engines.base_rootfs(BUILD_DIR), "yard-test/base", "1")
+        with Registry() as reg, cluster("imagebuild-registry",
+                                        master_args=["--registry", reg.addr]) as c:
+            c.start_master()
+            for i, eng in enumerate(engs):
+                c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
+                                                   "--label", f"site=s{i + 1}"])
+            proj = os.path.join(c.dir, "project")
+            os.makedirs(proj)
+            write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
+            write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
+            paths = []
+            for site in ("s1", "s2"):  # one code dir: the same code, Dockerfile and args
+                paths.append(os.path.join(proj, f"{site}.yaml"))
+                write(paths[-1], JOB.format(name=site, flavour="a", dockerfile="").replace(
+                    "tasks:", f"placement: {{labels: {{site: {site}}}}}\ntasks:"))
+
+            doc, out = run_job(c, paths[0])
+            check_eq(doc["state"], "succeeded", f"the job on n1 (reason {doc.get('reason')}):\n{out}")
+            check_eq(doc["tasks"][0]["node"], "n1", "the first job's node")
+            tag = [t for t in built_images(engs[0])]
+            check_eq(len(tag), 0, "no unqualified image: built images are named under the registry")
+            check(f"yard: building image {reg.addr}/yard/build:" in out, f"built under the registry's name:\n{out}")
+            check(f"yard: pushed image {reg.addr}/yard/build:" in out, f"pushed to the registry:\n{out}")
+            pushed = reg.tags("yard/build")
+            check_eq(len(pushed), 1, f"tags in the registry: {pushed}")
+
+            doc, out = run_job(c, paths[1])
+            check_eq(doc["state"], "succeeded", f"the job on n2 (reason {doc.get('reason')}):\n{out}")
+            check_eq(doc["tasks"][0]["node"], "n2", "the second job's node")
+            check(f"yard: pulled image {reg.addr}/yard/build:{pushed[0]} from the cluster's registry" in out,
+                  f"n2 pulled the image n1 built:\n{out}")
+            check("building image" not in out and "step ran" not in out, f"n2 built nothing:\n{out}")
+            check(out.rstrip().endswith("code v1\nflavour a"), f"n2 ran in the pulled image:\n{out}")
+            check_eq(reg.tags("yard/build"), pushed, "tags in the registry after the pull")
+    finally:
+        for eng in engs:
+            eng.close()

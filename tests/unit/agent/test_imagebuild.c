@@ -28,7 +28,7 @@ static char *tag_of(const char *code, const char *dockerfile, const char *args)
 	char *tag = NULL;
 
 	assert_non_null(a);
-	if (imagebuild_tag(code, dir, dockerfile, a, &tag, &eb))
+	if (imagebuild_tag(NULL, code, dir, dockerfile, a, &tag, &eb))
 		fail_msg("imagebuild_tag: %s", eb.msg);
 	json_decref(a);
 	return tag;
@@ -61,6 +61,14 @@ static void test_named_by_content(void **state)
 		assert_string_not_equal(t, base);
 		free(t);
 	}
+	/* under the cluster's registry: the same name there */
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *a = json_loads("{\"A\": \"1\", \"B\": \"2\"}", 0, NULL);
+	assert_int_equal(imagebuild_tag("127.0.0.1:5000", "sha256:aa", dir, "Dockerfile", a, &t, &eb), 0);
+	assert_string_equal(t + strlen("127.0.0.1:5000/"), base);
+	assert_int_equal(strncmp(t, "127.0.0.1:5000/", 15), 0);
+	json_decref(a);
+	free(t);
 	/* the Dockerfile's bytes, not only its name */
 	put("Dockerfile", "FROM debian\nRUN true\n");
 	t = tag_of("sha256:aa", "Dockerfile", "{\"A\": \"1\", \"B\": \"2\"}");
@@ -76,7 +84,7 @@ static void test_missing_dockerfile(void **state)
 	char *tag = (char *)"untouched";
 
 	(void)state;
-	assert_int_not_equal(imagebuild_tag("sha256:aa", dir, "docker/Nosuch", args, &tag, &eb), 0);
+	assert_int_not_equal(imagebuild_tag(NULL, "sha256:aa", dir, "docker/Nosuch", args, &tag, &eb), 0);
 	assert_null(tag);
 	assert_non_null(strstr(eb.msg, "image_build_failed: the job's code has no Dockerfile "
 				       "'docker/Nosuch' (image.build.dockerfile)"));

@@ -68,7 +68,8 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"slurm-agent-arg = --label=site=hpc\n"
 				"git-credential = https://git.example/team/=token-file:/etc/yard/git-token\n"
 				"git-credential = ssh://git@git.example/=ssh-key:/etc/yard/deploy_key\n"
-				"git-timeout = 90s\n";
+				"git-timeout = 90s\n"
+				"registry = registry.example:5000\n";
 
 /* Fails naming the first key of opts that text does not set. */
 static void check_sets_every_key(const char *text, const struct conf_option *opts, size_t n)
@@ -144,6 +145,7 @@ static void test_master_every_key(void **state)
 	assert_int_equal(cfg.git_credentials.n, 2);
 	assert_string_equal(cfg.git_credentials.items[1], "ssh://git@git.example/=ssh-key:/etc/yard/deploy_key");
 	assert_int_equal(cfg.git_timeout_ms, 90000);
+	assert_string_equal(cfg.registry, "registry.example:5000");
 
 	/* and what a reload would install from them */
 	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
