@@ -32,6 +32,7 @@
 #include "agent/gpu.h"
 #include "agent/heartbeat.h"
 #include "agent/hostinfo.h"
+#include "agent/imagebuild.h"
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
@@ -753,6 +754,9 @@ static void ship_round(struct shipper *sh)
 					      "pid", (int)t->pid);
 			if (ck)
 				json_object_set_new(r, "checkpoint_at", json_integer(ck));
+			json_t *img; /* the image built from its code it runs in (imagebuild.h) */
+			if (!t->running_reported && !taskdir_read_json(t->dir, IMAGEBUILD_FILE, &img, NULL))
+				json_object_set_new(r, "image", img);
 			json_array_append_new(reports, r);
 		}
 		else if (t->progress && !t->running && !t->finished) {

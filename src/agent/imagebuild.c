@@ -6,6 +6,7 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "agent/taskdir.h"
 #include "common/codepack.h"
 
 /* The largest Dockerfile, and context, taken. */
@@ -110,10 +111,34 @@ static void say(int fd, const char *fmt, ...)
 	strbuf_release(&sb);
 }
 
-int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, const json_t *build,
-		      int out_fd, void (*building)(void *arg, const char *tag), void *arg,
+int imagebuild_record(struct docker *d, const char *dir, const char *tag, const char *how,
 		      struct errbuf *eb)
 {
+	char *path = xasprintf("/images/%s/json", tag);
+	json_t *doc = NULL, *rec;
+	long status = 0;
+	int ret = docker_call(d, "GET", path, NULL, &status, &doc, eb);
+
+	free(path);
+	if (ret)
+		return ret;
+	if (status != 200 || !json_is_integer(json_object_get(doc, "Size"))) {
+		json_decref(doc);
+		return error(eb, YERR(UNAVAILABLE), "the engine does not describe image %s (HTTP %ld)", tag,
+			     status);
+	}
+	rec = json_pack("{s:s, s:O, s:s}", "tag", tag, "size", json_object_get(doc, "Size"), "how", how);
+	ret = taskdir_write_json(dir, IMAGEBUILD_FILE, rec, 0, eb);
+	json_decref(rec);
+	json_decref(doc);
+	return ret;
+}
+
+int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const char *code_dir,
+		      const json_t *build, int out_fd, void (*building)(void *arg, const char *tag), void *arg,
+		      struct errbuf *eb)
+{
+	const char *how = NULL;
 	const char *dockerfile = json_string_value(json_object_get(build, "dockerfile"));
 	const char *registry = json_string_value(json_object_get(build, "registry"));
 	struct build_out o = { out_fd, STRBUF_INIT };
@@ -130,6 +155,7 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 		goto out;
 	if (status == 200) {
 		say(out_fd, "image %s is built already (the same code, Dockerfile and args)", tag);
+		how = "present";
 		goto out;
 	}
 	errbuf_reset(eb);
@@ -138,6 +164,7 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 		struct errbuf peb = ERRBUF_INIT;
 		if (!docker_pull(d, tag, &peb)) {
 			say(out_fd, "pulled image %s from the cluster's registry", tag);
+			how = "pulled";
 			goto out;
 		}
 		say(out_fd, "the cluster's registry has no image %s (%.200s)", tag, peb.msg);
@@ -158,6 +185,7 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 			    tail.len ? "; the build's last lines: " : "", tail.buf ? tail.buf : "");
 	} else {
 		say(out_fd, "built image %s in %.1f s", tag, (double)(mono_ms() - t0) / 1000);
+		how = "built";
 		if (registry && !docker_push(d, tag, &beb))
 			say(out_fd, "pushed image %s to the cluster's registry", tag);
 		else if (registry)
@@ -165,6 +193,12 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, c
 			    "again): %.300s", tag, beb.msg);
 	}
 out:
+	if (how) {
+		/* for yard images ls: not the task's failure when it cannot be said */
+		struct errbuf reb = ERRBUF_INIT;
+		if (imagebuild_record(d, dir, tag, how, &reb))
+			fprintf(stderr, "yard shim: %s\n", reb.msg);
+	}
 	free(path);
 	strbuf_release(&ctx);
 	strbuf_release(&tail);

@@ -30,7 +30,8 @@
 int imagebuild_tag(const char *registry, const char *code, const char *code_dir, const char *dockerfile,
 		   const json_t *args, char **out, struct errbuf *eb);
 
-/* imagebuild_ensure: the engine has TAG, or pulls it from the cluster's
+/* imagebuild_ensure (DIR: the task dir, where IMAGEBUILD_FILE is written
+ * once the image is there): the engine has TAG, or pulls it from the cluster's
  * registry (BUILD's "registry"), or builds it from CODE_DIR with BUILD's
  * dockerfile and args ({dockerfile, args, registry}, as the task's
  * image_build) and pushes it there; what was done and the build's output go
@@ -38,8 +39,18 @@ int imagebuild_tag(const char *registry, const char *code, const char *code_dir,
  * image_build_failed with the engine's error and the last lines of the
  * build's output. A push that fails is said in the output, not an error:
  * the task runs in the image built. */
-int imagebuild_ensure(struct docker *d, const char *tag, const char *code_dir, const json_t *build,
-		      int out_fd, void (*building)(void *arg, const char *tag), void *arg,
+int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const char *code_dir,
+		      const json_t *build, int out_fd, void (*building)(void *arg, const char *tag), void *arg,
+		      struct errbuf *eb);
+
+/* The file of a task dir that says which built image its task runs in:
+ * {"tag", "size" (bytes, as the engine counts them), "how": "built",
+ * "pulled" or "present"}; the agent passes it on with the task's running
+ * report (yard images ls). */
+#define IMAGEBUILD_FILE "image.json"
+
+/* imagebuild_record writes IMAGEBUILD_FILE into DIR for TAG, HOW it came. */
+int imagebuild_record(struct docker *d, const char *dir, const char *tag, const char *how,
 		      struct errbuf *eb);
 
 #endif

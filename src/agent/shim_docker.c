@@ -489,7 +489,7 @@ static int start_task(struct cshim *s, struct errbuf *eb)
 	s->skip[1] = s->skip[2] = 0;
 	/* an image built from the code: built first, its output the task's */
 	if (json_object_get(s->conf, "image_build") &&
-	    ((ret = imagebuild_ensure(&s->api, conf_str(s, "image"), conf_str(s, "cwd"),
+	    ((ret = imagebuild_ensure(&s->api, conf_str(s, "image"), s->dir, conf_str(s, "cwd"),
 				      json_object_get(s->conf, "image_build"), s->fds[1], say_building, s,
 				      eb)) ||
 	     (ret = save_output_base(s, eb))))

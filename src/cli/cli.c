@@ -29,6 +29,7 @@ static const struct cli_command {
 	{ "nodes", cmd_nodes, NEED_MASTER, "list nodes and their GPUs; drain, resume or remove one" },
 	{ "queue", cmd_queue, NEED_MASTER, "list waiting jobs and why they wait" },
 	{ "provisioners", cmd_provisioners, NEED_MASTER, "the elastic pools: their nodes and requests" },
+	{ "images", cmd_images, NEED_MASTER, "list the images built from jobs' code, their repositories and sizes" },
 	{ "usage", cmd_usage, NEED_MASTER, "GPU- and CPU-hours and peak memory by user, team or pool" },
 	{ "outputs", cmd_outputs, NEED_MASTER, "list what a job's tasks left in YARD_OUTPUT_DIR" },
 	{ "download", cmd_download, NEED_MASTER, "download a job's outputs (or checkpoint) into a dir" },

@@ -380,6 +380,11 @@ int client_provisioners(struct client *c, json_t **out, struct errbuf *eb)
 	return get_json(c, "GET", "/v1/provisioners", NULL, out, eb);
 }
 
+int client_images(struct client *c, json_t **out, struct errbuf *eb)
+{
+	return get_json(c, "GET", "/v1/images", NULL, out, eb);
+}
+
 int client_queue(struct client *c, json_t **out, struct errbuf *eb)
 {
 	return get_json(c, "GET", "/v1/queue", NULL, out, eb);

@@ -170,6 +170,8 @@ int client_node_remove(struct client *c, const char *name, json_t **out, struct 
 
 /* GET /v1/provisioners -> {"pools": [...], "requests": [...]} (docs/elastic.md). */
 int client_provisioners(struct client *c, json_t **out, struct errbuf *eb);
+/* GET /v1/images (yard images ls) */
+int client_images(struct client *c, json_t **out, struct errbuf *eb);
 /* GET /v1/queue -> {"queue": [...]}. */
 int client_queue(struct client *c, json_t **out, struct errbuf *eb);
 

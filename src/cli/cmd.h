@@ -187,6 +187,7 @@ int cmd_rerun(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_nodes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_provisioners(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_images(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_usage(struct cli_ctx *ctx, int argc, char **argv);
 /* yard token create|ls|revoke (cmd_token.c). */
 int cmd_token(struct cli_ctx *ctx, int argc, char **argv);

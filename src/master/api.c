@@ -1051,6 +1051,7 @@ static const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/outputs", h_job_outputs, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "the outputs and checkpoint manifests of a job's tasks, every attempt (task, attempt)" },
 	{ "GET", "/v1/jobs/{id}/metrics", h_job_metrics, PERM_READ, SCOPE_JOB, 0, BODY_NONE, "training metric series of a job's tasks (task, name)" },
 	{ "GET", "/v1/usage", h_usage, PERM_USER, SCOPE_CLUSTER, 0, BODY_NONE, "GPU-seconds, CPU-seconds and peak memory of the tasks of the jobs the caller sees whole (by, since, step)" },
+	{ "GET", "/v1/images", h_images, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "the images built from jobs' code that their tasks ran in, one entry each (size, repository and commit, the job that built it, the jobs that used it), from the jobs the caller may see" },
 	{ "GET", "/v1/queue", h_queue, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "queued jobs with position, reason and start estimate" },
 	{ "GET", "/v1/nodes", h_nodes, PERM_READ, SCOPE_CLUSTER, 0, BODY_NONE, "nodes with their GPUs, runtimes and free resources" },
 	{ "POST", "/v1/nodes/{name}/drain", h_drain, PERM_ADMIN, SCOPE_CLUSTER, ROUTE_AUDIT, BODY_JSON, "drain a node: no new tasks until resumed, through lease lapses and restarts (body: optional reason)" },

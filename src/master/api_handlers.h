@@ -41,6 +41,7 @@ void h_provisioners(struct req *r);
 
 /* api_usage.c */
 void h_usage(struct req *r);
+void h_images(struct req *r);
 
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);

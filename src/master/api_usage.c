@@ -1,5 +1,6 @@
 /* GET /v1/usage (master/usage.h; the route table is api.c's): what the
- * tasks of the jobs the caller sees whole used, by user, team or pool. */
+ * tasks of the jobs the caller sees whole used, by user, team or pool; and
+ * GET /v1/images (master/images.h): the images built from their code. */
 #include "base/compat.h"
 #include "master/api_handlers.h"
 
@@ -10,6 +11,7 @@
 #include "base/parse.h"
 #include "base/xalloc.h"
 #include "common/state.h"
+#include "master/images.h"
 #include "master/core.h"
 #include "master/usage.h"
 
@@ -82,4 +84,11 @@ void h_usage(struct req *r)
 		req_json(r, 200, doc);
 	}
 	free(runs);
+}
+
+void h_images(struct req *r)
+{
+	struct caller c = caller_of(r);
+
+	req_json(r, 200, images_list(r->m, &c));
 }

@@ -195,6 +195,8 @@ void core_save_job(struct master *m, struct job *j)
 							       (json_int_t)j->experiment, "trial", (int)j->trial));
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_null());
 	json_object_set_new(d, "events", j->events ? json_deep_copy(j->events) : json_array());
+	if (j->image_built)
+		json_object_set_new(d, "image_built", json_deep_copy(j->image_built));
 	snprintf(key, sizeof(key), "%" PRIu64, j->id);
 	core_put_doc(m, STORE_JOB, key, d);
 }
@@ -516,6 +518,8 @@ static int load_job(void *ctx, const char *key, const char *text)
 		j->data = json_incref(json_object_get(d, "data"));
 	if (json_is_array(json_object_get(d, "events")))
 		j->events = json_incref(json_object_get(d, "events"));
+	if (json_is_object(json_object_get(d, "image_built")))
+		j->image_built = json_incref(json_object_get(d, "image_built"));
 	json_decref(d);
 	codeindex_add(&m->code_index, j->code, j->id);
 	codeindex_add(&m->code_index, j->checkpoint, j->id);
@@ -890,6 +894,7 @@ static void job_free(struct job *j)
 	free(j->held_by);
 	json_decref(j->data);
 	json_decref(j->events);
+	json_decref(j->image_built);
 	free(j->doc[0]);
 	free(j->doc[1]);
 	free(j);

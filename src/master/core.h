@@ -136,6 +136,7 @@ struct job {
 	 * JOB_EVENTS_MAX: [{"at": us, "state": NAME, "attempt": N, "reason":
 	 * {code, message}|absent}]; persisted with the job */
 	json_t *events;
+	json_t *image_built;    /* owned or NULL: the image built from its code it ran in (images.h) */
 	json_t *data;           /* owned or NULL: the resolved data entries (docs/datasets.md),
 	                         * yard versions pinned at submit; persisted with the job */
 	/* owned or NULL: the job's API documents (jobs_job_json) as compact

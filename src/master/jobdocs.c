@@ -86,6 +86,11 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_array());
 	json_object_set_new(d, "checkpoint_at", time_json(j->checkpoint_at));
+	if (j->image_built) /* images.h */
+		json_object_set_new(d, "image_built", json_pack("{s:O, s:O, s:O}", "tag",
+				    json_object_get(j->image_built, "tag"), "size",
+				    json_object_get(j->image_built, "size"), "how",
+				    json_object_get(j->image_built, "how")));
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());

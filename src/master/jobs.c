@@ -22,6 +22,7 @@
 #include "master/execs.h"
 #include "master/gitcode.h"
 #include "master/http.h"
+#include "master/images.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
 #include "master/nodereport.h"
@@ -1453,6 +1454,8 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 			continue;
 		}
 		if (!strcmp(state, "running")) {
+			if (json_object_get(r, "image"))
+				images_reported(m, t, json_object_get(r, "image"));
 			if (task_event(m, t, TASK_EV_STARTED)) {
 				core_save_task(m, t);
 				job_check_progress(m, t->job);

@@ -12,6 +12,7 @@ each with its own dockerd: the node that builds an image pushes it, the
 other pulls it instead of building it again.
 
 Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
+import json
 import os
 
 import engines
@@ -69,6 +70,12 @@ def run_job(c, path):
     return doc, c.api.log(int(jid)).decode(errors="replace")
 
 
+def images_ls(c):
+    """yard images ls, as JSON: {image: entry}."""
+    r = c.cli("images", "ls", "--output", "json", check_rc=0)
+    return {e["image"]: e for e in json.loads(r.stdout)["images"]}
+
+
 def phases(doc):
     """The phases in the job's history: [(state, phase, reason's message)]."""
     return [(e["state"], e["phase"], e.get("reason", {}).get("message", ""))
@@ -90,6 +97,7 @@ def test_images_built_from_the_code_once_per_content():
 
             # the first job builds its image, and runs in it
             doc, out = run_job(c, job_file(proj, "a"))
+            first_job = doc["id"]
             check_eq(doc["state"], "succeeded", f"the job of flavour a (reason {doc.get('reason')}):\n{out}")
             check("yard: building image yard/build:" in out, f"the build is in the job's log:\n{out}")
             check("step ran for a" in out, f"the build's own output is in the job's log:\n{out}")
@@ -106,7 +114,9 @@ def test_images_built_from_the_code_once_per_content():
             check(f"yard: image {first[0]} is built already" in out, f"the image was reused:\n{out}")
             check("step ran" not in out and "building image" not in out, f"nothing was built:\n{out}")
             check_eq(built_images(eng), first, "images after the same content again")
+            check_eq(c.api.job(first_job)["image_built"]["tag"], first[0], "the first job's image")
             check_eq(phases(doc), [], "no build in the history of a job whose image was built")
+            check_eq((doc.get("image_built") or {}).get("how"), "present", f"the job's image: {doc.get('image_built')}")
 
             # other args: another image
             doc, out = run_job(c, job_file(proj, "b", flavour="b"))
@@ -133,6 +143,17 @@ def test_images_built_from_the_code_once_per_content():
             check("about to fail" in reason, f"the reason ends with the build's last lines: {reason}")
             check("about to fail" in out, f"the build's output is in the job's log:\n{out}")
             check_eq(len(built_images(eng)), 3, "a failed build leaves no image")
+
+            # yard images ls: what ran, built once each; the failed build is not there
+            listed = images_ls(c)
+            check_eq(sorted(listed), built_images(eng), "yard images ls lists what the engine built")
+            e = listed[first[0]]
+            check_eq((e["jobs"], e["built_by"], e["built_on"], e["git"], e["dockerfile"]),
+                     (2, first_job, "n1", None, "Dockerfile"), f"the first image's entry: {e}")
+            check(e["size"] > 0 and e["code"].startswith("sha256:"), f"its size and code: {e}")
+            table = c.cli("images", check_rc=0).stdout.decode()
+            check(first[0] in table and "(uploaded)" in table and f"job {first_job} on n1" in table,
+                  f"the table:\n{table}")
 
             # a Dockerfile the code does not have
             doc, out = run_job(c, job_file(proj, "nofile", dockerfile="docker/Nosuch"))
@@ -183,6 +204,10 @@ def test_branches_of_a_repository_build_and_run_their_own_images():
                       f"{branch}'s code in {branch}'s image:\n{out}")
                 check("yard: building image" in out, f"{branch}'s image was built:\n{out}")
             check_eq(len(built_images(eng)), 2, "one image per branch")
+            listed = images_ls(c)
+            check_eq(sorted((e["git"], e["sha"]) for e in listed.values()),
+                     sorted((url, g.sha("repo", b)) for b in ("alpha", "beta")),
+                     f"yard images ls: each branch's repository and commit: {listed}")
     finally:
         eng.close()
 
@@ -227,6 +252,9 @@ def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
             check("building image" not in out and "step ran" not in out, f"n2 built nothing:\n{out}")
             check(out.rstrip().endswith("code v1\nflavour a"), f"n2 ran in the pulled image:\n{out}")
             check_eq(reg.tags("yard/build"), pushed, "tags in the registry after the pull")
+            check_eq(doc["image_built"]["how"], "pulled", f"the second job's image: {doc['image_built']}")
+            e = images_ls(c)[f"{reg.addr}/yard/build:{pushed[0]}"]
+            check_eq((e["jobs"], e["built_on"]), (2, "n1"), f"one image, built on n1, used twice: {e}")
     finally:
         for eng in engs:
             eng.close()
