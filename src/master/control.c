@@ -89,7 +89,7 @@ static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
 		}
 		j->blocked = j->held_by || v == DEP_WAIT;
 		if (j->held_by) {
-			snprintf(msg, sizeof(msg), "held by %s", j->held_by);
+			control_held_reason(j, msg, sizeof(msg));
 			jobs_set_wait(m, j, 0, "held", msg);
 		} else if (v == DEP_WAIT) {
 			jobs_set_wait(m, j, 0, "dependency", msg);
@@ -118,6 +118,11 @@ void control_sweep(struct master *m)
 		}
 	}
 	free(fail);
+}
+
+void control_held_reason(const struct job *j, char *msg, size_t len)
+{
+	snprintf(msg, len, "held by %s", j->held_by);
 }
 
 int control_hold(struct master *m, struct job *j, const char *by, struct errbuf *eb)

@@ -34,6 +34,10 @@ void control_sweep(struct master *m);
  * state when it is not queued, or naming the holder when already held);
  * control_release undoes it (YERR(CONFLICT) when it is not held). */
 int control_hold(struct master *m, struct job *j, const char *by, struct errbuf *eb);
+/* control_held_reason: the message of held job j's reason, "held by
+ * USER", into msg (the reason is the hold's, stored with the job: shown
+ * as it is from the moment the master loads it, before any pass). */
+void control_held_reason(const struct job *j, char *msg, size_t len);
 int control_release(struct master *m, struct job *j, struct errbuf *eb);
 /* control_pause preempts running (or starting) job j (jobs_preempt, for
  * the reason why) and holds it for by, its GPUs freed; control_release

@@ -10,6 +10,7 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "common/spec_image.h"
+#include "master/control.h"
 #include "launch/launch.h"
 #include "master/auth.h"
 #include "master/elastic.h"
@@ -67,10 +68,15 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "user", json_string(j->user));
 	json_object_set_new(d, "team", j->team ? json_string(j->team) : json_null());
 	json_object_set_new(d, "state", json_string(job_state_name(j->state)));
-	if (j->state == JOB_QUEUED && (j->blocked || (j->queue_position && !j->reason_code)))
+	if (j->state == JOB_QUEUED && j->held_by) {
+		char held[160];
+		control_held_reason(j, held, sizeof(held));
+		json_object_set_new(d, "reason", reason_json("held", held));
+	} else if (j->state == JOB_QUEUED && (j->blocked || (j->queue_position && !j->reason_code))) {
 		json_object_set_new(d, "reason", reason_json(j->wait_code, j->wait_msg));
-	else
+	} else {
 		json_object_set_new(d, "reason", reason_json(j->reason_code, j->reason_msg));
+	}
 	json_object_set_new(d, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(d, "attempt", json_integer(j->attempt));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
