@@ -28,7 +28,6 @@ char *audit_escape_path(const char *path)
 	return strbuf_detach(&sb, NULL);
 }
 
-
 void audit_record(struct req *r)
 {
 	struct master *m = r->m;

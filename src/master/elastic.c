@@ -1023,7 +1023,6 @@ static void shape_text(const struct elastic_shape *s, struct strbuf *sb)
 
 /* ---- scale-up, after a decision ---- */
 
-
 void elastic_after_decision(struct master *m, const struct sched_world *w,
 			    const struct sched_decision *d, struct job *const *jobs)
 {

@@ -592,18 +592,17 @@ static enum MHD_Result queue(struct req *r)
 	return ret;
 }
 
-/* The rate limit (ratelimit.h) of the caller: its token, its job (a job
- * token), or its address when it has no known token, so that a flood of
- * bad tokens is limited too. Agents are not limited: their requests grow
- * with the tasks they run (heartbeats, long polls, the logs and metrics of
- * every task), and a refused agent would lose its lease and its tasks; an
- * agent token is made by the admin for one node. Returns the milliseconds
- * to wait, 0 when the request may go on. */
-const char *req_client_addr(struct req *r, char *buf, size_t len)
+static const struct sockaddr *client_sockaddr(struct req *r)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	return ci ? ci->client_addr : NULL;
+}
+
+const char *req_client_addr(struct req *r, char *buf, size_t len)
+{
+	const struct sockaddr *sa = client_sockaddr(r);
 
 	if (sa && sa->sa_family == AF_INET &&
 	    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len))
@@ -617,15 +616,20 @@ const char *req_client_addr(struct req *r, char *buf, size_t len)
 /* The client's IPv4 address (host order), 0 when unknown. */
 static uint32_t client_ipv4(struct req *r)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const struct sockaddr *sa = client_sockaddr(r);
 
 	if (sa && sa->sa_family == AF_INET)
 		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
 	return 0;
 }
 
+/* The rate limit (ratelimit.h) of the caller: its token, its job (a job
+ * token), or its address when it has no known token, so that a flood of
+ * bad tokens is limited too. Agents are not limited: their requests grow
+ * with the tasks they run (heartbeats, long polls, the logs and metrics of
+ * every task), and a refused agent would lose its lease and its tasks; an
+ * agent token is made by the admin for one node. Returns the milliseconds
+ * to wait, 0 when the request may go on. */
 static uint64_t rate_limited(struct req *r, const struct token *tok)
 {
 	uint64_t key;

@@ -366,7 +366,6 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
 	return MHD_YES;
 }
 
-
 /* The raw target with a '/' after its path: where a target without the
  * slash after PORT is sent (as a directory's URL is). */
 static void redirect_slash(struct req *r)
