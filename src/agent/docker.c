@@ -131,60 +131,6 @@ int docker_engine(struct docker *d, char **out, struct errbuf *eb)
 	return 0;
 }
 
-int docker_pull(struct docker *d, const char *image, struct errbuf *eb)
-{
-	struct strbuf url = STRBUF_INIT, reply = STRBUF_INIT, path = STRBUF_INIT;
-	struct curl_slist *hdrs = NULL;
-	long status = 0;
-	int ret = 0;
-	char *esc = curl_easy_escape(d->curl, image, 0);
-
-	strbuf_addf(&path, "/images/create?fromImage=%s", esc);
-	curl_free(esc);
-	prepare(d, "POST", path.buf, &url);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &reply);
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
-	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-	CURLcode rc = curl_easy_perform(d->curl);
-	if (rc != CURLE_OK) {
-		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
-			    d->socket, curl_easy_strerror(rc));
-		goto out;
-	}
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 400) {
-		/* 404: no registry has it; anything else: the pull itself failed */
-		engine_message(&reply, status, eb);
-		ret = status == 404 ? YERR(NOT_FOUND) : YERR(UNAVAILABLE);
-		goto out;
-	}
-	/* progress messages, one JSON document each; a failure is one with "error" */
-	json_error_t jerr;
-	size_t off = 0;
-	while (off < reply.len) {
-		json_t *m = json_loadb(reply.buf + off, reply.len - off, JSON_DISABLE_EOF_CHECK, &jerr);
-		if (!m)
-			break;
-		off += jerr.position;
-		const char *err = json_string_value(json_object_get(m, "error"));
-		if (err) {
-			ret = error(eb, YERR(UNAVAILABLE), "%s", err);
-			json_decref(m);
-			break;
-		}
-		json_decref(m);
-	}
-out:
-	curl_slist_free_all(hdrs);
-	strbuf_release(&url);
-	strbuf_release(&reply);
-	strbuf_release(&path);
-	return ret;
-}
-
 int docker_demux_feed(struct docker_demux *dm, const char *buf, size_t len, docker_sink_fn sink,
 		      void *arg)
 {
@@ -327,11 +273,15 @@ struct build_read {
 	bool failed;
 };
 
-/* One progress message of a build: its text to the sink, its error kept. */
+/* One message of a build's, a push's or a pull's answer: its text to the
+ * sink, its error kept (an answer refused at once is one {"message"}). */
 static void build_message(struct build_read *b, const json_t *m)
 {
 	const char *text = json_string_value(json_object_get(m, "stream"));
 	const char *err = json_string_value(json_object_get(m, "error"));
+
+	if (!err)
+		err = json_string_value(json_object_get(m, "message"));
 
 	if (text && *text && b->sink)
 		b->sink(b->arg, 1, text, strlen(text));
@@ -380,15 +330,17 @@ static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, co
 	curl_free(esc);
 }
 
-/* POSTs to PATH (escaped) with HDRS and BODY, reading the answer as a
- * build's or a push's: JSON messages, their "stream" text to sink (when
- * not NULL), their "error" the call's failure. */
+/* POSTs to PATH (escaped) with HDRS (taken) and BODY, reading the answer
+ * as a build's, a push's or a pull's: JSON messages one after another,
+ * read as they come, their "stream" text to sink (when not NULL), their
+ * "error" the call's failure. 0; YERR(BAD_REQUEST) with the engine's words
+ * when it refused (*status) or the work failed; YERR(UNAVAILABLE) when the
+ * engine cannot be reached. */
 static int post_json_stream(struct docker *d, const char *path, struct curl_slist *hdrs, const void *body,
-			    size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb)
+			    size_t len, docker_sink_fn sink, void *arg, long *status, struct errbuf *eb)
 {
 	struct strbuf url = STRBUF_INIT;
 	struct build_read b = { STRBUF_INIT, sink, arg, eb, false };
-	long status = 0;
 	int ret = 0;
 
 	prepare(d, "POST", path, &url);
@@ -399,10 +351,12 @@ static int post_json_stream(struct docker *d, const char *path, struct curl_slis
 	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	CURLcode rc = curl_easy_perform(d->curl);
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 400) {
-		/* refused before it began: the answer is one error document */
-		engine_message(&b.buf, status, eb);
+	*status = 0;
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
+	if (*status >= 400) {
+		/* refused before it began: its one {"message"} was read as it came */
+		if (!b.failed)
+			engine_message(&b.buf, *status, eb);
 		ret = YERR(BAD_REQUEST);
 	} else if (rc != CURLE_OK) {
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
@@ -421,6 +375,7 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 {
 	struct strbuf path = STRBUF_INIT;
 	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+	long status;
 	int ret;
 
 	/* the host's network, as the task's: an engine may have no bridge;
@@ -431,7 +386,7 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
 	free(args_text);
 	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "Content-Type: application/x-tar"), context,
-			       len, sink, arg, eb);
+			       len, sink, arg, &status, eb);
 	strbuf_release(&path);
 	return ret;
 }
@@ -440,6 +395,7 @@ int docker_push(struct docker *d, const char *image, struct errbuf *eb)
 {
 	const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
 	struct strbuf path = STRBUF_INIT;
+	long status;
 	int ret;
 
 	if (!colon || (slash && colon < slash))
@@ -448,7 +404,25 @@ int docker_push(struct docker *d, const char *image, struct errbuf *eb)
 	add_escaped(d, &path, "tag", colon + 1);
 	/* the engine wants credentials even for a registry that takes none: {} */
 	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "X-Registry-Auth: e30="), NULL, 0, NULL,
-			       NULL, eb);
+			       NULL, &status, eb);
 	strbuf_release(&path);
+	return ret;
+}
+
+int docker_pull(struct docker *d, const char *image, struct errbuf *eb)
+{
+	char *esc = curl_easy_escape(d->curl, image, 0);
+	char *path = xasprintf("/images/create?fromImage=%s", esc);
+	long status;
+	int ret;
+
+	curl_free(esc);
+	/* its progress messages are read as they come: a long pull's are many */
+	ret = post_json_stream(d, path, curl_slist_append(NULL, "Content-Type: application/json"), NULL, 0, NULL,
+			       NULL, &status, eb);
+	free(path);
+	/* 404: no registry has it; anything else: the pull itself failed */
+	if (ret == YERR(BAD_REQUEST))
+		ret = status == 404 ? YERR(NOT_FOUND) : YERR(UNAVAILABLE);
 	return ret;
 }

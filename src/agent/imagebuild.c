@@ -9,8 +9,7 @@
 #include "agent/taskdir.h"
 #include "common/codepack.h"
 
-/* The largest Dockerfile, and context, taken. */
-#define DOCKERFILE_MAX ((size_t)1 << 20)
+/* The largest context taken. */
 #define CONTEXT_MAX ((uint64_t)1 << 30)
 /* The lines of a failed build's output its reason ends with: few enough
  * that the job's reason (600 bytes) holds them with the engine's error. */
@@ -21,19 +20,18 @@
 int imagebuild_tag(const char *registry, const char *code, const char *code_dir, const char *dockerfile,
 		   const json_t *args, char **out, struct errbuf *eb)
 {
-	struct strbuf key = STRBUF_INIT, text = STRBUF_INIT;
+	struct strbuf key = STRBUF_INIT;
 	char *path = xasprintf("%s/%s", code_dir, dockerfile);
 	char *args_text = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
 	char df[SHA256_HEX_LEN + 1], hex[SHA256_HEX_LEN + 1];
 	int ret = 0;
 
 	*out = NULL;
-	if (strbuf_read_file(&text, path, DOCKERFILE_MAX) < 0) {
+	if (sha256_file_hex(path, df) < 0) {
 		ret = error(eb, YERR(BAD_REQUEST), "image_build_failed: the job's code has no Dockerfile "
 			    "'%s' (image.build.dockerfile): %s", dockerfile, strerror(errno));
 		goto out;
 	}
-	sha256_hex(text.buf ? text.buf : "", text.len, df);
 	/* each part ends with a NUL: no two contents read the same */
 	strbuf_addf(&key, "yard image build 1%c%s%c%s%c%s%c%s", 0, code ? code : "", 0, dockerfile, 0, df,
 		    0, args_text ? args_text : "{}");
@@ -43,7 +41,6 @@ out:
 	free(path);
 	free(args_text);
 	strbuf_release(&key);
-	strbuf_release(&text);
 	return ret;
 }
 
@@ -111,27 +108,39 @@ static void say(int fd, const char *fmt, ...)
 	strbuf_release(&sb);
 }
 
-int imagebuild_record(struct docker *d, const char *dir, const char *tag, const char *how,
-		      struct errbuf *eb)
+/* The engine's description of image tag: 0 and *doc (NULL: it has none),
+ * or why it could not be asked. */
+static int inspect(struct docker *d, const char *tag, json_t **doc, struct errbuf *eb)
 {
 	char *path = xasprintf("/images/%s/json", tag);
-	json_t *doc = NULL, *rec;
 	long status = 0;
-	int ret = docker_call(d, "GET", path, NULL, &status, &doc, eb);
+	int ret = docker_call(d, "GET", path, NULL, &status, doc, eb);
 
 	free(path);
-	if (ret)
-		return ret;
-	if (status != 200 || !json_is_integer(json_object_get(doc, "Size"))) {
-		json_decref(doc);
-		return error(eb, YERR(UNAVAILABLE), "the engine does not describe image %s (HTTP %ld)", tag,
-			     status);
+	if (!ret && status != 200) {
+		json_decref(*doc);
+		*doc = NULL;
+		errbuf_reset(eb); /* 404: no such image, which is an answer */
+	}
+	return ret;
+}
+
+/* IMAGEBUILD_FILE in dir for tag, as the engine describes it (doc), and
+ * how it came; for yard images ls: not the task's failure when it cannot
+ * be written, only said. */
+static void record(const char *dir, const char *tag, const char *how, const json_t *doc)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	json_t *rec;
+
+	if (!json_is_integer(json_object_get(doc, "Size"))) {
+		fprintf(stderr, "yard shim: the engine does not describe image %s\n", tag);
+		return;
 	}
 	rec = json_pack("{s:s, s:O, s:s}", "tag", tag, "size", json_object_get(doc, "Size"), "how", how);
-	ret = taskdir_write_json(dir, IMAGEBUILD_FILE, rec, 0, eb);
+	if (taskdir_write_json(dir, IMAGEBUILD_FILE, rec, 0, &eb))
+		fprintf(stderr, "yard shim: %s\n", eb.msg);
 	json_decref(rec);
-	json_decref(doc);
-	return ret;
 }
 
 int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const char *code_dir,
@@ -144,21 +153,19 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const 
 	struct build_out o = { out_fd, STRBUF_INIT };
 	struct strbuf ctx = STRBUF_INIT, tail = STRBUF_INIT;
 	struct errbuf beb = ERRBUF_INIT;
-	char *path = xasprintf("/images/%s/json", tag);
+	json_t *doc = NULL;
 	uint64_t t0 = mono_ms();
-	long status = 0;
 	int ret;
 
 	if (!dockerfile)
 		dockerfile = "Dockerfile";
-	if ((ret = docker_call(d, "GET", path, NULL, &status, NULL, eb)))
+	if ((ret = inspect(d, tag, &doc, eb)))
 		goto out;
-	if (status == 200) {
+	if (doc) {
 		say(out_fd, "image %s is built already (the same code, Dockerfile and args)", tag);
 		how = "present";
 		goto out;
 	}
-	errbuf_reset(eb);
 	if (registry) {
 		/* another node may have built it: no need to again */
 		struct errbuf peb = ERRBUF_INIT;
@@ -193,13 +200,13 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const 
 			    "again): %.300s", tag, beb.msg);
 	}
 out:
-	if (how) {
-		/* for yard images ls: not the task's failure when it cannot be said */
-		struct errbuf reb = ERRBUF_INIT;
-		if (imagebuild_record(d, dir, tag, how, &reb))
-			fprintf(stderr, "yard shim: %s\n", reb.msg);
-	}
-	free(path);
+	/* what the task runs in, for yard images ls: asked once more only
+	 * when it was pulled or built */
+	if (how && !doc && inspect(d, tag, &doc, &beb))
+		fprintf(stderr, "yard shim: %s\n", beb.msg);
+	if (how)
+		record(dir, tag, how, doc);
+	json_decref(doc);
 	strbuf_release(&ctx);
 	strbuf_release(&tail);
 	strbuf_release(&o.tail);

@@ -49,8 +49,5 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const 
  * report (yard images ls). */
 #define IMAGEBUILD_FILE "image.json"
 
-/* imagebuild_record writes IMAGEBUILD_FILE into DIR for TAG, HOW it came. */
-int imagebuild_record(struct docker *d, const char *dir, const char *tag, const char *how,
-		      struct errbuf *eb);
 
 #endif

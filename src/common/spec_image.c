@@ -141,7 +141,6 @@ const char *spec_image_ref_problem(const char *s)
 const char *spec_image_registry_problem(const char *registry)
 {
 	char name[SPEC_MAX_IMAGE + 1];
-	const char *why;
 
 	if (strchr(registry, '/'))
 		return "expected HOST or HOST:PORT, without a path";
@@ -150,7 +149,7 @@ const char *spec_image_registry_problem(const char *registry)
 		return "a registry's name holds a '.' or a ':', or is localhost";
 	if ((size_t)snprintf(name, sizeof(name), "%s/yard/build:x", registry) >= sizeof(name))
 		return "longer than a registry's name can be";
-	if ((why = spec_image_ref_problem(name)))
+	if (spec_image_ref_problem(name))
 		return "expected HOST or HOST:PORT";
 	return NULL;
 }
