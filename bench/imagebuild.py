@@ -105,8 +105,7 @@ def main():
     res = {k: [] for k in ("cold", "warm", "changed", "pulled", "hand-cold", "hand-warm", "hand-changed")}
     try:
         for _ in range(2):
-            engs.append(engines.DockerEngine())
-            engines.import_image(engs[-1], engines.base_rootfs(os.path.dirname(yard)), "yard-test/base", "1")
+            engs.append(engines.docker_with_base(os.path.dirname(yard)))
         with Registry() as reg, repos() as g, harness.cluster("bench-imagebuild",
                                                              master_args=["--registry", reg.addr]) as c:
             g.make("repo", {"main": {"Dockerfile": dockerfile, "run.sh": "echo v0\n"}})

@@ -787,6 +787,19 @@ def _tar_with(tar_path, extra_files, out_dir):
     return out
 
 
+def docker_with_base(build_dir):
+    """A DockerEngine holding the minbase rootfs as yard-test/base:1, the
+    FROM of the images the tests and benchmarks build; closed again when
+    the import fails."""
+    eng = DockerEngine()
+    try:
+        import_image(eng, base_rootfs(build_dir), "yard-test/base", "1")
+    except BaseException:
+        eng.close()
+        raise
+    return eng
+
+
 def import_image(engine, tar_path, repo, tag, extra_files=None):
     """Imports the root filesystem tarball tar_path as image REPO:TAG through
     the Engine API (POST /images/create?fromSrc=-), with extra_files
