@@ -200,6 +200,10 @@ int cmd_sim(struct cli_ctx *ctx, int argc, char **argv);
  * (a usage error) from the rest (cmd_submit.c). */
 int cli_load_spec(const char *file, const struct cli_list *sets, const char *name,
 		  json_t **doc, bool *usage, struct errbuf *eb);
+/* cli_apply_git (--git URL[@REF]): doc's code becomes {git: URL, ref: REF}
+ * (whatever code the file had), checked as the spec's; *usage as
+ * cli_load_spec's. */
+int cli_apply_git(json_t *doc, const char *arg, bool *usage, struct errbuf *eb);
 /* cli_upload_code packs the directory that holds file and uploads it. */
 int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct errbuf *eb);
 

@@ -74,9 +74,7 @@ int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct
 	return ret;
 }
 
-/* --git URL[@REF]: doc's code becomes {git: URL, ref: REF} (whatever
- * code FILE had), checked as the spec's. */
-static int apply_git(json_t *doc, const char *arg, bool *usage, struct errbuf *eb)
+int cli_apply_git(json_t *doc, const char *arg, bool *usage, struct errbuf *eb)
 {
 	struct job_spec spec;
 	char *url, *ref;
@@ -132,7 +130,7 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	if (cli_load_spec(argv[1], &sets, name, &doc, &usage, &eb) ||
-	    (git && apply_git(doc, git, &usage, &eb))) {
+	    (git && cli_apply_git(doc, git, &usage, &eb))) {
 		status = usage ? cli_usage_error(ctx, "%s", eb.msg) : cli_fail(ctx, &eb);
 		goto out;
 	}

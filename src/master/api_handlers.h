@@ -35,6 +35,7 @@ void h_templates_post(struct req *r);
 void h_templates_list(struct req *r);
 void h_template_get(struct req *r);
 void h_template_delete(struct req *r);
+void h_hook_git(struct req *r);
 
 /* api_elastic.c */
 void h_provisioners(struct req *r);

@@ -230,9 +230,14 @@ const struct token *auth_lookup(struct master *m, const char *authorization, uin
 	return t;
 }
 
+bool auth_needs_token(enum perm p)
+{
+	return p != PERM_PUBLIC && p != PERM_HOOK;
+}
+
 bool auth_allows(enum perm p, const struct token *tok)
 {
-	if (p == PERM_PUBLIC)
+	if (!auth_needs_token(p))
 		return true;
 	if (!tok)
 		return false;
@@ -250,6 +255,7 @@ bool auth_allows(enum perm p, const struct token *tok)
 	case PERM_JOIN:
 		return tok->role == ROLE_JOIN || tok->role == ROLE_ADMIN;
 	case PERM_PUBLIC:
+	case PERM_HOOK:
 		break;
 	}
 	return true;
@@ -257,6 +263,6 @@ bool auth_allows(enum perm p, const struct token *tok)
 
 const char *perm_name(enum perm p)
 {
-	static const char *const names[] = { "public", "read", "user", "admin", "agent", "join", "job" };
+	static const char *const names[] = { "public", "read", "user", "admin", "agent", "join", "job", "hook" };
 	return names[p];
 }

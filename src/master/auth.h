@@ -24,6 +24,7 @@ enum perm {
 	PERM_AGENT,  /* an agent (handlers check it is the node's own) */
 	PERM_JOIN,   /* the join token */
 	PERM_JOB,    /* admin, user or job token (handlers check the job) */
+	PERM_HOOK,   /* no token: its handler checks the body's signature (githook.h) */
 };
 
 /* A token's public id: the first TOKEN_ID_LEN hex digits of its sha256.
@@ -70,6 +71,9 @@ void auth_tick(struct master *m, uint64_t now_us);
 char *auth_job_token(const struct master *m, const struct job *j);
 /* auth_allows: whether tok (may be NULL) may use a route of permission p. */
 bool auth_allows(enum perm p, const struct token *tok);
+/* auth_needs_token: whether a route of permission p refuses a request
+ * without a token (public and hook routes take none). */
+bool auth_needs_token(enum perm p);
 const char *perm_name(enum perm p);
 
 #endif

@@ -280,6 +280,7 @@ struct master {
 	struct conf *conf;      /* borrowed or NULL: the options it started with (settings.h) */
 	uint64_t outputs_retention_ms; /* outputs.h; 0: outputs are kept as long as their job */
 	uint64_t interactive_idle_ms; /* --interactive-idle-timeout (interactive.h); 0: none */
+	char *git_hook_secret;  /* owned or NULL: pushes are not taken (githook.h) */
 	size_t nawaited;        /* nodes with awaited set */
 	uint64_t started_ms;    /* mono_ms when this master started serving */
 	uint64_t started_wall_us; /* wall_us when it was opened */

@@ -38,7 +38,13 @@ struct gitcode {
 struct gitwork {
 	uv_work_t w;
 	struct master *m;
-	struct req *r;          /* NULL once the client has gone */
+	/* who waits: a request (NULL once the client has gone), or the master
+	 * itself (gitcode_run: done, called once, and the caller it submits as) */
+	struct req *r;
+	gitcode_done_fn done;
+	void *arg;
+	char *user, *team;      /* owned: done's caller */
+	enum role role;
 	json_t *body;           /* owned copy of the request's body */
 	/* inputs, owned copies (the worker thread reads them) */
 	char *exe, *dir, *url, *ref, *path, *sha_in;
@@ -179,6 +185,8 @@ static void work_free(struct gitwork *w)
 	free(w->ref);
 	free(w->path);
 	free(w->sha_in);
+	free(w->user);
+	free(w->team);
 	gitcred_release(&w->cred);
 	free(w);
 }
@@ -234,6 +242,11 @@ static void answer(struct gitwork *w, const struct errbuf *eb, const struct job 
 {
 	struct req *r = w->r;
 
+	if (w->done) {
+		w->done(w->m, w->arg, eb, j);
+		w->done = NULL;
+		return;
+	}
 	r->handler_data = NULL;
 	r->ready = NULL; /* ready at the next wake */
 	r->gone = NULL;
@@ -265,6 +278,11 @@ static void work_done(uv_work_t *req, int status)
 	uint64_t size;
 	int rc;
 
+	if (w->done && m->gitcode->stopping) {
+		error(&eb, YERR(UNAVAILABLE), "the master stopped before the code was fetched");
+		answer(w, &eb, NULL, false);
+		goto out;
+	}
 	if (w->r && (w->r->resp || m->gitcode->stopping)) {
 		/* answered already (the master stops, or lost its lead): let go */
 		w->r->handler_data = NULL;
@@ -272,7 +290,7 @@ static void work_done(uv_work_t *req, int status)
 		w->r->gone = NULL;
 		w->r = NULL;
 	}
-	if (!w->r) {
+	if (!w->r && !w->done) {
 		work_free(w);
 		return;
 	}
@@ -319,7 +337,10 @@ static void work_done(uv_work_t *req, int status)
 	json_object_set_new(json_object_get(json_object_get(w->body, "spec"), "code"), "sha",
 			    json_string(w->sha));
 	json_object_set_new(w->body, "code", json_string(digest));
-	req_caller(w->r, &c);
+	if (w->done)
+		c = (struct caller){ .role = w->role, .user = w->user, .team = w->team };
+	else
+		req_caller(w->r, &c);
 	m->gitcode->admitting = w;
 	rc = jobs_submit(m, &c, w->body, &j, &again, &eb);
 	m->gitcode->admitting = NULL;
@@ -335,56 +356,43 @@ bool gitcode_wanted(const json_t *body)
 	return code && !json_is_null(code);
 }
 
-void gitcode_submit(struct req *r, const json_t *body)
+/* The work of body's submission (POST /v1/jobs's body, its spec's code in
+ * git), checked as far as it can be without a fetch; NULL after an error. */
+static struct gitwork *work_new(struct master *m, const json_t *body, struct errbuf *eb)
 {
-	struct master *m = r->m;
 	struct gitcode *gc = m->gitcode;
 	struct job_spec spec;
-	struct errbuf eb = ERRBUF_INIT;
 	struct gitwork *w;
 	const struct gitcred *cred;
 	const json_t *jcode = json_object_get(body, "code");
 
 	if (!gc) {
-		error_field(&eb, YERR(BAD_REQUEST), "code.git", "code.git: this master takes no code "
+		error_field(eb, YERR(BAD_REQUEST), "code.git", "code.git: this master takes no code "
 			    "from git");
-		req_error(r, &eb);
-		return;
+		return NULL;
 	}
 	/* the spec's own errors first, without a fetch */
-	if (spec_from_json(json_object_get(body, "spec"), &spec, &eb)) {
-		req_error(r, &eb);
+	if (spec_from_json(json_object_get(body, "spec"), &spec, eb)) {
 		spec_release(&spec);
-		return;
+		return NULL;
 	}
 	if (jcode && !json_is_null(jcode)) {
-		error_field(&eb, YERR(BAD_REQUEST), "code", "code: a job whose spec has code.git takes "
+		error_field(eb, YERR(BAD_REQUEST), "code", "code: a job whose spec has code.git takes "
 			    "its code from git, not an upload");
-		req_error(r, &eb);
 		spec_release(&spec);
-		return;
+		return NULL;
 	}
 	w = xcalloc(1, sizeof(*w));
 	w->w.data = w;
 	w->m = m;
-	w->r = r;
 	w->body = json_deep_copy(body);
 	w->exe = xstrdup(gc->exe);
 	w->dir = xstrdup(gc->dir);
-	w->tmp = xasprintf("%s/tmp/work-XXXXXX", gc->dir);
-	if (!mkdtemp(w->tmp)) {
-		error(&eb, YERR(IO), "cannot create '%s': %s", w->tmp, strerror(errno));
-		free(w->tmp);
-		w->tmp = NULL;
-		req_error(r, &eb);
-		spec_release(&spec);
-		work_free(w);
-		return;
-	}
 	w->url = xstrdup(spec.code->git);
 	w->ref = xstrdup(spec.code->ref);
 	w->path = spec.code->path ? xstrdup(spec.code->path) : NULL;
 	w->sha_in = spec.code->sha ? xstrdup(spec.code->sha) : NULL;
+	spec_release(&spec);
 	if ((cred = gitcreds_find(&gc->creds, w->url))) {
 		w->cred.prefix = xstrdup(cred->prefix);
 		w->cred.kind = cred->kind;
@@ -393,18 +401,53 @@ void gitcode_submit(struct req *r, const json_t *body)
 	w->stopping = &gc->stopping;
 	w->timeout_ms = gc->timeout_ms;
 	w->eb = (struct errbuf)ERRBUF_INIT;
-	spec_release(&spec);
-	if (uv_queue_work(&m->loop, &w->w, work, work_done)) {
-		error(&eb, YERR(INTERNAL), "cannot queue the git work");
-		req_error(r, &eb);
+	w->tmp = xasprintf("%s/tmp/work-XXXXXX", gc->dir);
+	if (!mkdtemp(w->tmp)) {
+		error(eb, YERR(IO), "cannot create '%s': %s", w->tmp, strerror(errno));
+		free(w->tmp);
+		w->tmp = NULL;
 		work_free(w);
+		return NULL;
+	}
+	if (uv_queue_work(&m->loop, &w->w, work, work_done)) {
+		error(eb, YERR(INTERNAL), "cannot queue the git work");
+		work_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void gitcode_submit(struct req *r, const json_t *body)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct gitwork *w = work_new(r->m, body, &eb);
+
+	if (!w) {
+		req_error(r, &eb);
 		return;
 	}
+	w->r = r;
 	r->handler_data = w;
 	r->ready = held_ready;
 	r->gone = held_gone;
 	/* held by the handler's caller (http.c), as a long poll is */
 	r->wait = WAIT_HANDLER;
+}
+
+int gitcode_run(struct master *m, const struct caller *c, const json_t *body, gitcode_done_fn done, void *arg,
+		struct errbuf *eb)
+{
+	struct gitwork *w = work_new(m, body, eb);
+
+	if (!w)
+		return eb->code;
+	/* the work runs on a worker thread: these are read on the loop only */
+	w->done = done;
+	w->arg = arg;
+	w->role = c->role;
+	w->user = xstrdup(c->user);
+	w->team = c->team ? xstrdup(c->team) : NULL;
+	return 0;
 }
 
 int gitcode_check(struct master *m, const struct job_spec *spec, const char *code,

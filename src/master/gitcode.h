@@ -33,7 +33,14 @@
 
 struct master;
 struct req;
+struct job;
 struct job_spec;
+struct caller;
+
+/* What a submission the master makes itself (gitcode_run) comes to,
+ * called on the loop: eb NULL and the job submitted, or eb saying why not
+ * (j NULL). */
+typedef void (*gitcode_done_fn)(struct master *m, void *arg, const struct errbuf *eb, const struct job *j);
 
 /* The git-timeout when none is given */
 #define GITCODE_TIMEOUT_MS (2 * 60 * 1000)
@@ -59,6 +66,14 @@ bool gitcode_wanted(const json_t *body);
  * not exist, 502 for a repository that cannot be read, 504 when the
  * git-worker ran past the git-timeout). */
 void gitcode_submit(struct req *r, const json_t *body);
+/* gitcode_run: as gitcode_submit, for a submission the master makes itself
+ * (a template's run, templates.h): body as POST /v1/jobs takes it,
+ * submitted as c (copied) once its code is packed, then done(m, arg, ...)
+ * exactly once, also when the fetch fails or the master stops first. An
+ * error (the spec's own, named as POST /v1/jobs names it) before any work
+ * is returned instead, and done is never called. */
+int gitcode_run(struct master *m, const struct caller *c, const json_t *body, gitcode_done_fn done, void *arg,
+		struct errbuf *eb);
 /* gitcode_check (jobs_submit): a spec with code in git is admitted only as
  * gitcode_submit submits it, with its commit and the archive packed from
  * it (code, "sha256:HEX"); anything else is refused naming the field. */

@@ -763,7 +763,7 @@ static bool req_begin(struct req *r)
 		r->handled = true;
 		return false;
 	}
-	if (r->route->perm != PERM_PUBLIC && !tok) {
+	if (auth_needs_token(r->route->perm) && !tok) {
 		if (refused.code)
 			eb = refused;
 		else

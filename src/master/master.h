@@ -81,6 +81,9 @@ struct master_config {
 	/* a git-worker (master/gitworker.h) is killed after this (0:
 	 * GITCODE_TIMEOUT_MS) */
 	uint64_t git_timeout_ms;
+	/* a file holding the secret that signs git servers' push
+	 * notifications (master/githook.h); NULL: none are taken */
+	const char *git_hook_secret_file;
 	/* HOST[:PORT]: images built from jobs' code are pushed there and
 	 * pulled from there (docs/images.md); NULL: none */
 	const char *registry;

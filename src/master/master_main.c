@@ -254,6 +254,10 @@ static const struct conf_option master_options[] = {
 	OPT("git-timeout", CONF_DURATION, 0, git_timeout_ms, check_git_timeout, "DURATION",
 	    "the git work of one submission (list the refs, fetch, pack) is\n"
 	    "stopped after this, answered 504 (default 2m)"),
+	OPT("git-hook-secret-file", CONF_STRING, CONF_RELOAD, git_hook_secret_file, NULL, "PATH",
+	    "a file holding the secret (16 bytes or more) that git servers\n"
+	    "sign push notifications with (POST /v1/hooks/git, docs/git.md);\n"
+	    "read again at each reload; none: pushes are refused"),
 	OPT("registry", CONF_STRING, 0, registry, check_registry, "HOST[:PORT]",
 	    "the cluster's registry: images built from jobs' code are\n"
 	    "pushed there by the node that built them, and pulled from\n"

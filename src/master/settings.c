@@ -9,6 +9,7 @@
 #include "master/datasets.h"
 #include "master/interactive.h"
 #include "master/master.h"
+#include "master/githook.h"
 #include "master/visibility.h"
 
 /* "[POOL=]NAME": the pool (NULL: every pool; caller frees) and the policy. */
@@ -108,6 +109,7 @@ void settings_release(struct master_settings *s)
 		free(s->data_quotas[i].team);
 	free(s->data_quotas);
 	elastic_conf_release(&s->elastic);
+	githook_secret_free(s->git_hook_secret);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -189,6 +191,10 @@ int settings_build(const struct master_config *cfg, struct master_settings *s, s
 	    (ret = interactive_parse_idle("--interactive-idle-timeout", cfg->interactive_idle_timeout,
 					  &s->interactive_idle_ms, eb)))
 		return ret;
+	if (cfg->git_hook_secret_file &&
+	    (ret = githook_read_secret("--git-hook-secret-file", cfg->git_hook_secret_file, &s->git_hook_secret,
+				       eb)))
+		return ret;
 	return elastic_conf_build(cfg, &s->elastic, eb);
 }
 
@@ -201,6 +207,8 @@ void settings_clear(struct master *m)
 	};
 
 	settings_release(&old);
+	githook_secret_free(m->git_hook_secret);
+	m->git_hook_secret = NULL;
 	m->pool_policies = NULL;
 	m->teams = NULL;
 	m->data_quotas = NULL;
@@ -228,6 +236,7 @@ void settings_install(struct master *m, struct master_settings *s)
 	m->gpuidle = s->gpuidle;
 	m->outputs_retention_ms = s->outputs_retention_ms;
 	m->interactive_idle_ms = s->interactive_idle_ms;
+	m->git_hook_secret = s->git_hook_secret;
 	elastic_install(m, &s->elastic);
 	memset(s, 0, sizeof(*s));
 	/* the queue's order and the listings may differ now */

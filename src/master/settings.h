@@ -3,8 +3,9 @@
  * every pool with its levels and the protection of running work, the
  * teams' shares and GPU quotas, the teams' data quotas, the rate limit, the
  * visibility rule, the idle GPU policy, how long outputs are kept, the
- * provisioners of elastic pools and the idle timeout of interactive jobs
- * (the options marked CONF_RELOAD in master_main.c).
+ * provisioners of elastic pools, the idle timeout of interactive jobs and
+ * the secret that signs git servers' pushes, read again from its file at
+ * each reload (the options marked CONF_RELOAD in master_main.c).
  *
  * They are built whole from a master_config (settings_build) and then
  * installed at once (settings_install), so a start or a reload with one bad
@@ -39,6 +40,7 @@ struct master_settings {
 	uint64_t outputs_retention_ms;
 	uint64_t interactive_idle_ms;        /* interactive.h; 0: none */
 	struct elastic_conf elastic;         /* the provisioners (elastic.h) */
+	char *git_hook_secret;               /* owned or NULL: githook.h */
 };
 
 /* settings_build reads cfg's reloadable settings into *out (released by

@@ -298,7 +298,7 @@ async function experiments(page) {
 	const trow = page.locator(tid(`template-row-${cfg.template}`));
 	await trow.waitFor({ timeout: 20000 });
 	const cells = await trow.locator('td').allInnerTexts();
-	check(cells[3] === 'rows' && cells[4] === '1' && cells[5].includes(`rows@2 → job ${cfg.template_job}`),
+	check(cells[3] === 'dataset rows' && cells[4] === '1' && cells[5].includes(`rows@2 → job ${cfg.template_job}`),
 		`the template's row: ${JSON.stringify(cells)}`);
 	await trow.locator('a').first().click();
 	await waitText(page, 'template-runs', new RegExp(`rows@2 → job ${cfg.template_job}`));

@@ -88,7 +88,8 @@ def test_template_runs_on_each_new_version():
         j = c.api.wait_job(got[1]["job"])
         check_eq(c.api.log(j["id"]), b"v3 of retrain: 30 rows\n", "the run after a restart read version 3")
         r = c.cli("template", "ls", token=alice, check_rc=0)
-        check("retrain" in r.stdout.decode() and f"v3: job {j['id']}" in r.stdout.decode(),
+        check("retrain" in r.stdout.decode() and "dataset digits" in r.stdout.decode() and
+              f"digits@3: job {j['id']}" in r.stdout.decode(),
               f"yard template ls: {r.stdout!r}")
 
         # deleted: no more runs; its jobs stay

@@ -4,7 +4,9 @@
  * with which ones a reload applies. */
 #include "base/compat.h"
 
+#include <fcntl.h>
 #include <setjmp.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "base/conf.h"
@@ -69,6 +71,7 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"git-credential = https://git.example/team/=token-file:/etc/yard/git-token\n"
 				"git-credential = ssh://git@git.example/=ssh-key:/etc/yard/deploy_key\n"
 				"git-timeout = 90s\n"
+				"git-hook-secret-file = /etc/yard/git-hook-secret\n"
 				"registry = registry.example:5000\n";
 
 /* Fails naming the first key of opts that text does not set. */
@@ -146,6 +149,14 @@ static void test_master_every_key(void **state)
 	assert_string_equal(cfg.git_credentials.items[1], "ssh://git@git.example/=ssh-key:/etc/yard/deploy_key");
 	assert_int_equal(cfg.git_timeout_ms, 90000);
 	assert_string_equal(cfg.registry, "registry.example:5000");
+	assert_string_equal(cfg.git_hook_secret_file, "/etc/yard/git-hook-secret");
+	/* the secret is read by settings_build, from a file that exists */
+	char secret_file[] = "/tmp/yard-test-hook-XXXXXX";
+	int fd = mkstemp(secret_file);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123456789abcdef0123\n", 21), 21);
+	close(fd);
+	cfg.git_hook_secret_file = secret_file;
 
 	/* and what a reload would install from them */
 	assert_int_equal(settings_build(&cfg, &s, &eb), 0);
@@ -186,7 +197,17 @@ static void test_master_every_key(void **state)
 	assert_string_equal(s.elastic.slurm_agent_args[1], "--label=site=hpc");
 	assert_true(elastic_conf_pool_is(&s.elastic, "gpu", "slurm:a100", 0, 4, 5 * 60 * 1000));
 	assert_true(elastic_conf_pool_is(&s.elastic, "cpu", "command:/bin/true", 1, 6, ELASTIC_DEFAULT_IDLE_MS));
+	assert_string_equal(s.git_hook_secret, "0123456789abcdef0123");
 	settings_release(&s);
+	/* a secret too short to hold: the build fails naming the option */
+	fd = open(secret_file, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "short\n", 6), 6);
+	close(fd);
+	assert_int_not_equal(settings_build(&cfg, &s, &eb), 0);
+	assert_non_null(strstr(eb.msg, "--git-hook-secret-file"));
+	assert_null(strstr(eb.msg, "short\n"));
+	settings_release(&s);
+	unlink(secret_file);
 	conf_release(&c);
 	(void)state;
 }

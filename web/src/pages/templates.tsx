@@ -2,34 +2,56 @@ import { getJson } from '../api';
 import { usePoll } from '../hooks';
 import { formatTime } from '../lib/format';
 
-/** One run of a template: the job a new dataset version made, or why it was refused. */
-interface Run {
-  version: number;
+/** One run of a template: the job a new dataset version (or a push) made, or why it was refused;
+ * neither while a pushed commit's code is fetched. */
+export interface Run {
+  version?: number;
+  commit?: string;
+  ref?: string;
+  build_only?: boolean;
   job?: number;
   error?: string;
 }
 
-interface Template {
+export interface Template {
   name: string;
   user: string;
   team: string | null;
-  on_dataset: string;
+  on_dataset: string | null;
+  on_git: { branches: string[]; build_only: boolean } | null;
   created_at: number;
   runs: Run[];
   spec: unknown;
 }
 
-function RunCell({ r, dataset }: { r: Run; dataset: string }) {
+/** What runs template t: "dataset digits" or "git main, release/*". */
+export function triggerText(t: Template): string {
+  if (!t.on_git) return `dataset ${t.on_dataset}`;
+  return `git ${t.on_git.branches.join(', ')}${t.on_git.build_only ? ' (build only)' : ''}`;
+}
+
+/** What made run r of t: "digits@3" or "main@1a2b3c4". */
+export function runOrigin(t: Template, r: Run): string {
+  return r.commit ? `${r.ref}@${r.commit.slice(0, 7)}` : `${t.on_dataset}@${r.version}`;
+}
+
+function RunCell({ r, t }: { r: Run; t: Template }) {
   return (
     <>
-      {dataset}@{r.version} →{' '}
-      {r.job !== undefined ? <a href={`#/jobs/${r.job}`}>job {r.job}</a> : <span class="error">refused: {r.error}</span>}
+      {runOrigin(t, r)} →{' '}
+      {r.job !== undefined ? (
+        <a href={`#/jobs/${r.job}`}>job {r.job}</a>
+      ) : r.error !== undefined ? (
+        <span class="error">refused: {r.error}</span>
+      ) : (
+        <span class="muted">fetching its code</span>
+      )}
     </>
   );
 }
 
 /** TemplatesPage: the job templates that run again on each new version of their dataset
- * (docs/pipelines.md, "Templates"). */
+ * (docs/pipelines.md, "Templates") or on each push to their repository (docs/git.md). */
 export function TemplatesPage() {
   const { data, error } = usePoll(() => getJson<{ templates: Template[] }>('/v1/templates'), 5000, []);
   const list = data?.templates ?? [];
@@ -40,13 +62,13 @@ export function TemplatesPage() {
       {data && !list.length && (
         <p class="muted">
           No templates yet: <code>yard template create NAME job.yaml --on-dataset DATASET</code> runs the job again on each new
-          version of the dataset.
+          version of the dataset, <code>--on-git BRANCH</code> on each push to that branch.
         </p>
       )}
       {list.length > 0 && (
         <table class="list" data-testid="templates">
           <thead>
-            <tr><th>Name</th><th>User</th><th>Team</th><th>On dataset</th><th>Runs</th><th>Last run</th><th>Created</th></tr>
+            <tr><th>Name</th><th>User</th><th>Team</th><th>Runs on</th><th>Runs</th><th>Last run</th><th>Created</th></tr>
           </thead>
           <tbody>
             {list.map((t) => {
@@ -56,9 +78,9 @@ export function TemplatesPage() {
                   <td><a href={`#/templates/${encodeURIComponent(t.name)}`}>{t.name}</a></td>
                   <td>{t.user}</td>
                   <td>{t.team ?? '–'}</td>
-                  <td>{t.on_dataset}</td>
+                  <td>{triggerText(t)}</td>
                   <td>{t.runs.length}</td>
-                  <td>{last ? <RunCell r={last} dataset={t.on_dataset} /> : '–'}</td>
+                  <td>{last ? <RunCell r={last} t={t} /> : '–'}</td>
                   <td>{formatTime(t.created_at)}</td>
                 </tr>
               );
@@ -80,15 +102,17 @@ export function TemplatePage({ name }: { name: string }) {
       {data && (
         <>
           <p data-testid="template-summary">
-            {data.user}{data.team ? ` (team ${data.team})` : ''} · runs on each new version of <code>{data.on_dataset}</code> · created{' '}
+            {data.user}{data.team ? ` (team ${data.team})` : ''} · runs on <code>{triggerText(data)}</code> · created{' '}
             {formatTime(data.created_at)}
           </p>
           <h2>Runs</h2>
-          {!data.runs.length && <p class="muted">No run yet: the next version of {data.on_dataset} makes one.</p>}
+          {!data.runs.length && (
+            <p class="muted">No run yet: {data.on_git ? 'the next push makes one' : `the next version of ${data.on_dataset} makes one`}.</p>
+          )}
           {data.runs.length > 0 && (
             <ul data-testid="template-runs">
               {[...data.runs].reverse().map((r) => (
-                <li key={r.version}><RunCell r={r} dataset={data.on_dataset} /></li>
+                <li key={r.commit ?? r.version}><RunCell r={r} t={data} /></li>
               ))}
             </ul>
           )}
