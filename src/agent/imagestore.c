@@ -103,7 +103,7 @@ void imagestore_fetch(const struct fetch_config *cfg, const char *docker_socket,
 	if (ret) {
 		fprintf(stderr, "yard agent: cannot fetch image %s from the master's store: %s\n", tag, eb.msg);
 		rm_rf(dir);
-		doc = json_pack("{s:s, s:s++}", "tag", tag, "error", "cannot fetch it: ", eb.msg);
+		doc = json_pack("{s:s, s:s+}", "tag", tag, "error", "cannot fetch it: ", eb.msg);
 	} else {
 		doc = json_pack("{s:s, s:s}", "tag", tag, "file", file);
 	}
