@@ -9,7 +9,11 @@ gitserve.py): two branches whose code and Dockerfiles differ run in their
 own images, each job recording its branch's commit. With the cluster's
 registry (Debian's docker-registry on loopback, registry.py) and two nodes,
 each with its own dockerd: the node that builds an image pushes it, the
-other pulls it instead of building it again.
+other pulls it instead of building it again. Without a registry, with the
+master's store-images: the node that builds it saves it into the master's
+chunk store, the other loads it from there (and builds it when a chunk
+arrives wrong; the chunks are corrupted in the master's blobs dir, so that
+part needs the SQLite store).
 
 Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
 import json
