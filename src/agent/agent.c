@@ -33,6 +33,7 @@
 #include "agent/heartbeat.h"
 #include "agent/hostinfo.h"
 #include "agent/imagebuild.h"
+#include "agent/imagestore.h"
 #include "agent/metricship.h"
 #include "agent/runas.h"
 #include "agent/runtime.h"
@@ -1207,6 +1208,18 @@ static void on_exit_poll(uv_poll_t *h, int status, int events)
 	check_exit(t->a, t);
 }
 
+/* The image t's shim built and saved for the master's store, if any, goes
+ * there (imagestore.h). */
+static void task_hand_in_image(struct agent *a, struct atask *t)
+{
+	char *id, *token;
+	session_creds(a->s, &id, &token);
+	struct imagestore_conn c = { a->cfg->master_url, token, { a->cfg->master_ca, a->cfg->master_pin } };
+	imagestore_hand_in(&a->loop, &c, a->cfg->work_dir, t->rt.id, t->rt.dir);
+	free(id);
+	free(token);
+}
+
 static void on_start_poll(uv_poll_t *h, int status, int events)
 {
 	struct atask *t = h->data;
@@ -1225,6 +1238,8 @@ static void on_start_poll(uv_poll_t *h, int status, int events)
 		ship_event(&t->a->sh, SHIP_RUNNING, t->rt.id, pid, NULL);
 		t->running = true;
 		task_run_execs(t->a, t);
+		if (t->ops == &runtime_docker_ops)
+			task_hand_in_image(t->a, t);
 	}
 	/* a failed start ends with exit.json; the exit pidfd reports it */
 }
@@ -1503,6 +1518,8 @@ static void stage_work(uv_work_t *req)
 	st->ret = fetch_task_inputs(&st->fetch, st->code, st->code_dir, st->t->job, st->ckpt, &st->archive,
 				    &st->eb);
 	st->fetch_failed = st->ret != 0;
+	if (!st->ret) /* an image kept in the master's store (imagestore.h) */
+		imagestore_fetch(&st->fetch, st->a->ctx.docker_socket, st->t->rt.dir);
 	if (!st->ret && json_array_size(st->data))
 		st->ret = stage_data(&st->cfg, st->data, st->data_dir, &st->res, &st->eb);
 }

@@ -2,6 +2,9 @@
 #include "agent/docker.h"
 
 #include <curl/curl.h>
+#include <sys/stat.h>
+
+#include "base/fsutil.h"
 
 #include "base/strbuf.h"
 #include "common/httpc.h"
@@ -330,14 +333,15 @@ static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, co
 	curl_free(esc);
 }
 
-/* POSTs to PATH (escaped) with HDRS (taken) and BODY, reading the answer
- * as a build's, a push's or a pull's: JSON messages one after another,
+/* POSTs to PATH (escaped) with HDRS (taken) and BODY
+ * (or, FILE not NULL, LEN bytes read from FILE), reading the answer as a
+ * build's, a push's or a pull's: JSON messages one after another,
  * read as they come, their "stream" text to sink (when not NULL), their
  * "error" the call's failure. 0; YERR(BAD_REQUEST) with the engine's words
  * when it refused (*status) or the work failed; YERR(UNAVAILABLE) when the
  * engine cannot be reached. */
 static int post_json_stream(struct docker *d, const char *path, struct curl_slist *hdrs, const void *body,
-			    size_t len, docker_sink_fn sink, void *arg, long *status, struct errbuf *eb)
+			    size_t len, FILE *file, docker_sink_fn sink, void *arg, long *status, struct errbuf *eb)
 {
 	struct strbuf url = STRBUF_INIT;
 	struct build_read b = { STRBUF_INIT, sink, arg, eb, false };
@@ -348,7 +352,14 @@ static int post_json_stream(struct docker *d, const char *path, struct curl_slis
 	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &b);
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	if (file) {
+		/* the body read from file as it goes (libcurl's default read
+		 * function is fread): an image is too big to hold */
+		curl_easy_setopt(d->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(d->curl, CURLOPT_READDATA, file);
+	} else {
+		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
+	}
 	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	CURLcode rc = curl_easy_perform(d->curl);
 	*status = 0;
@@ -386,7 +397,7 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
 	free(args_text);
 	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "Content-Type: application/x-tar"), context,
-			       len, sink, arg, &status, eb);
+			       len, NULL, sink, arg, &status, eb);
 	strbuf_release(&path);
 	return ret;
 }
@@ -404,7 +415,7 @@ int docker_push(struct docker *d, const char *image, struct errbuf *eb)
 	add_escaped(d, &path, "tag", colon + 1);
 	/* the engine wants credentials even for a registry that takes none: {} */
 	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "X-Registry-Auth: e30="), NULL, 0, NULL,
-			       NULL, &status, eb);
+			       NULL, NULL, &status, eb);
 	strbuf_release(&path);
 	return ret;
 }
@@ -419,10 +430,87 @@ int docker_pull(struct docker *d, const char *image, struct errbuf *eb)
 	curl_free(esc);
 	/* its progress messages are read as they come: a long pull's are many */
 	ret = post_json_stream(d, path, curl_slist_append(NULL, "Content-Type: application/json"), NULL, 0, NULL,
-			       NULL, &status, eb);
+			       NULL, NULL, &status, eb);
 	free(path);
 	/* 404: no registry has it; anything else: the pull itself failed */
 	if (ret == YERR(BAD_REQUEST))
 		ret = status == 404 ? YERR(NOT_FOUND) : YERR(UNAVAILABLE);
+	return ret;
+}
+
+/* ---- save and load ---- */
+
+struct save_to {
+	int fd;
+	long status;
+	void *curl;             /* CURL *, borrowed: the status once the body starts */
+	struct strbuf err;      /* the body of a refused save */
+	int write_errno;        /* the fd's failure, 0: none */
+};
+
+static size_t on_save(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct save_to *s = arg;
+	size_t n = size * nmemb;
+
+	if (!s->status)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status >= 400) {
+		strbuf_add(&s->err, data, n < 4096 ? n : 4096);
+		return n;
+	}
+	if (write_all(s->fd, data, n) < 0) {
+		s->write_errno = errno;
+		return 0;
+	}
+	return n;
+}
+
+int docker_save(struct docker *d, const char *image, int fd, struct errbuf *eb)
+{
+	struct strbuf url = STRBUF_INIT;
+	struct save_to s = { .fd = fd, .curl = d->curl };
+	char *path = xasprintf("/images/%s/get", image);
+	int ret = 0;
+
+	strbuf_init(&s.err, 0);
+	prepare(d, "GET", path, &url);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_save);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &s);
+	CURLcode rc = curl_easy_perform(d->curl);
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &s.status);
+	if (s.status >= 400) {
+		engine_message(&s.err, s.status, eb);
+		ret = error(eb, YERR(BAD_REQUEST), "the engine cannot save image '%s': %s", image, eb->msg);
+	} else if (s.write_errno) {
+		ret = error(eb, YERR(IO), "cannot write image '%s': %s", image, strerror(s.write_errno));
+	} else if (rc != CURLE_OK) {
+		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s", d->socket,
+			    curl_easy_strerror(rc));
+	}
+	free(path);
+	strbuf_release(&url);
+	strbuf_release(&s.err);
+	return ret;
+}
+
+int docker_load(struct docker *d, const char *tar_path, struct errbuf *eb)
+{
+	FILE *f = fopen(tar_path, "rbe");
+	struct stat st;
+	long status;
+	int ret;
+
+	if (!f)
+		return error(eb, YERR(IO), "cannot open '%s': %s", tar_path, strerror(errno));
+	if (fstat(fileno(f), &st) < 0) {
+		ret = error(eb, YERR(IO), "cannot look at '%s': %s", tar_path, strerror(errno));
+		goto out;
+	}
+	/* its answer is a build's: {"stream": "Loaded image: ..."} or {"error"} */
+	ret = post_json_stream(d, "/images/load?quiet=1", curl_slist_append(NULL, "Content-Type: application/x-tar"),
+			       NULL, (size_t)st.st_size, f, NULL, NULL, &status, eb);
+out:
+	fclose(f);
 	return ret;
 }

@@ -76,6 +76,20 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
  * cannot be reached. */
 int docker_push(struct docker *d, const char *image, struct errbuf *eb);
 
+/* docker_save writes IMAGE, as the engine saves it (GET
+ * /images/{name}/get: a tar of its layers, config and tag, what `docker
+ * save` writes), to FD as it comes: 0; YERR(BAD_REQUEST) with the engine's
+ * words when it refused (no such image); YERR(IO) when FD cannot take it;
+ * YERR(UNAVAILABLE) when the engine cannot be reached. */
+int docker_save(struct docker *d, const char *image, int fd, struct errbuf *eb);
+
+/* docker_load gives the engine the images of TAR_PATH, a tar such as
+ * docker_save writes (POST /images/load, the file read as it is sent): 0
+ * once loaded; YERR(BAD_REQUEST) with the engine's error when it refused
+ * the tar; YERR(IO) when the file cannot be read; YERR(UNAVAILABLE) when the
+ * engine cannot be reached. */
+int docker_load(struct docker *d, const char *tar_path, struct errbuf *eb);
+
 /* The multiplexed stream of a non-TTY container: 8-byte frame headers
  * (stream, 0, 0, 0, big-endian length) each followed by that many bytes.
  * Exposed for the unit tests and the fuzz target. */

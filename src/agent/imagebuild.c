@@ -143,13 +143,123 @@ static void record(const char *dir, const char *tag, const char *how, const json
 	json_decref(rec);
 }
 
+/* ---- where a built image is shared from: the cluster's registry or the
+ * master's store; a task's image_build names at most one ---- */
+
+struct image_source {
+	const char *name;       /* "the cluster's registry" */
+	const char *fetched;    /* image.json's how once fetched from it, and the verb said */
+	/* what share() does, said "pushed image TAG to NAME", or "cannot push
+	 * image TAG to NAME" */
+	const char *shared, *share_verb, *share_prep;
+	/* fetch: 0 once the engine has tag from there, YERR(NOT_FOUND) when
+	 * it has none, another error when it could not be asked or the
+	 * image did not come whole (the node then builds it) */
+	int (*fetch)(struct docker *d, const char *tag, const json_t *build, const char *dir, struct errbuf *eb);
+	/* share: tag, just built, made available to the other nodes */
+	int (*share)(struct docker *d, const char *tag, const json_t *build, const char *dir, struct errbuf *eb);
+};
+
+static int registry_fetch(struct docker *d, const char *tag, const json_t *build, const char *dir,
+			  struct errbuf *eb)
+{
+	(void)build;
+	(void)dir;
+	return docker_pull(d, tag, eb);
+}
+
+static int registry_share(struct docker *d, const char *tag, const json_t *build, const char *dir,
+			  struct errbuf *eb)
+{
+	(void)build;
+	(void)dir;
+	return docker_push(d, tag, eb);
+}
+
+/* The agent fetched the image from the master's store before the task
+ * started (agent/imagestore.h): IMAGESTORE_FETCHED says where it is, or
+ * why it is not; absent, the store has none. */
+static int store_fetch(struct docker *d, const char *tag, const json_t *build, const char *dir,
+		       struct errbuf *eb)
+{
+	json_t *doc = NULL;
+	const char *file, *why, *got;
+	int ret;
+
+	(void)build;
+	if (taskdir_read_json(dir, IMAGESTORE_FETCHED, &doc, NULL))
+		return error(eb, YERR(NOT_FOUND), "none was stored");
+	file = json_string_value(json_object_get(doc, "file"));
+	why = json_string_value(json_object_get(doc, "error"));
+	got = json_string_value(json_object_get(doc, "tag"));
+	if (why || !file)
+		ret = error(eb, YERR(IO), "%s", why ? why : "the agent fetched nothing");
+	else if (!got || strcmp(got, tag))
+		ret = error(eb, YERR(IO), "the agent fetched '%s', not this image", got ? got : "(none)");
+	else
+		ret = docker_load(d, file, eb);
+	if (file)
+		unlink(file); /* loaded, or not to be tried again */
+	json_decref(doc);
+	return ret;
+}
+
+/* Saved where the agent hands it in from once the task runs
+ * (agent/imagestore.h): build's "save_dir"/IMAGESTORE_SAVED. */
+static int store_share(struct docker *d, const char *tag, const json_t *build, const char *dir,
+		       struct errbuf *eb)
+{
+	const char *save_dir = json_string_value(json_object_get(build, "save_dir"));
+	char *path;
+	int fd, ret;
+
+	(void)dir;
+	if (!save_dir)
+		return error(eb, YERR(BAD_REQUEST), "the task names no dir to save the image in");
+	if (mkdir_p(save_dir, 0700) < 0)
+		return error(eb, YERR(IO), "cannot create '%s': %s", save_dir, strerror(errno));
+	path = xasprintf("%s/%s", save_dir, IMAGESTORE_SAVED);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = error(eb, YERR(IO), "cannot create '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	ret = docker_save(d, tag, fd, eb);
+	if (!ret && fsync(fd) < 0)
+		ret = error(eb, YERR(IO), "cannot write '%s': %s", path, strerror(errno));
+	close(fd);
+	if (ret)
+		rm_rf(save_dir); /* nothing half saved is handed in */
+out:
+	free(path);
+	return ret;
+}
+
+static const struct image_source registry_source = {
+	"the cluster's registry", "pulled", "pushed", "push", "to", registry_fetch, registry_share,
+};
+static const struct image_source store_source = {
+	"the master's store", "loaded", "saved", "save", "for", store_fetch, store_share,
+};
+
+/* Where build's image is shared from: the registry it names, the master's
+ * store when it says "store", or nowhere (NULL: built on each node). */
+static const struct image_source *source_of(const json_t *build)
+{
+	if (json_is_string(json_object_get(build, "registry")))
+		return &registry_source;
+	if (json_is_true(json_object_get(build, "store")))
+		return &store_source;
+	return NULL;
+}
+
 int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const char *code_dir,
 		      const json_t *build, int out_fd, void (*building)(void *arg, const char *tag), void *arg,
 		      struct errbuf *eb)
 {
+	const struct image_source *src = source_of(build);
 	const char *how = NULL;
 	const char *dockerfile = json_string_value(json_object_get(build, "dockerfile"));
-	const char *registry = json_string_value(json_object_get(build, "registry"));
 	struct build_out o = { out_fd, STRBUF_INIT };
 	struct strbuf ctx = STRBUF_INIT, tail = STRBUF_INIT;
 	struct errbuf beb = ERRBUF_INIT;
@@ -166,15 +276,20 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const 
 		how = "present";
 		goto out;
 	}
-	if (registry) {
+	if (src) {
 		/* another node may have built it: no need to again */
-		struct errbuf peb = ERRBUF_INIT;
-		if (!docker_pull(d, tag, &peb)) {
-			say(out_fd, "pulled image %s from the cluster's registry", tag);
-			how = "pulled";
+		struct errbuf feb = ERRBUF_INIT;
+		int fret = src->fetch(d, tag, build, dir, &feb);
+		if (!fret) {
+			say(out_fd, "%s image %s from %s", src->fetched, tag, src->name);
+			how = src->fetched;
 			goto out;
 		}
-		say(out_fd, "the cluster's registry has no image %s (%.200s)", tag, peb.msg);
+		if (fret == YERR(NOT_FOUND))
+			say(out_fd, "%s has no image %s (%.200s)", src->name, tag, feb.msg);
+		else
+			say(out_fd, "cannot take image %s from %s (it is built here): %.300s", tag, src->name,
+			    feb.msg);
 	}
 	building(arg, tag);
 	say(out_fd, "building image %s from %s", tag, dockerfile);
@@ -193,15 +308,16 @@ int imagebuild_ensure(struct docker *d, const char *tag, const char *dir, const 
 	} else {
 		say(out_fd, "built image %s in %.1f s", tag, (double)(mono_ms() - t0) / 1000);
 		how = "built";
-		if (registry && !docker_push(d, tag, &beb))
-			say(out_fd, "pushed image %s to the cluster's registry", tag);
-		else if (registry)
-			say(out_fd, "cannot push image %s to the cluster's registry (other nodes build it "
-			    "again): %.300s", tag, beb.msg);
+		/* a share that fails is said, not the task's failure */
+		if (src && !src->share(d, tag, build, dir, &beb))
+			say(out_fd, "%s image %s %s %s", src->shared, tag, src->share_prep, src->name);
+		else if (src)
+			say(out_fd, "cannot %s image %s %s %s (other nodes build it again): %.300s", src->share_verb,
+			    tag, src->share_prep, src->name, beb.msg);
 	}
 out:
 	/* what the task runs in, for yard images ls: asked once more only
-	 * when it was pulled or built */
+	 * when it was fetched or built */
 	if (how && !doc && inspect(d, tag, &doc, &beb))
 		fprintf(stderr, "yard shim: %s\n", beb.msg);
 	if (how)

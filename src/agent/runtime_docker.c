@@ -8,6 +8,7 @@
  */
 #include "base/compat.h"
 #include "agent/imagebuild.h"
+#include "agent/imagestore.h"
 #include "agent/runtime.h"
 
 #include <ctype.h>
@@ -30,9 +31,11 @@ static char *container_name(const struct runtime_ctx *ctx, int64_t id)
 /* The task's image into the shim's conf: the one it names, or one built
  * from the code, named here by its content; the shim builds it unless the
  * engine has it (imagebuild.h). */
-static int conf_image(const json_t *task, json_t *conf, struct errbuf *eb)
+static int conf_image(const struct runtime_ctx *ctx, const struct runtime_task *t, const json_t *task,
+		      json_t *conf, struct errbuf *eb)
 {
 	const json_t *build = json_object_get(task, "image_build");
+	json_t *shim_build;
 	char *tag;
 	int ret;
 
@@ -48,7 +51,15 @@ static int conf_image(const json_t *task, json_t *conf, struct errbuf *eb)
 	if (ret)
 		return ret;
 	json_object_set_new(conf, "image", json_string(tag));
-	json_object_set(conf, "image_build", (json_t *)build);
+	shim_build = json_deep_copy(build);
+	/* with the master's store: where the shim saves what it built, for
+	 * the agent to hand in (imagebuild.h) */
+	if (json_is_true(json_object_get(build, "store"))) {
+		char *save_dir = imagestore_save_dir(ctx->work_dir, t->id);
+		json_object_set_new(shim_build, "save_dir", json_string(save_dir));
+		free(save_dir);
+	}
+	json_object_set_new(conf, "image_build", shim_build);
 	free(tag);
 	return 0;
 }
@@ -65,7 +76,7 @@ static int docker_start(const struct runtime_ctx *ctx, struct runtime_task *t, s
 	if ((ret = taskdir_read_json(t->dir, "task.json", &task, eb)))
 		return ret;
 	conf = runtime_shim_conf(ctx, t, task);
-	if ((ret = conf_image(task, conf, eb))) {
+	if ((ret = conf_image(ctx, t, task, conf, eb))) {
 		json_decref(conf);
 		json_decref(task);
 		return ret;

@@ -439,6 +439,38 @@ static void apply_output_base(struct cshim *s)
 	json_decref(doc);
 }
 
+void shim_docker_say(const char *task_dir, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char *path = xasprintf("%s/stdout", task_dir);
+	json_t *base = NULL;
+	va_list ap;
+	int fd;
+
+	strbuf_addstr(&sb, "yard: ");
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	strbuf_addch(&sb, '\n');
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || write_all(fd, sb.buf, sb.len) < 0) {
+		fprintf(stderr, "yard agent: cannot say in '%s': %s (%s)", path, strerror(errno), sb.buf);
+		goto out;
+	}
+	/* the container's bytes are the file's less the base (apply_output_base) */
+	if (!taskdir_read_json(task_dir, OUTPUT_BASE, &base, NULL)) {
+		json_int_t n = json_integer_value(json_object_get(base, "stdout"));
+		json_object_set_new(base, "stdout", json_integer(n + (json_int_t)sb.len));
+		taskdir_write_json(task_dir, OUTPUT_BASE, base, 0, NULL);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	json_decref(base);
+	free(path);
+	strbuf_release(&sb);
+}
+
 /* Before the result, on a line of its own (runtime_shim_started). */
 static void say_building(void *arg, const char *tag)
 {

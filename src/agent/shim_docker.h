@@ -30,6 +30,13 @@
  * status (0 once exit.json is written). */
 int shim_docker_main(const char *task_dir);
 
+/* shim_docker_say appends "yard: " and the line to TASK_DIR/stdout, as the
+ * shim says what it does, for one who is not the shim (the agent, once the
+ * task runs): counted with what the container did not write, so that a
+ * shim adopting the container later skips no byte of the container's. A
+ * task dir gone, or a file that cannot take it, is only logged. */
+void shim_docker_say(const char *task_dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* cmd_shim_any: `yard shim` in the yard binary, which runs either shim
  * according to TASKDIR/shim.json (execs always go to the process shim). */
 int cmd_shim_any(int argc, char **argv);

@@ -43,10 +43,12 @@ void h_provisioners(struct req *r);
 /* api_usage.c */
 void h_usage(struct req *r);
 void h_images(struct req *r);
+void h_image_stored(struct req *r);
 
 /* api_outputs.c */
 void h_task_checkpoint(struct req *r);
 void h_task_outputs(struct req *r);
+void h_task_image(struct req *r);
 void h_job_outputs(struct req *r);
 
 /* api_access.c */

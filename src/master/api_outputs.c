@@ -19,6 +19,7 @@
 #include "master/codeindex.h"
 #include "master/core.h"
 #include "master/datasets.h"
+#include "master/images.h"
 
 /* What a task left (its outputs or its job's checkpoint), as its agent
  * hands it in: the body {"manifest": {"files": [...]}}, its chunks held. */
@@ -75,6 +76,34 @@ void h_task_checkpoint(struct req *r)
 	l.replaced = l.t->job->checkpoint;
 	reply_left(r, &l, "checkpoint"); /* before core_set_checkpoint frees it */
 	core_set_checkpoint(r->m, l.t->job, l.digest);
+}
+
+/* The image a task's node built, saved through its engine (docker save)
+ * into the chunk store for the other nodes to load (--store-images,
+ * images.h): ?tag=TAG, the body {"manifest"}. */
+void h_task_image(struct req *r)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	const char *q = req_query(r, "tag");
+	json_t *tag = q ? json_string(q) : NULL;
+	struct left l;
+
+	if (!r->m->store_images) {
+		reply_err(r, YERR(CONFLICT), "this master keeps no images (it has no store-images)");
+		goto out;
+	}
+	if (!take_left(r, &l))
+		goto out;
+	if (images_store_put(r->m, l.t, tag, l.digest, &eb)) {
+		datasets_drop_manifest(r->m, l.digest);
+		req_error(r, &eb);
+		json_decref(l.body);
+		goto out;
+	}
+	l.replaced = NULL; /* images_store_put dropped it */
+	reply_left(r, &l, "image");
+out:
+	json_decref(tag);
 }
 
 /* The first OUTPUTS_FILES_MAX files of manifest, {"files": [{path, size}],

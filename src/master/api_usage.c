@@ -92,3 +92,22 @@ void h_images(struct req *r)
 
 	req_json(r, 200, images_list(r->m, &c));
 }
+
+/* An agent asks for an image before it builds it (--store-images): the
+ * manifest of the image kept in the master's store, which it then fetches
+ * chunk by chunk as staging does (agent/imagestore.h). */
+void h_image_stored(struct req *r)
+{
+	const char *tag = req_query(r, "tag");
+	const char *digest;
+
+	if (!tag || !*tag) {
+		reply_err(r, YERR(BAD_REQUEST), "tag: the image's name is missing (?tag=yard/build:HEX)");
+		return;
+	}
+	if (!(digest = images_store_find(r->m, tag))) {
+		reply_err(r, YERR(NOT_FOUND), "the master's store has no image '%s'", tag);
+		return;
+	}
+	req_json(r, 200, json_pack("{s:s, s:s}", "tag", tag, "manifest", digest));
+}

@@ -485,7 +485,7 @@ static void set_add(json_t *set, const char *digest)
 }
 
 /* The manifests something still holds: dataset versions, tasks' outputs,
- * jobs' checkpoints, and what jobs that are not final read (an object used
+ * jobs' checkpoints and stored images, and what jobs that are not final read (an object used
  * as a set). */
 static json_t *held_manifests(struct master *m)
 {
@@ -500,6 +500,8 @@ static json_t *held_manifests(struct master *m)
 		if (!j)
 			continue;
 		set_add(set, j->checkpoint);
+		/* the image its task saved for the other nodes (images.h) */
+		set_add(set, json_string_value(json_object_get(j->image_built, "stored")));
 		for (size_t t = 0; t < j->ntasks; t++)
 			set_add(set, j->tasks[t]->outputs);
 		if (!job_state_is_final(j->state))

@@ -6,10 +6,19 @@
 #include "common/spec.h"
 #include "common/spec_code.h"
 #include "common/spec_image.h"
+#include "master/datasets.h"
 #include "master/nodereport.h"
 
 /* The longest image name an agent may report: a registry and yard/build:HEX. */
 #define IMAGE_NAME_MAX 300
+/* What every built image's name holds (agent/imagebuild.h's IMAGEBUILD_REPO). */
+#define IMAGEBUILD_REPO_TAG "yard/build:"
+
+/* A name an agent may report: printable, bounded, a built image's. */
+static bool tag_valid(const json_t *tag)
+{
+	return nodereport_printable(tag, IMAGE_NAME_MAX) && strstr(json_string_value(tag), IMAGEBUILD_REPO_TAG);
+}
 
 void images_reported(struct master *m, struct task *t, const json_t *image)
 {
@@ -18,20 +27,75 @@ void images_reported(struct master *m, struct task *t, const json_t *image)
 	const char *how = json_string_value(json_object_get(image, "how"));
 	const struct spec_code *code = j->spec ? j->spec->code : NULL;
 
-	if (!nodereport_printable(tag, IMAGE_NAME_MAX) || !strstr(json_string_value(tag), "yard/build:") ||
-	    !json_is_integer(size) || json_integer_value(size) < 0 || !how ||
-	    (strcmp(how, "built") && strcmp(how, "pulled") && strcmp(how, "present")) || !j->spec ||
-	    !j->spec->image_build)
+	json_t *stored = NULL;
+
+	if (!tag_valid(tag) || !json_is_integer(size) || json_integer_value(size) < 0 || !how ||
+	    (strcmp(how, "built") && strcmp(how, "pulled") && strcmp(how, "loaded") && strcmp(how, "present")) ||
+	    !j->spec || !j->spec->image_build)
 		return;
-	if (json_equal(json_object_get(j->image_built, "tag"), tag))
-		return; /* the job's other tasks, its restarts: the same image */
+	if (json_equal(json_object_get(j->image_built, "tag"), tag)) {
+		if (json_object_get(j->image_built, "how"))
+			return; /* the job's other tasks, its restarts: the same image */
+		/* stored before the report came (images_store_put): kept */
+		stored = json_incref(json_object_get(j->image_built, "stored"));
+	}
 	json_decref(j->image_built);
 	j->image_built = json_pack("{s:O, s:O, s:s, s:s, s:I, s:s, s:o, s:o}", "tag", tag, "size", size, "how", how,
 				   "node", t->node ? t->node : "", "at", (json_int_t)wall_us(), "dockerfile",
 				   j->spec->image_build->dockerfile, "git",
 				   code ? json_string(code->git) : json_null(), "sha",
 				   code && code->sha ? json_string(code->sha) : json_null());
+	if (stored)
+		json_object_set_new(j->image_built, "stored", stored);
 	core_save_job(m, j);
+}
+
+int images_store_put(struct master *m, struct task *t, const json_t *tag, const char *digest, struct errbuf *eb)
+{
+	struct job *j = t->job;
+	const char *old;
+
+	if (!tag_valid(tag))
+		return error(eb, YERR(BAD_REQUEST), "tag '%s': expected the name of an image built from a "
+			     "job's code ([REGISTRY/]" IMAGEBUILD_REPO_TAG "HEX)", json_is_string(tag)
+			     ? json_string_value(tag) : "(not a string)");
+	if (!j->image_built || !json_equal(json_object_get(j->image_built, "tag"), tag)) {
+		/* before the task's running report (images_reported keeps it) */
+		json_decref(j->image_built);
+		j->image_built = json_pack("{s:O}", "tag", tag);
+	}
+	old = json_string_value(json_object_get(j->image_built, "stored"));
+	if (old && strcmp(old, digest))
+		datasets_drop_manifest(m, old); /* it copies old */
+	json_object_set_new(j->image_built, "stored", json_string(digest));
+	core_save_job(m, j);
+	return 0;
+}
+
+const char *images_store_find(const struct master *m, const char *tag)
+{
+	const char *found = NULL;
+
+	for (size_t k = 0; k < m->njobs; k++) {
+		const struct job *j = m->jobs[k];
+		const char *stored = j && j->image_built ? json_string_value(json_object_get(j->image_built, "stored"))
+							 : NULL;
+		if (stored && tag && !strcmp(json_string_value(json_object_get(j->image_built, "tag")), tag))
+			found = stored; /* the latest job's: the jobs are in id order */
+	}
+	return found;
+}
+
+bool images_store_holds(const struct master *m, const char *digest)
+{
+	for (size_t k = 0; k < m->njobs; k++) {
+		const struct job *j = m->jobs[k];
+		const char *stored = j && j->image_built ? json_string_value(json_object_get(j->image_built, "stored"))
+							 : NULL;
+		if (stored && !strcmp(stored, digest))
+			return true;
+	}
+	return false;
 }
 
 /* One image's entry, made or updated from job j's image_built. */
@@ -43,14 +107,16 @@ static void add_use(json_t *by_tag, const struct job *j)
 	json_t *e = json_object_get(by_tag, tag);
 
 	if (!e) {
-		e = json_pack("{s:s, s:O, s:O, s:O, s:o, s:O, s:n, s:n, s:I}", "image", tag, "size",
+		e = json_pack("{s:s, s:O, s:O, s:O, s:o, s:O, s:n, s:n, s:I, s:b}", "image", tag, "size",
 			      json_object_get(b, "size"), "git", json_object_get(b, "git"), "sha",
 			      json_object_get(b, "sha"), "code", j->code ? json_string(j->code) : json_null(),
 			      "dockerfile", json_object_get(b, "dockerfile"), "built_by", "built_on", "jobs",
-			      (json_int_t)0);
+			      (json_int_t)0, "stored", 0);
 		json_object_set_new(by_tag, tag, e);
 	}
 	json_object_set_new(e, "jobs", json_integer(json_integer_value(json_object_get(e, "jobs")) + 1));
+	if (json_is_string(json_object_get(b, "stored")))
+		json_object_set_new(e, "stored", json_true());
 	if (how && !strcmp(how, "built") && json_is_null(json_object_get(e, "built_by"))) {
 		json_object_set_new(e, "built_by", json_integer((json_int_t)j->id));
 		json_object_set(e, "built_on", json_object_get(b, "node"));
@@ -78,7 +144,8 @@ json_t *images_list(struct master *m, const struct caller *c)
 
 	for (size_t k = 0; k < m->njobs; k++) {
 		const struct job *j = m->jobs[k];
-		if (j && j->image_built && visibility_job(m, c, j))
+		/* (an image stored before its job's running report came is not listed yet) */
+		if (j && json_object_get(j->image_built, "how") && visibility_job(m, c, j))
 			add_use(by_tag, j);
 	}
 	v = xcalloc(json_object_size(by_tag) + 1, sizeof(*v));

@@ -92,11 +92,12 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "checkpoint", j->checkpoint ? json_string(j->checkpoint) : json_null());
 	json_object_set_new(d, "data", j->data ? json_deep_copy(j->data) : json_array());
 	json_object_set_new(d, "checkpoint_at", time_json(j->checkpoint_at));
-	if (j->image_built) /* images.h */
-		json_object_set_new(d, "image_built", json_pack("{s:O, s:O, s:O}", "tag",
+	if (json_object_get(j->image_built, "how")) /* images.h */
+		json_object_set_new(d, "image_built", json_pack("{s:O, s:O, s:O, s:b}", "tag",
 				    json_object_get(j->image_built, "tag"), "size",
 				    json_object_get(j->image_built, "size"), "how",
-				    json_object_get(j->image_built, "how")));
+				    json_object_get(j->image_built, "how"), "stored",
+				    json_is_string(json_object_get(j->image_built, "stored"))));
 	json_object_set_new(d, "queue_position",
 			    j->state == JOB_QUEUED && j->queue_position ? json_integer(j->queue_position)
 									: json_null());
@@ -435,13 +436,15 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 		/* the container image the task runs in; null: the process runtime */
 		json_object_set_new(td, "image", j->spec && j->spec->image
 							 ? json_string(j->spec->image) : json_null());
-		/* or the image the agent builds from the code (agent/imagebuild.h) */
+		/* or the image the agent builds from the code (agent/imagebuild.h),
+		 * shared through the cluster's registry or the master's store */
 		if (j->spec && j->spec->image_build)
-			json_object_set_new(td, "image_build", json_pack("{s:s, s:O, s:o}", "dockerfile",
+			json_object_set_new(td, "image_build", json_pack("{s:s, s:O, s:o, s:b}", "dockerfile",
 									 j->spec->image_build->dockerfile,
 									 "args", j->spec->image_build->args,
 									 "registry", m->registry ? json_string(m->registry)
-												 : json_null()));
+												 : json_null(),
+									 "store", m->store_images));
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
 		/* on a terminal (the shim's); an empty argv: the user's login shell */

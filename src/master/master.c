@@ -418,6 +418,7 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 	m->data_dir = xstrdup(cfg->data_dir);
 	m->web_dir = cfg->web_dir ? xstrdup(cfg->web_dir) : static_default_dir();
 	m->registry = cfg->registry ? xstrdup(cfg->registry) : NULL;
+	m->store_images = cfg->store_images;
 	m->lease_ms = cfg->lease_ms ? (unsigned)cfg->lease_ms : 15000;
 	m->store_retry_ms = cfg->store_retry_ms ? cfg->store_retry_ms : 60000;
 	m->conf = cfg->conf;

@@ -87,6 +87,9 @@ struct master_config {
 	/* HOST[:PORT]: images built from jobs' code are pushed there and
 	 * pulled from there (docs/images.md); NULL: none */
 	const char *registry;
+	/* keep images built from jobs' code in the master's chunk store, and
+	 * the nodes load them from there (docs/images.md); not with registry */
+	bool store_images;
 	/* the Slurm provisioner's: --time, --account, --qos of its
 	 * allocations, the ephemeral agents' work dirs, the yard binary on the
 	 * Slurm nodes and more arguments of theirs */
@@ -121,6 +124,11 @@ void master_free(struct master *m);
 /* master_conf_options: the table of the master's options (n OUT), each a
  * flag and a key of the config file. */
 const struct conf_option *master_conf_options(size_t *n);
+
+/* master_config_check: what no one option's check can see, the options
+ * together (leader-renew against leader-lease, registry and store-images
+ * not both): 0, or an error naming the keys and why. */
+int master_config_check(const struct master_config *cfg, struct errbuf *eb);
 
 /* `yard master [--config FILE] [options]`: the options are the table in
  * master_main.c, each also a key of the config file; SIGHUP reloads it. */

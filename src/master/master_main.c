@@ -262,12 +262,31 @@ static const struct conf_option master_options[] = {
 	    "the cluster's registry: images built from jobs' code are\n"
 	    "pushed there by the node that built them, and pulled from\n"
 	    "there by the others (docs/images.md)"),
+	OPT("store-images", CONF_BOOL, 0, store_images, NULL, NULL,
+	    "a cluster without a registry: images built from jobs' code are\n"
+	    "kept in the master's store by the node that built them, and\n"
+	    "loaded from there by the others (docs/images.md)"),
 };
 
 const struct conf_option *master_conf_options(size_t *n)
 {
 	*n = ARRAY_SIZE(master_options);
 	return master_options;
+}
+
+int master_config_check(const struct master_config *cfg, struct errbuf *eb)
+{
+	uint64_t lease = cfg->leader_lease_ms ? cfg->leader_lease_ms : LEADER_LEASE_MS;
+	uint64_t renew = cfg->leader_renew_ms ? cfg->leader_renew_ms : LEADER_RENEW_MS;
+
+	if (2 * renew > lease)
+		return error(eb, YERR(BAD_REQUEST), "leader-renew %" PRIu64 "ms must be at most half of "
+			     "leader-lease (%" PRIu64 "ms): the lease would lapse between renewals", renew, lease);
+	if (cfg->registry && cfg->store_images)
+		return error(eb, YERR(BAD_REQUEST), "registry '%s' and store-images: an image built is shared "
+			     "through the cluster's registry or through the master's store, not both (give one)",
+			     cfg->registry);
+	return 0;
 }
 
 struct sig_waiter {
@@ -307,14 +326,8 @@ int cmd_master(int argc, char **argv)
 		rc = 0;
 		goto out;
 	}
-	if (!rc) {
-		uint64_t lease = cfg.leader_lease_ms ? cfg.leader_lease_ms : LEADER_LEASE_MS;
-		uint64_t renew = cfg.leader_renew_ms ? cfg.leader_renew_ms : LEADER_RENEW_MS;
-		if (2 * renew > lease)
-			rc = error(&eb, YERR(BAD_REQUEST),
-				   "leader-renew %" PRIu64 "ms must be at most half of leader-lease (%" PRIu64
-				   "ms): the lease would lapse between renewals", renew, lease);
-	}
+	if (!rc)
+		rc = master_config_check(&cfg, &eb);
 	if (rc) {
 		fprintf(stderr, "yard master: %s\n", eb.msg);
 		if (!conf.file || !strstr(eb.msg, conf.file))

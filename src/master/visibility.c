@@ -1,12 +1,15 @@
 #include "base/compat.h"
 #include "master/visibility.h"
 
+#include "master/images.h"
+
 #include "base/parse.h"
 #include "master/api.h"
 #include "master/auth.h"
 #include "master/codeindex.h"
 #include "master/datasets.h"
 #include "master/experiments.h"
+#include "master/images.h"
 #include "master/jobsource.h"
 #include "master/templates.h"
 
@@ -170,8 +173,8 @@ static bool sees_code(const struct master *m, const struct caller *c, const char
 
 static bool sees_manifest(const struct master *m, const struct caller *c, const char *digest)
 {
-	if (c->role == ROLE_AGENT)
-		return node_needs(m, c->user, job_has_manifest, digest);
+	if (c->role == ROLE_AGENT) /* and any image kept for the nodes to load */
+		return node_needs(m, c->user, job_has_manifest, digest) || images_store_holds(m, digest);
 	if (sees_code(m, c, digest))
 		return true; /* a job's outputs or checkpoint, or what it reads of another */
 	for (size_t i = 0; i < m->ndatasets; i++) {

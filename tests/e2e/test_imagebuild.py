@@ -9,7 +9,11 @@ gitserve.py): two branches whose code and Dockerfiles differ run in their
 own images, each job recording its branch's commit. With the cluster's
 registry (Debian's docker-registry on loopback, registry.py) and two nodes,
 each with its own dockerd: the node that builds an image pushes it, the
-other pulls it instead of building it again.
+other pulls it instead of building it again. Without a registry, with the
+master's store-images: the node that builds it saves it into the master's
+chunk store, the other loads it from there (and builds it when a chunk
+arrives wrong; the chunks are corrupted in the master's blobs dir, so that
+part needs the SQLite store).
 
 Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
 import json
@@ -251,6 +255,82 @@ def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
             check_eq(doc["image_built"]["how"], "pulled", f"the second job's image: {doc['image_built']}")
             e = images_ls(c)[f"{reg.addr}/yard/build:{pushed[0]}"]
             check_eq((e["jobs"], e["built_on"]), (2, "n1"), f"one image, built on n1, used twice: {e}")
+    finally:
+        for eng in engs:
+            eng.close()
+
+
+def test_an_image_built_on_one_node_is_loaded_from_the_masters_store_by_another():
+    """No registry, the master's store-images: n1 builds the image and
+    saves it into the master's chunk store; n2 loads it (docker load) and
+    builds nothing; a chunk that arrives wrong is said, and n2 builds."""
+    engs = []
+    try:
+        for _ in range(2):
+            engs.append(engines.docker_with_base(BUILD_DIR))
+        with cluster("imagebuild-store", master_args=["--store-images"]) as c:
+            c.start_master()
+            for i, eng in enumerate(engs):
+                c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
+                                                   "--label", f"site=s{i + 1}"])
+            proj = os.path.join(c.dir, "project")
+            os.makedirs(proj)
+            write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
+            write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
+            paths = []
+            for site in ("s1", "s2"):  # one code dir: the same code, Dockerfile and args
+                paths.append(os.path.join(proj, f"{site}.yaml"))
+                text = JOB.format(name=site, flavour="a", dockerfile="").replace(
+                    "tasks:", f"placement: {{labels: {{site: {site}}}}}\ntasks:")
+                if site == "s1":  # runs on while its node hands the image in
+                    text = text.replace('command: ["/bin/sh", "/app/train.sh"]',
+                                        'command: ["/bin/sh", "-c", "sh /app/train.sh; sleep 8"]')
+                write(paths[-1], text)
+
+            doc, out = run_job(c, paths[0])
+            check_eq(doc["state"], "succeeded", f"the job on n1 (reason {doc.get('reason')}):\n{out}")
+            check_eq(doc["tasks"][0]["node"], "n1", "the first job's node")
+            tag = built_images(engs[0])
+            check_eq(len(tag), 1, "images built on n1")
+            tag = tag[0]
+            check(f"yard: building image {tag}" in out, f"n1 built it:\n{out}")
+            check(f"yard: saved image {tag} for the master's store" in out, f"n1 saved it:\n{out}")
+            check(f"yard: stored image {tag} in the master's store" in out, f"n1's agent handed it in:\n{out}")
+            check_eq(doc["image_built"]["how"], "built", f"the first job's image: {doc['image_built']}")
+            check_eq(doc["image_built"]["stored"], True, f"the master keeps it: {doc['image_built']}")
+            check_eq(built_images(engs[1]), [], "n2's engine before the second job")
+
+            doc, out = run_job(c, paths[1])
+            check_eq(doc["state"], "succeeded", f"the job on n2 (reason {doc.get('reason')}):\n{out}")
+            check_eq(doc["tasks"][0]["node"], "n2", "the second job's node")
+            check(f"yard: loaded image {tag} from the master's store" in out, f"n2 loaded the image n1 built:\n{out}")
+            check("building image" not in out and "step ran" not in out, f"n2 built nothing:\n{out}")
+            check(out.rstrip().endswith("code v1\nflavour a"), f"n2 ran in the loaded image:\n{out}")
+            check_eq(doc["image_built"]["how"], "loaded", f"the second job's image: {doc['image_built']}")
+            check_eq(phases(doc), [], "no build in the history of the job that loaded its image")
+            check_eq(built_images(engs[1]), [tag], "n2's engine holds the image loaded")
+            e = images_ls(c)[tag]
+            check_eq((e["jobs"], e["built_on"], e["stored"]), (2, "n1", True),
+                     f"one image, built on n1, kept in the store, used twice: {e}")
+
+            # a chunk that arrives wrong: said, and n2 builds the image itself
+            status, _ = engs[1].api("DELETE", f"/images/{tag}")
+            check_eq(status, 200, "the image removed from n2's engine")
+            blobs = os.path.join(c.data_dir, "blobs")
+            big = [os.path.join(blobs, n) for n in os.listdir(blobs)
+                   if os.path.getsize(os.path.join(blobs, n)) > 1 << 20]
+            check(big, f"the image's chunks are files of the master's store: {os.listdir(blobs)}")
+            for p in big:
+                with open(p, "r+b") as f:
+                    b = f.read(1)
+                    f.seek(0)
+                    f.write(bytes([b[0] ^ 0xff]))
+            doc, out = run_job(c, paths[1])
+            check_eq(doc["state"], "succeeded", f"the job on n2 again (reason {doc.get('reason')}):\n{out}")
+            check(f"yard: cannot take image {tag} from the master's store (it is built here): cannot fetch "
+                  f"it: " in out and "checksum" in out, f"the failed check is said:\n{out}")
+            check(f"yard: building image {tag}" in out, f"n2 built it instead:\n{out}")
+            check_eq(doc["image_built"]["how"], "built", f"the third job's image: {doc['image_built']}")
     finally:
         for eng in engs:
             eng.close()

@@ -72,7 +72,8 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"git-credential = ssh://git@git.example/=ssh-key:/etc/yard/deploy_key\n"
 				"git-timeout = 90s\n"
 				"git-hook-secret-file = /etc/yard/git-hook-secret\n"
-				"registry = registry.example:5000\n";
+				"registry = registry.example:5000\n"
+				"store-images = true\n";
 
 /* Fails naming the first key of opts that text does not set. */
 static void check_sets_every_key(const char *text, const struct conf_option *opts, size_t n)
@@ -149,6 +150,7 @@ static void test_master_every_key(void **state)
 	assert_string_equal(cfg.git_credentials.items[1], "ssh://git@git.example/=ssh-key:/etc/yard/deploy_key");
 	assert_int_equal(cfg.git_timeout_ms, 90000);
 	assert_string_equal(cfg.registry, "registry.example:5000");
+	assert_true(cfg.store_images);
 	assert_string_equal(cfg.git_hook_secret_file, "/etc/yard/git-hook-secret");
 	/* the secret is read by settings_build, from a file that exists */
 	char secret_file[] = "/tmp/yard-test-hook-XXXXXX";
@@ -344,6 +346,29 @@ static void test_line_refused_as_the_build_would(void **state)
 	(void)state;
 }
 
+/* What no one key's check sees: the keys together (master_config_check). */
+static void test_master_keys_together(void **state)
+{
+	struct master_config cfg = { .data_dir = "/tmp/x" };
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(master_config_check(&cfg, &eb), 0);
+	cfg.store_images = true;
+	assert_int_equal(master_config_check(&cfg, &eb), 0);
+	cfg.registry = "registry.example:5000";
+	assert_int_equal(master_config_check(&cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "registry 'registry.example:5000' and store-images: an image built is shared "
+			    "through the cluster's registry or through the master's store, not both (give one)");
+	cfg.store_images = false;
+	assert_int_equal(master_config_check(&cfg, &eb), 0);
+	cfg.leader_lease_ms = 1000;
+	cfg.leader_renew_ms = 600;
+	assert_int_equal(master_config_check(&cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "leader-renew 600ms must be at most half of leader-lease (1000ms): the "
+			    "lease would lapse between renewals");
+	(void)state;
+}
+
 /* docs/configuration.md: under "## yard master", one row per key in the
  * table's order, "| `KEY` | ... | yes |" for the reloadable ones. */
 static void check_doc_section(const char *section, const struct conf_option *opts, size_t n)
@@ -395,6 +420,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_agent_every_key),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_line_refused_as_the_build_would),
+		cmocka_unit_test(test_master_keys_together),
 		cmocka_unit_test(test_doc_lists_every_key),
 	};
 
