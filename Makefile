@@ -39,7 +39,8 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # `git daemon` and `git http-backend` the tests serve repositories with
 # (tests/e2e/gitserve.py). docker-registry is the cluster's registry that
 # images built from jobs' code are pushed to and pulled from
-# (tests/e2e/test_imagebuild.py).
+# (tests/e2e/test_imagebuild.py), apache2-utils its htpasswd for the
+# registry that demands a credential.
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
 	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
@@ -47,7 +48,7 @@ DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \
 	chromium wrk patroni etcd-server prometheus slurm-wlm munge tmux \
-	libgit2-dev git docker-registry
+	libgit2-dev git docker-registry apache2-utils
 
 # What `make deb`, `make package-test` and `make ansible-test` need beyond
 # DEB_PACKAGES, installed only by those targets (make test stays lean):

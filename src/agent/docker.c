@@ -402,7 +402,18 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 	return ret;
 }
 
-int docker_push(struct docker *d, const char *image, struct errbuf *eb)
+/* headers plus X-Registry-Auth: AUTH (its value never logged) */
+static struct curl_slist *auth_header(struct curl_slist *headers, const char *auth)
+{
+	char *h = xasprintf("X-Registry-Auth: %s", auth);
+
+	headers = curl_slist_append(headers, h);
+	explicit_bzero(h, strlen(h));
+	free(h);
+	return headers;
+}
+
+int docker_push(struct docker *d, const char *image, const char *auth, struct errbuf *eb)
 {
 	const char *slash = strrchr(image, '/'), *colon = strrchr(image, ':');
 	struct strbuf path = STRBUF_INIT;
@@ -414,23 +425,26 @@ int docker_push(struct docker *d, const char *image, struct errbuf *eb)
 	strbuf_addf(&path, "/images/%.*s/push?", (int)(colon - image), image);
 	add_escaped(d, &path, "tag", colon + 1);
 	/* the engine wants credentials even for a registry that takes none: {} */
-	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "X-Registry-Auth: e30="), NULL, 0, NULL,
-			       NULL, NULL, &status, eb);
+	ret = post_json_stream(d, path.buf, auth_header(NULL, auth ? auth : "e30="), NULL, 0, NULL, NULL, NULL,
+			       &status, eb);
 	strbuf_release(&path);
 	return ret;
 }
 
-int docker_pull(struct docker *d, const char *image, struct errbuf *eb)
+int docker_pull(struct docker *d, const char *image, const char *auth, struct errbuf *eb)
 {
 	char *esc = curl_easy_escape(d->curl, image, 0);
 	char *path = xasprintf("/images/create?fromImage=%s", esc);
+	struct curl_slist *headers;
 	long status;
 	int ret;
 
 	curl_free(esc);
 	/* its progress messages are read as they come: a long pull's are many */
-	ret = post_json_stream(d, path, curl_slist_append(NULL, "Content-Type: application/json"), NULL, 0, NULL,
-			       NULL, NULL, &status, eb);
+	headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (auth)
+		headers = auth_header(headers, auth);
+	ret = post_json_stream(d, path, headers, NULL, 0, NULL, NULL, NULL, &status, eb);
 	free(path);
 	/* 404: no registry has it; anything else: the pull itself failed */
 	if (ret == YERR(BAD_REQUEST))

@@ -38,11 +38,12 @@ int docker_call(struct docker *d, const char *method, const char *path, const js
  * transport's error. */
 int docker_engine(struct docker *d, char **out, struct errbuf *eb);
 
-/* docker_pull asks the engine to pull IMAGE ("name[:tag]" or "name@digest"):
- * 0 once it has it; YERR(NOT_FOUND) when the registry has no such image,
+/* docker_pull asks the engine to pull IMAGE ("name[:tag]" or "name@digest")
+ * with AUTH, the registry's credential as X-Registry-Auth takes it (NULL:
+ * none): 0 once it has it; YERR(NOT_FOUND) when the registry has no such image,
  * YERR(UNAVAILABLE) when the pull failed otherwise (no registry reachable,
  * denied, ...), with the engine's reason in eb. */
-int docker_pull(struct docker *d, const char *image, struct errbuf *eb);
+int docker_pull(struct docker *d, const char *image, const char *auth, struct errbuf *eb);
 
 /* The container's output as the attach stream delivers it: STREAM is 1 for
  * stdout, 2 for stderr. Returns 0, or non-zero to stop reading. */
@@ -71,10 +72,11 @@ int docker_logs(struct docker *d, const char *id, docker_sink_fn sink,
 int docker_build(struct docker *d, const char *tag, const char *dockerfile, const json_t *args,
 		 const void *context, size_t len, docker_sink_fn sink, void *arg, struct errbuf *eb);
 
-/* docker_push pushes IMAGE (REGISTRY/PATH:TAG) to its registry: 0, or the
+/* docker_push pushes IMAGE (REGISTRY/PATH:TAG) to its registry with AUTH
+ * (as docker_pull's; NULL: none): 0, or the
  * engine's error (YERR(BAD_REQUEST)) or YERR(UNAVAILABLE) when the engine
  * cannot be reached. */
-int docker_push(struct docker *d, const char *image, struct errbuf *eb);
+int docker_push(struct docker *d, const char *image, const char *auth, struct errbuf *eb);
 
 /* docker_save writes IMAGE, as the engine saves it (GET
  * /images/{name}/get: a tar of its layers, config and tag, what `docker

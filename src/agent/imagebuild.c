@@ -163,17 +163,15 @@ struct image_source {
 static int registry_fetch(struct docker *d, const char *tag, const json_t *build, const char *dir,
 			  struct errbuf *eb)
 {
-	(void)build;
 	(void)dir;
-	return docker_pull(d, tag, eb);
+	return docker_pull(d, tag, json_string_value(json_object_get(build, "registry_auth")), eb);
 }
 
 static int registry_share(struct docker *d, const char *tag, const json_t *build, const char *dir,
 			  struct errbuf *eb)
 {
-	(void)build;
 	(void)dir;
-	return docker_push(d, tag, eb);
+	return docker_push(d, tag, json_string_value(json_object_get(build, "registry_auth")), eb);
 }
 
 /* The agent fetched the image from the master's store before the task

@@ -212,7 +212,7 @@ static int create_container(struct cshim *s, struct errbuf *eb)
 			break;
 		/* the engine lacks the image: pull it once, then create again */
 		struct errbuf peb = ERRBUF_INIT;
-		ret = docker_pull(&s->api, image, &peb);
+		ret = docker_pull(&s->api, image, NULL, &peb);
 		if (ret == YERR(NOT_FOUND)) {
 			ret = error(eb, YERR(NOT_FOUND), "image_not_found: the engine has no image '%s' and "
 				    "its registry has none: %s", image, peb.msg);

@@ -271,6 +271,7 @@ struct master {
 	char *data_dir, *url, *web_dir;
 	char *registry;            /* --registry, or NULL (docs/images.md) */
 	bool store_images;         /* --store-images (docs/images.md) */
+	char *registry_auth;       /* its X-Registry-Auth (images.h), or NULL */
 	int data_dir_lock;      /* the flock of data_dir held for the master's life (backup.h), or -1 */
 	/* what MHD serves over TLS; all NULL: plain http (master/tls.h) */
 	struct tls_identity tls;

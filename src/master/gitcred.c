@@ -81,7 +81,8 @@ const struct gitcred *gitcreds_find(const struct gitcreds *cs, const char *url)
 	return best;
 }
 
-int gitcred_read_token(const char *path, char **user, char **token, struct errbuf *eb)
+int gitcred_read_token(const char *what, const char *path, const char *default_user, char **user, char **token,
+		       struct errbuf *eb)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const char *colon;
@@ -90,23 +91,25 @@ int gitcred_read_token(const char *path, char **user, char **token, struct errbu
 
 	*user = *token = NULL;
 	if (strbuf_read_file(&sb, path, TOKEN_FILE_MAX) < 0) {
-		ret = error(eb, YERR(IO), "git-credential: cannot read the token file '%s': %s", path,
+		ret = error(eb, YERR(IO), "%s: cannot read the token file '%s': %s", what, path,
 			    errno == EFBIG ? "over 4 KiB" : strerror(errno));
 		goto out;
 	}
 	n = strcspn(sb.buf, "\r\n");
 	sb.buf[n] = '\0';
 	if (!n) {
-		ret = error(eb, YERR(IO), "git-credential: the token file '%s' is empty", path);
+		ret = error(eb, YERR(IO), "%s: the token file '%s' is empty", what, path);
 		goto out;
 	}
 	colon = strchr(sb.buf, ':');
 	if (colon && colon != sb.buf && colon[1]) {
 		*user = xstrndup(sb.buf, (size_t)(colon - sb.buf));
 		*token = xstrdup(colon + 1);
-	} else {
-		*user = xstrdup("x-access-token");
+	} else if (default_user) {
+		*user = xstrdup(default_user);
 		*token = xstrdup(sb.buf);
+	} else {
+		ret = error(eb, YERR(IO), "%s: the file '%s' holds no USER:PASSWORD", what, path);
 	}
 out:
 	explicit_bzero(sb.buf, sb.len);

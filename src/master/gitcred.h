@@ -50,11 +50,14 @@ void gitcreds_release(struct gitcreds *cs);
  * (borrowed), or NULL. */
 const struct gitcred *gitcreds_find(const struct gitcreds *cs, const char *url);
 
-/* gitcred_read_token reads a token file: *user (default x-access-token)
- * and *token, both owned by the caller and cleared on error. Refused when
- * the file is missing, empty or over 4 KiB (the message names the file,
- * never its contents). */
-int gitcred_read_token(const char *path, char **user, char **token, struct errbuf *eb);
+/* gitcred_read_token reads a token file, TOKEN or USER:TOKEN on its first
+ * line (also the registry's credential, master.c): *user (default_user
+ * when the file has none; NULL: one is required) and *token, both owned by
+ * the caller and cleared on error. Refused when the file is missing,
+ * empty or over 4 KiB (the message starts with what, names the file, never
+ * its contents). */
+int gitcred_read_token(const char *what, const char *path, const char *default_user, char **user, char **token,
+		       struct errbuf *eb);
 
 /* gitcred_scrub rewrites msg in place so that it holds no secret: the
  * userinfo of every URL in it (USER:PASS in https://USER:PASS@host)

@@ -108,7 +108,7 @@ static int on_credentials(git_credential **out, const char *url, const char *use
 		int rc;
 		free(w->secret);
 		w->secret = NULL;
-		if (gitcred_read_token(w->cred.path, &user, &w->secret, &eb)) {
+		if (gitcred_read_token("git-credential", w->cred.path, "x-access-token", &user, &w->secret, &eb)) {
 			fail(w, YERR(BAD_GATEWAY), "code.git", "code.git: %s", eb.msg);
 			return GIT_EUSER;
 		}

@@ -1,12 +1,16 @@
 #include "base/compat.h"
 #include "master/images.h"
 
+#include <string.h>
+
 #include "base/clock.h"
+#include "base/crypto.h"
 #include "base/xalloc.h"
 #include "common/spec.h"
 #include "common/spec_code.h"
 #include "common/spec_image.h"
 #include "master/datasets.h"
+#include "master/gitcred.h"
 #include "master/nodereport.h"
 
 /* The longest image name an agent may report: a registry and yard/build:HEX. */
@@ -157,4 +161,31 @@ json_t *images_list(struct master *m, const struct caller *c)
 	free(v);
 	json_decref(by_tag);
 	return json_pack("{s:o}", "images", arr);
+}
+
+int images_registry_auth(const char *registry, const char *path, char **out, struct errbuf *eb)
+{
+	char *user, *password, *text, *b64;
+	json_t *doc;
+	size_t len;
+
+	*out = NULL;
+	if (gitcred_read_token("registry-credential-file", path, NULL, &user, &password, eb))
+		return eb->code;
+	doc = json_pack("{s:s, s:s, s:s}", "username", user, "password", password, "serveraddress", registry);
+	text = json_dumps(doc, JSON_COMPACT);
+	len = strlen(text);
+	b64 = xmalloc(4 * ((len + 2) / 3) + 1);
+	base64_encode(text, len, b64);
+	/* base64url, as the engine reads the header */
+	for (char *p = b64; *p; p++)
+		*p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+	explicit_bzero(text, len);
+	explicit_bzero(password, strlen(password));
+	free(text);
+	free(user);
+	free(password);
+	json_decref(doc);
+	*out = b64;
+	return 0;
 }

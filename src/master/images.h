@@ -41,4 +41,12 @@ bool images_store_holds(const struct master *m, const char *digest);
  * the most recently used first, from the jobs c may see. */
 json_t *images_list(struct master *m, const struct caller *c);
 
+/* images_registry_auth: the credential of the cluster's registry (its
+ * HOST[:PORT]) in the file at path (USER:PASSWORD on its first line, the
+ * registry-credential-file option) as the Engine API's X-Registry-Auth
+ * takes it, base64url of {"username", "password", "serveraddress"}, into
+ * *out (caller frees); an error naming the option and the file, never its
+ * contents. Agents get it with each task that builds an image. */
+int images_registry_auth(const char *registry, const char *path, char **out, struct errbuf *eb);
+
 #endif

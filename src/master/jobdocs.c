@@ -439,12 +439,13 @@ json_t *jobs_work_json(struct master *m, const struct node *n)
 		/* or the image the agent builds from the code (agent/imagebuild.h),
 		 * shared through the cluster's registry or the master's store */
 		if (j->spec && j->spec->image_build)
-			json_object_set_new(td, "image_build", json_pack("{s:s, s:O, s:o, s:b}", "dockerfile",
+			json_object_set_new(td, "image_build", json_pack("{s:s, s:O, s:o, s:b, s:s?}", "dockerfile",
 									 j->spec->image_build->dockerfile,
 									 "args", j->spec->image_build->args,
 									 "registry", m->registry ? json_string(m->registry)
 												 : json_null(),
-									 "store", m->store_images));
+									 "store", m->store_images,
+									 "registry_auth", m->registry_auth));
 		/* the job's data entries, resolved (docs/datasets.md) */
 		json_object_set_new(td, "data", j->data ? json_deep_copy(j->data) : json_array());
 		/* on a terminal (the shim's); an empty argv: the user's login shell */

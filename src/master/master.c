@@ -26,6 +26,7 @@
 #include "master/elastic.h"
 #include "master/execs.h"
 #include "master/gitcode.h"
+#include "master/images.h"
 #include "sched/decide.h"
 #include "master/http.h"
 #include "master/interactive.h"
@@ -455,6 +456,9 @@ int master_open(const struct master_config *cfg, struct master **out, struct err
 		}
 	}
 	ret = datasets_open(m, eb);
+	/* the file's presence without registry: master_config_check */
+	if (!ret && cfg->registry_credential_file && cfg->registry)
+		ret = images_registry_auth(cfg->registry, cfg->registry_credential_file, &m->registry_auth, eb);
 	if (!ret)
 		ret = gitcode_open(m, &cfg->git_credentials, cfg->git_timeout_ms, eb);
 	if (ret)
@@ -597,6 +601,9 @@ void master_free(struct master *m)
 	ratelimit_release(&m->ratelimit);
 	free(m->web_dir);
 	free(m->registry);
+	if (m->registry_auth)
+		explicit_bzero(m->registry_auth, strlen(m->registry_auth));
+	free(m->registry_auth);
 	free(m->url);
 	tls_identity_release(&m->tls);
 	leader_release(&m->leadership);

@@ -90,6 +90,8 @@ struct master_config {
 	/* keep images built from jobs' code in the master's chunk store, and
 	 * the nodes load them from there (docs/images.md); not with registry */
 	bool store_images;
+	/* a file of USER:PASSWORD for it (master/images.h); NULL: none */
+	const char *registry_credential_file;
 	/* the Slurm provisioner's: --time, --account, --qos of its
 	 * allocations, the ephemeral agents' work dirs, the yard binary on the
 	 * Slurm nodes and more arguments of theirs */

@@ -262,6 +262,9 @@ static const struct conf_option master_options[] = {
 	    "the cluster's registry: images built from jobs' code are\n"
 	    "pushed there by the node that built them, and pulled from\n"
 	    "there by the others (docs/images.md)"),
+	OPT("registry-credential-file", CONF_STRING, 0, registry_credential_file, NULL, "PATH",
+	    "a file of USER:PASSWORD for the cluster's registry, given to\n"
+	    "the agents with each task that builds an image (read at start)"),
 	OPT("store-images", CONF_BOOL, 0, store_images, NULL, NULL,
 	    "a cluster without a registry: images built from jobs' code are\n"
 	    "kept in the master's store by the node that built them, and\n"
@@ -286,6 +289,9 @@ int master_config_check(const struct master_config *cfg, struct errbuf *eb)
 		return error(eb, YERR(BAD_REQUEST), "registry '%s' and store-images: an image built is shared "
 			     "through the cluster's registry or through the master's store, not both (give one)",
 			     cfg->registry);
+	if (cfg->registry_credential_file && !cfg->registry)
+		return error(eb, YERR(BAD_REQUEST), "registry-credential-file: the credential of the cluster's "
+			     "registry needs registry");
 	return 0;
 }
 

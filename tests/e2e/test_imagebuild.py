@@ -7,13 +7,15 @@ any of the three builds another, and a build that fails fails the job with
 the engine's error and the build's last lines as its reason. From git (a real `git daemon`,
 gitserve.py): two branches whose code and Dockerfiles differ run in their
 own images, each job recording its branch's commit. With the cluster's
-registry (Debian's docker-registry on loopback, registry.py) and two nodes,
+registry (Debian's docker-registry on loopback, registry.py, demanding the
+credential the master's registry-credential-file holds) and two nodes,
 each with its own dockerd: the node that builds an image pushes it, the
-other pulls it instead of building it again. Without a registry, with the
-master's store-images: the node that builds it saves it into the master's
-chunk store, the other loads it from there (and builds it when a chunk
-arrives wrong; the chunks are corrupted in the master's blobs dir, so that
-part needs the SQLite store).
+other pulls it instead of building it again, and the password appears in
+no reply or log. Without a registry, with the master's store-images: the
+node that builds it saves it into the master's chunk store, the other
+loads it from there (and builds it when a chunk arrives wrong; the chunks
+are corrupted in the master's blobs dir, so that part needs the SQLite
+store).
 
 Skipped (harness.Skip, its reason printed) only when dockerd cannot start here."""
 import json
@@ -34,6 +36,8 @@ ARG FLAVOUR=plain
 COPY train.sh /app/train.sh
 RUN echo "flavour $FLAVOUR" > /app/flavour && echo "step ran for $FLAVOUR"
 """
+
+REGISTRY_PASSWORD = "pw-" + "9d1c0e7b4a2f"
 
 BROKEN = """FROM yard-test/base:1
 RUN echo "about to fail" && exit 3
@@ -219,8 +223,11 @@ def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
     try:
         for _ in range(2):
             engs.append(engines.docker_with_base(BUILD_DIR))
-        with Registry() as reg, cluster("imagebuild-registry",
-                                        master_args=["--registry", reg.addr]) as c:
+        with Registry(auth=("yard-push", REGISTRY_PASSWORD)) as reg, cluster("imagebuild-registry") as c:
+            check_eq(reg.status(), 401, "the registry demands its credential")
+            cred = os.path.join(c.dir, "registry-credential")
+            write(cred, f"yard-push:{REGISTRY_PASSWORD}\n")
+            c.master_args += ["--registry", reg.addr, "--registry-credential-file", cred]
             c.start_master()
             for i, eng in enumerate(engs):
                 c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
@@ -255,6 +262,15 @@ def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
             check_eq(doc["image_built"]["how"], "pulled", f"the second job's image: {doc['image_built']}")
             e = images_ls(c)[f"{reg.addr}/yard/build:{pushed[0]}"]
             check_eq((e["jobs"], e["built_on"]), (2, "n1"), f"one image, built on n1, used twice: {e}")
+            # the registry's password: in no reply, job log or daemon log
+            seen = [out, json.dumps(images_ls(c)), json.dumps(c.api.json("GET", "/v1/audit?limit=500", expect=200)[1])]
+            seen += [json.dumps(c.api.job(j["id"])) for j in c.api.json("GET", "/v1/jobs", expect=200)[1]["jobs"]]
+            for name in os.listdir(c.dir):
+                if name.endswith(".log"):
+                    with open(os.path.join(c.dir, name), errors="replace") as f:
+                        seen.append(f.read())
+            check(len(seen) > 5 and all(REGISTRY_PASSWORD not in t for t in seen),
+                  "the registry's password appears in no reply or log")
     finally:
         for eng in engs:
             eng.close()

@@ -164,6 +164,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			const char *m = "{\"message\": \"dial tcp: lookup registry: no such host\"}";
 			return reply(c, 500, "application/json", m, strlen(m));
 		}
+		if (img && !strcmp(img, "private:1")) {
+			/* a registry that demands its credential, passed on by the engine */
+			const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Registry-Auth");
+			const char *m = auth && !strcmp(auth, "c2VjcmV0") ? "{\"status\": \"Pulled\"}\n"
+				      : "{\"message\": \"unauthorized: authentication required\"}";
+			return reply(c, auth && !strcmp(auth, "c2VjcmV0") ? 200 : 500, "application/json", m,
+				     strlen(m));
+		}
 		if (img && !strcmp(img, "midway:1")) {
 			const char *m = "{\"status\": \"Pulling\"}\n{\"error\": \"unexpected EOF\"}\n";
 			return reply(c, 200, "application/json", m, strlen(m));
@@ -238,13 +246,18 @@ static void test_pull_outcomes(void **state)
 	struct docker d;
 	struct errbuf eb = ERRBUF_INIT;
 	docker_init(&d, f->sock);
-	assert_int_equal(docker_pull(&d, "present:1", &eb), 0);
-	assert_int_equal(docker_pull(&d, "missing:1", &eb), YERR(NOT_FOUND));
+	assert_int_equal(docker_pull(&d, "present:1", NULL, &eb), 0);
+	assert_int_equal(docker_pull(&d, "missing:1", NULL, &eb), YERR(NOT_FOUND));
 	assert_string_equal(eb.msg, "repository missing not found");
-	assert_int_equal(docker_pull(&d, "offline:1", &eb), YERR(UNAVAILABLE));
+	assert_int_equal(docker_pull(&d, "offline:1", NULL, &eb), YERR(UNAVAILABLE));
 	assert_non_null(strstr(eb.msg, "no such host"));
 	errbuf_reset(&eb);
-	assert_int_equal(docker_pull(&d, "midway:1", &eb), YERR(UNAVAILABLE));
+	/* the registry's credential goes to the engine as X-Registry-Auth */
+	assert_int_equal(docker_pull(&d, "private:1", NULL, &eb), YERR(UNAVAILABLE));
+	assert_non_null(strstr(eb.msg, "authentication required"));
+	errbuf_reset(&eb);
+	assert_int_equal(docker_pull(&d, "private:1", "c2VjcmV0", &eb), 0);
+	assert_int_equal(docker_pull(&d, "midway:1", NULL, &eb), YERR(UNAVAILABLE));
 	assert_string_equal(eb.msg, "unexpected EOF");
 	docker_release(&d);
 }

@@ -73,6 +73,7 @@ static const char master_keys[] = "listen = 0.0.0.0:7420\n"
 				"git-timeout = 90s\n"
 				"git-hook-secret-file = /etc/yard/git-hook-secret\n"
 				"registry = registry.example:5000\n"
+				"registry-credential-file = /etc/yard/registry-credential\n"
 				"store-images = true\n";
 
 /* Fails naming the first key of opts that text does not set. */
@@ -151,6 +152,7 @@ static void test_master_every_key(void **state)
 	assert_int_equal(cfg.git_timeout_ms, 90000);
 	assert_string_equal(cfg.registry, "registry.example:5000");
 	assert_true(cfg.store_images);
+	assert_string_equal(cfg.registry_credential_file, "/etc/yard/registry-credential");
 	assert_string_equal(cfg.git_hook_secret_file, "/etc/yard/git-hook-secret");
 	/* the secret is read by settings_build, from a file that exists */
 	char secret_file[] = "/tmp/yard-test-hook-XXXXXX";
@@ -361,6 +363,13 @@ static void test_master_keys_together(void **state)
 			    "through the cluster's registry or through the master's store, not both (give one)");
 	cfg.store_images = false;
 	assert_int_equal(master_config_check(&cfg, &eb), 0);
+	cfg.registry_credential_file = "/etc/yard/registry-credential";
+	assert_int_equal(master_config_check(&cfg, &eb), 0);
+	cfg.registry = NULL;
+	assert_int_equal(master_config_check(&cfg, &eb), YERR(BAD_REQUEST));
+	assert_string_equal(eb.msg, "registry-credential-file: the credential of the cluster's registry needs "
+			    "registry");
+	cfg.registry_credential_file = NULL;
 	cfg.leader_lease_ms = 1000;
 	cfg.leader_renew_ms = 600;
 	assert_int_equal(master_config_check(&cfg, &eb), YERR(BAD_REQUEST));
