@@ -106,7 +106,7 @@ void h_image_stored(struct req *r)
 		return;
 	}
 	if (!(digest = images_store_find(r->m, tag))) {
-		reply_err(r, YERR(NOT_FOUND), "the master's store has no image '%s'", tag);
+		reply_err(r, YERR(NOT_FOUND), "the master's store has no image '%.300s'", tag);
 		return;
 	}
 	req_json(r, 200, json_pack("{s:s, s:s}", "tag", tag, "manifest", digest));

@@ -60,7 +60,7 @@ int images_store_put(struct master *m, struct task *t, const json_t *tag, const 
 	const char *old;
 
 	if (!tag_valid(tag))
-		return error(eb, YERR(BAD_REQUEST), "tag '%s': expected the name of an image built from a "
+		return error(eb, YERR(BAD_REQUEST), "tag '%.300s': expected the name of an image built from a "
 			     "job's code ([REGISTRY/]" IMAGEBUILD_REPO_TAG "HEX)", json_is_string(tag)
 			     ? json_string_value(tag) : "(not a string)");
 	if (!j->image_built || !json_equal(json_object_get(j->image_built, "tag"), tag)) {

@@ -1,8 +1,6 @@
 #include "base/compat.h"
 #include "master/visibility.h"
 
-#include "master/images.h"
-
 #include "base/parse.h"
 #include "master/api.h"
 #include "master/auth.h"

@@ -2,7 +2,9 @@
 tests/unit/master/test_api_doc.c checks against the master's route table,
 so a new route cannot be missed) is called without a token (401), with an
 unknown token (401), and with a real token of a role its permission does not
-admit (403)."""
+admit (403). A `hook` route takes no token but a signature of its body
+(docs/git.md): unsigned, it is 401 with no token, an unknown one, or even an
+admin's."""
 import json
 import os
 import re
@@ -21,6 +23,10 @@ def test_every_route_refuses_missing_unknown_and_wrong_tokens():
     rows = [r[:3] for r in api_routes()]
     check(len(rows) >= 30, f"docs/api.md lists the routes ({len(rows)} found)")
     with cluster("authz") as c:
+        secret = os.path.join(c.dir, "hook-secret")
+        with open(secret, "w") as f:
+            f.write("0123456789abcdef0123456789abcdef\n")
+        c.master_args += ["--git-hook-secret-file", secret]
         c.start_master()
         with open(os.path.join(c.data_dir, "join-token")) as f:
             join = f.read().strip()
@@ -42,6 +48,11 @@ def test_every_route_refuses_missing_unknown_and_wrong_tokens():
                 st, data, _ = c.api.request(method, path, token=token or "", raw=body,
                                             ctype="application/json")
                 check_eq(st, 401, f"{method} {pattern} with {why}: {data[:200]!r}")
+            if perm == "hook":
+                st, data, _ = c.api.request(method, path, raw=body, ctype="application/json")
+                check_eq(st, 401, f"{method} {pattern} unsigned with an admin token: {data[:200]!r}")
+                checked += 1
+                continue
             role = DENIED_ROLE[perm]
             st, data, _ = c.api.request(method, path, token=tokens[role], raw=body, ctype="application/json")
             check_eq(st, 403, f"{method} {pattern} ({perm}) with a {role} token: {data[:200]!r}")
