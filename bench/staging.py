@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Data staging throughput (docs/datasets.md), in one run, over loopback:
 
-  yard://   a dataset of --files files, --size bytes in all (random bytes),
-            pushed with `yard data push`, then staged by an agent into its
+  push      a dataset of --files files, --size bytes in all (random bytes),
+            pushed with `yard data push` (8 chunks PUT at once), beside one
+            curl process PUTting the same chunks, 8 in parallel, to a
+            second master that holds none of them.
+  yard://   that dataset staged by an agent into its
             empty node cache for a job that names it: every chunk fetched
             from the master (GET /v1/blobs), verified, assembled.
   s3://     the same files as objects in s3rver (tests/e2e/s3, `make
@@ -56,14 +59,63 @@ def make_files(root, total, nfiles):
     return names
 
 
+def settle():
+    """Every dirty page written out before a timed step, so that no step pays
+    for the writeback of the one before."""
+    os.sync()
+    time.sleep(1)
+
+
 def curl_parallel(pairs, extra):
     """One curl process fetching every (url, path) pair, 8 at a time; seconds."""
     cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
     for url, path in pairs:
         cfg.write(f'url = "{url}"\noutput = "{path}"\n')
     cfg.close()
+    settle()
     t0 = time.monotonic()
     subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8", "--create-dirs", *extra,
+                    "-K", cfg.name], check=True)
+    dt = time.monotonic() - t0
+    os.unlink(cfg.name)
+    return dt
+
+
+CHUNK = 8 << 20  # DATASET_CHUNK_MAX: yard cuts files at 8 MiB
+
+
+def chunk_pieces(root, names, tmp):
+    """(digest, path) of every chunk of the files as yard cuts them: a
+    file's own path when it is one chunk, else its pieces written to tmp."""
+    out = []
+    for n in names:
+        path = os.path.join(root, n)
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) <= CHUNK:
+            out.append(("sha256:" + hashlib.sha256(data).hexdigest(), path))
+            continue
+        for off in range(0, len(data), CHUNK):
+            piece = data[off:off + CHUNK]
+            digest = "sha256:" + hashlib.sha256(piece).hexdigest()
+            p = os.path.join(tmp, digest[7:])
+            with open(p, "wb") as f:
+                f.write(piece)
+            out.append((digest, p))
+    return out
+
+
+def curl_put(url, token, pieces):
+    """One curl process PUTting every (digest, path) chunk to the master's
+    /v1/blobs, 8 at a time; seconds."""
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
+    for digest, path in pieces:
+        cfg.write(f'upload-file = "{path}"\nurl = "{url}/v1/blobs/{digest}"\noutput = "/dev/null"\n')
+    cfg.close()
+    settle()
+    t0 = time.monotonic()
+    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8",
+                    "-H", f"Authorization: Bearer {token}", "-H", "Content-Type: application/octet-stream",
                     "-K", cfg.name], check=True)
     dt = time.monotonic() - t0
     os.unlink(cfg.name)
@@ -83,6 +135,7 @@ def s3_put_all(url, bucket, root, names):
 
 
 def stage_job(c, name, pool, source):
+    settle()
     st, job = c.api.submit({"name": name, "command": ["/bin/true"], "pool": pool,
                             "tasks": {"worker": {"replicas": 1, "gpus": 0, "cpus": 0.1}},
                             "data": [{"source": source, "mount": "d"}]})
@@ -109,18 +162,29 @@ def main():
     from test_staging import BUCKET, S3rver, s3_args
 
     total = parse_size(args.size)
-    with harness.cluster("bench-staging") as c:
+    # the rate limit off on both masters (printed): 10,000 PUTs in seconds
+    # are what it is there to stop
+    print("both masters run with --rate-limit 0 (off)", flush=True)
+    with harness.cluster("bench-staging", master_args=["--rate-limit", "0"]) as c:
         src = os.path.join(c.dir, "src")
         t0 = time.monotonic()
         names = make_files(src, total, args.files)
         print(f"dataset: {args.files} files, {total / (1 << 20):.0f} MiB of random bytes "
               f"(made in {time.monotonic() - t0:.1f} s)", flush=True)
         c.start_master()
+        settle()
         t0 = time.monotonic()
         push = json.loads(c.cli("data", "push", src, "bench", "--output", "json", check_rc=0,
                                 timeout=7200).stdout)
         t_push = time.monotonic() - t0
         print(f"yard data push: {push['files']} files, {push['chunks']} chunks, {rate(total, t_push)}", flush=True)
+        with harness.cluster("bench-staging-put", master_args=["--rate-limit", "0"]) as c2:
+            c2.start_master()
+            pieces_dir = os.path.join(c2.dir, "pieces")
+            os.makedirs(pieces_dir)
+            pieces = chunk_pieces(src, names, pieces_dir)
+            t_put = curl_put(c2.url, c2.admin_token, pieces)
+        print(f"curl, 8 parallel PUTs of the {len(pieces)} chunks: {rate(total, t_put)}", flush=True)
 
         s3 = S3rver(c.dir)
         try:
@@ -151,8 +215,12 @@ def main():
 
     print()
     print(f"{'':46}{'time':>10}  {'throughput':>13}")
+    print(f"yard data push (8 chunks at once)               {rate(total, t_push)}   "
+          f"{t_put / t_push:.2f}x the peer")
+    print(f"  curl, 8 parallel PUTs of the same chunks      {rate(total, t_put)}")
     print(f"yard:// staged from the master (empty cache)    {rate(total, t_yard)}")
-    print(f"  curl, 8 parallel GETs of the same chunks      {rate(total, t_cm)}")
+    print(f"  curl, 8 parallel GETs of the same chunks      {rate(total, t_cm)}   "
+          f"(yard: {t_cm / t_yard:.2f}x the peer)")
     print(f"  the same job again on that node (cache hit)   {t_yard2:8.3f} s")
     print(f"s3:// staged from s3rver (empty cache)          {rate(total, t_s3)}")
     print(f"  curl, 8 parallel SigV4 GETs of the objects    {rate(total, t_cs)}")

@@ -305,9 +305,11 @@ static int yard_get(struct httpc *h, const char *path, struct httpc_response *re
 }
 
 /* Fetches one chunk into fd, verified; CHUNK_TRIES tries on a mismatch or a
- * transport failure. */
+ * transport failure. At offset off (want: its length, which it must have)
+ * when off >= 0, else at fd's position (any length). path: fd's file, rel:
+ * its path in the manifest. */
 static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd, const char *path,
-		      uint64_t *written, struct errbuf *eb)
+		      const char *rel, int64_t off, uint64_t want, uint64_t *written, struct errbuf *eb)
 {
 	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : "";
 	char got[SHA256_HEX_LEN + 1];
@@ -330,8 +332,16 @@ static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd
 			if (strcmp(got, hex))
 				ret = error(eb, YERR(IO), "checksum mismatch: chunk '%s' arrived as 'sha256:%s'", digest, got);
 		}
+		if (!ret && off >= 0 && res.body.len != want) {
+			/* the digest matched: the manifest cut its file otherwise */
+			ret = error(eb, YERR(BAD_REQUEST), "chunk '%s' of '%s' has %zu bytes where the manifest's "
+				    "sizes put %" PRIu64, digest, rel, res.body.len, want);
+			httpc_response_release(&res);
+			break;
+		}
 		if (!ret) {
-			if (write_all(fd, res.body.buf, res.body.len) < 0) {
+			if ((off >= 0 ? pwrite_all(fd, res.body.buf, res.body.len, off)
+				      : write_all(fd, res.body.buf, res.body.len)) < 0) {
 				account(r, res.body.len, 0);
 				ret = io_error(eb, "write", path);
 			} else {
@@ -355,54 +365,23 @@ static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd
 	return ret;
 }
 
-static int yard_file(struct run *r, struct httpc *h, const char *root, json_t *f, struct errbuf *eb)
-{
-	const char *rel = json_string_value(json_object_get(f, "path"));
-	json_t *size = json_object_get(f, "size"), *mode = json_object_get(f, "mode");
-	json_t *chunks = json_object_get(f, "chunks"), *c;
-	uint64_t written = 0;
-	size_t i;
-	int ret = 0;
+/* A manifest's files, staged by a pool over their chunks: each worker has
+ * its own connection to the master, and a large file comes in parallel. A
+ * file whose chunks are all DATASET_CHUNK_MAX but its last (what yard data
+ * push and every agent cut) is fetched chunk by chunk, each written at its
+ * offset; one cut otherwise (a manifest may cut anyhow) is one item,
+ * fetched in order. */
+struct yard_item {
+	size_t file;            /* index in files */
+	long chunk;             /* its chunk, or -1: the whole file */
+};
 
-	if (!rel || !dataset_path_valid(rel))
-		return error(eb, YERR(BAD_REQUEST), "the manifest names a refused path '%s'", rel ? rel : "(none)");
-	if (!json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mode) ||
-	    json_integer_value(mode) < 0 || json_integer_value(mode) > 0777 || !json_is_array(chunks))
-		return error(eb, YERR(BAD_REQUEST), "the manifest's entry for '%s' is malformed", rel);
-	if ((ret = mkdirs_for(root, rel, eb)))
-		return ret;
-	char *path = xasprintf("%s/%s", root, rel);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		ret = io_error(eb, "create", path);
-		free(path);
-		return ret;
-	}
-	json_array_foreach(chunks, i, c) {
-		if (!json_is_string(c)) {
-			ret = error(eb, YERR(BAD_REQUEST), "the manifest's chunks of '%s' are malformed", rel);
-			break;
-		}
-		if ((ret = yard_chunk(r, h, json_string_value(c), fd, path, &written, eb)))
-			break;
-	}
-	if (!ret && written != (uint64_t)json_integer_value(size))
-		ret = error(eb, YERR(IO), "'%s' has %" PRIu64 " bytes, the manifest says %" JSON_INTEGER_FORMAT,
-			    rel, written, json_integer_value(size));
-	/* the manifest's permission bits, less every write bit: entries are shared */
-	if (!ret && fchmod(fd, (mode_t)json_integer_value(mode) & 0555) < 0)
-		ret = io_error(eb, "chmod", path);
-	close(fd);
-	free(path);
-	return ret;
-}
-
-/* The files of a manifest, staged by a pool: each worker has its own
- * connection to the master. */
 struct yard_files {
 	struct run *r;
 	const char *root;
 	json_t *files;
+	struct yard_item *items;
+	size_t nitems, aitems;
 };
 
 struct yard_conn {
@@ -427,10 +406,123 @@ static void yard_conn_free(void *ctx)
 	free(c);
 }
 
-static int yard_file_item(void *ctx, size_t i, struct errbuf *eb)
+/* Checks file f of the manifest, creates it (empty) under root and adds
+ * its items. */
+static int yard_file_plan(struct yard_files *yf, size_t i, struct errbuf *eb)
+{
+	const json_t *f = json_array_get(yf->files, i);
+	const char *rel = json_string_value(json_object_get(f, "path"));
+	json_t *size = json_object_get(f, "size"), *mode = json_object_get(f, "mode");
+	json_t *chunks = json_object_get(f, "chunks"), *c;
+	uint64_t sz, least;
+	size_t k;
+	int ret;
+
+	if (!rel || !dataset_path_valid(rel))
+		return error(eb, YERR(BAD_REQUEST), "the manifest names a refused path '%s'", rel ? rel : "(none)");
+	if (!json_is_integer(size) || json_integer_value(size) < 0 || !json_is_integer(mode) ||
+	    json_integer_value(mode) < 0 || json_integer_value(mode) > 0777 || !json_is_array(chunks))
+		return error(eb, YERR(BAD_REQUEST), "the manifest's entry for '%s' is malformed", rel);
+	json_array_foreach(chunks, k, c)
+		if (!json_is_string(c))
+			return error(eb, YERR(BAD_REQUEST), "the manifest's chunks of '%s' are malformed", rel);
+	if ((ret = mkdirs_for(yf->root, rel, eb)))
+		return ret;
+	char *path = xasprintf("%s/%s", yf->root, rel);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	ret = fd < 0 ? io_error(eb, "create", path) : 0;
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	if (ret)
+		return ret;
+	sz = (uint64_t)json_integer_value(size);
+	least = (sz + DATASET_CHUNK_MAX - 1) / DATASET_CHUNK_MAX;
+	if (json_array_size(chunks) == least) {
+		for (k = 0; k < least; k++) {
+			ALLOC_GROW(yf->items, yf->nitems + 1, yf->aitems);
+			yf->items[yf->nitems++] = (struct yard_item){ i, (long)k };
+		}
+	} else {
+		ALLOC_GROW(yf->items, yf->nitems + 1, yf->aitems);
+		yf->items[yf->nitems++] = (struct yard_item){ i, -1 };
+	}
+	return 0;
+}
+
+static int yard_item(void *ctx, size_t n, struct errbuf *eb)
 {
 	struct yard_conn *c = ctx;
-	return yard_file(c->yf->r, &c->h, c->yf->root, json_array_get(c->yf->files, i), eb);
+	const struct yard_item *it = &c->yf->items[n];
+	const json_t *f = json_array_get(c->yf->files, it->file), *chunks = json_object_get(f, "chunks"), *ch;
+	const char *rel = json_string_value(json_object_get(f, "path"));
+	uint64_t size = (uint64_t)json_integer_value(json_object_get(f, "size")), written = 0;
+	char *path = xasprintf("%s/%s", c->yf->root, rel);
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	size_t k;
+	int ret = 0;
+
+	if (fd < 0) {
+		ret = io_error(eb, "open", path);
+	} else if (it->chunk >= 0) {
+		uint64_t off = (uint64_t)it->chunk * DATASET_CHUNK_MAX;
+		uint64_t want = size - off < DATASET_CHUNK_MAX ? size - off : DATASET_CHUNK_MAX;
+		ret = yard_chunk(c->yf->r, &c->h, json_string_value(json_array_get(chunks, (size_t)it->chunk)), fd,
+				 path, rel, (int64_t)off, want, &written, eb);
+	} else {
+		json_array_foreach(chunks, k, ch)
+			if ((ret = yard_chunk(c->yf->r, &c->h, json_string_value(ch), fd, path, rel, -1, 0, &written,
+					      eb)))
+				break;
+		if (!ret && written != size)
+			ret = error(eb, YERR(IO), "'%s' has %" PRIu64 " bytes, the manifest says %" PRIu64, rel,
+				    written, size);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return ret;
+}
+
+/* Every file of the manifest is whole: the manifest's permission bits,
+ * less every write bit (entries are shared). */
+static int yard_files_finish(struct yard_files *yf, struct errbuf *eb)
+{
+	const json_t *f;
+	size_t i;
+	int ret = 0;
+
+	json_array_foreach(yf->files, i, f) {
+		char *path = xasprintf("%s/%s", yf->root, json_string_value(json_object_get(f, "path")));
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fchmod(fd, (mode_t)json_integer_value(json_object_get(f, "mode")) & 0555) < 0)
+			ret = io_error(eb, "chmod", path);
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		if (ret)
+			break;
+	}
+	return ret;
+}
+
+/* Stages the files of manifest under root. */
+static int yard_files_stage(struct run *r, const char *root, json_t *files, struct errbuf *eb)
+{
+	struct yard_files yf = { .r = r, .root = root, .files = files };
+	struct pool pool = { .r = r, .fn = yard_item, .ctx_new = yard_conn_new, .ctx_free = yard_conn_free,
+			     .arg = &yf };
+	int ret = 0;
+
+	for (size_t i = 0; i < json_array_size(files) && !ret; i++)
+		ret = yard_file_plan(&yf, i, eb);
+	pool.n = yf.nitems;
+	if (!ret)
+		ret = pool_run(&pool, eb);
+	if (!ret)
+		ret = yard_files_finish(&yf, eb);
+	free(yf.items);
+	return ret;
 }
 
 static int stage_yard(struct run *r, const json_t *d, char **key_out, struct errbuf *eb)
@@ -492,10 +584,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 		ret = error(eb, YERR(BAD_REQUEST), "the manifest lacks 'files'");
 		goto out;
 	}
-	struct yard_files yf = { .r = r, .root = partial, .files = json_object_get(manifest, "files") };
-	struct pool pool = { .r = r, .n = json_array_size(yf.files), .fn = yard_file_item,
-			     .ctx_new = yard_conn_new, .ctx_free = yard_conn_free, .arg = &yf };
-	if ((ret = pool_run(&pool, eb)))
+	if ((ret = yard_files_stage(r, partial, json_object_get(manifest, "files"), eb)))
 		goto out;
 	uint64_t have = 0;
 	cache_measure(partial, &have);

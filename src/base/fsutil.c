@@ -47,6 +47,23 @@ int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
+{
+	const char *p = data;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int fsync_parent_dir(const char *path)
 {
 	char *copy = xstrdup(path);

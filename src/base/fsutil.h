@@ -5,6 +5,7 @@
 #define YARD_FSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* mkdir_p creates path and its missing parents with mode. */
@@ -23,6 +24,8 @@ int rm_rf(const char *path);
 int fsync_parent_dir(const char *path);
 /* write_all writes every byte, retrying on EINTR and short writes. */
 int write_all(int fd, const void *data, size_t len);
+/* pwrite_all writes every byte at offset off (the fd's position unmoved). */
+int pwrite_all(int fd, const void *data, size_t len, uint64_t off);
 int path_exists(const char *path);
 /* chown_tree gives path and everything below it to uid:gid, never following
  * a symbolic link (the link itself changes owner; a path that is a link

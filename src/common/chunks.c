@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,30 +198,86 @@ static int put_chunk(struct httpc *h, const char *digest, const char *buf, size_
 	return ret;
 }
 
+/* The chunks a batch lacks, PUT by up to CHUNKS_PUT_PARALLEL threads at
+ * once, each on a connection of its own: a chunk's PUT is a round trip
+ * and, at the master, a write synced with its batch, so several in flight
+ * keep the wire and the master's disk busy where one would wait. */
+struct put_pool {
+	const struct chunks_set *set;
+	const json_t *missing, *where;  /* borrowed */
+	const struct httpc *proto;
+	pthread_mutex_t lock;
+	size_t next;                    /* the next index of missing to take */
+	int ret;                        /* the first failure, eb saying why */
+	struct errbuf eb;
+	struct chunks_stats *st;
+};
+
+static void *put_worker(void *arg)
+{
+	struct put_pool *p = arg;
+	char *buf = xmalloc(DATASET_CHUNK_MAX);
+	struct httpc h;
+
+	httpc_init_like(&h, p->proto);
+	for (;;) {
+		struct errbuf eb = ERRBUF_INIT;
+		pthread_mutex_lock(&p->lock);
+		size_t k = p->next++;
+		bool stop = p->ret || k >= json_array_size(p->missing);
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			break;
+		const char *digest = json_string_value(json_array_get(p->missing, k));
+		const json_t *w = json_object_get(p->where, digest ? digest : "");
+		if (!w)
+			continue; /* a digest the master named that we did not ask about */
+		const struct chunks_file *f = &p->set->files[json_integer_value(json_array_get(w, 0))];
+		ssize_t len = read_chunk(p->set, f, (uint64_t)json_integer_value(json_array_get(w, 1)), buf, &eb);
+		int ret = len < 0 ? YERR(IO) : put_chunk(&h, digest, buf, (size_t)len, &eb) ? YERR(UNAVAILABLE) : 0;
+		pthread_mutex_lock(&p->lock);
+		if (ret && !p->ret) {
+			p->ret = ret;
+			p->eb = eb;
+		} else if (!ret) {
+			p->st->uploaded++;
+			p->st->uploaded_bytes += (uint64_t)len;
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	httpc_release(&h);
+	free(buf);
+	return NULL;
+}
+
 /* Asks about the digests of batch, and PUTs those missing (where[digest]
  * is [file, chunk] of one copy). */
 static int upload_missing(struct httpc *h, const struct chunks_set *set, json_t *batch, const json_t *where,
-			  char *buf, struct chunks_stats *st, struct errbuf *eb)
+			  struct chunks_stats *st, struct errbuf *eb)
 {
-	json_t *req = json_pack("{s:O}", "digests", batch), *missing = NULL, *d;
-	size_t k;
+	json_t *req = json_pack("{s:O}", "digests", batch), *missing = NULL;
+	struct put_pool p = { set, NULL, where, h, PTHREAD_MUTEX_INITIALIZER, 0, 0, ERRBUF_INIT, st };
+	pthread_t threads[CHUNKS_PUT_PARALLEL];
+	size_t n, started = 0;
 	int ret = httpc_json(h, "POST", "/v1/blobs/missing", req, &missing, NULL, eb);
 
 	json_decref(req);
-	json_array_foreach(json_object_get(missing, "missing"), k, d) {
-		const json_t *w = json_object_get(where, json_string_value(d));
-		ssize_t len;
-		if (ret || !w)
-			continue;
-		const struct chunks_file *f = &set->files[json_integer_value(json_array_get(w, 0))];
-		len = read_chunk(set, f, (uint64_t)json_integer_value(json_array_get(w, 1)), buf, eb);
-		if (len < 0 || put_chunk(h, json_string_value(d), buf, (size_t)len, eb)) {
-			ret = len < 0 ? YERR(IO) : YERR(UNAVAILABLE);
-			continue;
-		}
-		st->uploaded++;
-		st->uploaded_bytes += (uint64_t)len;
+	p.missing = json_object_get(missing, "missing");
+	n = ret || !json_is_array(p.missing) ? 0 : json_array_size(p.missing);
+	if (n > CHUNKS_PUT_PARALLEL)
+		n = CHUNKS_PUT_PARALLEL;
+	for (size_t i = 0; i < n; i++)
+		if (!pthread_create(&threads[i], NULL, put_worker, &p))
+			started++;
+	if (n && !started)
+		put_worker(&p); /* no thread could start: this one does it all */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	if (!ret && p.ret) {
+		*eb = p.eb;
+		ret = p.ret;
 	}
+	pthread_mutex_destroy(&p.lock);
 	json_decref(missing);
 	return ret;
 }
@@ -268,7 +325,7 @@ int chunks_push(struct httpc *h, const struct chunks_set *set, json_t **manifest
 		left--;
 		if (json_array_size(batch) < CHUNKS_MISSING_BATCH && left)
 			continue;
-		ret = upload_missing(h, set, batch, where, buf, &st, eb);
+		ret = upload_missing(h, set, batch, where, &st, eb);
 		json_array_clear(batch);
 	}
 	json_decref(batch);

@@ -20,6 +20,8 @@
 
 /* Digests asked about per POST /v1/blobs/missing (well under its 1 MiB body). */
 #define CHUNKS_MISSING_BATCH 8192
+/* Chunks PUT at once by chunks_push, each on a connection of its own. */
+#define CHUNKS_PUT_PARALLEL 8
 
 struct chunks_file {
 	char *rel;       /* owned: the manifest path */
@@ -67,7 +69,8 @@ int chunks_walk(struct chunks_set *set, const char *src, bool lenient, const str
 void chunks_set_release(struct chunks_set *set);
 
 /* chunks_push reads and hashes set's files, asks h's master which chunks
- * it lacks and PUTs only those: *manifest ({"files": [...]}, new reference)
+ * it lacks and PUTs only those, CHUNKS_PUT_PARALLEL at once (threads with
+ * connections like h's, httpc_init_like): *manifest ({"files": [...]}, new reference)
  * then names chunks that are all held, until something deletes them (the
  * master keeps those of the manifests it was handed). st may be NULL. */
 int chunks_push(struct httpc *h, const struct chunks_set *set, json_t **manifest, struct chunks_stats *st,

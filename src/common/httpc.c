@@ -60,6 +60,18 @@ void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *t
 	c->cancel_arg = NULL;
 }
 
+void httpc_init_like(struct httpc *c, const struct httpc *proto)
+{
+	struct httpc_tls tls = { proto->ca_file, proto->pin };
+
+	httpc_init(c, proto->urls[proto->cur], &tls, proto->token);
+	for (size_t i = 0; i < proto->nurls; i++)
+		if (i != proto->cur && c->nurls < HTTPC_URLS_MAX)
+			add_url(c, proto->urls[i], strlen(proto->urls[i]));
+	c->timeout_ms = proto->timeout_ms;
+	c->retry_429 = proto->retry_429;
+}
+
 void httpc_release(struct httpc *c)
 {
 	if (c->curl)

@@ -82,6 +82,10 @@ struct httpc_response {
  * and token are copied, and apply to every master. */
 void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
 		const char *token);
+/* httpc_init_like: a client of the same masters (the one proto uses now
+ * first), TLS, token, timeout and 429 waits as proto, with a connection of
+ * its own (for another thread). */
+void httpc_init_like(struct httpc *c, const struct httpc *proto);
 void httpc_release(struct httpc *c);
 void httpc_set_token(struct httpc *c, const char *token);
 

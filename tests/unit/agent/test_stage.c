@@ -486,6 +486,65 @@ static void test_yard_failures(void **state)
 	json_decref(data);
 }
 
+/* A file of more than one DATASET_CHUNK_MAX, cut there (as yard data push
+ * and the agents cut): its chunks come at once, each written at its offset;
+ * a chunk whose length is not the one the file's cut puts there fails the
+ * staging naming it. */
+static void test_yard_large_file_in_chunks(void **state)
+{
+	struct fixture *fx = *state;
+	struct stage_result res;
+	struct errbuf eb = ERRBUF_INIT;
+	size_t size = 2 * DATASET_CHUNK_MAX + 5;
+	char *big = xmalloc(size), hex[65];
+	json_t *chunks = json_array(), *m, *data;
+
+	for (size_t i = 0; i < size; i++)
+		big[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+	for (size_t off = 0; off < size; off += DATASET_CHUNK_MAX)
+		add_chunk(chunks, big + off, size - off < DATASET_CHUNK_MAX ? size - off : DATASET_CHUNK_MAX, NULL);
+	m = json_pack("{s:[{s:s, s:I, s:i, s:o}]}", "files", "path", "big.bin", "size", (json_int_t)size, "mode", 0644,
+		      "chunks", chunks);
+	serve_manifest(fx, m);
+	json_decref(m);
+	data = json_pack("[{s:s, s:s, s:s, s:s, s:I}]", "kind", "yard", "source", "yard://big@1", "mount", "big",
+			 "digest", fx->digest, "size", (json_int_t)size);
+	stage_result_init(&res);
+	if (stage_data(&fx->cfg, data, fx->data_dir, &res, &eb))
+		fail_msg("staging: %s", eb.msg);
+	assert_int_equal(res.staged, size);
+	struct strbuf sb = STRBUF_INIT;
+	char *path = xasprintf("%s/big/big.bin", fx->data_dir);
+	assert_true(strbuf_read_file(&sb, path, 64 << 20) >= 0);
+	assert_int_equal(sb.len, size);
+	assert_memory_equal(sb.buf, big, size);
+	strbuf_release(&sb);
+	free(path);
+	stage_result_release(&res);
+	json_decref(data);
+
+	/* a manifest that cuts its first 8 MiB as 4 bytes: the digest holds, the
+	 * place does not */
+	chunks = json_array();
+	add_chunk(chunks, big, 4, NULL);
+	add_chunk(chunks, big + 4, 1, NULL);
+	m = json_pack("{s:[{s:s, s:I, s:i, s:o}]}", "files", "path", "lies.bin", "size",
+		      (json_int_t)DATASET_CHUNK_MAX + 1, "mode", 0644, "chunks", chunks);
+	serve_manifest(fx, m);
+	json_decref(m);
+	sha256_hex(big, 4, hex);
+	data = json_pack("[{s:s, s:s, s:s, s:s, s:I}]", "kind", "yard", "source", "yard://lies@1", "mount", "lies",
+			 "digest", fx->digest, "size", (json_int_t)DATASET_CHUNK_MAX + 1);
+	stage_result_init(&res);
+	assert_int_equal(stage_data(&fx->cfg, data, fx->data_dir, &res, &eb), YERR(BAD_REQUEST));
+	assert_non_null(strstr(eb.msg, hex));
+	if (!strstr(eb.msg, "of 'lies.bin' has 4 bytes where the manifest's sizes put 8388608"))
+		fail_msg("%s", eb.msg);
+	stage_result_release(&res);
+	json_decref(data);
+	free(big);
+}
+
 static void test_https_and_file(void **state)
 {
 	struct fixture *fx = *state;
@@ -687,6 +746,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test_setup_teardown(test_yard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yard_failures, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_yard_large_file_in_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_https_and_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3, setup, teardown),
