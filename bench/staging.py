@@ -66,19 +66,25 @@ def settle():
     time.sleep(1)
 
 
-def curl_parallel(pairs, extra):
-    """One curl process fetching every (url, path) pair, 8 at a time; seconds."""
+def curl_timed(config, extra):
+    """One curl process running config (a curlrc's lines: its transfers), 8
+    transfers at a time, after settle(); seconds."""
     cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
-    for url, path in pairs:
-        cfg.write(f'url = "{url}"\noutput = "{path}"\n')
+    cfg.write(config)
     cfg.close()
     settle()
     t0 = time.monotonic()
-    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8", "--create-dirs", *extra,
+    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8", *extra,
                     "-K", cfg.name], check=True)
     dt = time.monotonic() - t0
     os.unlink(cfg.name)
     return dt
+
+
+def curl_parallel(pairs, extra):
+    """Every (url, path) pair fetched; seconds."""
+    return curl_timed("".join(f'url = "{url}"\noutput = "{path}"\n' for url, path in pairs),
+                      ["--create-dirs", *extra])
 
 
 CHUNK = 8 << 20  # DATASET_CHUNK_MAX: yard cuts files at 8 MiB
@@ -106,20 +112,10 @@ def chunk_pieces(root, names, tmp):
 
 
 def curl_put(url, token, pieces):
-    """One curl process PUTting every (digest, path) chunk to the master's
-    /v1/blobs, 8 at a time; seconds."""
-    cfg = tempfile.NamedTemporaryFile("w", suffix=".curlrc", delete=False)
-    for digest, path in pieces:
-        cfg.write(f'upload-file = "{path}"\nurl = "{url}/v1/blobs/{digest}"\noutput = "/dev/null"\n')
-    cfg.close()
-    settle()
-    t0 = time.monotonic()
-    subprocess.run(["curl", "-sSf", "--no-progress-meter", "--parallel", "--parallel-max", "8",
-                    "-H", f"Authorization: Bearer {token}", "-H", "Content-Type: application/octet-stream",
-                    "-K", cfg.name], check=True)
-    dt = time.monotonic() - t0
-    os.unlink(cfg.name)
-    return dt
+    """Every (digest, path) chunk PUT to the master's /v1/blobs; seconds."""
+    return curl_timed("".join(f'upload-file = "{path}"\nurl = "{url}/v1/blobs/{digest}"\noutput = "/dev/null"\n'
+                              for digest, path in pieces),
+                      ["-H", f"Authorization: Bearer {token}", "-H", "Content-Type: application/octet-stream"])
 
 
 def s3_put_all(url, bucket, root, names):

@@ -84,6 +84,28 @@ def images_ls(c):
     return {e["image"]: e for e in json.loads(r.stdout)["images"]}
 
 
+def two_sites(c, engs, first_command=None):
+    """An agent per engine, n1 and n2 (labels site=s1, s2), and one project
+    dir with a job pinned to each site: the same code, Dockerfile and args
+    (the first's command first_command when given); the jobs' paths."""
+    for i, eng in enumerate(engs):
+        c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
+                                           "--label", f"site=s{i + 1}"])
+    proj = os.path.join(c.dir, "project")
+    os.makedirs(proj)
+    write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
+    write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
+    paths = []
+    for site in ("s1", "s2"):
+        paths.append(os.path.join(proj, f"{site}.yaml"))
+        text = JOB.format(name=site, flavour="a", dockerfile="").replace(
+            "tasks:", f"placement: {{labels: {{site: {site}}}}}\ntasks:")
+        if site == "s1" and first_command:
+            text = text.replace('command: ["/bin/sh", "/app/train.sh"]', f"command: {first_command}")
+        write(paths[-1], text)
+    return paths
+
+
 def phases(doc):
     """The phases in the job's history: [(state, phase, reason's message)]."""
     return [(e["state"], e["phase"], e.get("reason", {}).get("message", ""))
@@ -229,18 +251,7 @@ def test_an_image_built_on_one_node_is_pulled_from_the_registry_by_another():
             write(cred, f"yard-push:{REGISTRY_PASSWORD}\n")
             c.master_args += ["--registry", reg.addr, "--registry-credential-file", cred]
             c.start_master()
-            for i, eng in enumerate(engs):
-                c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
-                                                   "--label", f"site=s{i + 1}"])
-            proj = os.path.join(c.dir, "project")
-            os.makedirs(proj)
-            write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
-            write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
-            paths = []
-            for site in ("s1", "s2"):  # one code dir: the same code, Dockerfile and args
-                paths.append(os.path.join(proj, f"{site}.yaml"))
-                write(paths[-1], JOB.format(name=site, flavour="a", dockerfile="").replace(
-                    "tasks:", f"placement: {{labels: {{site: {site}}}}}\ntasks:"))
+            paths = two_sites(c, engs)
 
             doc, out = run_job(c, paths[0])
             check_eq(doc["state"], "succeeded", f"the job on n1 (reason {doc.get('reason')}):\n{out}")
@@ -286,22 +297,8 @@ def test_an_image_built_on_one_node_is_loaded_from_the_masters_store_by_another(
             engs.append(engines.docker_with_base(BUILD_DIR))
         with cluster("imagebuild-store", master_args=["--store-images"]) as c:
             c.start_master()
-            for i, eng in enumerate(engs):
-                c.start_agent(f"n{i + 1}", extra=["--runtime", "process,docker", "--docker-socket", eng.socket,
-                                                   "--label", f"site=s{i + 1}"])
-            proj = os.path.join(c.dir, "project")
-            os.makedirs(proj)
-            write(os.path.join(proj, "Dockerfile"), DOCKERFILE)
-            write(os.path.join(proj, "train.sh"), 'echo "code v1"; cat /app/flavour\n')
-            paths = []
-            for site in ("s1", "s2"):  # one code dir: the same code, Dockerfile and args
-                paths.append(os.path.join(proj, f"{site}.yaml"))
-                text = JOB.format(name=site, flavour="a", dockerfile="").replace(
-                    "tasks:", f"placement: {{labels: {{site: {site}}}}}\ntasks:")
-                if site == "s1":  # runs on while its node hands the image in
-                    text = text.replace('command: ["/bin/sh", "/app/train.sh"]',
-                                        'command: ["/bin/sh", "-c", "sh /app/train.sh; sleep 8"]')
-                write(paths[-1], text)
+            # the first runs on while its node hands the image in
+            paths = two_sites(c, engs, first_command='["/bin/sh", "-c", "sh /app/train.sh; sleep 8"]')
 
             doc, out = run_job(c, paths[0])
             check_eq(doc["state"], "succeeded", f"the job on n1 (reason {doc.get('reason')}):\n{out}")
