@@ -24,6 +24,7 @@ void docker_init(struct docker *d, const char *socket)
 	if (!d->curl)
 		die("cannot initialise libcurl");
 	d->socket = xstrdup(socket);
+	d->stopping = NULL;
 }
 
 void docker_release(struct docker *d)
@@ -340,6 +341,16 @@ static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, co
  * "error" the call's failure. 0; YERR(BAD_REQUEST) with the engine's words
  * when it refused (*status) or the work failed; YERR(UNAVAILABLE) when the
  * engine cannot be reached. */
+/* CURLOPT_XFERINFOFUNCTION: non-zero (the transfer stops) once the
+ * docker's stopping() says so. */
+static int on_xfer(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const struct docker *d = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return d->stopping() ? 1 : 0;
+}
+
 static int post_json_stream(struct docker *d, const char *path, struct curl_slist *hdrs, const void *body,
 			    size_t len, FILE *file, docker_sink_fn sink, void *arg, long *status, struct errbuf *eb)
 {
@@ -361,10 +372,18 @@ static int post_json_stream(struct docker *d, const char *path, struct curl_slis
 		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	}
 	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	if (d->stopping) {
+		curl_easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
+		curl_easy_setopt(d->curl, CURLOPT_XFERINFODATA, d);
+		curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
+	}
 	CURLcode rc = curl_easy_perform(d->curl);
+	curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 1L);
 	*status = 0;
 	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
-	if (*status >= 400) {
+	if (rc == CURLE_ABORTED_BY_CALLBACK) {
+		ret = error(eb, YERR(UNAVAILABLE), "stopped: the task was asked to stop");
+	} else if (*status >= 400) {
 		/* refused before it began: its one {"message"} was read as it came */
 		if (!b.failed)
 			engine_message(&b.buf, *status, eb);

@@ -20,6 +20,11 @@
 struct docker {
 	void *curl;     /* CURL *, owned */
 	char *socket;   /* owned: the engine's unix socket */
+	/* NULL, or: a streamed call (a build, pull, push or load) stops as
+	 * a failed one, YERR(UNAVAILABLE) "stopped: ...", once stopping() is
+	 * true (libcurl asks about once a second, and as data moves); the
+	 * engine drops a build whose client went away */
+	bool (*stopping)(void);
 };
 
 void docker_init(struct docker *d, const char *socket);

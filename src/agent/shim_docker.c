@@ -478,6 +478,14 @@ static void say_building(void *arg, const char *tag)
 	shim_notify_before(s->notify_fd, "building %s\n", tag);
 }
 
+/* Whether the shim was asked to stop (SIGTERM or SIGINT, blocked, pending). */
+static bool stop_pending(void)
+{
+	sigset_t p;
+
+	return !sigpending(&p) && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1);
+}
+
 static int start_task(struct cshim *s, struct errbuf *eb)
 {
 	const char *dirs[] = { conf_str(s, "cwd"), conf_str(s, "checkpoint_dir"), conf_str(s, "data_dir") };
@@ -510,6 +518,9 @@ static int start_task(struct cshim *s, struct errbuf *eb)
 	if ((ret = open_out(s, 1, eb)) || (ret = open_out(s, 2, eb)))
 		return ret;
 	docker_init(&s->api, conf_str(s, "docker_socket"));
+	/* a stop that comes while the image is built, pulled or loaded ends it
+	 * (the signals are blocked until the container runs: pending) */
+	s->api.stopping = stop_pending;
 	if ((ret = find_earlier(s, eb)) < 0)
 		return ret;
 	if (ret == 1) {
@@ -634,6 +645,7 @@ int shim_docker_main(const char *dir)
 	if ((ret = taskdir_read_json(dir, "task.json", &s.task, &eb)) ||
 	    (ret = taskdir_read_json(dir, "shim.json", &s.conf, &eb)) ||
 	    (ret = start_task(&s, &eb))) {
+		s.api.stopping = NULL;
 		snprintf(e.reason, sizeof(e.reason), "start_failed: %s", eb.msg);
 		e.start_failed = true;
 		shim_notify(&s.notify_fd, "%s\n", e.reason);
@@ -645,6 +657,7 @@ int shim_docker_main(const char *dir)
 		taskdir_write_json(dir, "task.pid", pidj, 0, NULL);
 		json_decref(pidj);
 	}
+	s.api.stopping = NULL; /* from now on wait_container takes the signals */
 	shim_notify(&s.notify_fd, "running %d\n", (int)st.pid);
 	json_decref(st.doc);
 	st.doc = NULL;

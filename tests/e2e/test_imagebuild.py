@@ -23,7 +23,7 @@ import os
 
 import engines
 from gitserve import repos
-from harness import ROOT, YARD, check, check_eq, cluster
+from harness import ROOT, YARD, check, check_eq, cluster, wait_until
 from registry import Registry
 
 # a first run builds the rootfs with debootstrap (about a minute)
@@ -199,6 +199,48 @@ def test_images_built_from_the_code_once_per_content():
             check_eq(status, 400, f"an image built without code: {err}")
             check_eq(err["error"]["field"], "image.build", f"the field named: {err}")
             check("has none" in err["error"]["message"], f"the reason: {err}")
+    finally:
+        eng.close()
+
+
+def shims_of(c):
+    """The pids of the shims of cluster c's agents still running."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 3 and argv[1] == b"shim" and argv[3].startswith(c.dir.encode()):
+            pids.append(int(pid))
+    return pids
+
+
+def test_a_cancel_during_a_build_stops_the_build():
+    """A job cancelled while its image builds (a step that would take ten
+    minutes) ends cancelled at once: the shim, asked to stop, drops its
+    build request and the engine abandons the build; no image is left."""
+    eng = engines.docker_with_base(BUILD_DIR)
+    try:
+        with cluster("imagebuild-cancel") as c:
+            c.start_master()
+            c.start_agent("n1", extra=["--runtime", "process,docker", "--docker-socket", eng.socket])
+            proj = os.path.join(c.dir, "proj")
+            os.makedirs(proj)
+            write(os.path.join(proj, "Dockerfile"), "FROM yard-test/base:1\nRUN echo slow-step-began && sleep 600\n")
+            write(os.path.join(proj, "train.sh"), "echo never\n")
+            jid = int(c.cli("submit", job_file(proj, "slow"), check_rc=0).stdout)
+            wait_until(lambda: "slow-step-began" in c.api.log(jid).decode(errors="replace"), 120,
+                       "the build's slow step to begin")
+            check(shims_of(c), "the task's shim builds")
+            c.cli("cancel", str(jid), check_rc=0)
+            doc = c.api.wait_job(jid, timeout=60)
+            out = c.api.log(jid).decode(errors="replace")
+            check_eq(doc["state"], "cancelled", f"the cancelled job (reason {doc.get('reason')}):\n{out}")
+            # the shim ends with its build (the step alone would take 600 s)
+            wait_until(lambda: not shims_of(c), 30, "the shim to stop building and end")
+            check_eq(built_images(eng), [], "no image from the abandoned build")
     finally:
         eng.close()
 
