@@ -321,9 +321,10 @@ static void fwd_step(struct fwd *f, short tcp_ev, short ws_ev)
 	send_tcp(f);
 	send_ws(f);
 	/* over: the server closed (or the connection ended), and what it sent
-	 * has gone to the local end, or that end is gone */
-	if (f->st_eof || (f->close_got && !ws_pending(f) && !tcp_pending(f)) ||
-	    (f->close_sent && !ws_pending(f) && f->close_got))
+	 * has gone to the local end, or that end is gone (send_tcp drops what
+	 * it cannot write then): never with bytes still to write to it, which
+	 * a local end slower than the session would lose */
+	if (!tcp_pending(f) && (f->st_eof || (f->close_got && !ws_pending(f))))
 		f->done = true;
 }
 
@@ -347,7 +348,9 @@ static int forward(struct cli_ctx *ctx, int lfd, uint64_t id, const char *task, 
 					    (tcp_pending(f) ? POLLOUT : 0));
 			short wev = (short)((tcp_pending(f) < QUEUE_HIGH ? POLLIN : 0) | (ws_pending(f) ? POLLOUT : 0));
 			pf[np++] = (struct pollfd){ .fd = tev ? f->fd : -1, .events = tev };
-			pf[np++] = (struct pollfd){ .fd = f->st.fd, .events = wev };
+			/* an ended session has nothing more to read: not polled (it
+			 * would wake every turn while the local end drains) */
+			pf[np++] = (struct pollfd){ .fd = f->st_eof ? -1 : f->st.fd, .events = wev };
 			if (f->more && tcp_pending(f) < QUEUE_HIGH)
 				timeout = 0;
 		}
