@@ -76,15 +76,19 @@ int images_store_put(struct master *m, struct task *t, const json_t *tag, const 
 	return 0;
 }
 
+/* The manifest job j stored of its image (images_store_put), or NULL. */
+static const char *stored_of(const struct job *j)
+{
+	return j && j->image_built ? json_string_value(json_object_get(j->image_built, "stored")) : NULL;
+}
+
 const char *images_store_find(const struct master *m, const char *tag)
 {
 	const char *found = NULL;
 
-	for (size_t k = 0; k < m->njobs; k++) {
-		const struct job *j = m->jobs[k];
-		const char *stored = j && j->image_built ? json_string_value(json_object_get(j->image_built, "stored"))
-							 : NULL;
-		if (stored && tag && !strcmp(json_string_value(json_object_get(j->image_built, "tag")), tag))
+	for (size_t k = 0; tag && k < m->njobs; k++) {
+		const char *stored = stored_of(m->jobs[k]);
+		if (stored && !strcmp(json_string_value(json_object_get(m->jobs[k]->image_built, "tag")), tag))
 			found = stored; /* the latest job's: the jobs are in id order */
 	}
 	return found;
@@ -93,9 +97,7 @@ const char *images_store_find(const struct master *m, const char *tag)
 bool images_store_holds(const struct master *m, const char *digest)
 {
 	for (size_t k = 0; k < m->njobs; k++) {
-		const struct job *j = m->jobs[k];
-		const char *stored = j && j->image_built ? json_string_value(json_object_get(j->image_built, "stored"))
-							 : NULL;
+		const char *stored = stored_of(m->jobs[k]);
 		if (stored && !strcmp(stored, digest))
 			return true;
 	}
