@@ -17,11 +17,14 @@
 #include "base/strbuf.h"
 #include "base/xalloc.h"
 
-/* A log POST carries up to the master's limit (API_LOG_MAX): each is one
- * request and, at the master, one append synced with its batch. */
-#define LOG_CHUNK (16 << 20)
+/* A log POST carries up to 4 MiB (the master takes up to API_LOG_MAX):
+ * each is one request and, at the master, one append in its batch. Chunks
+ * of 16 MiB made 1 GiB of a task's log reach the master in 2.9-3.4 s,
+ * chunks of 4 MiB in 2.1-2.2 s, of 2 MiB in 2.2-2.4 s (bench/logs.py): the
+ * master's body buffer of a large chunk is fresh memory each time. */
+#define LOG_CHUNK (4 << 20)
 /* Chunks a stream ships in one round before the next task's turn. */
-#define LOG_ROUNDS 4
+#define LOG_ROUNDS 16
 #define SHIP_TICK_MS 50
 /* how often the shipper reports GPU utilisation (with NVML only) */
 #define GPU_UTIL_MS 5000
@@ -149,6 +152,7 @@ static void ship_sync_creds(struct shipper *sh)
 	char *id, *token;
 	unsigned gen = session_creds(sh->s, &id, &token);
 	httpc_set_token(&sh->c, token);
+	httpc_set_token(&sh->mw.c, token); /* the worker waits for a task now */
 	if (gen != sh->gen) {
 		/* a new registration: report everything again */
 		sh->gen = gen;
@@ -231,17 +235,108 @@ out:
 	return done;
 }
 
-/* Ships the task's training metrics (agent/metricship.h): 1 when all are
- * acknowledged, 0 when more is left or a retry is due. */
-static int ship_metrics(struct shipper *sh, struct ship_task *t)
+/*
+ * The task's training metrics (agent/metricship.h) are parsed from its
+ * output and shipped by the metrics worker, side by side with its logs:
+ * metrics_start hands the task over, metrics_join waits for the result.
+ * Between the two the shipper leaves t->metrics and t->finished alone.
+ * (On one thread, parsing a gigabyte of a task's lines was a third of the
+ * agent's work, and the master waited for the next chunk of its log all
+ * the while.)
+ */
+static void *metrics_worker_thread(void *arg)
 {
-	struct errbuf eb = ERRBUF_INIT;
-	long status = 0;
-	int r;
+	struct shipper *sh = arg;
+	struct metrics_worker *w = &sh->mw;
+
+	pthread_mutex_lock(&sh->lock);
+	for (;;) {
+		while (!w->task && !w->quit)
+			pthread_cond_wait(&w->cond, &sh->lock);
+		if (w->quit)
+			break;
+		struct ship_task *t = w->task;
+		pthread_mutex_unlock(&sh->lock);
+		struct errbuf eb = ERRBUF_INIT;
+		long status = 0;
+		int r = metric_ship_run(t->metrics, &w->c, t->finished, &status, &eb);
+		pthread_mutex_lock(&sh->lock);
+		w->result = r;
+		w->status = status;
+		w->eb = eb;
+		w->task = NULL;
+		w->busy = false;
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	crypto_thread_done();
+	return NULL;
+}
+
+static void metrics_worker_start(struct shipper *sh)
+{
+	struct metrics_worker *w = &sh->mw;
+
+	httpc_init_like(&w->c, &sh->c);
+	pthread_cond_init(&w->cond, NULL);
+	w->started = !pthread_create(&w->thread, NULL, metrics_worker_thread, sh);
+	if (!w->started)
+		fprintf(stderr, "yard agent: cannot start the metrics thread (%s): metrics are "
+			"shipped between logs\n", strerror(errno));
+}
+
+static void metrics_worker_stop(struct shipper *sh)
+{
+	struct metrics_worker *w = &sh->mw;
+
+	if (w->started) {
+		pthread_mutex_lock(&sh->lock);
+		w->quit = true;
+		pthread_cond_broadcast(&w->cond);
+		pthread_mutex_unlock(&sh->lock);
+		pthread_join(w->thread, NULL);
+	}
+	pthread_cond_destroy(&w->cond);
+	httpc_release(&w->c);
+}
+
+/* Hands t's metrics to the worker; false when they wait for a retry. */
+static bool metrics_start(struct shipper *sh, struct ship_task *t)
+{
+	struct metrics_worker *w = &sh->mw;
 
 	if (t->retry_at > mono_ms())
+		return false;
+	pthread_mutex_lock(&sh->lock);
+	w->busy = true;
+	if (w->started) {
+		w->task = t;
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return true;
+}
+
+/* What became of metrics_start's: 1 when all are acknowledged, 0 when more
+ * is left or a retry is due. */
+static int metrics_join(struct shipper *sh, struct ship_task *t, bool started)
+{
+	struct metrics_worker *w = &sh->mw;
+
+	if (!started)
 		return 0;
-	r = metric_ship_run(t->metrics, &sh->c, t->finished, &status, &eb);
+	if (!w->started) {
+		w->eb = (struct errbuf)ERRBUF_INIT;
+		w->result = metric_ship_run(t->metrics, &w->c, t->finished, &w->status, &w->eb);
+		w->busy = false;
+	}
+	pthread_mutex_lock(&sh->lock);
+	while (w->busy)
+		pthread_cond_wait(&w->cond, &sh->lock);
+	pthread_mutex_unlock(&sh->lock);
+	int r = w->result;
+	long status = w->status;
+	struct errbuf eb = w->eb;
 	if (r >= 0)
 		return r;
 	if (status == 401 || status == 404) {
@@ -267,6 +362,10 @@ static json_t *exit_report(const struct ship_task *t)
 	json_t *r = task_exit_json(&t->exit);
 	json_object_set_new(r, "id", json_integer((json_int_t)t->id));
 	json_object_set_new(r, "state", json_string(t->exit.start_failed ? "start_failed" : "exited"));
+	/* what the master must hold before it takes the end (its reply's
+	 * "logs" says when it does not) */
+	json_object_set_new(r, "log_size", json_pack("{s:I, s:I}", "stdout", (json_int_t)t->off[0],
+						     "stderr", (json_int_t)t->off[1]));
 	return r;
 }
 
@@ -284,6 +383,32 @@ static void ship_retire(struct shipper *sh, struct ship_task *t)
 	free(rep);
 	free(fin);
 	free(mark);
+}
+
+/* Whether the master's answer to a status report says it lost logs of t
+ * it had acknowledged (logs: [{id, stdout, stderr}], the sizes it holds,
+ * when its machine went down before they reached its disk): they are
+ * shipped again from there. */
+static bool ship_logs_lost(struct ship_task *t, const json_t *logs)
+{
+	size_t i;
+	json_t *l;
+
+	json_array_foreach(logs, i, l) {
+		if (json_integer_value(json_object_get(l, "id")) != t->id)
+			continue;
+		for (int s = 0; s < 2; s++) {
+			json_int_t have = json_integer_value(json_object_get(l, stream_names[s]));
+			if (have >= 0 && (uint64_t)have < t->off[s])
+				t->off[s] = (uint64_t)have;
+		}
+		fprintf(stderr, "yard agent: the master lost logs of task %" PRId64 " it had: shipping "
+			"them again from %" PRIu64 " (stdout) and %" PRIu64 " (stderr)\n", t->id,
+			t->off[0], t->off[1]);
+		ship_save_offsets(t);
+		return true;
+	}
+	return false;
 }
 
 static void ship_round(struct shipper *sh)
@@ -305,8 +430,9 @@ static void ship_round(struct shipper *sh)
 		}
 		if (t->retry_at > now)
 			continue;
+		bool metrics = metrics_start(sh, t);
 		int all = ship_stream(sh, t, 0) & ship_stream(sh, t, 1);
-		all &= ship_metrics(sh, t);
+		all &= metrics_join(sh, t, metrics);
 		/* its last checkpoint: an @yard line, or a change to its checkpoint dir */
 		int64_t ck = metric_ship_checkpoint_at(t->metrics);
 		int64_t dir_ck = t->finished ? 0 : ckpt_watch_poll(t->ckpt, (int64_t)wall_us());
@@ -359,7 +485,6 @@ static void ship_round(struct shipper *sh)
 	json_t *reply = NULL;
 	int ret = httpc_json(&sh->c, "POST", path, body, &reply, &status, &eb);
 	session_contact(sh->s, status > 0, &sh->c);
-	json_decref(reply);
 	json_decref(body);
 	free(path);
 	free(esc);
@@ -381,7 +506,9 @@ static void ship_round(struct shipper *sh)
 			const char *state = json_string_value(json_object_get(r, "state"));
 			if (!t)
 				continue;
-			if (!strcmp(state, "exited") || !strcmp(state, "start_failed")) {
+			if (ship_logs_lost(t, json_object_get(reply, "logs"))) {
+				/* its end waits until they are shipped again */
+			} else if (!strcmp(state, "exited") || !strcmp(state, "start_failed")) {
 				/* its end (exit_report): the task is done with */
 				ship_retire(sh, t);
 				*pp = t->next;
@@ -398,6 +525,7 @@ static void ship_round(struct shipper *sh)
 		fprintf(stderr, "yard agent: cannot report status: %s\n", eb.msg);
 		sleep_backoff(sh->s, backoff_next(&sh->status_backoff));
 	}
+	json_decref(reply);
 out:
 	json_decref(reports);
 }
@@ -407,6 +535,7 @@ static void *shipper_thread(void *arg)
 	struct shipper *sh = arg;
 	httpc_init(&sh->c, sh->s->master_url, &sh->s->tls, NULL);
 	sh->c.timeout_ms = 30000;
+	metrics_worker_start(sh);
 	for (;;) {
 		pthread_mutex_lock(&sh->lock);
 		/* a task that writes faster than a round ships: the next round
@@ -442,6 +571,7 @@ static void *shipper_thread(void *arg)
 		ship_task_free(t);
 	}
 	json_decref(sh->exec_reports);
+	metrics_worker_stop(sh);
 	httpc_release(&sh->c);
 	crypto_thread_done();
 	return NULL;

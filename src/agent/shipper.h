@@ -51,6 +51,21 @@ struct shipper {
 	unsigned back;          /* the session's back when last seen */
 	unsigned status_backoff; /* ms: the next wait after a failed status report */
 	bool backlog;            /* the last round left output to ship: no tick's wait */
+	/* A task's metrics are parsed and shipped on a thread of their own,
+	 * with a connection of its own, while this one ships its logs
+	 * (shipper.c: metrics_start, metrics_join). */
+	struct metrics_worker {
+		pthread_t thread;
+		bool started;           /* else each task's metrics run on the shipper's thread */
+		struct httpc c;
+		/* under the shipper's lock: */
+		struct ship_task *task; /* the task to ship the metrics of; NULL: none */
+		bool busy, quit;
+		int result;             /* metric_ship_run's */
+		long status;
+		struct errbuf eb;
+		pthread_cond_t cond;
+	} mw;
 };
 
 /* shipper_start starts sh's thread for session s (it takes a reference)

@@ -465,6 +465,18 @@ static unsigned line_marks(const char *s, const char *end)
 	unsigned marks = 0;
 
 	for (const char *p = s; p < end; p++) {
+		/* eight bytes none of which may start a form are passed over with
+		 * one branch (a byte each cost a branch: a tenth of the agent's
+		 * CPU, shipping a gigabyte of log) */
+		while (end - p >= 8) {
+			const unsigned char *u = (const unsigned char *)p;
+			if (first[u[0]] | first[u[1]] | first[u[2]] | first[u[3]] | first[u[4]] |
+			    first[u[5]] | first[u[6]] | first[u[7]])
+				break;
+			p += 8;
+		}
+		if (p == end)
+			break;
 		if (!first[(unsigned char)*p])
 			continue;
 		switch (*p) {

@@ -773,15 +773,18 @@ static void h_status(struct req *r)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	struct node *n = path_agent_node(r);
-	json_t *body;
+	json_t *body, *reply;
 
 	if (!n || !(body = body_json(r)))
 		return;
 	nodes_apply_event(r->m, n, NODE_EV_HEARTBEAT); /* a lost node is back */
-	if (nodes_status(r->m, n, body, &eb))
+	reply = json_pack("{s:b}", "ok", 1);
+	if (nodes_status(r->m, n, body, reply, &eb)) {
 		req_error(r, &eb);
-	else
-		req_json(r, 200, json_pack("{s:b}", "ok", 1));
+		json_decref(reply);
+	} else {
+		req_json(r, 200, reply);
+	}
 	json_decref(body);
 }
 

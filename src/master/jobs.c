@@ -25,6 +25,7 @@
 #include "master/images.h"
 #include "master/sessions.h"
 #include "master/jobsource.h"
+#include "master/logs.h"
 #include "master/nodereport.h"
 #include "master/nodeview.h"
 #include "master/usage.h"
@@ -1415,7 +1416,8 @@ static void task_checkpointed(struct master *m, struct task *t, uint64_t at)
 	}
 }
 
-int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb)
+int nodes_status(struct master *m, struct node *n, const json_t *body, json_t *reply,
+		 struct errbuf *eb)
 {
 	const json_t *tasks = json_object_get(body, "tasks"), *left = json_object_get(body, "left");
 	size_t i;
@@ -1444,8 +1446,19 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, struct er
 		struct task *t = core_task(m, nodereport_u64(r, "id"));
 		const char *state = json_string_value(json_object_get(r, "state"));
 
+		bool end = state && (!strcmp(state, "exited") || !strcmp(state, "start_failed"));
+
 		if (!t || !state || !t->node || strcmp(t->node, n->name))
 			continue;
+		/* its agent drops the task's logs once its end is answered */
+		if (end) {
+			int settled = logs_settle(m, t, json_object_get(r, "log_size"), reply, eb);
+			if (settled <= 0) {
+				if (settled < 0)
+					return YERR(IO);
+				continue;
+			}
+		}
 		task_checkpointed(m, t, nodereport_u64(r, "checkpoint_at"));
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */

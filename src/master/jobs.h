@@ -80,8 +80,10 @@ void nodes_await(struct master *m);
  * token (caller frees). */
 int nodes_register(struct master *m, const json_t *body, struct node **out, char **token_out,
 		   struct errbuf *eb);
-/* nodes_status applies POST /v1/agents/{id}/status. */
-int nodes_status(struct master *m, struct node *n, const json_t *body, struct errbuf *eb);
+/* nodes_status applies POST /v1/agents/{id}/status; reply (the answer's
+ * object) gets what the agent must do again (logs_settle). */
+int nodes_status(struct master *m, struct node *n, const json_t *body, json_t *reply,
+		 struct errbuf *eb);
 /* nodes_touch renews the node's lease. */
 void nodes_touch(struct master *m, struct node *n);
 /* nodes_apply_event is the one way a node's state changes: the next state

@@ -58,6 +58,39 @@ int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t of
 	return ret;
 }
 
+int logs_settle(struct master *m, struct task *t, const json_t *sizes, json_t *reply,
+		struct errbuf *eb)
+{
+	uint64_t have[2];
+	bool lost = false;
+
+	for (int s = 0; s < 2; s++) {
+		const json_t *want = json_object_get(sizes, log_stream_name(s));
+		have[s] = logs_size(m, t, s);
+		lost |= json_is_integer(want) && (uint64_t)json_integer_value(want) > have[s];
+	}
+	if (lost) {
+		json_t *logs = json_object_get(reply, "logs");
+		if (!logs)
+			json_object_set_new(reply, "logs", logs = json_array());
+		json_array_append_new(logs, json_pack("{s:I, s:I, s:I}", "id", (json_int_t)t->id,
+						       "stdout", (json_int_t)have[0], "stderr",
+						       (json_int_t)have[1]));
+		return 0;
+	}
+	if (core_batch_open(m)) {
+		*eb = m->batch_eb;
+		return -1;
+	}
+	for (int s = 0; s < 2; s++) {
+		char name[LOGS_NAME_MAX];
+		logs_name(name, t->id, s);
+		if (have[s] && m->sops->blob_sync(m->store, name, eb))
+			return -1;
+	}
+	return 1;
+}
+
 struct task *jobs_attempt_task(const struct job *j, unsigned attempt, const char *role,
 			       unsigned index)
 {

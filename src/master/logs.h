@@ -4,7 +4,10 @@
  * the files of those names under DATA_DIR; with PostgreSQL, rows). The
  * store is the truth about how many bytes the master holds; appends are
  * idempotent by offset (log_chunk_decide), written in the loop turn's batch
- * and acknowledged once it is committed.
+ * and acknowledged once it is committed. An acknowledged append is written,
+ * not yet synced (with SQLite): a task's logs are synced when its end is
+ * recorded (logs_settle), and until then its agent keeps its own copy and
+ * ships again what a master that went down with its machine lost.
  */
 #ifndef YARD_MASTER_LOGS_H
 #define YARD_MASTER_LOGS_H
@@ -30,6 +33,17 @@ uint64_t logs_size(struct master *m, struct task *t, enum log_stream s);
  * store fails. */
 int logs_append(struct master *m, struct task *t, enum log_stream s, uint64_t offset,
 		const void *data, size_t len, uint64_t *have, struct errbuf *eb);
+/* logs_settle takes the log sizes a task's end comes with from its agent
+ * (sizes: {"stdout": N, "stderr": N}, as far as the agent shipped them;
+ * absent from an older agent): 1 when the master holds them all, and
+ * they are synced at the commit of this batch, before the end is
+ * acknowledged; 0 when it holds less (its machine went down before the
+ * kernel wrote back what it had acknowledged), and the end must not be
+ * taken: reply's "logs" array gets {"id", "stdout", "stderr"}, the sizes
+ * held, from which the agent ships again before it reports the end once
+ * more; -1 when the store fails (eb). */
+int logs_settle(struct master *m, struct task *t, const json_t *sizes, json_t *reply,
+		struct errbuf *eb);
 /* logs_stream_parse: "stdout"/"stderr" (NULL: stdout), or -1. */
 int logs_stream_parse(const char *s);
 

@@ -180,9 +180,16 @@ struct store_ops {
 	 * name, idempotent by offset (common/logoffset.h's log_chunk_decide):
 	 * bytes the blob holds already are skipped; an off past its size is
 	 * refused with YERR(CONFLICT). OUT have: its size afterwards (at a
-	 * refusal, the size held). A missing blob is one of 0 bytes. */
+	 * refusal, the size held). A missing blob is one of 0 bytes. An
+	 * append may reach the disk only at blob_sync (SQLite: the file is
+	 * written, not synced): a machine that crashes before may come back
+	 * holding less, and the one who sent it sends again from the size
+	 * held (an agent keeps a task's log until its end is recorded). */
 	int (*blob_append)(struct store *st, const char *name, uint64_t off, const void *data,
 			   size_t len, uint64_t *have, struct errbuf *eb);
+	/* blob_sync: what blob name holds is durable at the commit of the open
+	 * transaction (at once outside one). No such blob: nothing to do. */
+	int (*blob_sync)(struct store *st, const char *name, struct errbuf *eb);
 	/* blob_put_file makes the whole file at path the blob name, unless a
 	 * blob of that name exists (content-addressed names: it holds the same
 	 * bytes). path is taken: it is gone after the call, even on error; it

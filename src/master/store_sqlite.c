@@ -23,15 +23,18 @@ struct store {
 	sqlite3_stmt *a_insert, *a_query;
 	int in_txn;
 	/* The blob appends (task logs) of the open transaction: written at
-	 * once, fdatasync'd together at its commit before the rows are (one
-	 * sync a file a batch, where each 1 MiB chunk used to be synced on
-	 * its own), cut back to their size before it at a rollback or a
-	 * failed commit, as nothing of it was acknowledged. */
+	 * once, cut back to their size before it at a rollback or a failed
+	 * commit, as nothing of it was acknowledged. They are not synced at
+	 * its commit (a sync a batch held each append for its bytes to reach
+	 * the disk: a task's log reached the master at a fifth of the disk's
+	 * speed) but when blob_sync asks, or by the kernel's own writeback:
+	 * the agent keeps its copy until then (store.h). */
 	struct pending_append {
 		char *path;     /* owned */
 		int fd;
 		uint64_t before, size; /* the file's size before the batch, now */
 		bool created;   /* made by the batch: its directory is synced too */
+		bool sync;      /* blob_sync asked: fdatasync'd at the commit */
 	} *pend;
 	size_t npend, apend;
 	/* pend by path: open addressing, a slot holds an index + 1 (0: empty),
@@ -172,6 +175,19 @@ static void pend_index(struct store *st, size_t k)
 	*pend_slot(st, st->pend[k].path) = k + 1;
 }
 
+/* A pending append of path (taken) on fd, the file's size before it. */
+static struct pending_append *pend_add(struct store *st, char *path, int fd, uint64_t before)
+{
+	struct pending_append *p;
+
+	ALLOC_GROW(st->pend, st->npend + 1, st->apend);
+	p = &st->pend[st->npend++];
+	*p = (struct pending_append){ .path = path, .fd = fd, .before = before,
+				      .created = !before };
+	pend_index(st, st->npend - 1);
+	return p;
+}
+
 /* Ends the open transaction's appends: each file is cut back to its size
  * before it unless keep, and closed. Their slots are emptied last added
  * first: the probe of each then crosses only slots still held. */
@@ -206,7 +222,7 @@ static void *sync_share_run(void *arg)
 	struct sync_share *s = arg;
 
 	for (size_t i = s->first; i < s->n && !s->err; i += s->stride)
-		if (fdatasync(s->pend[i].fd)) {
+		if (s->pend[i].sync && fdatasync(s->pend[i].fd)) {
 			s->err = errno;
 			s->failed = i;
 		}
@@ -223,8 +239,8 @@ static void *sync_share_run(void *arg)
  * filesystem: a master's data dir is best on a filesystem of its own.) */
 #define SYNCFS_FILES_MIN 32
 
-/* Syncs the open transaction's appends (their data, the directories of
- * files it made). The files of a batch are synced side by side, a few
+/* Syncs the blobs blob_sync named in the open transaction (their data,
+ * the directories of files it made). The files of a batch are synced side by side, a few
  * threads at once: the filesystem then commits them together (one journal
  * commit, one cache flush for all), where one after another each waited
  * for its own, and a batch that took in the logs of a hundred tasks held
@@ -232,16 +248,19 @@ static void *sync_share_run(void *arg)
 static int pending_sync(struct store *st, struct errbuf *eb)
 {
 	struct sync_share share[SYNC_THREADS_MAX];
-	size_t nthreads = st->npend < SYNC_THREADS_MAX ? st->npend : SYNC_THREADS_MAX;
+	size_t nsync = 0, nthreads;
 	const char *synced_dir = NULL;
 	size_t dir_len = 0;
 
-	if (st->npend >= SYNCFS_FILES_MIN) {
+	for (size_t i = 0; i < st->npend; i++)
+		nsync += st->pend[i].sync;
+	nthreads = nsync < SYNC_THREADS_MAX ? nsync : SYNC_THREADS_MAX;
+	if (nsync >= SYNCFS_FILES_MIN) {
 		/* writeback errors of the files since they were opened are
 		 * reported by syncfs too (Linux 5.8 and later) */
 		if (syncfs(st->pend[0].fd))
 			return error(eb, yerr_of_errno(errno), "cannot sync the %zu logs of this batch "
-				     "(syncfs of '%s'): %s", st->npend, st->dir, strerror(errno));
+				     "(syncfs of '%s'): %s", nsync, st->dir, strerror(errno));
 		return 0; /* new files' directories are on that filesystem too */
 	}
 
@@ -267,7 +286,8 @@ static int pending_sync(struct store *st, struct errbuf *eb)
 	for (size_t i = 0; i < st->npend; i++) {
 		const char *path = st->pend[i].path, *slash = strrchr(path, '/');
 		size_t len = slash ? (size_t)(slash - path) : 0;
-		if (!st->pend[i].created || (synced_dir && len == dir_len && !strncmp(path, synced_dir, len)))
+		if (!st->pend[i].sync || !st->pend[i].created ||
+		    (synced_dir && len == dir_len && !strncmp(path, synced_dir, len)))
 			continue;
 		if (fsync_parent_dir(path))
 			return error(eb, YERR(IO), "cannot sync the directory of '%s': %s", path,
@@ -761,10 +781,9 @@ static int open_making_dir(const char *path, int flags)
 	return fd;
 }
 
-/* An append is written at once and fdatasync'd (a new file's directory
- * too) at the commit of its transaction (pending_sync), or before it
- * returns outside one; a failed write is cut off again so that a retry
- * appends cleanly. The file's size is the truth about what is held. */
+/* An append is written at once, not synced (blob_sync); a failed write is
+ * cut off again so that a retry appends cleanly. The file's size is the
+ * truth about what is held. */
 static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, const void *data,
 			      size_t len, uint64_t *have, struct errbuf *eb)
 {
@@ -800,8 +819,7 @@ static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, 
 	}
 	if (d.action == LOG_CHUNK_APPEND) {
 		uint64_t before = *have;
-		if (write_all(fd, (const char *)data + d.skip, len - d.skip) ||
-		    (!st->in_txn && fdatasync(fd))) {
+		if (write_all(fd, (const char *)data + d.skip, len - d.skip)) {
 			int e = errno;
 			if (ftruncate(fd, (off_t)before)) {
 				/* the size stays the truth; nothing more to do */
@@ -810,18 +828,9 @@ static int sqlite_blob_append(struct store *st, const char *name, uint64_t off, 
 			goto out_close;
 		}
 		*have += len - d.skip;
-		if (!st->in_txn && !before && fsync_parent_dir(path)) {
-			ret = error(eb, YERR(IO), "cannot sync the directory of '%s': %s", path,
-				    strerror(errno));
-			goto out_close;
-		}
 		if (st->in_txn && !p) {
-			/* synced (or cut back) with the transaction */
-			ALLOC_GROW(st->pend, st->npend + 1, st->apend);
-			p = &st->pend[st->npend++];
-			*p = (struct pending_append){ .path = path, .fd = fd, .before = before,
-						      .created = !before };
-			pend_index(st, st->npend - 1);
+			/* cut back with the transaction, or synced at its commit */
+			p = pend_add(st, path, fd, before);
 			path = NULL;
 		}
 		if (p)
@@ -831,6 +840,41 @@ out_close:
 	if (!p)
 		close(fd);
 out:
+	free(path);
+	return ret;
+}
+
+/* Outside a transaction the file is synced at once. */
+static int sqlite_blob_sync(struct store *st, const char *name, struct errbuf *eb)
+{
+	char *path = blob_path(st, name);
+	struct pending_append *p = st->in_txn ? pend_find(st, path) : NULL;
+	struct stat sb;
+	int fd, ret = 0;
+
+	if (p) {
+		p->sync = p->created = true;
+		free(path);
+		return 0;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s", path, strerror(errno));
+	} else if (fstat(fd, &sb)) {
+		ret = error(eb, YERR(IO), "cannot stat '%s': %s", path, strerror(errno));
+	} else if (st->in_txn) {
+		/* a file made earlier has its directory synced too: whether
+		 * that was done is not known here */
+		p = pend_add(st, path, fd, (uint64_t)sb.st_size);
+		p->size = p->before;
+		p->sync = p->created = true;
+		return 0;
+	} else if (fdatasync(fd) || fsync_parent_dir(path)) {
+		ret = error(eb, yerr_of_errno(errno), "cannot sync '%s': %s", path, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
 	free(path);
 	return ret;
 }
@@ -1159,6 +1203,7 @@ const struct store_ops store_sqlite_ops = {
 	.audit_append = sqlite_audit_append,
 	.audit_query = sqlite_audit_query,
 	.blob_append = sqlite_blob_append,
+	.blob_sync = sqlite_blob_sync,
 	.blob_put_file = sqlite_blob_put_file,
 	.blob_put = sqlite_blob_put,
 	.blob_size = sqlite_blob_size,

@@ -126,8 +126,18 @@ def test_mxnet_environment_and_workers_decide():
     with cluster("launch-mx") as c:
         c.start_master()
         c.start_agent("a", gpus="none")
-        sleep = [PY, "-c", "import json, os, time; print(json.dumps(dict(os.environ)), flush=True); time.sleep(300)"]
-        s = {"name": "mx", "framework": "mxnet", "command": ENV_DUMP,
+        # the workers end (and so the job) only once the scheduler and the
+        # server have printed: they are stopped then, and may not have
+        # printed yet otherwise
+        up = os.path.join(c.dir, "up")
+        os.makedirs(up)
+        sleep = [PY, "-c", "import json, os, sys, time; print(json.dumps(dict(os.environ)), flush=True); "
+                 f"open(os.path.join({up!r}, os.environ['DMLC_ROLE']), 'w').close(); time.sleep(300)"]
+        worker = [PY, "-c", "import json, os, time\n"
+                  f"while not all(os.path.exists(os.path.join({up!r}, r)) for r in ('scheduler', 'server')):\n"
+                  "    time.sleep(0.05)\n"
+                  "print(json.dumps(dict(os.environ)))"]
+        s = {"name": "mx", "framework": "mxnet", "command": worker,
              "tasks": {"scheduler": {"cpus": 0.1, "command": sleep}, "server": {"cpus": 0.1, "command": sleep},
                        "worker": {"replicas": 2, "cpus": 0.1}}}
         st, job = c.api.submit(s)

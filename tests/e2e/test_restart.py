@@ -128,3 +128,38 @@ def test_lease_expiry_marks_node_lost_and_restarts_elsewhere():
             check_eq(c.api.log(again["id"]).decode(), "attempt 1 on n2\n", "log of the restarted attempt")
         finally:
             a1.kill(signal.SIGCONT)
+
+
+def test_master_reboot_loses_unsynced_log():
+    """The master acknowledges a log chunk once it is written, and syncs a
+    task's log when it records the task's end. A machine that goes down in
+    between comes back holding less than it acknowledged (here: the master
+    is SIGKILLed and its log file cut short, as a reboot leaves a file whose
+    last pages had not reached the disk). The agent, which keeps its copy
+    until the end is recorded, is told what the master holds when it
+    reports the end, and ships the rest again: the stored log is whole."""
+    with cluster("loglost") as c:
+        c.start_master()
+        agent = c.start_agent("n1", gpus="none")
+        _, job = c.api.submit(spec(["/bin/sh", "-c", "go=$YARD_DATA_DIR/../go; "
+                                    + COUNTER.format(n=200, d=0) + "; "
+                                    "while [ ! -e $go ]; do sleep 0.05; done"],
+                                   name="loglost", cpus=0.5))
+        jid = job["id"]
+        pid = task_pid(c.api, jid)
+        want = f"pid={pid}\n" + expected_counter(200)
+        wait_until(lambda: c.api.log(jid).decode() == want, 30, "the whole log at the master")
+        tid = c.api.job(jid)["tasks"][0]["id"]
+        c.master.kill(signal.SIGKILL)
+        c.master.p.wait()
+        stored = os.path.join(c.data_dir, "logs", f"{tid}.stdout")
+        with open(stored, "r+b") as f:
+            f.truncate(100)
+        c.start_master()
+        open(os.path.join(c.dir, "agent-n1", "tasks", str(tid), "go"), "w").close()
+        j = c.api.wait_job(jid, timeout=60)
+        check_eq(j["state"], "succeeded", "state of the job whose log the master lost in part")
+        check_eq(c.api.log(jid).decode(), want, "its log, shipped again")
+        with open(agent.logpath, errors="replace") as f:
+            log = f.read()
+        check(f"the master lost logs of task {tid}" in log, "the agent says it ships them again")

@@ -931,6 +931,42 @@ static void test_blob_append_many_in_a_batch(void **state)
 	ops->close(st);
 }
 
+/* blob_sync, in a transaction and outside one: a missing blob is nothing
+ * to do; a blob synced in a batch that is rolled back keeps what an earlier
+ * commit held, and what the batch appended is cut back. */
+static void test_blob_sync(void **state)
+{
+	struct backend *b = *state;
+	const struct store_ops *ops = b->ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct store *st;
+	uint64_t have;
+	int created;
+
+	assert_int_equal(ops->open(b->where, &st, &created, &eb), 0);
+	assert_int_equal(ops->blob_sync(st, "logs/9.stdout", &eb), 0);
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_sync(st, "logs/9.stdout", &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/9.stdout", 0, "abc", 3, &have, &eb), 0);
+	assert_int_equal(ops->blob_sync(st, "logs/9.stdout", &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/9.stdout"), 3);
+
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_sync(st, "logs/9.stdout", &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/9.stdout", 3, "def", 3, &have, &eb), 0);
+	assert_int_equal(have, 6);
+	ops->rollback(st);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/9.stdout"), 3);
+
+	assert_int_equal(ops->begin(st, &eb), 0);
+	assert_int_equal(ops->blob_append(st, "logs/9.stdout", 3, "def", 3, &have, &eb), 0);
+	assert_int_equal(ops->commit(st, &eb), 0);
+	assert_int_equal(ops->blob_sync(st, "logs/9.stdout", &eb), 0);
+	assert_int_equal(blob_size_or_none(ops, st, "logs/9.stdout"), 6);
+	ops->close(st);
+}
+
 /* A temp file of n bytes, a pattern that seed changes, on the store's
  * filesystem (SQLite renames it into its dir). Caller frees the path. */
 static char *temp_file(struct backend *b, size_t n, unsigned seed)
@@ -1406,6 +1442,7 @@ int main(void)
 		BOTH(test_migrate_newer_refused),
 		BOTH(test_blob_append_read),
 		BOTH(test_blob_append_many_in_a_batch),
+		BOTH(test_blob_sync),
 		BOTH(test_blob_put_file),
 		BOTH(test_blob_put_delete),
 		ON(pg_backend, test_pg_blob_rollback),

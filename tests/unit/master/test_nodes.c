@@ -13,6 +13,7 @@
 #include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "master/jobs.h"
+#include "master/logs.h"
 #include "master/visibility.h"
 
 struct fixture {
@@ -265,15 +266,22 @@ static struct task *current_task(struct job *j)
 	return NULL;
 }
 
-static void report(struct fixture *f, struct node *n, const char *fmt, uint64_t task_id)
+/* A status report of task_id (fmt's one %PRIu64), committed: the answer. */
+static json_t *report_answer(struct fixture *f, struct node *n, const char *fmt, uint64_t task_id)
 {
 	struct errbuf eb = ERRBUF_INIT;
 	char text[512];
 	snprintf(text, sizeof(text), fmt, task_id);
-	json_t *body = parse(text);
-	assert_int_equal(nodes_status(&f->m, n, body, &eb), 0);
+	json_t *body = parse(text), *reply = json_object();
+	assert_int_equal(nodes_status(&f->m, n, body, reply, &eb), 0);
 	json_decref(body);
 	commit(f);
+	return reply;
+}
+
+static void report(struct fixture *f, struct node *n, const char *fmt, uint64_t task_id)
+{
+	json_decref(report_answer(f, n, fmt, task_id));
 }
 
 /* GPU utilisation from status reports: per GPU in the node's JSON, null
@@ -364,6 +372,53 @@ static void test_staging_progress_and_failure(void **state)
 	assert_string_equal(hist.buf, "queued/0 starting/0 queued/1:start_failed starting/1 failed/1:start_failed");
 	strbuf_release(&hist);
 	assert_non_null(strstr(j->reason_msg, "staging_failed: data[0] (s3://b/p): cannot reach the store"));
+}
+
+/* A task's end comes with the sizes of its logs as its agent shipped them:
+ * a master that holds less (its machine lost what it had acknowledged but
+ * not yet written to disk) does not take the end and answers what it holds,
+ * from where the agent ships again; once it holds them all, it does. */
+static void test_end_waits_for_lost_logs(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	uint64_t have = 0;
+	struct job *j;
+	struct node *n;
+	struct task *t;
+	json_t *body, *answer;
+
+	assert_int_equal(reg(f, "{\"name\": \"l1\", \"addr\": \"10.0.0.1\", \"cpus\": 4, "
+				"\"gpus\": []}", &n, &eb), 0);
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {}}}}");
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &again_, &eb), 0);
+	json_decref(body);
+	commit(f);
+	jobs_schedule(&f->m);
+	commit(f);
+	t = current_task(j);
+	assert_non_null(t);
+	report(f, n, "{\"tasks\": [{\"id\": %" PRIu64 ", \"state\": \"running\", \"pid\": 7}]}", t->id);
+	assert_int_equal(j->state, JOB_RUNNING);
+	assert_int_equal(logs_append(&f->m, t, LOG_STDOUT, 0, "0123456789", 10, &have, &eb), 0);
+	commit(f);
+	assert_int_equal(have, 10);
+
+	answer = report_answer(f, n, "{\"tasks\": [{\"id\": %" PRIu64 ", \"state\": \"exited\", "
+			       "\"exit_code\": 0, \"log_size\": {\"stdout\": 25, \"stderr\": 0}}]}", t->id);
+	char want[128];
+	snprintf(want, sizeof(want), "[{\"id\":%" PRIu64 ",\"stdout\":10,\"stderr\":0}]", t->id);
+	assert_json_text(json_object_get(answer, "logs"), want);
+	json_decref(answer);
+	assert_int_equal(j->state, JOB_RUNNING);
+
+	assert_int_equal(logs_append(&f->m, t, LOG_STDOUT, 10, "abcdefghijklmno", 15, &have, &eb), 0);
+	commit(f);
+	answer = report_answer(f, n, "{\"tasks\": [{\"id\": %" PRIu64 ", \"state\": \"exited\", "
+			       "\"exit_code\": 0, \"log_size\": {\"stdout\": 25, \"stderr\": 0}}]}", t->id);
+	assert_null(json_object_get(answer, "logs"));
+	json_decref(answer);
+	assert_int_equal(j->state, JOB_SUCCEEDED);
 }
 
 /* Reloads the model from the store, as a master restart does. */
@@ -516,6 +571,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_image_job_waits_then_runs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_staging_progress_and_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_util, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_end_waits_for_lost_logs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_survives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_state_loads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
