@@ -704,6 +704,21 @@ static void astage_free(struct astage *st)
 	free(st);
 }
 
+/* The cache entries a staging committed are synced off its task's path
+ * (agent/cache.h). */
+static void cache_sync_work(uv_work_t *req)
+{
+	struct agent *a = req->data;
+
+	if (cache_sync(&a->cache))
+		fprintf(stderr, "yard agent: cannot sync the data cache: %s\n", strerror(errno));
+}
+
+static void cache_sync_done(uv_work_t *req, int status)
+{
+	free(req);
+}
+
 static void stage_done(uv_work_t *req, int status)
 {
 	struct astage *st = req->data;
@@ -747,6 +762,12 @@ static void stage_done(uv_work_t *req, int status)
 		free(why);
 	} else {
 		task_launch(a, t);
+	}
+	if (!st->ret && json_array_size(st->data)) {
+		uv_work_t *sync = xcalloc(1, sizeof(*sync));
+		sync->data = a;
+		if (uv_queue_work(&a->loop, sync, cache_sync_work, cache_sync_done))
+			free(sync); /* the next staging syncs it, or the next agent */
 	}
 	astage_free(st);
 }

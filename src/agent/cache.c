@@ -12,6 +12,21 @@
 
 #define INDEX_NAME "index.json"
 #define INDEX_MAX (64u << 20)
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+
+/* This boot of the machine (Linux's boot id), or "" when unknown. */
+static void boot_id(char out[64])
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	out[0] = '\0';
+	if (strbuf_read_file(&sb, BOOT_ID_PATH, 64) == 0) {
+		strbuf_trim(&sb);
+		if (sb.len && sb.len < 64)
+			memcpy(out, sb.buf, sb.len + 1);
+	}
+	strbuf_release(&sb);
+}
 
 static int64_t now_ms(void)
 {
@@ -133,11 +148,16 @@ static void drop(struct cache *c, struct cache_entry *e)
 static void save_index(struct cache *c)
 {
 	json_t *entries = json_object();
-	for (size_t i = 0; i < c->n; i++)
-		json_object_set_new(entries, c->v[i].key,
-				    json_pack("{s:I, s:I}", "size", (json_int_t)c->v[i].size, "last_use",
-					      (json_int_t)c->v[i].last_use));
-	json_t *doc = json_pack("{s:o}", "entries", entries);
+	char boot[64];
+	for (size_t i = 0; i < c->n; i++) {
+		json_t *e = json_pack("{s:I, s:I}", "size", (json_int_t)c->v[i].size, "last_use",
+				      (json_int_t)c->v[i].last_use);
+		if (c->v[i].unsynced)
+			json_object_set_new(e, "unsynced", json_true());
+		json_object_set_new(entries, c->v[i].key, e);
+	}
+	boot_id(boot);
+	json_t *doc = json_pack("{s:o, s:s}", "entries", entries, "boot_id", boot);
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 	char *path = xasprintf("%s/%s", c->dir, INDEX_NAME);
 	if (write_file_atomic(path, text, strlen(text), 0644) < 0)
@@ -187,6 +207,11 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 	strbuf_release(&sb);
 	free(index);
 	entries = json_object_get(doc, "entries");
+	char boot[64];
+	boot_id(boot);
+	const char *was = json_string_value(json_object_get(doc, "boot_id"));
+	bool same_boot = *boot && was && !strcmp(was, boot);
+	bool unsynced = false;
 
 	/* the directories are the truth; the index adds sizes and last uses */
 	if (!(d = opendir(dir))) {
@@ -206,6 +231,14 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 			continue; /* index.json and strangers */
 		v = json_object_get(entries, de->d_name);
 		json_t *size = json_object_get(v, "size"), *last = json_object_get(v, "last_use");
+		if (json_is_true(json_object_get(v, "unsynced")) && !same_boot) {
+			/* the machine went down before its files were synced */
+			fprintf(stderr, "yard agent: the cache entry %s was not yet on the disk when "
+				"the machine restarted: removed, to be staged again\n", de->d_name);
+			remove_dir(c, de->d_name);
+			continue;
+		}
+		unsynced |= json_is_true(json_object_get(v, "unsynced"));
 		if (json_is_integer(size) && json_is_integer(last)) {
 			add(c, de->d_name, (uint64_t)json_integer_value(size), json_integer_value(last));
 		} else {
@@ -217,13 +250,59 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 			free(p);
 			add(c, de->d_name, n, mtime);
 		}
+		c->v[c->n - 1].unsynced = json_is_true(json_object_get(v, "unsynced"));
 	}
 	closedir(d);
 	json_decref(doc);
+	/* an earlier agent of this boot left entries unsynced: their bytes
+	 * are in the page cache */
+	if (unsynced) {
+		if (cache_sync(c) == 0)
+			return 0; /* the index is saved */
+		fprintf(stderr, "yard agent: cannot sync the cache '%s': %s\n", dir, strerror(errno));
+	}
 	pthread_mutex_lock(&c->lock);
 	save_index(c);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
+}
+
+int cache_sync(struct cache *c)
+{
+	char **keys = NULL;
+	size_t n = 0, alloc = 0;
+	int fd, ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->n; i++)
+		if (c->v[i].unsynced) {
+			ALLOC_GROW(keys, n + 1, alloc);
+			keys[n++] = xstrdup(c->v[i].key);
+		}
+	pthread_mutex_unlock(&c->lock);
+	if (!n)
+		return 0;
+	/* what is committed meanwhile stays unsynced, for the next call */
+	fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0)
+		ret = -1;
+	if (fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (size_t k = 0; k < n; k++) {
+		struct cache_entry *e = ret ? NULL : find(c, keys[k]);
+		if (e)
+			e->unsynced = false;
+		free(keys[k]);
+	}
+	if (!ret)
+		save_index(c);
+	pthread_mutex_unlock(&c->lock);
+	free(keys);
+	return ret;
 }
 
 void cache_release(struct cache *c)
@@ -323,6 +402,7 @@ int cache_commit(struct cache *c, const char *key, const char *partial, uint64_t
 		goto out;
 	} else {
 		e = add(c, key, size, now_ms());
+		e->unsynced = true;
 	}
 	e->holds++;
 	e->last_use = now_ms();

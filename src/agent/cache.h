@@ -12,6 +12,13 @@
  * (cache_hold / cache_unhold); a held entry is never evicted. Holds are in
  * memory: an agent that restarts holds again what its live tasks name.
  *
+ * An entry is committed before its files are synced, so that its task
+ * starts without waiting for the disk; cache_sync syncs them after. The
+ * index marks such an entry "unsynced" with the machine's boot id: an
+ * agent that starts again in the same boot (the page cache holds every
+ * byte) syncs it then, one started after a reboot removes it (its last
+ * pages may never have reached the disk), and it is staged again.
+ *
  * Every function is thread safe (stagings run on worker threads).
  */
 #ifndef YARD_AGENT_CACHE_H
@@ -31,6 +38,7 @@ struct cache_entry {
 	uint64_t size;      /* bytes of its files */
 	int64_t last_use;   /* unix ms */
 	unsigned holds;     /* live tasks (or stagings) that use it */
+	bool unsynced;      /* committed, its files not yet synced (cache_sync) */
 };
 
 struct cache {
@@ -74,10 +82,14 @@ int cache_reserve(struct cache *c, uint64_t need, struct errbuf *eb);
 void cache_unreserve(struct cache *c, uint64_t n);
 
 /* cache_commit renames partial (cache_partial_path's of key) to KEY,
- * records it with size bytes, held once, and saves the index. When KEY
- * appeared meanwhile (another staging of the same data won), partial is
- * removed and that entry is held. */
+ * records it with size bytes, held once, unsynced, and saves the index.
+ * When KEY appeared meanwhile (another staging of the same data won),
+ * partial is removed and that entry is held. */
 int cache_commit(struct cache *c, const char *key, const char *partial, uint64_t size, struct errbuf *eb);
+/* cache_sync syncs the files of the entries committed unsynced (one
+ * syncfs of the cache's filesystem) and saves the index that says so;
+ * -1 with errno when the sync fails (they stay unsynced). */
+int cache_sync(struct cache *c);
 
 /* cache_keys: a new array of the keys that start with prefix ("" for all). */
 json_t *cache_keys(struct cache *c, const char *prefix);

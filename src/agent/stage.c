@@ -141,19 +141,6 @@ static int io_error(struct errbuf *eb, const char *what, const char *path)
 		     what, path, e == ENOSPC ? "disk full (ENOSPC)" : strerror(e));
 }
 
-/* Makes an entry's files durable before it is committed (renamed into the
- * cache): one syncfs of its filesystem, not an fsync per file. */
-static int sync_entry(const char *partial, struct errbuf *eb)
-{
-	int fd = open(partial, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int ret = 0;
-	if (fd < 0 || syncfs(fd) < 0)
-		ret = io_error(eb, "sync", partial);
-	if (fd >= 0)
-		close(fd);
-	return ret;
-}
-
 /* A mount: what dataset_path_valid allows, in 1..8 components of [A-Za-z0-9._-]. */
 static bool mount_valid(const char *m)
 {
@@ -291,9 +278,9 @@ static int curl_get(struct run *r, const char *url, bool sign, struct sink *s, l
 
 /* ---- yard: the master's manifests and chunks ---- */
 
+/* res: initialised (httpc_response_init), and released by the caller */
 static int yard_get(struct httpc *h, const char *path, struct httpc_response *res, struct errbuf *eb)
 {
-	httpc_response_init(res);
 	int ret = httpc_request(h, "GET", path, NULL, 0, NULL, res, eb);
 	if (!ret && res->status != 200) {
 		struct errbuf why = ERRBUF_INIT;
@@ -307,9 +294,11 @@ static int yard_get(struct httpc *h, const char *path, struct httpc_response *re
 /* Fetches one chunk into fd, verified; CHUNK_TRIES tries on a mismatch or a
  * transport failure. At offset off (want: its length, which it must have)
  * when off >= 0, else at fd's position (any length). path: fd's file, rel:
- * its path in the manifest. */
-static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd, const char *path,
-		      const char *rel, int64_t off, uint64_t want, uint64_t *written, struct errbuf *eb)
+ * its path in the manifest. res: the connection's response, its buffer
+ * used for chunk after chunk. */
+static int yard_chunk(struct run *r, struct httpc *h, struct httpc_response *res,
+		      const char *digest, int fd, const char *path, const char *rel, int64_t off,
+		      uint64_t want, uint64_t *written, struct errbuf *eb)
 {
 	const char *hex = !strncmp(digest, "sha256:", 7) ? digest + 7 : "";
 	char got[SHA256_HEX_LEN + 1];
@@ -319,39 +308,35 @@ static int yard_chunk(struct run *r, struct httpc *h, const char *digest, int fd
 		return error(eb, YERR(BAD_REQUEST), "bad chunk digest '%s'", digest);
 	char *url = xasprintf("/v1/blobs/%s", digest);
 	for (int attempt = 1;; attempt++) {
-		struct httpc_response res;
 		if (cancelled(r)) {
 			ret = error(eb, YERR(UNAVAILABLE), "stopped");
 			break;
 		}
-		ret = yard_get(h, url, &res, eb);
-		if (!ret && res.body.len > CHUNK_MAX)
+		ret = yard_get(h, url, res, eb);
+		if (!ret && res->body.len > CHUNK_MAX)
 			ret = error(eb, YERR(IO), "chunk '%s' is larger than 8 MiB", digest);
 		if (!ret) {
-			sha256_hex(res.body.buf, res.body.len, got);
+			sha256_hex(res->body.buf, res->body.len, got);
 			if (strcmp(got, hex))
 				ret = error(eb, YERR(IO), "checksum mismatch: chunk '%s' arrived as 'sha256:%s'", digest, got);
 		}
-		if (!ret && off >= 0 && res.body.len != want) {
+		if (!ret && off >= 0 && res->body.len != want) {
 			/* the digest matched: the manifest cut its file otherwise */
 			ret = error(eb, YERR(BAD_REQUEST), "chunk '%s' of '%s' has %zu bytes where the manifest's "
-				    "sizes put %" PRIu64, digest, rel, res.body.len, want);
-			httpc_response_release(&res);
+				    "sizes put %" PRIu64, digest, rel, res->body.len, want);
 			break;
 		}
 		if (!ret) {
-			if ((off >= 0 ? pwrite_all(fd, res.body.buf, res.body.len, off)
-				      : write_all(fd, res.body.buf, res.body.len)) < 0) {
-				account(r, res.body.len, 0);
+			if ((off >= 0 ? pwrite_all(fd, res->body.buf, res->body.len, off)
+				      : write_all(fd, res->body.buf, res->body.len)) < 0) {
+				account(r, res->body.len, 0);
 				ret = io_error(eb, "write", path);
 			} else {
-				*written += res.body.len;
-				account(r, res.body.len, res.body.len);
+				*written += res->body.len;
+				account(r, res->body.len, res->body.len);
 			}
-			httpc_response_release(&res);
 			break;
 		}
-		httpc_response_release(&res);
 		if (ret == YERR(NOT_FOUND) || attempt >= CHUNK_TRIES) {
 			if (attempt > 1) {
 				char *why = xstrdup(eb->msg);
@@ -387,6 +372,7 @@ struct yard_files {
 struct yard_conn {
 	struct yard_files *yf;
 	struct httpc h;
+	struct httpc_response res; /* its buffer holds chunk after chunk */
 };
 
 static void *yard_conn_new(void *arg)
@@ -396,12 +382,14 @@ static void *yard_conn_new(void *arg)
 	c->yf = yf;
 	httpc_init(&c->h, yf->r->cfg->master_url, &yf->r->cfg->tls, yf->r->cfg->token);
 	c->h.timeout_ms = 120000;
+	httpc_response_init(&c->res);
 	return c;
 }
 
 static void yard_conn_free(void *ctx)
 {
 	struct yard_conn *c = ctx;
+	httpc_response_release(&c->res);
 	httpc_release(&c->h);
 	free(c);
 }
@@ -467,11 +455,11 @@ static int yard_item(void *ctx, size_t n, struct errbuf *eb)
 	} else if (it->chunk >= 0) {
 		uint64_t off = (uint64_t)it->chunk * DATASET_CHUNK_MAX;
 		uint64_t want = size - off < DATASET_CHUNK_MAX ? size - off : DATASET_CHUNK_MAX;
-		ret = yard_chunk(c->yf->r, &c->h, json_string_value(json_array_get(chunks, (size_t)it->chunk)), fd,
+		ret = yard_chunk(c->yf->r, &c->h, &c->res, json_string_value(json_array_get(chunks, (size_t)it->chunk)), fd,
 				 path, rel, (int64_t)off, want, &written, eb);
 	} else {
 		json_array_foreach(chunks, k, ch)
-			if ((ret = yard_chunk(c->yf->r, &c->h, json_string_value(ch), fd, path, rel, -1, 0, &written,
+			if ((ret = yard_chunk(c->yf->r, &c->h, &c->res, json_string_value(ch), fd, path, rel, -1, 0, &written,
 					      eb)))
 				break;
 		if (!ret && written != size)
@@ -555,6 +543,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 	httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
 	h.timeout_ms = 120000;
 	char *url = xasprintf("/v1/manifests/%s", digest);
+	httpc_response_init(&res);
 	ret = yard_get(&h, url, &res, eb);
 	free(url);
 	if (!ret) {
@@ -588,8 +577,7 @@ static int stage_yard(struct run *r, const json_t *d, char **key_out, struct err
 		goto out;
 	uint64_t have = 0;
 	cache_measure(partial, &have);
-	if (!(ret = sync_entry(partial, eb)))
-		ret = cache_commit(cfg->cache, key, partial, have, eb);
+	ret = cache_commit(cfg->cache, key, partial, have, eb); /* synced after (cache_sync) */
 out:
 	httpc_release(&h);
 	cache_unreserve(cfg->cache, size > 0 ? (uint64_t)size : 0);
@@ -921,8 +909,6 @@ static int stage_s3(struct run *r, const char *source, char **key_out, struct er
 			     .ctx_free = s3_conn_free, .arg = &so };
 	ret = pool_run(&pool, eb);
 	if (!ret)
-		ret = sync_entry(partial, eb);
-	if (!ret)
 		ret = cache_commit(cfg->cache, key, partial, l.size, eb);
 out:
 	if (reserved)
@@ -996,8 +982,6 @@ static int stage_https(struct run *r, const json_t *d, const char *source, char 
 		if (strcmp(got, sum))
 			ret = error(eb, YERR(IO), "checksum mismatch: sha256 %s, expected %s", got, sum);
 	}
-	if (!ret && fsync(s.fd) < 0)
-		ret = io_error(eb, "write", file);
 	if (!ret && fchmod(s.fd, 0444) < 0)
 		ret = io_error(eb, "chmod", file);
 	/* the size is known only now: make room for it before it counts */

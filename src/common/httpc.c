@@ -277,7 +277,14 @@ static int request_once(struct httpc *c, const char *base, const char *method, c
 	CURLcode rc;
 	int ret = 0;
 
+	/* a response used again keeps its body's buffer (a stager fetches
+	 * chunk after chunk of 8 MiB into one: fresh memory each time cost
+	 * page faults for every byte) */
+	struct strbuf kept = res->body;
+	strbuf_init(&res->body, 0);
 	httpc_response_release(res);
+	res->body = kept;
+	strbuf_reset(&res->body);
 	curl_easy_reset(h);
 	strbuf_addf(&url, "%s%s", base, path);
 	curl_easy_setopt(h, CURLOPT_URL, url.buf);

@@ -68,7 +68,8 @@ struct httpc {
 
 struct httpc_response {
 	long status;           /* HTTP status, 0 when no response came */
-	struct strbuf body;    /* owned; released by httpc_response_release */
+	struct strbuf body;    /* owned; released by httpc_response_release (a
+				* response given to another request keeps its buffer) */
 	char *offset_hdr;      /* X-Yard-Offset value or NULL (owned) */
 	char *size_hdr;        /* X-Yard-Size (owned) */
 	char *eof_hdr;         /* X-Yard-Eof (owned) */

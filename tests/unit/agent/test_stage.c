@@ -135,6 +135,70 @@ static void test_cache_two_stagings_of_one_key(void **state)
 	free(a);
 }
 
+/* The index as a JSON object (new reference). */
+static json_t *read_index(const char *dir)
+{
+	char *path = xasprintf("%s/index.json", dir);
+	json_t *doc = json_load_file(path, 0, NULL);
+	free(path);
+	assert_non_null(doc);
+	return doc;
+}
+
+static bool indexed_unsynced(const char *dir, const char *key)
+{
+	json_t *doc = read_index(dir);
+	bool r = json_is_true(json_object_get(json_object_get(json_object_get(doc, "entries"), key),
+					      "unsynced"));
+	json_decref(doc);
+	return r;
+}
+
+/* An entry is committed unsynced and synced after (cache_sync); an agent
+ * that starts again in the same boot keeps an entry left unsynced (and
+ * syncs it), one that starts after a reboot removes it. */
+static void test_cache_unsynced_entries(void **state)
+{
+	char dir[] = "/tmp/yard-cache-XXXXXX";
+	struct cache c;
+	struct errbuf eb = ERRBUF_INIT;
+	char *a = key_of("yard", 'a'), *b = key_of("yard", 'b');
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(cache_open(&c, dir, 1 << 20, &eb), 0);
+	make_entry(&c, a, 10);
+	assert_true(indexed_unsynced(dir, a));
+	assert_int_equal(cache_sync(&c), 0);
+	assert_false(indexed_unsynced(dir, a));
+	make_entry(&c, b, 20);
+	assert_true(indexed_unsynced(dir, b));
+	cache_release(&c);
+
+	/* the same boot: kept, and synced at open */
+	assert_int_equal(cache_open(&c, dir, 1 << 20, &eb), 0);
+	assert_int_equal(c.n, 2);
+	assert_false(indexed_unsynced(dir, b));
+	cache_release(&c);
+
+	/* another boot: b was left unsynced, a was not */
+	json_t *doc = read_index(dir);
+	json_object_set_new(json_object_get(json_object_get(doc, "entries"), b), "unsynced", json_true());
+	json_object_set_new(doc, "boot_id", json_string("an-earlier-boot"));
+	char *path = xasprintf("%s/index.json", dir);
+	assert_int_equal(json_dump_file(doc, path, 0), 0);
+	json_decref(doc);
+	free(path);
+	assert_int_equal(cache_open(&c, dir, 1 << 20, &eb), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.used, 10);
+	assert_true(entry_exists(&c, a));
+	assert_false(entry_exists(&c, b));
+	cache_release(&c);
+	rm_rf(dir);
+	free(a);
+	free(b);
+}
+
 static void test_cache_reload(void **state)
 {
 	char dir[] = "/tmp/yard-cache-XXXXXX";
@@ -743,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_cache_lru),
 		cmocka_unit_test(test_cache_two_stagings_of_one_key),
 		cmocka_unit_test(test_cache_reload),
+		cmocka_unit_test(test_cache_unsynced_entries),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test_setup_teardown(test_yard, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_yard_failures, setup, teardown),
