@@ -10,6 +10,11 @@
 
 int mkdir_p(const char *path, unsigned mode)
 {
+	/* most calls find the parent there: one mkdir, not one a component */
+	if (mkdir(path, (mode_t)mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -1;
 	char *p = xstrdup(path);
 	int ret = 0;
 	for (char *s = p + 1; ; s++) {
