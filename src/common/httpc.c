@@ -145,9 +145,12 @@ void httpc_response_init(struct httpc_response *res)
 	strbuf_init(&res->body, 0);
 }
 
-void httpc_response_release(struct httpc_response *res)
+/* Forgets the last answer; the body's buffer is kept for the next (a
+ * stager fetches chunk after chunk of 8 MiB into one response: fresh
+ * memory each time cost page faults for every byte). */
+static void response_reset(struct httpc_response *res)
 {
-	strbuf_release(&res->body);
+	strbuf_reset(&res->body);
 	free(res->offset_hdr);
 	free(res->size_hdr);
 	free(res->eof_hdr);
@@ -155,6 +158,12 @@ void httpc_response_release(struct httpc_response *res)
 	free(res->leader_hdr);
 	res->offset_hdr = res->size_hdr = res->eof_hdr = res->content_type = res->leader_hdr = NULL;
 	res->status = 0;
+}
+
+void httpc_response_release(struct httpc_response *res)
+{
+	response_reset(res);
+	strbuf_release(&res->body);
 }
 
 /* libcurl's progress callback: non-zero aborts the transfer. */
@@ -277,14 +286,7 @@ static int request_once(struct httpc *c, const char *base, const char *method, c
 	CURLcode rc;
 	int ret = 0;
 
-	/* a response used again keeps its body's buffer (a stager fetches
-	 * chunk after chunk of 8 MiB into one: fresh memory each time cost
-	 * page faults for every byte) */
-	struct strbuf kept = res->body;
-	strbuf_init(&res->body, 0);
-	httpc_response_release(res);
-	res->body = kept;
-	strbuf_reset(&res->body);
+	response_reset(res);
 	curl_easy_reset(h);
 	strbuf_addf(&url, "%s%s", base, path);
 	curl_easy_setopt(h, CURLOPT_URL, url.buf);
