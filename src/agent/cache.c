@@ -148,7 +148,6 @@ static void drop(struct cache *c, struct cache_entry *e)
 static void save_index(struct cache *c)
 {
 	json_t *entries = json_object();
-	char boot[64];
 	for (size_t i = 0; i < c->n; i++) {
 		json_t *e = json_pack("{s:I, s:I}", "size", (json_int_t)c->v[i].size, "last_use",
 				      (json_int_t)c->v[i].last_use);
@@ -156,8 +155,7 @@ static void save_index(struct cache *c)
 			json_object_set_new(e, "unsynced", json_true());
 		json_object_set_new(entries, c->v[i].key, e);
 	}
-	boot_id(boot);
-	json_t *doc = json_pack("{s:o, s:s}", "entries", entries, "boot_id", boot);
+	json_t *doc = json_pack("{s:o, s:s}", "entries", entries, "boot_id", c->boot_id);
 	char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 	char *path = xasprintf("%s/%s", c->dir, INDEX_NAME);
 	if (write_file_atomic(path, text, strlen(text), 0644) < 0)
@@ -207,11 +205,10 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 	strbuf_release(&sb);
 	free(index);
 	entries = json_object_get(doc, "entries");
-	char boot[64];
-	boot_id(boot);
+	boot_id(c->boot_id);
 	const char *was = json_string_value(json_object_get(doc, "boot_id"));
-	bool same_boot = *boot && was && !strcmp(was, boot);
-	bool unsynced = false;
+	bool same_boot = *c->boot_id && was && !strcmp(was, c->boot_id);
+	bool any_unsynced = false;
 
 	/* the directories are the truth; the index adds sizes and last uses */
 	if (!(d = opendir(dir))) {
@@ -231,14 +228,14 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 			continue; /* index.json and strangers */
 		v = json_object_get(entries, de->d_name);
 		json_t *size = json_object_get(v, "size"), *last = json_object_get(v, "last_use");
-		if (json_is_true(json_object_get(v, "unsynced")) && !same_boot) {
+		bool unsynced = json_is_true(json_object_get(v, "unsynced"));
+		if (unsynced && !same_boot) {
 			/* the machine went down before its files were synced */
 			fprintf(stderr, "yard agent: the cache entry %s was not yet on the disk when "
 				"the machine restarted: removed, to be staged again\n", de->d_name);
 			remove_dir(c, de->d_name);
 			continue;
 		}
-		unsynced |= json_is_true(json_object_get(v, "unsynced"));
 		if (json_is_integer(size) && json_is_integer(last)) {
 			add(c, de->d_name, (uint64_t)json_integer_value(size), json_integer_value(last));
 		} else {
@@ -250,13 +247,14 @@ int cache_open(struct cache *c, const char *dir, uint64_t cap, struct errbuf *eb
 			free(p);
 			add(c, de->d_name, n, mtime);
 		}
-		c->v[c->n - 1].unsynced = json_is_true(json_object_get(v, "unsynced"));
+		c->v[c->n - 1].unsynced = unsynced;
+		any_unsynced |= unsynced;
 	}
 	closedir(d);
 	json_decref(doc);
 	/* an earlier agent of this boot left entries unsynced: their bytes
 	 * are in the page cache */
-	if (unsynced) {
+	if (any_unsynced) {
 		if (cache_sync(c) == 0)
 			return 0; /* the index is saved */
 		fprintf(stderr, "yard agent: cannot sync the cache '%s': %s\n", dir, strerror(errno));

@@ -48,6 +48,7 @@ struct cache {
 	uint64_t used;              /* sum of the entries' sizes */
 	uint64_t reserved;          /* bytes promised to stagings under way */
 	uint64_t partials;          /* staging dirs named so far (cache_partial_path) */
+	char boot_id[64];           /* this boot of the machine, as the index records it ("": unknown) */
 	struct cache_entry *v;      /* owned */
 	size_t n, alloc;
 };
