@@ -1446,19 +1446,16 @@ int nodes_status(struct master *m, struct node *n, const json_t *body, json_t *r
 		struct task *t = core_task(m, nodereport_u64(r, "id"));
 		const char *state = json_string_value(json_object_get(r, "state"));
 
-		bool end = state && (!strcmp(state, "exited") || !strcmp(state, "start_failed"));
 
 		if (!t || !state || !t->node || strcmp(t->node, n->name))
 			continue;
-		/* its agent drops the task's logs once its end is answered */
-		if (end) {
-			int settled = logs_settle(m, t, json_object_get(r, "log_size"), reply, eb);
-			if (settled <= 0) {
-				if (settled < 0)
-					return YERR(IO);
-				continue;
-			}
-		}
+		/* an end is taken once its logs are held: its agent then drops them */
+		int settled = strcmp(state, "exited") && strcmp(state, "start_failed")
+				      ? 1 : logs_settle(m, t, json_object_get(r, "log_size"), reply, eb);
+		if (settled < 0)
+			return YERR(IO);
+		if (!settled)
+			continue;
 		task_checkpointed(m, t, nodereport_u64(r, "checkpoint_at"));
 		if (task_state_is_final(t->state)) {
 			/* the agent runs something we consider done: make it stop */
