@@ -377,10 +377,8 @@ int chunks_push(struct httpc *h, const struct chunks_set *set, json_t **manifest
 			json_object_set_new(where, digest, json_pack("[I, I]", (json_int_t)i, (json_int_t)c));
 			json_array_append_new(digests, json_string(digest));
 			size_t n = json_array_size(digests);
-			if (n >= CHUNKS_MISSING_BATCH && (ret = upload_batch_join(&up, &st, eb)))
-				break;
-			if (up.running && up.threaded)
-				continue; /* the next batch grows meanwhile */
+			if (up.running && up.threaded && n < CHUNKS_MISSING_BATCH)
+				continue; /* one in flight: the next batch grows meanwhile */
 			if ((ret = upload_batch_join(&up, &st, eb)))
 				break;
 			if (n >= (uploading ? 1 : CHUNKS_FIRST_BATCH)) {
@@ -391,7 +389,8 @@ int chunks_push(struct httpc *h, const struct chunks_set *set, json_t **manifest
 		json_array_append_new(files, json_pack("{s:s, s:I, s:i, s:o}", "path", f->rel, "size",
 						       (json_int_t)f->size, "mode", (int)f->mode, "chunks", chunks));
 	}
-	int joined = upload_batch_join(&up, &st, ret ? &(struct errbuf)ERRBUF_INIT : eb);
+	struct errbuf ignored = ERRBUF_INIT; /* a batch's failure after one of ours */
+	int joined = upload_batch_join(&up, &st, ret ? &ignored : eb);
 	if (!ret)
 		ret = joined;
 	if (!ret && json_array_size(digests))

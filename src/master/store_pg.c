@@ -1114,9 +1114,6 @@ static int pg_blob_append(struct store *st, const char *name, uint64_t off, cons
 /* An append is its transaction's rows: durable at its commit. */
 static int pg_blob_sync(struct store *st, const char *name, struct errbuf *eb)
 {
-	(void)st;
-	(void)name;
-	(void)eb;
 	return 0;
 }
 
