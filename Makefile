@@ -43,7 +43,7 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # registry that demands a credential.
 DEB_PACKAGES := gcc clang libclang-rt-14-dev pkg-config meson ninja-build \
 	libmicrohttpd-dev libgnutls28-dev libuv1-dev libjansson-dev libyaml-dev libsqlite3-dev libpq-dev postgresql \
-	libcurl4-openssl-dev libssl-dev libarchive-dev libcmocka-dev libxml2-dev \
+	libcurl4-openssl-dev libevent-dev libssl-dev nettle-dev libarchive-dev libcmocka-dev libxml2-dev \
 	python3 procps iproute2 curl openssl coreutils util-linux jupyter-notebook python3-ipykernel \
 	python3-torch python3-sklearn openmpi-bin libopenmpi-dev \
 	docker.io containerd runc debootstrap podman conmon catatonit netavark \

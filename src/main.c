@@ -4,12 +4,11 @@
  */
 #include "base/compat.h"
 
-#include <curl/curl.h>
-
 #include "admin.h"
 #include "agent/agent.h"
 #include "agent/shim_docker.h"
 #include "cli/cli.h"
+#include "common/httpc.h"
 #include "master/gitworker.h"
 #include "master/master.h"
 #include "up.h"
@@ -38,43 +37,32 @@ static void usage(FILE *out)
 	cli_usage(out);
 }
 
-static int finish(int status)
-{
-	/* a CLI whose output could not be written has failed */
-	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-		if (errno != EPIPE)
-			fprintf(stderr, "yard: cannot write output: %s\n", strerror(errno));
-		return status ? status : 1;
-	}
-	return status;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "help") && cli_has_command(argv[2])) {
 		char *help_argv[] = { argv[2], (char *)"--help", NULL };
-		return finish(cli_main(2, help_argv));
+		return cli_finish(cli_main(2, help_argv));
 	}
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 	    !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);
-		return finish(argc < 2 ? 2 : 0);
+		return cli_finish(argc < 2 ? 2 : 0);
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("yard %s\n", YARD_VERSION);
-		return finish(0);
+		return cli_finish(0);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(roles); i++)
 		if (!strcmp(argv[1], roles[i].name)) {
 			if (strcmp(argv[1], "shim"))
-				curl_global_init(CURL_GLOBAL_DEFAULT);
-			return finish(roles[i].fn(argc - 1, argv + 1));
+				httpc_global_init(&httpc_curl);
+			return cli_finish(roles[i].fn(argc - 1, argv + 1));
 		}
 	if (cli_has_command(argv[1])) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		return finish(cli_main(argc - 1, argv + 1));
+		httpc_global_init(&httpc_curl);
+		return cli_finish(cli_main(argc - 1, argv + 1));
 	}
 	fprintf(stderr, "yard: '%s' is not a yard command\n\n", argv[1]);
 	usage(stderr);
-	return finish(2);
+	return cli_finish(2);
 }

@@ -2,7 +2,6 @@
 #include "base/compat.h"
 #include "agent/session.h"
 
-#include <curl/curl.h>
 #include <dirent.h>
 #include <string.h>
 #include <time.h>
@@ -134,15 +133,13 @@ static int register_once(struct session *s, struct errbuf *eb)
 	c.timeout_ms = 15000;
 	if (!s->addr) {
 		struct httpc_response res;
-		char *ip = NULL;
 		httpc_response_init(&res);
 		ret = httpc_request(&c, "GET", "/healthz", NULL, 0, NULL, &res, eb);
 		httpc_response_release(&res);
 		if (ret)
 			goto out;
-		if (curl_easy_getinfo(c.curl, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip)
-			s->addr = xstrdup(ip);
-		else
+		s->addr = httpc_local_ip(&c);
+		if (!s->addr)
 			s->addr = xstrdup("127.0.0.1");
 	}
 	char *iface = host_iface_of(s->addr);

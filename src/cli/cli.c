@@ -4,12 +4,7 @@
 #include "cli/cmd.h"
 
 /* The command table: one line per command, git.c style. */
-static const struct cli_command {
-	const char *name;
-	int (*fn)(struct cli_ctx *ctx, int argc, char **argv);
-	unsigned flags; /* enum cli_cmd_flags */
-	const char *help;
-} commands[] = {
+static const struct cli_command commands[] = {
 	{ "submit", cmd_submit, NEED_MASTER, "submit a job from a spec file" },
 	{ "ls", cmd_ls, NEED_MASTER, "list jobs" },
 	{ "show", cmd_show, NEED_MASTER, "show a job and its tasks" },
@@ -73,19 +68,10 @@ void cli_usage(void *stream)
 int cli_main(int argc, char **argv)
 {
 	const struct cli_command *c = argc > 0 ? find(argv[0]) : NULL;
-	struct cli_ctx ctx;
-	int status;
 
 	if (!c) {
 		fprintf(stderr, "yard: '%s' is not a yard command\n", argc > 0 ? argv[0] : "");
 		return EXIT_USAGE;
 	}
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.cmd = c->name;
-	ctx.flags = c->flags;
-	status = c->fn(&ctx, argc, argv);
-	if (ctx.has_client)
-		client_close(&ctx.client);
-	cli_config_release(&ctx.cfg);
-	return status;
+	return cli_run(c, argc, argv);
 }

@@ -10,6 +10,10 @@ int cli_has_command(const char *name);
 /* cli_main runs argv[0] as a CLI command; returns the exit status
  * (0 success, 1 failure reported by the server, 2 usage error). */
 int cli_main(int argc, char **argv);
+/* cli_finish closes stdout and returns status, or 1 when status was 0
+ * and what was written could not be (a full disk): a CLI whose output was
+ * lost has failed. A reader that went away (EPIPE) is not reported. */
+int cli_finish(int status);
 /* cli_usage prints the list of commands. */
 void cli_usage(void *stream);
 

@@ -41,6 +41,19 @@ struct cli_ctx {
 	bool has_client;
 };
 
+/* A command: one line of a command table (cli.c's, the front's in
+ * src/front.c), git.c style. */
+struct cli_command {
+	const char *name;
+	int (*fn)(struct cli_ctx *ctx, int argc, char **argv);
+	unsigned flags; /* enum cli_cmd_flags */
+	const char *help;
+};
+
+/* cli_run runs command c with argv (argv[0] its name) in a fresh context;
+ * returns its exit status. */
+int cli_run(const struct cli_command *c, int argc, char **argv);
+
 /* cli_parse parses the command's options and the common ones (argv[0] is the
  * command name). It returns -1 when the command should go on, with the
  * positional arguments in argv[1..*npos]; otherwise the exit status to

@@ -4,6 +4,7 @@
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "cli/cli.h"
 #include "cli/cmd.h"
 #include "common/state.h"
 
@@ -91,6 +92,31 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 		    ctx->cfg.token);
 	ctx->has_client = true;
 	return -1;
+}
+
+int cli_finish(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+		if (errno != EPIPE)
+			fprintf(stderr, "yard: cannot write output: %s\n", strerror(errno));
+		return status ? status : 1;
+	}
+	return status;
+}
+
+int cli_run(const struct cli_command *c, int argc, char **argv)
+{
+	struct cli_ctx ctx;
+	int status;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cmd = c->name;
+	ctx.flags = c->flags;
+	status = c->fn(&ctx, argc, argv);
+	if (ctx.has_client)
+		client_close(&ctx.client);
+	cli_config_release(&ctx.cfg);
+	return status;
 }
 
 int cli_usage_error(struct cli_ctx *ctx, const char *fmt, ...)

@@ -1,13 +1,17 @@
 #include "base/compat.h"
 #include "common/codepack.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <fnmatch.h>
 
+#include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/xalloc.h"
+#include "common/archivelib.h"
+
+/* libarchive once loaded (common/archivelib.h): set by codepack_create and
+ * codepack_extract before they use it */
+static const struct archivelib *al;
 
 /* Symlink chains longer than this are treated as loops, as the kernel does. */
 #define MAX_LINK_HOPS 40
@@ -91,104 +95,52 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-struct pack {
-	struct archive *ar;
+/*
+ * One walk over the code below a directory: what .yardignore keeps (and
+ * never .git), in the archive's order (sorted names, each directory before
+ * what it holds). visit sees each entry once; packing and fingerprinting
+ * are two visitors of the same walk, so they never disagree on what the
+ * code is.
+ */
+struct walk {
 	const char *root;     /* the packed directory */
 	struct ignore_list ignore;
-	uint64_t max_bytes;   /* 0 = no limit */
-	uint64_t total;       /* bytes of file content packed so far */
+	int (*visit)(struct walk *w, const char *path, const char *rel, const struct stat *st);
 	struct errbuf *eb;
 };
 
-static int pack_file(struct pack *pk, const char *path, const char *rel, const struct stat *st)
+/* walk_open checks that dir is a directory and reads its .yardignore. */
+static int walk_open(struct walk *w, const char *dir, struct errbuf *eb)
 {
-	char buf[65536];
-	uint64_t left = (uint64_t)st->st_size;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct strbuf text = STRBUF_INIT;
+	char *ignore_path = xasprintf("%s/.yardignore", dir);
+	struct stat st;
 	int ret = 0;
 
-	if (fd < 0)
-		return error(pk->eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
-	while (left > 0) {
-		ssize_t n = read(fd, buf, left < sizeof(buf) ? (size_t)left : sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = error(pk->eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
-			goto out_close;
-		}
-		if (n == 0) {
-			ret = error(pk->eb, YERR(IO), "'%s' shrank while it was being packed", rel);
-			goto out_close;
-		}
-		if (archive_write_data(pk->ar, buf, (size_t)n) != n) {
-			ret = error(pk->eb, YERR(INTERNAL), "cannot pack '%s': %s", rel,
-				    archive_error_string(pk->ar));
-			goto out_close;
-		}
-		left -= (uint64_t)n;
-	}
-out_close:
-	close(fd);
-	return ret;
-}
-
-static int pack_entry(struct pack *pk, const char *path, const char *rel, const struct stat *st)
-{
-	struct archive_entry *e = archive_entry_new();
-	char *target = NULL;
-	int ret = 0;
-
-	archive_entry_set_pathname(e, rel);
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
-	archive_entry_set_mtime(e, 0, 0);
-	if (S_ISDIR(st->st_mode)) {
-		archive_entry_set_filetype(e, AE_IFDIR);
-		archive_entry_set_perm(e, st->st_mode & 0777);
-	} else if (S_ISLNK(st->st_mode)) {
-		struct strbuf sb = STRBUF_INIT;
-		ssize_t n;
-		strbuf_grow(&sb, (size_t)st->st_size + 256);
-		n = readlink(path, sb.buf, sb.alloc - 1);
-		if (n < 0) {
-			strbuf_release(&sb);
-			ret = error(pk->eb, YERR(IO), "cannot read link '%s': %s", path,
-				    strerror(errno));
-			goto out;
-		}
-		strbuf_setlen(&sb, (size_t)n);
-		target = strbuf_detach(&sb, NULL);
-		archive_entry_set_filetype(e, AE_IFLNK);
-		archive_entry_set_perm(e, 0777);
-		archive_entry_set_symlink(e, target);
+	memset(&w->ignore, 0, sizeof(w->ignore));
+	w->root = dir;
+	w->eb = eb;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		ret = error(eb, YERR(IO), "cannot pack '%s': %s", dir,
+			    errno ? strerror(errno) : "not a directory");
+	} else if (strbuf_read_file(&text, ignore_path, 1 << 20) < 0) {
+		if (errno != ENOENT)
+			ret = error(eb, YERR(IO), "cannot read '%s': %s", ignore_path, strerror(errno));
 	} else {
-		pk->total += (uint64_t)st->st_size;
-		if (pk->max_bytes && pk->total > pk->max_bytes) {
-			ret = error(pk->eb, YERR(TOO_LARGE),
-				    "'%s' holds more than %" PRIu64 " bytes of code (see .yardignore)",
-				    pk->root, pk->max_bytes);
-			goto out;
-		}
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_perm(e, st->st_mode & 0777);
-		archive_entry_set_size(e, st->st_size);
+		ignore_list_parse(&w->ignore, text.buf, text.len);
 	}
-	if (archive_write_header(pk->ar, e) != ARCHIVE_OK) {
-		ret = error(pk->eb, YERR(INTERNAL), "cannot pack '%s': %s", rel,
-			    archive_error_string(pk->ar));
-		goto out;
-	}
-	if (S_ISREG(st->st_mode))
-		ret = pack_file(pk, path, rel, st);
-out:
-	free(target);
-	archive_entry_free(e);
+	strbuf_release(&text);
+	free(ignore_path);
 	return ret;
 }
 
-/* pack_dir adds the entries below path (rel is its name in the archive, "" at the root). */
-static int pack_dir(struct pack *pk, const char *path, const char *rel)
+static void walk_release(struct walk *w)
+{
+	ignore_list_release(&w->ignore);
+}
+
+/* walk_dir visits the entries below path (rel is its name in the archive, "" at the root). */
+static int walk_dir(struct walk *w, const char *path, const char *rel)
 {
 	DIR *d = opendir(path);
 	char **names = NULL;
@@ -197,7 +149,7 @@ static int pack_dir(struct pack *pk, const char *path, const char *rel)
 	int ret = 0;
 
 	if (!d)
-		return error(pk->eb, YERR(IO), "cannot open directory '%s': %s", path,
+		return error(w->eb, YERR(IO), "cannot open directory '%s': %s", path,
 			     strerror(errno));
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -215,13 +167,13 @@ static int pack_dir(struct pack *pk, const char *path, const char *rel)
 		struct stat st;
 
 		if (lstat(full, &st) < 0) {
-			ret = error(pk->eb, YERR(IO), "cannot stat '%s': %s", full, strerror(errno));
+			ret = error(w->eb, YERR(IO), "cannot stat '%s': %s", full, strerror(errno));
 		} else if ((S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) &&
-			   !ignored(&pk->ignore, sub, names[i], S_ISDIR(st.st_mode))) {
+			   !ignored(&w->ignore, sub, names[i], S_ISDIR(st.st_mode))) {
 			/* sockets, fifos and devices are not code: skipped */
-			ret = pack_entry(pk, full, sub, &st);
+			ret = w->visit(w, full, sub, &st);
 			if (!ret && S_ISDIR(st.st_mode))
-				ret = pack_dir(pk, full, sub);
+				ret = walk_dir(w, full, sub);
 		}
 		free(full);
 		free(sub);
@@ -229,6 +181,102 @@ static int pack_dir(struct pack *pk, const char *path, const char *rel)
 	for (size_t i = 0; i < nr; i++)
 		free(names[i]);
 	free(names);
+	return ret;
+}
+
+/* Packing: a walk that writes each entry into the archive. */
+struct pack {
+	struct walk w;        /* first: a visit's walk is its pack */
+	struct archive *ar;
+	uint64_t max_bytes;   /* 0 = no limit */
+	uint64_t total;       /* bytes of file content packed so far */
+};
+
+static int pack_file(struct pack *pk, const char *path, const char *rel, const struct stat *st)
+{
+	char buf[65536];
+	uint64_t left = (uint64_t)st->st_size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int ret = 0;
+
+	if (fd < 0)
+		return error(pk->w.eb, YERR(IO), "cannot open '%s': %s", path, strerror(errno));
+	while (left > 0) {
+		ssize_t n = read(fd, buf, left < sizeof(buf) ? (size_t)left : sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = error(pk->w.eb, YERR(IO), "cannot read '%s': %s", path, strerror(errno));
+			goto out_close;
+		}
+		if (n == 0) {
+			ret = error(pk->w.eb, YERR(IO), "'%s' shrank while it was being packed", rel);
+			goto out_close;
+		}
+		if (al->archive_write_data(pk->ar, buf, (size_t)n) != n) {
+			ret = error(pk->w.eb, YERR(INTERNAL), "cannot pack '%s': %s", rel,
+				    al->archive_error_string(pk->ar));
+			goto out_close;
+		}
+		left -= (uint64_t)n;
+	}
+out_close:
+	close(fd);
+	return ret;
+}
+
+static int pack_entry(struct walk *w, const char *path, const char *rel, const struct stat *st)
+{
+	struct pack *pk = (struct pack *)w;
+	struct archive_entry *e = al->archive_entry_new();
+	char *target = NULL;
+	int ret = 0;
+
+	al->archive_entry_set_pathname(e, rel);
+	al->archive_entry_set_uid(e, 0);
+	al->archive_entry_set_gid(e, 0);
+	al->archive_entry_set_mtime(e, 0, 0);
+	if (S_ISDIR(st->st_mode)) {
+		al->archive_entry_set_filetype(e, AE_IFDIR);
+		al->archive_entry_set_perm(e, st->st_mode & 0777);
+	} else if (S_ISLNK(st->st_mode)) {
+		struct strbuf sb = STRBUF_INIT;
+		ssize_t n;
+		strbuf_grow(&sb, (size_t)st->st_size + 256);
+		n = readlink(path, sb.buf, sb.alloc - 1);
+		if (n < 0) {
+			strbuf_release(&sb);
+			ret = error(w->eb, YERR(IO), "cannot read link '%s': %s", path,
+				    strerror(errno));
+			goto out;
+		}
+		strbuf_setlen(&sb, (size_t)n);
+		target = strbuf_detach(&sb, NULL);
+		al->archive_entry_set_filetype(e, AE_IFLNK);
+		al->archive_entry_set_perm(e, 0777);
+		al->archive_entry_set_symlink(e, target);
+	} else {
+		pk->total += (uint64_t)st->st_size;
+		if (pk->max_bytes && pk->total > pk->max_bytes) {
+			ret = error(w->eb, YERR(TOO_LARGE),
+				    "'%s' holds more than %" PRIu64 " bytes of code (see .yardignore)",
+				    w->root, pk->max_bytes);
+			goto out;
+		}
+		al->archive_entry_set_filetype(e, AE_IFREG);
+		al->archive_entry_set_perm(e, st->st_mode & 0777);
+		al->archive_entry_set_size(e, st->st_size);
+	}
+	if (al->archive_write_header(pk->ar, e) != ARCHIVE_OK) {
+		ret = error(w->eb, YERR(INTERNAL), "cannot pack '%s': %s", rel,
+			    al->archive_error_string(pk->ar));
+		goto out;
+	}
+	if (S_ISREG(st->st_mode))
+		ret = pack_file(pk, path, rel, st);
+out:
+	free(target);
+	al->archive_entry_free(e);
 	return ret;
 }
 
@@ -240,52 +288,86 @@ static la_ssize_t write_to_strbuf(struct archive *a, void *arg, const void *buf,
 
 int codepack_create(const char *dir, struct strbuf *out, uint64_t max_bytes, struct errbuf *eb)
 {
-	struct pack pk = { NULL, dir, { NULL, 0, 0 }, max_bytes, 0, eb };
-	struct strbuf text = STRBUF_INIT;
-	char *ignore_path = xasprintf("%s/.yardignore", dir);
+	struct pack pk = { .w = { .visit = pack_entry }, .max_bytes = max_bytes };
 	size_t start = out->len;
-	struct stat st;
-	int ret = 0;
+	int ret;
 
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		ret = error(eb, YERR(IO), "cannot pack '%s': %s", dir,
-			    errno ? strerror(errno) : "not a directory");
+	if (!(al = archivelib_load(eb)))
+		return YERR(INTERNAL);
+	if ((ret = walk_open(&pk.w, dir, eb)))
 		goto out;
-	}
-	if (strbuf_read_file(&text, ignore_path, 1 << 20) < 0) {
-		if (errno != ENOENT) {
-			ret = error(eb, YERR(IO), "cannot read '%s': %s", ignore_path,
-				    strerror(errno));
-			goto out;
-		}
-	} else {
-		ignore_list_parse(&pk.ignore, text.buf, text.len);
-	}
-
-	pk.ar = archive_write_new();
-	if (archive_write_set_format_pax_restricted(pk.ar) != ARCHIVE_OK ||
-	    archive_write_add_filter_gzip(pk.ar) != ARCHIVE_OK ||
+	pk.ar = al->archive_write_new();
+	if (al->archive_write_set_format_pax_restricted(pk.ar) != ARCHIVE_OK ||
+	    al->archive_write_add_filter_gzip(pk.ar) != ARCHIVE_OK ||
 	    /* no timestamp in the gzip header: same tree, same bytes */
-	    archive_write_set_filter_option(pk.ar, "gzip", "timestamp", NULL) < ARCHIVE_WARN ||
-	    archive_write_set_bytes_in_last_block(pk.ar, 1) != ARCHIVE_OK ||
-	    archive_write_open2(pk.ar, out, NULL, write_to_strbuf, NULL, NULL) != ARCHIVE_OK) {
+	    al->archive_write_set_filter_option(pk.ar, "gzip", "timestamp", NULL) < ARCHIVE_WARN ||
+	    al->archive_write_set_bytes_in_last_block(pk.ar, 1) != ARCHIVE_OK ||
+	    al->archive_write_open2(pk.ar, out, NULL, write_to_strbuf, NULL, NULL) != ARCHIVE_OK) {
 		ret = error(eb, YERR(INTERNAL), "cannot start an archive: %s",
-			    archive_error_string(pk.ar));
+			    al->archive_error_string(pk.ar));
 		goto out_free;
 	}
-	ret = pack_dir(&pk, dir, "");
-	if (!ret && archive_write_close(pk.ar) != ARCHIVE_OK)
+	ret = walk_dir(&pk.w, dir, "");
+	if (!ret && al->archive_write_close(pk.ar) != ARCHIVE_OK)
 		ret = error(eb, YERR(INTERNAL), "cannot finish the archive of '%s': %s", dir,
-			    archive_error_string(pk.ar));
+			    al->archive_error_string(pk.ar));
 out_free:
-	archive_write_free(pk.ar);
+	al->archive_write_free(pk.ar);
 	if (ret)
 		strbuf_setlen(out, start);
 out:
-	ignore_list_release(&pk.ignore);
-	strbuf_release(&text);
-	free(ignore_path);
+	walk_release(&pk.w);
 	return ret;
+}
+
+/* Fingerprinting: a walk that hashes what each entry is, not what it holds. */
+struct print {
+	struct walk w;            /* first: a visit's walk is its print */
+	struct sha256_stream *h;
+	int64_t newest_ns;        /* the latest change of any entry (mtime, ctime) */
+};
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static int print_entry(struct walk *w, const char *path, const char *rel, const struct stat *st)
+{
+	struct print *p = (struct print *)w;
+	int64_t mtime = ts_ns(&st->st_mtim), ctime = ts_ns(&st->st_ctim);
+	char line[160];
+	int n = snprintf(line, sizeof(line), "%o %lld %lld %lld %llu %llu\n", (unsigned)st->st_mode,
+			 (long long)st->st_size, (long long)mtime, (long long)ctime,
+			 (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+
+	sha256_stream_add(p->h, rel, strlen(rel) + 1); /* with its NUL: names cannot run on */
+	sha256_stream_add(p->h, line, (size_t)n);
+	if (mtime > p->newest_ns)
+		p->newest_ns = mtime;
+	if (ctime > p->newest_ns)
+		p->newest_ns = ctime;
+	return 0;
+}
+
+int codepack_fingerprint(const char *dir, char out[SHA256_HEX_LEN + 1], bool *settled,
+			 struct errbuf *eb)
+{
+	struct print p = { .w = { .visit = print_entry }, .h = sha256_stream_new() };
+	struct timespec now;
+	int ret;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!(ret = walk_open(&p.w, dir, eb)))
+		ret = walk_dir(&p.w, dir, "");
+	walk_release(&p.w);
+	if (ret) {
+		sha256_stream_free(p.h);
+		return ret;
+	}
+	sha256_stream_finish(p.h, out);
+	*settled = p.newest_ns < ts_ns(&now) - CODEPACK_SETTLE_NS;
+	return 0;
 }
 
 /*
@@ -427,15 +509,15 @@ static bool resolves_inside(const struct link_map *m, const char *link, const ch
 
 static int open_reader(const char *archive_path, struct archive **out, struct errbuf *eb)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a = al->archive_read_new();
 
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_none(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, archive_path, 65536) != ARCHIVE_OK) {
+	al->archive_read_support_filter_gzip(a);
+	al->archive_read_support_filter_none(a);
+	al->archive_read_support_format_tar(a);
+	if (al->archive_read_open_filename(a, archive_path, 65536) != ARCHIVE_OK) {
 		int ret = error(eb, YERR(BAD_REQUEST), "cannot open archive '%s': %s",
-				archive_path, archive_error_string(a));
-		archive_read_free(a);
+				archive_path, al->archive_error_string(a));
+		al->archive_read_free(a);
 		return ret;
 	}
 	*out = a;
@@ -454,10 +536,10 @@ static int check_archive(const char *archive_path, struct errbuf *eb)
 	ret = open_reader(archive_path, &a, eb);
 	if (ret)
 		return ret;
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(e);
-		const char *hard = archive_entry_hardlink(e);
-		mode_t type = archive_entry_filetype(e);
+	while ((r = al->archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		const char *name = al->archive_entry_pathname(e);
+		const char *hard = al->archive_entry_hardlink(e);
+		mode_t type = al->archive_entry_filetype(e);
 
 		if (!entry_path_ok(name)) {
 			ret = error(eb, YERR(BAD_REQUEST), "archive entry '%s' is outside the destination",
@@ -470,7 +552,7 @@ static int check_archive(const char *archive_path, struct errbuf *eb)
 			goto out;
 		}
 		if (type == AE_IFLNK) {
-			const char *target = archive_entry_symlink(e);
+			const char *target = al->archive_entry_symlink(e);
 			ALLOC_GROW(links.paths, links.nr + 1, links.alloc);
 			ALLOC_GROW(links.targets, links.nr + 1, links.talloc);
 			links.paths[links.nr] = normalise(name);
@@ -484,7 +566,7 @@ static int check_archive(const char *archive_path, struct errbuf *eb)
 	}
 	if (r != ARCHIVE_EOF) {
 		ret = error(eb, YERR(BAD_REQUEST), "cannot read archive '%s': %s", archive_path,
-			    archive_error_string(a));
+			    al->archive_error_string(a));
 		goto out;
 	}
 	/* every link is checked once all are known: a later link may redirect an earlier one */
@@ -497,7 +579,7 @@ static int check_archive(const char *archive_path, struct errbuf *eb)
 		}
 out:
 	link_map_release(&links);
-	archive_read_free(a);
+	al->archive_read_free(a);
 	return ret;
 }
 
@@ -507,6 +589,8 @@ int codepack_extract(const char *archive_path, const char *dest, struct errbuf *
 	struct archive_entry *e;
 	int ret, r;
 
+	if (!(al = archivelib_load(eb)))
+		return YERR(INTERNAL);
 	ret = check_archive(archive_path, eb);
 	if (ret)
 		return ret;
@@ -515,17 +599,17 @@ int codepack_extract(const char *archive_path, const char *dest, struct errbuf *
 	ret = open_reader(archive_path, &a, eb);
 	if (ret)
 		return ret;
-	w = archive_write_disk_new();
+	w = al->archive_write_disk_new();
 	/* Names reach libarchive prefixed with dest (no chdir: the agent is
 	 * threaded), so the absolute-path refusal only applies to a relative
 	 * dest; check_archive() refused absolute names already. */
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	al->archive_write_disk_set_options(w, ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 					   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
 					   (*dest == '/' ? 0 : ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS));
-	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		char *name = normalise(archive_entry_pathname(e));
+	while ((r = al->archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		char *name = normalise(al->archive_entry_pathname(e));
 		char *full = xasprintf("%s/%s", dest, name);
-		const char *hard = archive_entry_hardlink(e);
+		const char *hard = al->archive_entry_hardlink(e);
 
 		if (!*name) {
 			/* "./" itself: dest already exists */
@@ -533,32 +617,32 @@ int codepack_extract(const char *archive_path, const char *dest, struct errbuf *
 			free(full);
 			continue;
 		}
-		archive_entry_set_pathname(e, full);
+		al->archive_entry_set_pathname(e, full);
 		if (hard) {
 			char *h = normalise(hard);
 			char *hfull = xasprintf("%s/%s", dest, h);
-			archive_entry_set_hardlink(e, hfull);
+			al->archive_entry_set_hardlink(e, hfull);
 			free(h);
 			free(hfull);
 		}
-		r = archive_write_header(w, e);
-		if (r == ARCHIVE_OK && archive_entry_size(e) > 0) {
+		r = al->archive_write_header(w, e);
+		if (r == ARCHIVE_OK && al->archive_entry_size(e) > 0) {
 			const void *buf;
 			size_t len;
 			la_int64_t off;
-			while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK)
-				if (archive_write_data_block(w, buf, len, off) != ARCHIVE_OK) {
+			while ((r = al->archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK)
+				if (al->archive_write_data_block(w, buf, len, off) != ARCHIVE_OK) {
 					r = ARCHIVE_FATAL;
 					break;
 				}
 			r = r == ARCHIVE_EOF ? ARCHIVE_OK : r;
 		}
 		if (r == ARCHIVE_OK)
-			r = archive_write_finish_entry(w);
+			r = al->archive_write_finish_entry(w);
 		if (r != ARCHIVE_OK) {
-			struct archive *bad = archive_error_string(w) ? w : a;
+			struct archive *bad = al->archive_error_string(w) ? w : a;
 			ret = error(eb, YERR(BAD_REQUEST), "cannot extract archive entry '%s': %s",
-				    name, archive_error_string(bad) ? archive_error_string(bad) : "unknown error");
+				    name, al->archive_error_string(bad) ? al->archive_error_string(bad) : "unknown error");
 		}
 		free(name);
 		free(full);
@@ -567,10 +651,10 @@ int codepack_extract(const char *archive_path, const char *dest, struct errbuf *
 	}
 	if (r != ARCHIVE_EOF)
 		ret = error(eb, YERR(BAD_REQUEST), "cannot read archive '%s': %s", archive_path,
-			    archive_error_string(a));
+			    al->archive_error_string(a));
 out:
-	archive_write_close(w);
-	archive_write_free(w);
-	archive_read_free(a);
+	al->archive_write_close(w);
+	al->archive_write_free(w);
+	al->archive_read_free(a);
 	return ret;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/crypto.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 
@@ -20,6 +21,18 @@
  * names, zero mtimes, uid/gid 0) so that the same tree gives the same digest.
  * Fails with YERR(TOO_LARGE) past max_bytes of input (0 = no limit). */
 int codepack_create(const char *dir, struct strbuf *out, uint64_t max_bytes, struct errbuf *eb);
+
+/* codepack_fingerprint hashes what codepack_create would pack of dir
+ * without reading a byte of it: each entry's name, mode, size, mtime,
+ * ctime, device and inode, in the archive's order (as git's index tells a
+ * changed file from its stat data). Any change to the code changes the
+ * fingerprint, since every write moves a file's ctime, which nobody can set,
+ * except where timestamps are too coarse to tell two changes apart: so
+ * *settled is false when an entry changed less than CODEPACK_SETTLE_NS
+ * before the walk began, and such a fingerprint vouches for nothing. */
+#define CODEPACK_SETTLE_NS 1000000000LL
+int codepack_fingerprint(const char *dir, char out[SHA256_HEX_LEN + 1], bool *settled,
+			 struct errbuf *eb);
 
 /* codepack_extract unpacks the tar.gz at archive_path into dest (created).
  * Absolute paths, ".." components, and links that point outside dest are

@@ -1,7 +1,11 @@
 /*
- * A small blocking HTTP client over libcurl, shared by the agent and the CLI.
- * One struct httpc per thread (it keeps its connection alive between calls).
- * curl_global_init is done once by main() before any thread starts.
+ * A small blocking HTTP client, shared by the agent and the CLI. One struct
+ * httpc per thread (it keeps its connection alive between calls). What
+ * carries a request is a transport, a table of ops (struct
+ * httpc_transport): libcurl's (common/httpc_curl.c), which the daemons and
+ * the full CLI use, and libevent's evhttp (common/httpc_ev.c), which the
+ * small front `yard` uses (src/front.c says why). main() picks one with
+ * httpc_global_init before any thread starts.
  *
  * Several masters may share one store, one leading and the others standing
  * by (docs/faults.md). A client is given their URLs as one comma-separated
@@ -37,8 +41,11 @@ struct httpc_tls {
 				several), or NULL */
 };
 
+struct httpc_transport;
+
 struct httpc {
-	void *curl;          /* CURL *, owned */
+	const struct httpc_transport *tp; /* the transport httpc_global_init chose */
+	void *conn;          /* the transport's connection state, owned */
 	char **urls;         /* owned: the masters, each without trailing slash,
 				"http://127.0.0.1:7420"; leaders that a standby
 				named are added (at most HTTPC_URLS_MAX in all) */
@@ -75,7 +82,51 @@ struct httpc_response {
 	char *eof_hdr;         /* X-Yard-Eof (owned) */
 	char *content_type;    /* owned or NULL */
 	char *leader_hdr;      /* X-Yard-Leader (owned): the leader a standby names */
+	char *retry_after_hdr; /* Retry-After (owned): a 429's seconds to wait */
 };
+
+/* How far a failed request got, which decides where it may go again. */
+enum httpc_reach {
+	HTTPC_ANSWERED,      /* a response came (or none was needed) */
+	HTTPC_NOT_CONNECTED, /* no connection was made: nothing was sent */
+	HTTPC_MAYBE_SENT,    /* it failed once connected: it may have been processed */
+};
+
+/*
+ * A transport: how one request reaches one master. request sends METHOD
+ * base+path with the body, the token as a bearer and the TLS trust of c,
+ * within c->timeout_ms (0: none) and stopping when c->cancelled says so;
+ * it fills res (headers as struct httpc_response names them) and returns
+ * 0 once any answer came; otherwise YERR(FORBIDDEN) for a master that is
+ * not trusted (what failed and how to trust it), else YERR(UNAVAILABLE)
+ * naming the URL, with *reach and *os_errno (the connect's errno, 0 when
+ * unknown) saying how far it got.
+ */
+struct httpc_transport {
+	const char *name;
+	void (*global_init)(void); /* once, before any thread starts; may be NULL */
+	void *(*open)(void);
+	void (*close)(void *conn);
+	int (*request)(struct httpc *c, const char *base, const char *method, const char *path,
+		       const void *body, size_t body_len, const char *content_type,
+		       struct httpc_response *res, enum httpc_reach *reach, int *os_errno,
+		       struct errbuf *eb);
+	/* the local address of the connection of the last request ("10.0.0.2"),
+	 * caller frees; NULL when unknown */
+	char *(*local_ip)(void *conn);
+};
+
+/* libcurl's (common/httpc_curl.c) and libevent's (common/httpc_ev.c). */
+extern const struct httpc_transport httpc_curl;
+extern const struct httpc_transport httpc_ev;
+
+/* httpc_global_init initialises transport t once, in main() before any
+ * thread starts; every client httpc_init makes afterwards uses it. */
+void httpc_global_init(const struct httpc_transport *t);
+
+/* httpc_local_ip: the local address c's last request went out from
+ * (caller frees), or NULL. */
+char *httpc_local_ip(struct httpc *c);
 
 /* httpc_init prepares a client of base_url, one URL or a comma-separated
  * list of them (the masters sharing one store, spaces around commas
@@ -101,7 +152,7 @@ int httpc_urls_check(const char *list, const char *opt, struct errbuf *eb);
 /* httpc_request sends METHOD url+path (path starts with '/', already
  * escaped) with an optional body and content type, to the leader among the
  * client's masters (the header's comment: what is sent again and where).
- * A transport failure returns YERR(UNAVAILABLE) with the curl message in
+ * A transport failure returns YERR(UNAVAILABLE) with the transport's message in
  * eb, and, with several masters, the masters tried; a master whose
  * certificate or key is not trusted (struct httpc_tls) returns
  * YERR(FORBIDDEN) with what failed and how to trust it, which retrying does
@@ -211,7 +262,9 @@ void httpc_stream_close(struct httpc_stream *s);
  * opens close-on-exec from the start (SOCK_CLOEXEC): the agent starts shims
  * and sessions' commands from some threads while others hold connections
  * to the master, which must never leak into them (a leaked leg would
- * outlive its agent). Every handle of yard's gets it. */
+ * outlive its agent). Every handle of yard's gets it (libevent's sockets
+ * are close-on-exec already). Defined in httpc_curl.c with the upgraded
+ * connections, which are libcurl's. */
 void httpc_cloexec(void *curl);
 
 /* url_escape: percent-encode s for a path segment or query value (caller frees). */

@@ -2,8 +2,6 @@
 #include "base/compat.h"
 #include "master/backup.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <sys/file.h>
@@ -13,6 +11,7 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/archivelib.h"
 #include "master/store.h"
 
 #define LOCK_FILE "backup.lock"
@@ -23,6 +22,10 @@
 #define COPY_BUF ((size_t)1 << 20)
 #define STAGE_PREFIX ".restore-"
 #define DEPTH_MAX 16
+
+/* libarchive once loaded (common/archivelib.h): set by backup_create and
+ * backup_restore before they use it */
+static const struct archivelib *al;
 
 /* Each backend and the member its snapshot is (the header names the
  * backend by its ops' name). */
@@ -173,19 +176,19 @@ struct writer {
 static int add_member(struct writer *w, const char *name, int fd, const char *src, const void *data,
 		      uint64_t len, time_t mtime, struct errbuf *eb)
 {
-	struct archive_entry *e = archive_entry_new();
+	struct archive_entry *e = al->archive_entry_new();
 	struct sha256_stream *h = sha256_stream_new();
 	char hex[SHA256_HEX_LEN + 1];
 	uint64_t done = 0;
 	int ret = 0;
 
-	archive_entry_set_pathname(e, name);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0600);
-	archive_entry_set_size(e, (la_int64_t)len);
-	archive_entry_set_mtime(e, mtime, 0);
-	if (archive_write_header(w->a, e) != ARCHIVE_OK) {
-		ret = error(eb, YERR(IO), "cannot write '%s': %s", w->file, archive_error_string(w->a));
+	al->archive_entry_set_pathname(e, name);
+	al->archive_entry_set_filetype(e, AE_IFREG);
+	al->archive_entry_set_perm(e, 0600);
+	al->archive_entry_set_size(e, (la_int64_t)len);
+	al->archive_entry_set_mtime(e, mtime, 0);
+	if (al->archive_write_header(w->a, e) != ARCHIVE_OK) {
+		ret = error(eb, YERR(IO), "cannot write '%s': %s", w->file, al->archive_error_string(w->a));
 		goto out;
 	}
 	while (done < len) {
@@ -208,9 +211,9 @@ static int add_member(struct writer *w, const char *name, int fd, const char *sr
 			p = w->buf;
 		}
 		sha256_stream_add(h, p, n);
-		if (archive_write_data(w->a, p, n) != (la_ssize_t)n) {
-			ret = error(eb, yerr_of_errno(archive_errno(w->a)), "cannot write '%s': %s", w->file,
-				    archive_error_string(w->a));
+		if (al->archive_write_data(w->a, p, n) != (la_ssize_t)n) {
+			ret = error(eb, yerr_of_errno(al->archive_errno(w->a)), "cannot write '%s': %s", w->file,
+				    al->archive_error_string(w->a));
 			goto out;
 		}
 		done += n;
@@ -222,7 +225,7 @@ static int add_member(struct writer *w, const char *name, int fd, const char *sr
 out:
 	if (h)
 		sha256_stream_free(h);
-	archive_entry_free(e);
+	al->archive_entry_free(e);
 	return ret;
 }
 
@@ -308,10 +311,10 @@ out:
 static int add_filter(struct archive *a, const char *file)
 {
 	if (ends_with(file, ".gz") || ends_with(file, ".tgz"))
-		return archive_write_add_filter_gzip(a);
+		return al->archive_write_add_filter_gzip(a);
 	if (ends_with(file, ".zst"))
-		return archive_write_add_filter_zstd(a);
-	return archive_write_add_filter_none(a);
+		return al->archive_write_add_filter_zstd(a);
+	return al->archive_write_add_filter_none(a);
 }
 
 /* The header member's JSON (caller frees). */
@@ -368,6 +371,10 @@ int backup_create(const struct backup_settings *s, const char *file, struct back
 	struct stat sb;
 
 	memset(rep, 0, sizeof(*rep));
+	if (!(al = archivelib_load(eb))) {
+		ret = YERR(INTERNAL);
+		goto out;
+	}
 	snprintf(rep->store, sizeof(rep->store), "%s", be->ops->name);
 	snprintf(rep->yard_version, sizeof(rep->yard_version), "%s", YARD_VERSION);
 	format_time_utc(wall_us(), rep->created_at, sizeof(rep->created_at));
@@ -404,12 +411,12 @@ int backup_create(const struct backup_settings *s, const char *file, struct back
 	unlink(snap);
 	rep->store_bytes = (uint64_t)sb.st_size;
 
-	w.a = archive_write_new();
-	if (archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK || add_filter(w.a, file) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(w.a, fd) != ARCHIVE_OK) {
+	w.a = al->archive_write_new();
+	if (al->archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK || add_filter(w.a, file) != ARCHIVE_OK ||
+	    al->archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
+	    al->archive_write_open_fd(w.a, fd) != ARCHIVE_OK) {
 		ret = error(eb, YERR(INTERNAL), "cannot start the archive '%s': %s", file,
-			    archive_error_string(w.a));
+			    al->archive_error_string(w.a));
 		goto out;
 	}
 	text = header_json(be, version, rep->created_at, s->data_dir);
@@ -429,9 +436,9 @@ int backup_create(const struct backup_settings *s, const char *file, struct back
 	}
 	if ((ret = add_member(&w, TRAILER_NAME, -1, NULL, text, strlen(text), time(NULL), eb)))
 		goto out;
-	if (archive_write_close(w.a) != ARCHIVE_OK) {
-		ret = error(eb, yerr_of_errno(archive_errno(w.a)), "cannot write '%s': %s", tmp,
-			    archive_error_string(w.a));
+	if (al->archive_write_close(w.a) != ARCHIVE_OK) {
+		ret = error(eb, yerr_of_errno(al->archive_errno(w.a)), "cannot write '%s': %s", tmp,
+			    al->archive_error_string(w.a));
 		goto out;
 	}
 	if (fsync(fd) || fstat(fd, &sb)) {
@@ -450,7 +457,7 @@ int backup_create(const struct backup_settings *s, const char *file, struct back
 	rep->bytes = w.bytes;
 out:
 	if (w.a)
-		archive_write_free(w.a);
+		al->archive_write_free(w.a);
 	if (fd >= 0)
 		close(fd);
 	if (ret)
@@ -500,10 +507,10 @@ static int read_member(struct reader *r, const char *name, struct strbuf *mem, s
 			goto out;
 	}
 	for (;;) {
-		la_ssize_t got = archive_read_data(r->a, r->buf, COPY_BUF);
+		la_ssize_t got = al->archive_read_data(r->a, r->buf, COPY_BUF);
 		if (got < 0) {
 			ret = error(eb, YERR(BAD_REQUEST), "'%s': cannot read its member '%s': %s (the archive is"
-				    " cut short or damaged)", r->file, name, archive_error_string(r->a));
+				    " cut short or damaged)", r->file, name, al->archive_error_string(r->a));
 			goto out;
 		}
 		if (!got)
@@ -639,8 +646,8 @@ static int read_archive(struct reader *r, const struct backend *be, struct backu
 	uint64_t size;
 	int rc, ret = 0;
 
-	while ((rc = archive_read_next_header(r->a, &e)) == ARCHIVE_OK) {
-		const char *name = archive_entry_pathname(e);
+	while ((rc = al->archive_read_next_header(r->a, &e)) == ARCHIVE_OK) {
+		const char *name = al->archive_entry_pathname(e);
 		bool is_data = name && !strncmp(name, "data/", 5);
 		if (!name) {
 			ret = error(eb, YERR(BAD_REQUEST), "'%s': a member without a name", r->file);
@@ -657,7 +664,7 @@ static int read_archive(struct reader *r, const struct backend *be, struct backu
 				    r->file, name);
 			goto out;
 		}
-		if (archive_entry_filetype(e) != AE_IFREG) {
+		if (al->archive_entry_filetype(e) != AE_IFREG) {
 			ret = error(eb, YERR(BAD_REQUEST), "'%s': member '%s' is not a regular file", r->file, name);
 			goto out;
 		}
@@ -681,9 +688,9 @@ static int read_archive(struct reader *r, const struct backend *be, struct backu
 			ret = read_member(r, name, NULL, 0, path = xasprintf("%s/%s", r->stage, name), &size, hex, eb);
 		if (ret)
 			goto out;
-		if (archive_entry_size_is_set(e) && (uint64_t)archive_entry_size(e) != size) {
+		if (al->archive_entry_size_is_set(e) && (uint64_t)al->archive_entry_size(e) != size) {
 			ret = error(eb, YERR(BAD_REQUEST), "'%s': member '%s' holds %" PRIu64 " bytes, its header says"
-				    " %" PRId64, r->file, name, size, (int64_t)archive_entry_size(e));
+				    " %" PRId64, r->file, name, size, (int64_t)al->archive_entry_size(e));
 			goto out;
 		}
 		if (!header) {
@@ -707,7 +714,7 @@ static int read_archive(struct reader *r, const struct backend *be, struct backu
 	}
 	if (rc != ARCHIVE_EOF) {
 		ret = error(eb, YERR(BAD_REQUEST), "'%s': cannot read it: %s (not a yard backup, or one cut short"
-			    " or damaged)", r->file, archive_error_string(r->a));
+			    " or damaged)", r->file, al->archive_error_string(r->a));
 		goto out;
 	}
 	if (!header)
@@ -830,6 +837,10 @@ int backup_restore(const struct backup_settings *s, const char *file, bool force
 	int lock_fd = -1, fd = -1, ret = 0;
 
 	memset(rep, 0, sizeof(*rep));
+	if (!(al = archivelib_load(eb))) {
+		ret = YERR(INTERNAL);
+		goto out;
+	}
 	if (mkdir_p(s->data_dir, 0700)) {
 		ret = error(eb, yerr_of_errno(errno), "--data-dir '%s': cannot create it: %s", s->data_dir,
 			    strerror(errno));
@@ -866,15 +877,15 @@ int backup_restore(const struct backup_settings *s, const char *file, bool force
 		ret = error(eb, yerr_of_errno(errno), "cannot create '%s': %s", r.stage, strerror(errno));
 		goto out;
 	}
-	r.a = archive_read_new();
-	archive_read_support_filter_all(r.a);
-	archive_read_support_format_tar(r.a);
+	r.a = al->archive_read_new();
+	al->archive_read_support_filter_all(r.a);
+	al->archive_read_support_format_tar(r.a);
 	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
 		ret = error(eb, yerr_of_errno(errno), "cannot open '%s': %s", file, strerror(errno));
 		goto out;
 	}
-	if (archive_read_open_fd(r.a, fd, 65536) != ARCHIVE_OK) {
-		ret = error(eb, YERR(BAD_REQUEST), "'%s': %s: not a yard backup", file, archive_error_string(r.a));
+	if (al->archive_read_open_fd(r.a, fd, 65536) != ARCHIVE_OK) {
+		ret = error(eb, YERR(BAD_REQUEST), "'%s': %s: not a yard backup", file, al->archive_error_string(r.a));
 		goto out;
 	}
 	if ((ret = read_archive(&r, be, rep, eb)))
@@ -894,7 +905,7 @@ int backup_restore(const struct backup_settings *s, const char *file, bool force
 		ret = error(eb, YERR(IO), "cannot sync '%s': %s", s->data_dir, strerror(errno));
 out:
 	if (r.a)
-		archive_read_free(r.a);
+		al->archive_read_free(r.a);
 	if (fd >= 0)
 		close(fd);
 	if (r.stage)

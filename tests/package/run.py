@@ -41,6 +41,7 @@ CLI_ENV = f"YARD_MASTER={MASTER_URL} YARD_TOKEN=$(cat {DATA}/admin-token)"
 # what the package installs: (path, executable)
 FILES = [
     ("/usr/bin/yard", True),
+    ("/usr/bin/yard-core", True),
     ("/usr/bin/yard-shim", True),
     ("/usr/share/yard/web/index.html", False),
     ("/lib/systemd/system/yard-master.service", False),
@@ -130,7 +131,7 @@ class Run:
                 check(os.access(full, os.X_OK), f"{path} is not executable")
         conf = self.m.run(f"dpkg-query -W -f='${{Conffiles}}' {PACKAGE}")
         check_eq({ln.split()[0] for ln in conf.splitlines() if ln.strip()}, CONFFILES, "the package's conffiles")
-        ldd = self.m.run("ldd /usr/bin/yard /usr/bin/yard-shim")
+        ldd = self.m.run("ldd /usr/bin/yard /usr/bin/yard-core /usr/bin/yard-shim")
         check("not found" not in ldd, f"a library the binaries need is missing:\n{ldd}")
         out = self.m.run("yard --version").strip()
         check_eq(out, f"yard {self.version}", "yard --version beside the package's version")

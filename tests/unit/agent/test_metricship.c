@@ -402,7 +402,7 @@ int main(void)
 	};
 	int rc;
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	httpc_global_init(&httpc_curl);
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;

@@ -816,7 +816,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_s3_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3, setup, teardown),
 	};
-	curl_global_init(CURL_GLOBAL_ALL);
+	httpc_global_init(&httpc_curl);
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return r;

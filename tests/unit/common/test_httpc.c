@@ -5,6 +5,7 @@
  * a request and stalls, and ports where nothing listens. The client must
  * reach the leader through standbys and refused connections, send nothing
  * twice that a server may have processed, and say which masters it tried.
+ * Every test runs on both transports (libcurl's and libevent's).
  */
 #include "base/compat.h"
 
@@ -21,7 +22,7 @@
 #include "base/xalloc.h"
 #include "common/httpc.h"
 
-enum role { LEADER, STANDBY, STALL };
+enum role { LEADER, STANDBY, STALL, RATED };
 
 struct server {
 	struct MHD_Daemon *d;
@@ -72,7 +73,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		return MHD_YES;
 	}
 	pthread_mutex_lock(&s->lock);
-	s->requests++;
+	unsigned seen = ++s->requests;
 	strbuf_reset(&s->last);
 	strbuf_addf(&s->last, "%s %s %s", method, url, u->body.buf);
 	pthread_mutex_unlock(&s->lock);
@@ -91,6 +92,27 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 				 "{\"error\": {\"code\": \"not_leader\", \"message\": \"this master is a "
 				 "standby; no leader is known\", \"leader\": null}}");
 		return reply(conn, 503, text, s->names);
+	case RATED: {
+		/* 429 the first time (wait a second), then an answer with the
+		 * headers a log read gets */
+		struct MHD_Response *r;
+		enum MHD_Result ret;
+		bool first = seen == 1;
+		snprintf(text, sizeof(text), "%s", first ? "{\"error\": {\"code\": \"rate_limited\", "
+			 "\"message\": \"slow down\"}}" : "log bytes");
+		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_COPY);
+		if (first) {
+			MHD_add_response_header(r, "Retry-After", "1");
+		} else {
+			MHD_add_response_header(r, "Content-Type", "text/plain");
+			MHD_add_response_header(r, "X-Yard-Offset", "9");
+			MHD_add_response_header(r, "X-Yard-Size", "12");
+			MHD_add_response_header(r, "X-Yard-Eof", "1");
+		}
+		ret = MHD_queue_response(conn, first ? 429 : 200, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	case STALL:
 	default: {
 		/* took the request, answers past the client's timeout */
@@ -396,6 +418,45 @@ static void test_stall_not_resent(void **state)
 	server_stop(&leader);
 }
 
+/* A 429 is waited out for its Retry-After and sent again; an answer's
+ * headers and body come back as they were sent. */
+static void test_retry_after_and_headers(void **state)
+{
+	struct server rated;
+	struct httpc c;
+	struct httpc_response res;
+	struct errbuf eb = ERRBUF_INIT;
+	struct timespec t0, t1;
+
+	server_start(&rated, RATED, NULL);
+	httpc_init(&c, rated.url, NULL, NULL);
+	c.timeout_ms = 5000;
+	c.retry_429 = 1;
+	httpc_response_init(&res);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(httpc_request(&c, "GET", "/v1/jobs/1/logs", NULL, 0, NULL, &res, &eb), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(res.status, 200);
+	assert_int_equal(server_requests(&rated), 2);
+	/* it waited the second Retry-After asked for before sending again */
+	assert_true(t1.tv_sec * 1000 + t1.tv_nsec / 1000000 - (t0.tv_sec * 1000 + t0.tv_nsec / 1000000) >= 1000);
+	assert_int_equal(res.body.len, 9);
+	assert_memory_equal(res.body.buf, "log bytes", 9);
+	assert_string_equal(res.offset_hdr, "9");
+	assert_string_equal(res.size_hdr, "12");
+	assert_string_equal(res.eof_hdr, "1");
+	assert_string_equal(res.content_type, "text/plain");
+	assert_null(res.leader_hdr);
+	/* a local address is known after a request */
+	char *ip = httpc_local_ip(&c);
+	assert_non_null(ip);
+	assert_string_equal(ip, "127.0.0.1");
+	free(ip);
+	httpc_response_release(&res);
+	httpc_release(&c);
+	server_stop(&rated);
+}
+
 /* httpc_urls_check names the bad entry. */
 static void test_urls_check(void **state)
 {
@@ -425,10 +486,13 @@ int main(void)
 		cmocka_unit_test(test_all_failing),
 		cmocka_unit_test(test_standbys_in_a_loop),
 		cmocka_unit_test(test_stall_not_resent),
+		cmocka_unit_test(test_retry_after_and_headers),
 		cmocka_unit_test(test_urls_check),
 	};
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	httpc_global_init(&httpc_curl);
+	int rc = cmocka_run_group_tests_name("httpc on libcurl", tests, NULL, NULL);
+	httpc_global_init(&httpc_ev);
+	rc |= cmocka_run_group_tests_name("httpc on libevent", tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
 }

@@ -281,7 +281,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_finds_leader),
 	};
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	httpc_global_init(&httpc_curl);
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
 	return rc;
