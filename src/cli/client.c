@@ -189,7 +189,8 @@ static int get_listing(struct client *c, const char *base, const char *const kv[
 int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
 		     struct errbuf *eb)
 {
-	const char *const kv[][2] = { { "state", f ? f->state : NULL }, { "user", f ? f->user : NULL } };
+	const char *const kv[][2] = { { "state", f ? f->state : NULL }, { "user", f ? f->user : NULL },
+				      { "view", f && f->summary ? "summary" : NULL } };
 
 	return get_listing(c, "/v1/jobs", kv, ARRAY_SIZE(kv), f ? f->limit : 0, out, eb);
 }

@@ -64,9 +64,10 @@ struct client_jobs_filter {
 	const char *state;
 	const char *user;
 	uint64_t limit;
+	bool summary;   /* each job as view=summary shows it (docs/protocol.md) */
 };
 
-/* GET /v1/jobs?state=&user=&limit= -> {"jobs": [...]}. */
+/* GET /v1/jobs?state=&user=&limit=&view= -> {"jobs": [...]}. */
 int client_jobs_list(struct client *c, const struct client_jobs_filter *f, json_t **out,
 		     struct errbuf *eb);
 

@@ -14,7 +14,7 @@ int cmd_ls(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	static const char *const headers[] = { "ID", "NAME", "USER", "STATE", "TASKS", "GPUS",
 					       "AGE", "REASON" };
-	struct client_jobs_filter f = { NULL, NULL, 0 };
+	struct client_jobs_filter f = { NULL, NULL, 0, false };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
 	json_t *reply = NULL, *job;
@@ -33,6 +33,7 @@ int cmd_ls(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "--limit expects a number > 0, got '%s'", limit);
 	f.state = state;
 	f.user = user;
+	f.summary = !ctx->json; /* a table needs a tenth of each job */
 	if (client_jobs_list(&ctx->client, &f, &reply, &eb))
 		return cli_fail(ctx, &eb);
 	if (ctx->json) {
@@ -42,20 +43,27 @@ int cmd_ls(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	cli_table_init(&t, ARRAY_SIZE(headers), headers);
 	json_array_foreach(json_object_get(reply, "jobs"), i, job) {
-		json_t *tasks = json_object_get(job, "tasks");
 		char age[32];
 		char *reason = cli_reason(json_object_get(job, "reason"));
 		cli_age(cli_jint(job, "submitted_at"), age, sizeof(age));
 		cli_table_add(&t, "%" PRId64, cli_jint(job, "id"));
 		/* an interactive job (yard shell): marked after its name */
-		if (json_is_object(json_object_get(json_object_get(job, "spec"), "interactive")))
+		/* a master from before view=summary answers whole jobs */
+		bool whole = !json_object_get(job, "task_count");
+		if (whole ? json_is_object(json_object_get(json_object_get(job, "spec"), "interactive"))
+			  : json_is_true(json_object_get(job, "interactive")))
 			cli_table_add(&t, "%s (interactive)", cli_jstr(job, "name"));
 		else
 			cli_table_add(&t, "%s", cli_jstr(job, "name"));
 		cli_table_add(&t, "%s", cli_jstr(job, "user"));
 		cli_table_add(&t, "%s", cli_jstr(job, "state"));
-		cli_table_add(&t, "%zu", json_array_size(tasks));
-		cli_table_add(&t, "%" PRIu64, cli_job_gpus(job));
+		if (whole) {
+			cli_table_add(&t, "%zu", json_array_size(json_object_get(job, "tasks")));
+			cli_table_add(&t, "%" PRIu64, cli_job_gpus(job));
+		} else {
+			cli_table_add(&t, "%" PRId64, cli_jint(job, "task_count"));
+			cli_table_add(&t, "%" PRId64, cli_jint(job, "gpus"));
+		}
 		cli_table_add(&t, "%s", age);
 		cli_table_add(&t, "%s", reason);
 		free(reason);

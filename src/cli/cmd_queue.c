@@ -17,7 +17,7 @@ static const json_t *find_job(const json_t *list, json_int_t id)
 int cmd_queue(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const char *const headers[] = { "POS", "ID", "NAME", "USER", "AHEAD", "START", "REASON" };
-	struct client_jobs_filter f = { "queued", NULL, 0 };
+	struct client_jobs_filter f = { "queued", NULL, 0, false };
 	struct errbuf eb = ERRBUF_INIT;
 	struct cli_table t;
 	json_t *reply = NULL, *queued = NULL, *entry;

@@ -145,6 +145,11 @@ struct job {
 	 * show changes (core_job_changed drops them); in memory only */
 	char *doc[2];
 	size_t doc_len[2];
+	/* what its spec asks for, as a summary listing shows it
+	 * (jobs_job_summary_json), read once: a final job's parsed spec is
+	 * dropped, and its text never changes; in memory only */
+	bool asked_known, asked_interactive;
+	uint64_t asked_gpus;
 	/* An interactive job's sessions (interactive.h), in memory only: how
 	 * many are open, and when (wall us) the last one closed, 0: never */
 	unsigned sessions;

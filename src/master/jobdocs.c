@@ -59,6 +59,60 @@ json_t *jobs_ahead_json(const struct master *m, const struct job *j)
 	return ahead;
 }
 
+/* Why j is in its state: held, waiting, or its end's reason. */
+static json_t *job_reason_json(const struct job *j)
+{
+	if (j->state == JOB_QUEUED && j->held_by) {
+		char held[160];
+		control_held_reason(j, held, sizeof(held));
+		return reason_json("held", held);
+	}
+	if (j->state == JOB_QUEUED && (j->blocked || (j->queue_position && !j->reason_code)))
+		return reason_json(j->wait_code, j->wait_msg);
+	return reason_json(j->reason_code, j->reason_msg);
+}
+
+static const char *priority_name(const struct job *j)
+{
+	return j->priority == PRIO_HIGH ? "high" : j->priority == PRIO_LOW ? "low" : "normal";
+}
+
+/* Reads once what j's spec asks for: GPUs (replicas x gpus over its
+ * roles) and whether it is interactive; from its parsed spec while it has
+ * one, else from its text. */
+static void job_asked(struct job *j)
+{
+	uint64_t gpus = 0;
+
+	if (j->asked_known)
+		return;
+	if (j->spec) {
+		for (size_t i = 0; i < j->spec->nroles; i++)
+			gpus += (uint64_t)j->spec->roles[i].replicas * j->spec->roles[i].gpus;
+		j->asked_interactive = j->spec->interactive;
+	} else {
+		json_t *spec = json_loads(j->spec_text, 0, NULL), *r;
+		const char *role;
+		json_object_foreach(json_object_get(spec, "tasks"), role, r)
+			gpus += (uint64_t)json_integer_value(json_object_get(r, "replicas")) *
+				(uint64_t)json_integer_value(json_object_get(r, "gpus"));
+		j->asked_interactive = json_is_object(json_object_get(spec, "interactive"));
+		json_decref(spec);
+	}
+	j->asked_gpus = gpus;
+	j->asked_known = true;
+}
+
+json_t *jobs_job_summary_json(struct job *j)
+{
+	job_asked(j);
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:b}", "id", (json_int_t)j->id,
+			 "name", j->name, "user", j->user, "state", job_state_name(j->state), "reason",
+			 job_reason_json(j), "submitted_at", time_json(j->submitted_at), "task_count",
+			 (json_int_t)j->ntasks, "gpus", (json_int_t)j->asked_gpus, "interactive",
+			 j->asked_interactive);
+}
+
 json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 {
 	json_t *d = json_object(), *tasks = json_array(), *spec;
@@ -68,22 +122,13 @@ json_t *jobs_job_json(struct master *m, const struct job *j, bool whole)
 	json_object_set_new(d, "user", json_string(j->user));
 	json_object_set_new(d, "team", j->team ? json_string(j->team) : json_null());
 	json_object_set_new(d, "state", json_string(job_state_name(j->state)));
-	if (j->state == JOB_QUEUED && j->held_by) {
-		char held[160];
-		control_held_reason(j, held, sizeof(held));
-		json_object_set_new(d, "reason", reason_json("held", held));
-	} else if (j->state == JOB_QUEUED && (j->blocked || (j->queue_position && !j->reason_code))) {
-		json_object_set_new(d, "reason", reason_json(j->wait_code, j->wait_msg));
-	} else {
-		json_object_set_new(d, "reason", reason_json(j->reason_code, j->reason_msg));
-	}
+	json_object_set_new(d, "reason", job_reason_json(j));
 	json_object_set_new(d, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
 	json_object_set_new(d, "attempt", json_integer(j->attempt));
 	json_object_set_new(d, "preemptions", json_integer(j->preemptions));
 	json_object_set_new(d, "attained_gpu_seconds",
 			    json_integer((json_int_t)jobs_attained_gpu_s(j, wall_us())));
-	json_object_set_new(d, "priority", json_string(j->priority == PRIO_HIGH ? "high" :
-							  j->priority == PRIO_LOW ? "low" : "normal"));
+	json_object_set_new(d, "priority", json_string(priority_name(j)));
 	json_object_set_new(d, "submitted_at", time_json(j->submitted_at));
 	json_object_set_new(d, "started_at", time_json(j->started_at));
 	json_object_set_new(d, "running_at", time_json(j->running_at));

@@ -19,6 +19,11 @@ struct strbuf;
  * data (its spec's command and params, code, checkpoint); else as shown to
  * those who may not see the job whole (visibility_redact_job). */
 json_t *jobs_job_json(struct master *m, const struct job *j, bool whole);
+/* jobs_job_summary_json: what a listing's view=summary shows of j, the
+ * columns of `yard ls` (and everyone's to see): id, name, user, state,
+ * reason, submitted_at, task_count (its tasks, every attempt's), gpus
+ * (asked for) and interactive. */
+json_t *jobs_job_summary_json(struct job *j);
 /* jobs_job_append appends jobs_job_json's document of j to out as compact
  * JSON text: a listing's cost per job is a copy. The text is kept in j
  * until j changes (core_job_changed), unless it reads the clock (a running

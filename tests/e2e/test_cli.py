@@ -61,6 +61,22 @@ def test_submit_follow_wait_and_listings():
         check_eq([j["state"] for j in jobs if str(j["id"]) == jid], ["succeeded"], "ls --output json")
         r = c.cli("ls", check_rc=0)
         check(re.search(rf"^{jid}\s+hello\s", r.stdout.decode(), re.M), f"ls table: {r.stdout!r}")
+        # the table reads view=summary: each job's summary agrees with its whole document
+        full = {j["id"]: j for j in c.api.json("GET", "/v1/jobs", expect=200)[1]["jobs"]}
+        summary = c.api.json("GET", "/v1/jobs?view=summary", expect=200)[1]["jobs"]
+        check_eq([j["id"] for j in summary], list(full), "the summary lists the same jobs")
+        for j in summary:
+            whole = full[j["id"]]
+            gpus = sum(t.get("replicas", 1) * t["gpus"] for t in whole["spec"]["tasks"].values())
+            check_eq((j["name"], j["user"], j["state"], j["reason"], j["submitted_at"], j["task_count"], j["gpus"],
+                      j["interactive"]),
+                     (whole["name"], whole["user"], whole["state"], whole["reason"], whole["submitted_at"],
+                      len(whole["tasks"]), gpus, False), f"job {j['id']}'s summary")
+            check("spec" not in j and "tasks" not in j, f"a summary is not the whole job: {j}")
+            check(re.search(rf"^{j['id']}\s+\S+\s+\S+\s+{j['state']}\s+{len(whole['tasks'])}\s+{gpus}\s",
+                            r.stdout.decode(), re.M), f"job {j['id']}'s row: {r.stdout!r}")
+        st, body = c.api.json("GET", "/v1/jobs?view=brief")
+        check(st == 400 and "view: 'brief' is not a view" in body["error"]["message"], f"a bad view: {st} {body}")
         r = c.cli("show", jid, check_rc=0)
         check("worker/1" in r.stdout.decode() and "succeeded" in r.stdout.decode(), f"show: {r.stdout!r}")
         r = c.cli("show", jid, "--output", "json", check_rc=0)

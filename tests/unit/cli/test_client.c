@@ -27,7 +27,7 @@ struct fake {
 	char path[256];
 	char auth[256];
 	char ctype[128];
-	char q_state[64], q_user[64], q_limit[64], q_task[64], q_stream[64], q_offset[64],
+	char q_state[64], q_user[64], q_limit[64], q_view[64], q_task[64], q_stream[64], q_offset[64],
 		q_follow[64], q_qlimit[64];
 	struct strbuf body;
 };
@@ -66,6 +66,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "state", f->q_state, sizeof(f->q_state));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "user", f->q_user, sizeof(f->q_user));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "limit", f->q_limit, sizeof(f->q_limit));
+	copy_value(c, MHD_GET_ARGUMENT_KIND, "view", f->q_view, sizeof(f->q_view));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "task", f->q_task, sizeof(f->q_task));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "stream", f->q_stream, sizeof(f->q_stream));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "offset", f->q_offset, sizeof(f->q_offset));
@@ -172,7 +173,7 @@ static void test_jobs_list_and_get(void **state)
 {
 	struct client c;
 	struct errbuf eb = ERRBUF_INIT;
-	struct client_jobs_filter f = { "running", "bob smith", 5 };
+	struct client_jobs_filter f = { "running", "bob smith", 5, true };
 	json_t *out = NULL;
 
 	reply(200, "{\"jobs\": []}");
@@ -183,12 +184,14 @@ static void test_jobs_list_and_get(void **state)
 	assert_string_equal(fake.q_state, "running");
 	assert_string_equal(fake.q_user, "bob smith");
 	assert_string_equal(fake.q_limit, "5");
+	assert_string_equal(fake.q_view, "summary");
 	assert_string_equal(fake.auth, "(none)");
 	assert_true(json_is_array(json_object_get(out, "jobs")));
 	json_decref(out);
 
 	assert_int_equal(client_jobs_list(&c, NULL, &out, &eb), 0);
 	assert_string_equal(fake.q_state, "(none)");
+	assert_string_equal(fake.q_view, "(none)");
 	json_decref(out);
 
 	reply(200, "{\"id\": 42}");
@@ -329,6 +332,6 @@ int main(void)
 		cmocka_unit_test(test_token_create),
 		cmocka_unit_test(test_unreachable),
 	};
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	httpc_global_init(&httpc_curl);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
