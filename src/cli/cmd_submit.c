@@ -4,7 +4,9 @@
 
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "base/crypto.h"
 #include "cli/cmd.h"
+#include "cli/codecache.h"
 #include "common/codepack.h"
 #include "common/spec.h"
 #include "common/spec_code.h"
@@ -71,6 +73,69 @@ int cli_upload_code(struct cli_ctx *ctx, const char *file, char **digest, struct
 		ret = client_code_upload(&ctx->client, tgz.buf, tgz.len, digest, NULL, eb);
 	strbuf_release(&tgz);
 	free(copy);
+	return ret;
+}
+
+/* The directory that holds file, absolute (caller frees), or NULL. */
+static char *code_dir(const char *file)
+{
+	char *copy = xstrdup(file), *dir = realpath(dirname(copy), NULL);
+
+	free(copy);
+	return dir;
+}
+
+/* The code of the directory that holds file, as its job names it: the
+ * digest the code cache (cli/codecache.h) holds when the directory has not
+ * changed since it was uploaded (*cached true), else packed and uploaded
+ * now, and remembered once its fingerprint settled. */
+static int code_for(struct cli_ctx *ctx, const char *file, char **digest, bool *cached,
+		    struct errbuf *eb)
+{
+	char *dir = code_dir(file);
+	char print[SHA256_HEX_LEN + 1];
+	bool settled = false;
+	int ret;
+
+	*cached = false;
+	/* a directory that cannot be fingerprinted is packed, and says why there */
+	if (dir && !codepack_fingerprint(dir, print, &settled, NULL)) {
+		*digest = codecache_lookup(ctx->cfg.master, dir, print);
+		if ((*cached = *digest != NULL)) {
+			ret = 0;
+			goto out;
+		}
+	}
+	ret = cli_upload_code(ctx, file, digest, eb);
+	if (!ret && dir && settled)
+		codecache_store(ctx->cfg.master, dir, print, *digest);
+out:
+	free(dir);
+	return ret;
+}
+
+/* Submits doc with the code of the directory that holds file (code_for's);
+ * a digest from the cache that the master no longer has (400 on "code") is
+ * forgotten, and the code packed and uploaded. */
+static int submit_with_code(struct cli_ctx *ctx, const char *file, json_t *doc, char **digest,
+			    json_t **job, struct errbuf *eb)
+{
+	bool cached;
+	int ret = code_for(ctx, file, digest, &cached, eb);
+
+	if (!ret)
+		ret = client_submit(&ctx->client, doc, *digest, job, eb);
+	if (ret == YERR(BAD_REQUEST) && cached && !strcmp(eb->field, "code")) {
+		char *dir = code_dir(file);
+		if (dir)
+			codecache_forget(ctx->cfg.master, dir);
+		free(dir);
+		free(*digest);
+		*digest = NULL;
+		errbuf_reset(eb);
+		if (!(ret = code_for(ctx, file, digest, &cached, eb)))
+			ret = client_submit(&ctx->client, doc, *digest, job, eb);
+	}
 	return ret;
 }
 
@@ -145,8 +210,8 @@ int cmd_submit(struct cli_ctx *ctx, int argc, char **argv)
 		goto out;
 	}
 	/* code from git: the master fetches it, nothing is uploaded */
-	if ((!json_object_get(doc, "code") && cli_upload_code(ctx, argv[1], &digest, &eb)) ||
-	    client_submit(&ctx->client, doc, digest, &job, &eb)) {
+	if (json_object_get(doc, "code") ? client_submit(&ctx->client, doc, NULL, &job, &eb)
+					 : submit_with_code(ctx, argv[1], doc, &digest, &job, &eb)) {
 		status = cli_fail(ctx, &eb);
 		goto out;
 	}

@@ -3,8 +3,12 @@
 import json
 import os
 import re
+import http.client
+import http.server
 import socket
 import subprocess
+import threading
+import time
 
 from harness import YARD, Proc, agent_cgroup_base, check, check_eq, cluster, wait_until
 
@@ -104,6 +108,113 @@ def test_submit_follow_wait_and_listings():
         check_eq(r.returncode, 2, "exit status of submit without a file")
         r = c.cli("ls", "--bogus")
         check_eq(r.returncode, 2, "exit status for an unknown option")
+
+
+class Recorder:
+    """A plain HTTP proxy in front of a master that records each request's
+    method, path and status: what the CLI sent, seen from outside it."""
+
+    def __init__(self, target):
+        host, port = target[len("http://"):].split(":")
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def forward(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                conn = http.client.HTTPConnection(host, int(port), timeout=60)
+                conn.request(self.command, self.path, body,
+                             {k: v for k, v in self.headers.items() if k.lower() != "connection"})
+                r = conn.getresponse()
+                data = r.read()
+                seen.append((self.command, self.path.split("?")[0], r.status))
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_POST = forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def take(self):
+        got, self.seen[:] = list(self.seen), []
+        return got
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_submit_code_cache():
+    """A directory submitted again unchanged is neither packed nor uploaded:
+    the job names the digest the master has; a change, one the master lost,
+    or a directory changed too recently to vouch for uploads it again."""
+    with cluster("cli-codecache") as c:
+        c.start_master()
+        c.start_agent("n1", gpus="none")
+        proj = os.path.join(c.dir, "proj")
+        os.makedirs(proj)
+        with open(os.path.join(proj, "job.yaml"), "w") as f:
+            f.write("command: [/bin/sh, run.sh]\ntasks: {worker: {cpus: 0.1}}\n")
+        with open(os.path.join(proj, "run.sh"), "w") as f:
+            f.write("echo version one\n")
+        spec = os.path.join(proj, "job.yaml")
+        rec = Recorder(c.url)
+        try:
+            env = {"YARD_MASTER": rec.url}
+
+            def submit():
+                r = c.cli("submit", spec, "--output", "json", env=env, check_rc=0)
+                return json.loads(r.stdout), rec.take()
+
+            # just written: uploaded, and not remembered (timestamps are coarse)
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/code", 201), ("POST", "/v1/jobs", 201)], "a fresh directory")
+            digest = job["code"]
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/code", 201), ("POST", "/v1/jobs", 201)],
+                     "a directory changed under a second ago is uploaded again")
+            time.sleep(1.2)
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/code", 201), ("POST", "/v1/jobs", 201)], "settled: uploaded once more")
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/jobs", 201)], "unchanged since: nothing uploaded")
+            check_eq(job["code"], digest, "the job names the code the master has")
+            c.cli("wait", str(job["id"]), "--timeout", "60", check_rc=0)
+            check("version one" in c.cli("logs", str(job["id"]), check_rc=0).stdout.decode(), "the job ran that code")
+
+            # the master lost it: the refusal is taken back by an upload
+            blobs = [os.path.join(d, n) for d, _, names in os.walk(c.data_dir) for n in names
+                     if n == digest[len("sha256:"):] + ".tar.gz"]
+            check_eq(len(blobs), 1, f"the code's blob in the master's store: {blobs}")
+            os.unlink(blobs[0])
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/jobs", 400), ("POST", "/v1/code", 201), ("POST", "/v1/jobs", 201)],
+                     "a digest the master lost")
+            check_eq(job["code"], digest, "the same code again")
+            check(os.path.exists(blobs[0]), "the master has it again")
+
+            # a change of the same size: the fingerprint sees it
+            time.sleep(1.2)
+            with open(os.path.join(proj, "run.sh"), "w") as f:
+                f.write("echo version two\n")
+            job, sent = submit()
+            check_eq(sent, [("POST", "/v1/code", 201), ("POST", "/v1/jobs", 201)], "a changed file")
+            check(job["code"] != digest, "new code, a new digest")
+            c.cli("wait", str(job["id"]), "--timeout", "60", check_rc=0)
+            check("version two" in c.cli("logs", str(job["id"]), check_rc=0).stdout.decode(),
+                  "the job ran the new code")
+        finally:
+            rec.close()
 
 
 def test_logs_follow_live():

@@ -1,6 +1,7 @@
 #include "base/compat.h"
 
 #include <archive.h>
+#include <dirent.h>
 #include <archive_entry.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -9,6 +10,7 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "cli/codecache.h"
 #include "common/codepack.h"
 
 /* A fresh temporary directory per test, removed afterwards. */
@@ -347,6 +349,108 @@ static void test_inside_links_allowed(void **state)
 	free(dst);
 }
 
+static void print_of(const char *dir, char out[SHA256_HEX_LEN + 1], bool *settled)
+{
+	struct errbuf eb = ERRBUF_INIT;
+
+	assert_int_equal(codepack_fingerprint(dir, out, settled, &eb), 0);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* The fingerprint follows what would be packed, without reading it: the
+ * same for the same tree, another for any change to a file that is packed
+ * (even one of the same size), not for one .yardignore leaves out; fresh
+ * changes leave it unsettled. */
+static void test_fingerprint(void **state)
+{
+	const char *dir = *state;
+	char a[SHA256_HEX_LEN + 1], b[SHA256_HEX_LEN + 1];
+	bool settled;
+	struct errbuf eb = ERRBUF_INIT;
+
+	put(dir, "train.py", "print(1)\n", 0644);
+	put(dir, "lib/util.py", "x = 1\n", 0644);
+	put(dir, ".yardignore", "out/\n", 0644);
+	put(dir, "out/model.bin", "weights", 0644);
+	print_of(dir, a, &settled);
+	assert_false(settled); /* just written */
+	print_of(dir, b, &settled);
+	assert_string_equal(a, b);
+
+	sleep_ms(20); /* past the kernel's timestamp tick */
+	put(dir, "out/model.bin", "WEIGHTS and more", 0644);
+	print_of(dir, b, &settled);
+	assert_string_equal(a, b); /* ignored: not code */
+
+	put(dir, "lib/util.py", "x = 2\n", 0644); /* the same size */
+	print_of(dir, b, &settled);
+	assert_string_not_equal(a, b);
+	memcpy(a, b, sizeof(a));
+	put(dir, "lib/new.py", "", 0644);
+	print_of(dir, b, &settled);
+	assert_string_not_equal(a, b);
+
+	sleep_ms(1100); /* nothing changed for longer than CODEPACK_SETTLE_NS */
+	print_of(dir, a, &settled);
+	assert_true(settled);
+	assert_string_equal(a, b);
+
+	char *missing = xasprintf("%s/nope", dir);
+	assert_int_equal(codepack_fingerprint(missing, a, &settled, &eb), YERR(IO));
+	assert_non_null(strstr(eb.msg, "nope"));
+	free(missing);
+}
+
+/* The code cache: a digest comes back for the same master, directory and
+ * fingerprint only; forgotten, or unreadable, it is a miss. */
+static void test_code_cache(void **state)
+{
+	const char *dir = *state;
+	const char *digest = "sha256:4be9a6f59910d9223ccdda5e92693b39bf7ba2f037ed7bd43a94caf43a539a88";
+	char *cache = xasprintf("%s/cache", dir), *got;
+
+	setenv("XDG_CACHE_HOME", cache, 1);
+	assert_null(codecache_lookup("http://m:1", "/src/a", "f1"));
+	codecache_store("http://m:1", "/src/a", "f1", digest);
+	got = codecache_lookup("http://m:1", "/src/a", "f1");
+	assert_non_null(got);
+	assert_string_equal(got, digest);
+	free(got);
+	assert_null(codecache_lookup("http://m:1", "/src/a", "f2"));
+	assert_null(codecache_lookup("http://m:2", "/src/a", "f1"));
+	assert_null(codecache_lookup("http://m:1", "/src/b", "f1"));
+	codecache_forget("http://m:1", "/src/a");
+	assert_null(codecache_lookup("http://m:1", "/src/a", "f1"));
+
+	/* a damaged entry is a miss, and storing again mends it */
+	codecache_store("http://m:1", "/src/a", "f1", digest);
+	char *code_dir = xasprintf("%s/yard/code", cache);
+	DIR *d = opendir(code_dir);
+	struct dirent *de;
+	char *entry = NULL;
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			entry = xasprintf("%s/yard/code/%s", cache, de->d_name);
+	closedir(d);
+	free(code_dir);
+	assert_non_null(entry);
+	assert_int_equal(write_file_atomic(entry, "f1 sha256:123\n", 14, 0600), 0);
+	assert_null(codecache_lookup("http://m:1", "/src/a", "f1"));
+	codecache_store("http://m:1", "/src/a", "f1", digest);
+	got = codecache_lookup("http://m:1", "/src/a", "f1");
+	assert_non_null(got);
+	free(got);
+	free(entry);
+	unsetenv("XDG_CACHE_HOME");
+	free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +460,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_large, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_traversal_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inside_links_allowed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fingerprint, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_code_cache, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
