@@ -5,10 +5,16 @@
          child) per call, median over --calls calls of each, run one after
          another on an otherwise idle master and slurmctld:
            yard submit job.yaml   beside  sbatch --hold --wrap true
-           yard ls                beside  squeue
+                                  (the spec's directory unchanged since its last
+                                  upload: the code cache names its digest)
+           yard submit job.yaml   the same with no code cache: packed (libarchive
+                                  loaded) and uploaded each time
+           yard ls --limit 100000 beside  squeue (every job of each, as many)
            yard show ID           beside  scontrol show job ID
          and the floors under them, the same way:
            yard --version         beside  sbatch --version
+           yard-core --version    (the whole program: what yard execs for the
+                                   commands it does not serve itself)
            curl --version         (Debian's libcurl and what it loads, initialised:
                                    the least any program that speaks HTTP with it costs)
   memory RSS and PSS of an idle agent (no task, registered, a minute of
@@ -91,9 +97,14 @@ def main():
         jid = str(json.loads(out)["id"])
         sid = s.run("sbatch", "--parsable", "--hold", "--wrap", "true").strip().split(";")[0]
 
+        # a cache that can never be written: every submission packs
+        nocache = dict(env, XDG_CACHE_HOME="/dev/null/no-cache")
+        time.sleep(1.1)  # the spec's dir settled: the next upload is remembered
+        subprocess.run([args.yard, "submit", spec], env=env, check=True, capture_output=True)
         rows = [
             ("submit", [args.yard, "submit", spec], env, ["sbatch", "--hold", "--wrap", "true"], senv),
-            ("list", [args.yard, "ls"], env, ["squeue"], senv),
+            ("submit*", [args.yard, "submit", spec], nocache, ["sbatch", "--hold", "--wrap", "true"], senv),
+            ("list", [args.yard, "ls", "--limit", "100000"], env, ["squeue"], senv),
             ("show", [args.yard, "show", jid], env, ["scontrol", "show", "job", sid], senv),
             ("version", [args.yard, "--version"], env, ["sbatch", "--version"], senv),
         ]
@@ -104,6 +115,11 @@ def main():
             sl = cpu_ms(sa, se, n)
             print(f"{name:10}{y:10.2f}{sl:10.2f}{y / sl:13.2f}x   (yard {ya[1]} / {' '.join(sa[:2])})",
                   flush=True)
+        print("  (submit*: no code cache, the directory packed and uploaded each time)")
+        core = os.path.join(os.path.dirname(os.path.abspath(args.yard)), "yard-core")
+        whole = cpu_ms([core, "--version"], None, n)
+        print(f"{'yard-core':10}{whole:10.2f}{'':10}{'':14}   (yard-core --version: the whole program, "
+              f"which yard execs for the rest)")
         floor = cpu_ms(["curl", "--version"], None, n)
         print(f"{'libcurl':10}{floor:10.2f}{'':10}{'':14}   (curl --version: Debian's libcurl loaded and "
               f"initialised)")
