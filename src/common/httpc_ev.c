@@ -23,6 +23,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <nettle/sha2.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -60,9 +61,16 @@ struct ev_req {
 	struct event *cancel_poll;
 };
 
-/* OpenSSL once loaded (common/tlslib.h): set by the first https request */
+/* OpenSSL once loaded (common/tlslib.h), and the index of an SSL's
+ * ev_conn among its ex data: both set at the first https request */
 static const struct tlslib *tl;
 static int ssl_index = -1;
+static pthread_once_t ssl_index_once = PTHREAD_ONCE_INIT;
+
+static void ssl_index_new(void)
+{
+	ssl_index = tl->CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, NULL, NULL, NULL, NULL);
+}
 
 static void *ev_open(void)
 {
@@ -162,10 +170,9 @@ static int tls_context(struct ev_conn *ec, const struct httpc *c, const char *ma
 		return 0;
 	/* OpenSSL is loaded at its first use, here: a plain http call never
 	 * pays for it */
-	if (!tl && !(tl = tlslib_load(eb)))
+	if (!(tl = tlslib_load(eb)))
 		return YERR(INTERNAL);
-	if (ssl_index < 0)
-		ssl_index = tl->CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, NULL, NULL, NULL, NULL);
+	pthread_once(&ssl_index_once, ssl_index_new);
 	ec->ctx = tl->SSL_CTX_new(tl->TLS_client_method());
 	if (!ec->ctx)
 		die("cannot initialise OpenSSL");
