@@ -12,7 +12,8 @@ int cli_has_command(const char *name);
 int cli_main(int argc, char **argv);
 /* cli_finish closes stdout and returns status, or 1 when status was 0
  * and what was written could not be (a full disk): a CLI whose output was
- * lost has failed. A reader that went away (EPIPE) is not reported. */
+ * lost has failed. It says why unless the reader went away (EPIPE) or a
+ * write before already failed (whose writer said why). */
 int cli_finish(int status);
 /* cli_usage prints the list of commands. */
 void cli_usage(void *stream);

@@ -96,12 +96,16 @@ int cli_parse(struct cli_ctx *ctx, const char *synopsis, const struct cli_option
 
 int cli_finish(int status)
 {
-	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
-		if (errno != EPIPE)
-			fprintf(stderr, "yard: cannot write output: %s\n", strerror(errno));
-		return status ? status : 1;
-	}
-	return status;
+	int err = fflush(stdout) ? errno : 0;
+	bool earlier = ferror(stdout); /* a write before failed: its writer said why */
+
+	if (fclose(stdout) && !err)
+		err = errno;
+	if (!err && !earlier)
+		return status;
+	if (err && err != EPIPE)
+		fprintf(stderr, "yard: cannot write output: %s\n", strerror(err));
+	return status ? status : 1;
 }
 
 int cli_run(const struct cli_command *c, int argc, char **argv)

@@ -495,15 +495,23 @@ static void send_once(const struct httpc *c, struct ev_req *r, const struct mast
 		r->cancel_poll = evtimer_new(ec->base, on_cancel_poll, r);
 		evtimer_add(r->cancel_poll, &tv);
 	}
-	/* a write to a connection the master closed must fail, not kill us;
-	 * only meanwhile: a CLI whose reader went away (yard logs -f | head)
-	 * still ends by SIGPIPE as other programs do */
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
-	sigaction(SIGPIPE, &ign, &old);
+	/* a write to a connection the master closed must fail, not kill us:
+	 * SIGPIPE is blocked in this thread meanwhile, and one our writes
+	 * raised is taken before it is unblocked. Only meanwhile, and only in
+	 * this thread (others may be in requests of their own): a CLI whose
+	 * reader went away (yard logs -f | head) still ends by SIGPIPE as
+	 * other programs do */
+	sigset_t pipe, old;
+	struct timespec now = { 0, 0 };
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
 	while (!r->done)
 		if (event_base_loop(ec->base, EVLOOP_ONCE) < 0)
 			die("libevent's loop failed");
-	sigaction(SIGPIPE, &old, NULL);
+	while (sigtimedwait(&pipe, NULL, &now) > 0)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (timer)
 		event_free(timer);
 	if (r->cancel_poll)
