@@ -1,10 +1,11 @@
 """The CLI as a user runs it: submit a directory with parameters and a
 .yardignore, follow logs, wait, list, show, nodes, JSON output; and `yard up`."""
+import http.client
+import http.server
 import json
 import os
 import re
-import http.client
-import http.server
+import signal
 import socket
 import subprocess
 import threading
@@ -239,6 +240,27 @@ def test_logs_follow_live():
                  "logs --output json")
         check_eq(c.cli("logs", "-f", str(raw["id"]), "--output", "json").returncode, 2,
                  "exit status of logs -f --output json")
+
+        # a reader that goes away ends yard logs by SIGPIPE, as `yard logs -f | head` expects:
+        # every task's stream has its own thread and its own requests
+        _, chatty = c.api.submit({"name": "chatty", "command": ["/bin/sh", "-c",
+                                  "i=0; while [ $i -lt 20000 ]; do echo tick $i; i=$((i+1)); done"],
+                                  "tasks": {"worker": {"replicas": 2, "cpus": 0.1}}})
+        c.api.wait_job(chatty["id"])
+        p = subprocess.Popen([YARD, "logs", "-f", str(chatty["id"])], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
+                             env=c.env({"YARD_MASTER": c.url, "YARD_TOKEN": c.admin_token, "HOME": c.dir}))
+        try:
+            check(b"tick" in p.stdout.readline(), "the follow prints")
+            p.stdout.close()
+            rc = p.wait(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        err = p.stderr.read().decode()
+        p.stderr.close()
+        check_eq((rc, err), (-signal.SIGPIPE, ""), "yard logs -f after its reader went away")
 
 
 SET_JOB = """\
