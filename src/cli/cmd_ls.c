@@ -46,10 +46,10 @@ int cmd_ls(struct cli_ctx *ctx, int argc, char **argv)
 		char age[32];
 		char *reason = cli_reason(json_object_get(job, "reason"));
 		cli_age(cli_jint(job, "submitted_at"), age, sizeof(age));
-		cli_table_add(&t, "%" PRId64, cli_jint(job, "id"));
-		/* an interactive job (yard shell): marked after its name */
 		/* a master from before view=summary answers whole jobs */
 		bool whole = !json_object_get(job, "task_count");
+		cli_table_add(&t, "%" PRId64, cli_jint(job, "id"));
+		/* an interactive job (yard shell): marked after its name */
 		if (whole ? json_is_object(json_object_get(json_object_get(job, "spec"), "interactive"))
 			  : json_is_true(json_object_get(job, "interactive")))
 			cli_table_add(&t, "%s (interactive)", cli_jstr(job, "name"));
