@@ -15,7 +15,7 @@
  */
 #include "base/compat.h"
 
-#include "base/xalloc.h"
+#include "base/fsutil.h"
 #include "cli/cli.h"
 #include "cli/cmd.h"
 #include "common/httpc.h"
@@ -37,16 +37,12 @@ static const struct cli_command commands[] = {
 /* Runs yard-core with our arguments; returns only when it cannot. */
 static int exec_core(char **argv)
 {
-	char self[PATH_MAX], *slash, *core;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *core = self_sibling(CORE_NAME);
 
-	if (n <= 0) {
+	if (!core) {
 		fprintf(stderr, "yard: cannot find this program (/proc/self/exe): %s\n", strerror(errno));
 		return 1;
 	}
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	core = xasprintf("%.*s/" CORE_NAME, slash ? (int)(slash - self) : 0, self);
 	execv(core, argv);
 	fprintf(stderr, "yard: cannot run %s: %s (it is installed beside yard)\n", core, strerror(errno));
 	free(core);

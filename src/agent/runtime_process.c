@@ -240,20 +240,12 @@ const struct runtime_ops runtime_process_ops = {
  * millisecond), else our own binary's `shim` role. Caller frees. */
 char *runtime_shim_exe(const char *self_exe)
 {
-	char self[PATH_MAX];
-	ssize_t n;
+	char *shim;
+
 	if (self_exe)
 		return xstrdup(self_exe);
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			char *shim = xasprintf("%.*s/yard-shim", (int)(slash - self), self);
-			if (access(shim, X_OK) == 0)
-				return shim;
-			free(shim);
-		}
-	}
+	if ((shim = self_sibling("yard-shim")) && access(shim, X_OK) == 0)
+		return shim;
+	free(shim);
 	return xstrdup("/proc/self/exe");
 }

@@ -242,3 +242,15 @@ uint64_t *dir_ids(const char *dir, size_t *n)
 		closedir(d);
 	return ids;
 }
+
+char *self_sibling(const char *name)
+{
+	char self[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	return xasprintf("%.*s/%s", slash ? (int)(slash - self) : 0, self, name);
+}

@@ -18,6 +18,11 @@ int write_file_atomic(const char *path, const void *data, size_t len, unsigned m
  * loss the file may be empty. For files whose meaning ends with the boot
  * (pid files, hints that a restart can rebuild). */
 int write_file_replace(const char *path, const void *data, size_t len, unsigned mode);
+/* self_sibling: the path of name in the directory of this program's own
+ * binary (/proc/self/exe: the shim, the web app and yard-core are
+ * installed beside yard), caller frees; NULL with errno when the binary
+ * cannot be read. */
+char *self_sibling(const char *name);
 /* rm_rf removes path and everything below it; missing is not an error. */
 int rm_rf(const char *path);
 /* fsync_dir fsyncs the directory that holds path. */

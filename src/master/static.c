@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/strbuf.h"
+#include "base/fsutil.h"
 #include "base/xalloc.h"
 #include "master/http.h"
 
@@ -25,18 +26,11 @@ static bool is_dir(const char *path)
 
 char *static_default_dir(void)
 {
-	char *exe = realpath("/proc/self/exe", NULL), *slash, *dir;
+	char *dir = self_sibling("web");
 
-	if (exe) {
-		slash = strrchr(exe, '/');
-		if (slash)
-			*slash = 0;
-		dir = xasprintf("%s/web", exe);
-		free(exe);
-		if (is_dir(dir))
-			return dir;
-		free(dir);
-	}
+	if (dir && is_dir(dir))
+		return dir;
+	free(dir);
 #ifdef YARD_WEB_DIR
 	if (is_dir(YARD_WEB_DIR))
 		return xstrdup(YARD_WEB_DIR);
