@@ -103,7 +103,8 @@ const char *httpc_url(const struct httpc *c)
 	return c->urls[c->cur];
 }
 
-bool httpc_url_valid(const char *url, size_t n)
+/* Whether the n bytes at url are an http:// or https:// URL with a host. */
+static bool url_valid(const char *url, size_t n)
 {
 	size_t skip = n > 7 && !strncmp(url, "http://", 7)    ? 7
 		    : n > 8 && !strncmp(url, "https://", 8) ? 8
@@ -128,7 +129,7 @@ int httpc_urls_check(const char *list, const char *opt, struct errbuf *eb)
 		n = strcspn(p, ",");
 		for (m = n; m && p[m - 1] == ' '; m--)
 			;
-		if (!httpc_url_valid(p, m))
+		if (!url_valid(p, m))
 			return error(eb, YERR(BAD_REQUEST),
 				     "%s '%s': '%.*s' is not an http:// or https:// URL", opt, list,
 				     (int)m, p);
@@ -154,7 +155,10 @@ void httpc_response_init(struct httpc_response *res)
 	strbuf_init(&res->body, 0);
 }
 
-void httpc_response_reset(struct httpc_response *res)
+/* Forgets the last answer; the body's buffer is kept for the next (a
+ * stager fetches chunk after chunk of 8 MiB into one response: fresh
+ * memory each time cost page faults for every byte). */
+static void response_reset(struct httpc_response *res)
 {
 	strbuf_reset(&res->body);
 	free(res->offset_hdr);
@@ -170,7 +174,7 @@ void httpc_response_reset(struct httpc_response *res)
 
 void httpc_response_release(struct httpc_response *res)
 {
-	httpc_response_reset(res);
+	response_reset(res);
 	strbuf_release(&res->body);
 }
 
@@ -198,7 +202,7 @@ bool httpc_standby_answer(const struct httpc_response *res, const char *base, ch
 	l = json_string_value(json_object_get(e, "leader"));
 	if (standby && !l && json_object_get(e, "leader") == NULL)
 		l = res->leader_hdr; /* the body names none: the header may */
-	if (standby && l && httpc_url_valid(l, strlen(l)) && same_scheme(l, base))
+	if (standby && l && url_valid(l, strlen(l)) && same_scheme(l, base))
 		*leader = xstrdup(l);
 	json_decref(doc);
 	return standby;
@@ -242,7 +246,7 @@ static int request_leader(struct httpc *c, const char *method, const char *path,
 			strbuf_addf(&names, "%s%s", ntried++ ? ", " : "", c->urls[i]);
 			tried[i] = true;
 		}
-		httpc_response_reset(res);
+		response_reset(res);
 		ret = c->tp->request(c, c->urls[i], method, path, body, body_len, content_type, res,
 				     &reach, &oserr, &last);
 		if (!ret && !httpc_standby_answer(res, c->urls[i], &leader)) {

@@ -7,15 +7,6 @@
 
 #include "common/httpc.h"
 
-/* httpc_url_valid: whether the n bytes at url are an http:// or https://
- * URL with a host. */
-bool httpc_url_valid(const char *url, size_t n);
-
-/* httpc_response_reset forgets the last answer; the body's buffer is kept
- * for the next (a stager fetches chunk after chunk of 8 MiB into one
- * response: fresh memory each time cost page faults for every byte). */
-void httpc_response_reset(struct httpc_response *res);
-
 /* httpc_standby_answer: whether res is a standby's answer (503
  * not_leader); if so, *leader gets the leader it names (caller frees), or
  * NULL when it names none, or one of another scheme than base's (never
