@@ -40,8 +40,7 @@ struct ev_conn {
 	bool closed;                     /* evcon's connection was closed: make another */
 	bool connected;                  /* evcon's connection was made (for the request now) */
 	SSL_CTX *ctx;                    /* https: made at the first request */
-	const char *pin;                 /* the client's pin while a handshake runs (borrowed) */
-	bool pin_ok_alone;               /* the pin is the whole check (no CA file) */
+	const struct httpc *c;           /* the client of the request now (its trust) */
 	bool pin_failed;                 /* the master's key did not match the pin */
 	SSL *ssl;                        /* evcon's, owned by its bufferevent */
 };
@@ -144,14 +143,14 @@ static int verify_cb(int ok, X509_STORE_CTX *x)
 	unsigned char *der = NULL;
 	int n;
 
-	if (!ec || !ec->pin)
+	if (!ec || !ec->c->pin)
 		return ok;
-	if (ec->pin_ok_alone)
+	if (!ec->c->ca_file)
 		ok = 1; /* a self-signed master reached by any name: the pin decides */
 	if (!ok || tl->X509_STORE_CTX_get_error_depth(x) != 0)
 		return ok;
 	n = tl->i2d_X509_PUBKEY(tl->X509_get_X509_PUBKEY(tl->X509_STORE_CTX_get_current_cert(x)), &der);
-	ok = n > 0 && pin_matches(ec->pin, der, (size_t)n);
+	ok = n > 0 && pin_matches(ec->c->pin, der, (size_t)n);
 	tl->CRYPTO_free(der, OPENSSL_FILE, OPENSSL_LINE);
 	if (!ok) {
 		ec->pin_failed = true;
@@ -456,8 +455,7 @@ static void send_once(const struct httpc *c, struct ev_req *r, const struct mast
 	struct event *timer = NULL;
 	struct evkeyvalq *h;
 
-	ec->pin = c->pin;
-	ec->pin_ok_alone = c->pin && !c->ca_file;
+	ec->c = c;
 	ec->pin_failed = false;
 	if (a->tls)
 		tl->ERR_clear_error();
