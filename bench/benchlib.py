@@ -1,5 +1,5 @@
 """What the benchmark programs in bench/ share: percentiles, the exception a
-failed run raises, a process's resident memory."""
+failed run raises, a process's resident (and proportional) memory."""
 
 
 class RunFailed(Exception):
@@ -22,3 +22,16 @@ def rss_mib(pid):
     except OSError:
         pass
     return float("nan")
+
+
+def rss_pss_mib(pid):
+    """(RSS, PSS) of process pid in MiB, from smaps_rollup: PSS counts a page
+    shared with n processes as 1/n of it, so libraries mapped by many weigh
+    less than in RSS."""
+    v = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            k, _, rest = line.partition(":")
+            if k in ("Rss", "Pss"):
+                v[k] = int(rest.split()[0]) / 1024
+    return v["Rss"], v["Pss"]

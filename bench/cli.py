@@ -35,11 +35,12 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+
+from benchlib import rss_pss_mib  # noqa: E402
 
 
 def cpu_ms(argv, env, n):
@@ -55,17 +56,6 @@ def cpu_ms(argv, env, n):
             raise SystemExit(f"{' '.join(argv)} failed: {err.decode(errors='replace')[-400:]}")
         got.append((ru.ru_utime + ru.ru_stime) * 1000)
     return statistics.median(got)
-
-
-def mem(pid):
-    """(RSS, PSS) of pid in MiB, from smaps_rollup."""
-    v = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            k, _, rest = line.partition(":")
-            if k in ("Rss", "Pss"):
-                v[k] = int(rest.split()[0]) / 1024
-    return v["Rss"], v["Pss"]
 
 
 def main():
@@ -127,8 +117,8 @@ def main():
         # idle daemons: a few seconds after the last call
         time.sleep(3)
         slurmd = next(p for p, _ in s.procs if os.path.basename(p.args[0]) == "slurmd")
-        ar, ap_ = mem(agent.p.pid)
-        sr, sp = mem(slurmd.pid)
+        ar, ap_ = rss_pss_mib(agent.p.pid)
+        sr, sp = rss_pss_mib(slurmd.pid)
         lsock = socket.socket()
         lsock.bind(("127.0.0.1", 0))
         lsock.listen(1)
@@ -137,7 +127,7 @@ def main():
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
         conn, _ = lsock.accept()
         time.sleep(0.5)
-        cr, cps = mem(cp.pid)
+        cr, cps = rss_pss_mib(cp.pid)
         cp.kill()
         cp.wait()
         conn.close()
