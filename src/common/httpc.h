@@ -103,7 +103,6 @@ enum httpc_reach {
  * unknown) saying how far it got.
  */
 struct httpc_transport {
-	const char *name;
 	void (*global_init)(void); /* once, before any thread starts; may be NULL */
 	void *(*open)(void);
 	void (*close)(void *conn);

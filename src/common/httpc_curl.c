@@ -232,7 +232,6 @@ static char *curl_local_ip(void *conn)
 }
 
 const struct httpc_transport httpc_curl = {
-	.name = "libcurl",
 	.global_init = curl_global,
 	.open = curl_open,
 	.close = curl_close,

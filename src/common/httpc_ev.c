@@ -596,7 +596,6 @@ static char *ev_local_ip(void *conn)
 }
 
 const struct httpc_transport httpc_ev = {
-	.name = "libevent",
 	.open = ev_open,
 	.close = ev_close,
 	.request = ev_request,
