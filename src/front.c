@@ -1,9 +1,10 @@
 /*
  * yard, the front. The commands a researcher runs all day (submit, ls,
  * show, logs, wait, cancel) are served here, on a client that loads only
- * libevent, OpenSSL, jansson, libyaml and libarchive; every other command
- * and every daemon is yard-core beside it (src/main.c), exec'd with the
- * same arguments, so the process, its pid and its output are the same.
+ * libevent, OpenSSL, jansson, libyaml and libarchive; `yard agent` is
+ * yard-agent beside it (src/agent_prog.c), and every other command and
+ * daemon yard-core (src/main.c), exec'd with the same arguments, so the
+ * process, its pid and its output are the same.
  *
  * Why two binaries: a CLI call's cost is mostly the dynamic loader's work
  * on the libraries a program links, and Debian's libcurl alone maps some
@@ -31,23 +32,10 @@ static const struct cli_command commands[] = {
 	{ "cancel", cmd_cancel, NEED_MASTER, NULL },
 };
 
-/* The whole program, beside this one. */
+/* The agent, which maps only what a node needs (src/agent_prog.c), and
+ * the whole program, beside this one. */
+#define AGENT_NAME "yard-agent"
 #define CORE_NAME "yard-core"
-
-/* Runs yard-core with our arguments; returns only when it cannot. */
-static int exec_core(char **argv)
-{
-	char *core = self_sibling(CORE_NAME);
-
-	if (!core) {
-		fprintf(stderr, "yard: cannot find this program (/proc/self/exe): %s\n", strerror(errno));
-		return 1;
-	}
-	execv(core, argv);
-	fprintf(stderr, "yard: cannot run %s: %s (it is installed beside yard)\n", core, strerror(errno));
-	free(core);
-	return 1;
-}
 
 int main(int argc, char **argv)
 {
@@ -60,5 +48,7 @@ int main(int argc, char **argv)
 			httpc_global_init(&httpc_ev);
 			return cli_finish(cli_run(&commands[i], argc - 1, argv + 1));
 		}
-	return exec_core(argv);
+	if (argc > 1 && !strcmp(argv[1], "agent"))
+		return exec_sibling(AGENT_NAME, argv);
+	return exec_sibling(CORE_NAME, argv);
 }

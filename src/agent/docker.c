@@ -1,12 +1,12 @@
 #include "base/compat.h"
 #include "agent/docker.h"
 
-#include <curl/curl.h>
 #include <sys/stat.h>
 
 #include "base/fsutil.h"
 
 #include "base/strbuf.h"
+#include "common/curllib.h"
 #include "common/httpc.h"
 #include "base/xalloc.h"
 
@@ -20,7 +20,12 @@
 
 void docker_init(struct docker *d, const char *socket)
 {
-	d->curl = curl_easy_init();
+	struct errbuf eb = ERRBUF_INIT;
+
+	/* a missing libcurl is a broken install (the package depends on it) */
+	if (curllib_load(&eb))
+		die("%s", eb.msg);
+	d->curl = curllib.easy_init();
 	if (!d->curl)
 		die("cannot initialise libcurl");
 	d->socket = xstrdup(socket);
@@ -30,7 +35,7 @@ void docker_init(struct docker *d, const char *socket)
 void docker_release(struct docker *d)
 {
 	if (d->curl)
-		curl_easy_cleanup(d->curl);
+		curllib.easy_cleanup(d->curl);
 	free(d->socket);
 	d->curl = NULL;
 	d->socket = NULL;
@@ -49,14 +54,14 @@ static size_t on_reply(char *data, size_t size, size_t nmemb, void *arg)
 static void prepare(struct docker *d, const char *method, const char *path, struct strbuf *url)
 {
 	CURL *h = d->curl;
-	curl_easy_reset(h);
+	curllib.easy_reset(h);
 	strbuf_addf(url, "%s%s%s", API_HOST, API_PREFIX, path);
-	curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, d->socket);
-	curl_easy_setopt(h, CURLOPT_URL, url->buf);
+	curllib.easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, d->socket);
+	curllib.easy_setopt(h, CURLOPT_URL, url->buf);
 	httpc_cloexec(h);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curllib.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curllib.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curllib.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 }
 
 /* The engine's own words from an error reply ({"message": "..."}). */
@@ -83,29 +88,29 @@ int docker_call(struct docker *d, const char *method, const char *path, const js
 		*out = NULL;
 	*status = 0;
 	prepare(d, method, path, &url);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_reply);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &reply);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_reply);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEDATA, &reply);
 	if (body || !strcmp(method, "POST")) {
 		text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		hdrs = curl_slist_append(hdrs, "Expect:");
-		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, text ? text : "");
-		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(text ? strlen(text) : 0));
-		curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+		hdrs = curllib.slist_append(hdrs, "Content-Type: application/json");
+		hdrs = curllib.slist_append(hdrs, "Expect:");
+		curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDS, text ? text : "");
+		curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(text ? strlen(text) : 0));
+		curllib.easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
 	}
-	CURLcode rc = curl_easy_perform(d->curl);
+	CURLcode rc = curllib.easy_perform(d->curl);
 	if (rc != CURLE_OK) {
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
-			    d->socket, curl_easy_strerror(rc));
+			    d->socket, curllib.easy_strerror(rc));
 		goto out;
 	}
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
+	curllib.easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
 	if (*status >= 400)
 		engine_message(&reply, *status, eb);
 	else if (out && reply.len)
 		*out = json_loadb(reply.buf, reply.len, 0, NULL);
 out:
-	curl_slist_free_all(hdrs);
+	curllib.slist_free_all(hdrs);
 	free(text);
 	strbuf_release(&url);
 	strbuf_release(&reply);
@@ -185,7 +190,7 @@ static size_t on_attach_header(char *data, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	/* the blank line ends the engine's answer: the stream is in place */
 	if (!at->ready && n <= 2 && (data[0] == '\r' || data[0] == '\n')) {
-		curl_easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
+		curllib.easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
 		if (at->status >= 200) { /* not a "100 Continue" */
 			at->ready = true;
 			if (at->on_ready)
@@ -200,7 +205,7 @@ static size_t on_attach_body(char *data, size_t size, size_t nmemb, void *arg)
 	struct attach *at = arg;
 	size_t n = size * nmemb;
 	if (!at->status)
-		curl_easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
+		curllib.easy_getinfo(at->curl, CURLINFO_RESPONSE_CODE, &at->status);
 	if (at->status >= 400) {
 		strbuf_add(&at->err, data, n < 4096 ? n : 4096);
 		return n;
@@ -221,29 +226,29 @@ static int stream_call(struct docker *d, const char *method, const char *path, c
 
 	strbuf_init(&at.err, 0);
 	prepare(d, method, path, &url);
-	curl_easy_setopt(d->curl, CURLOPT_HEADERFUNCTION, on_attach_header);
-	curl_easy_setopt(d->curl, CURLOPT_HEADERDATA, &at);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_attach_body);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &at);
+	curllib.easy_setopt(d->curl, CURLOPT_HEADERFUNCTION, on_attach_header);
+	curllib.easy_setopt(d->curl, CURLOPT_HEADERDATA, &at);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_attach_body);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEDATA, &at);
 	if (!strcmp(method, "POST")) {
 		/* no Upgrade: the engine answers 200 and streams until the container ends */
-		hdrs = curl_slist_append(hdrs, "Content-Type: text/plain");
-		curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
-		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+		hdrs = curllib.slist_append(hdrs, "Content-Type: text/plain");
+		curllib.easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+		curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDS, "");
+		curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
 	}
-	CURLcode rc = curl_easy_perform(d->curl);
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &at.status);
+	CURLcode rc = curllib.easy_perform(d->curl);
+	curllib.easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &at.status);
 	if (at.status >= 400) {
 		engine_message(&at.err, at.status, eb);
 		ret = YERR(NOT_FOUND);
 	} else if (rc != CURLE_OK && rc != CURLE_PARTIAL_FILE && !at.sink_ret) {
 		ret = error(eb, YERR(UNAVAILABLE), "the output stream of container %.12s broke: %s", id,
-			    curl_easy_strerror(rc));
+			    curllib.easy_strerror(rc));
 	}
 	if (!at.ready && on_ready)
 		on_ready(arg, false); /* never leave a waiter hanging */
-	curl_slist_free_all(hdrs);
+	curllib.slist_free_all(hdrs);
 	strbuf_release(&url);
 	strbuf_release(&at.err);
 	return ret;
@@ -329,9 +334,9 @@ static size_t on_build(char *data, size_t size, size_t nmemb, void *arg)
 /* A query value, escaped. */
 static void add_escaped(struct docker *d, struct strbuf *sb, const char *key, const char *value)
 {
-	char *esc = curl_easy_escape(d->curl, value, 0);
+	char *esc = curllib.easy_escape(d->curl, value, 0);
 	strbuf_addf(sb, "&%s=%s", key, esc);
-	curl_free(esc);
+	curllib.free(esc);
 }
 
 /* POSTs to PATH (escaped) with HDRS (taken) and BODY
@@ -359,28 +364,28 @@ static int post_json_stream(struct docker *d, const char *path, struct curl_slis
 	int ret = 0;
 
 	prepare(d, "POST", path, &url);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_build);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &b);
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	curl_easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_build);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEDATA, &b);
+	hdrs = curllib.slist_append(hdrs, "Expect:");
+	curllib.easy_setopt(d->curl, CURLOPT_HTTPHEADER, hdrs);
 	if (file) {
 		/* the body read from file as it goes (libcurl's default read
 		 * function is fread): an image is too big to hold */
-		curl_easy_setopt(d->curl, CURLOPT_POST, 1L);
-		curl_easy_setopt(d->curl, CURLOPT_READDATA, file);
+		curllib.easy_setopt(d->curl, CURLOPT_POST, 1L);
+		curllib.easy_setopt(d->curl, CURLOPT_READDATA, file);
 	} else {
-		curl_easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
+		curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDS, body ? body : "");
 	}
-	curl_easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curllib.easy_setopt(d->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	if (d->stopping) {
-		curl_easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
-		curl_easy_setopt(d->curl, CURLOPT_XFERINFODATA, d);
-		curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
+		curllib.easy_setopt(d->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
+		curllib.easy_setopt(d->curl, CURLOPT_XFERINFODATA, d);
+		curllib.easy_setopt(d->curl, CURLOPT_NOPROGRESS, 0L);
 	}
-	CURLcode rc = curl_easy_perform(d->curl);
-	curl_easy_setopt(d->curl, CURLOPT_NOPROGRESS, 1L);
+	CURLcode rc = curllib.easy_perform(d->curl);
+	curllib.easy_setopt(d->curl, CURLOPT_NOPROGRESS, 1L);
 	*status = 0;
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
+	curllib.easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, status);
 	if (rc == CURLE_ABORTED_BY_CALLBACK) {
 		ret = error(eb, YERR(UNAVAILABLE), "stopped: the task was asked to stop");
 	} else if (*status >= 400) {
@@ -390,11 +395,11 @@ static int post_json_stream(struct docker *d, const char *path, struct curl_slis
 		ret = YERR(BAD_REQUEST);
 	} else if (rc != CURLE_OK) {
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s",
-			    d->socket, curl_easy_strerror(rc));
+			    d->socket, curllib.easy_strerror(rc));
 	} else if (b.failed) {
 		ret = YERR(BAD_REQUEST);
 	}
-	curl_slist_free_all(hdrs);
+	curllib.slist_free_all(hdrs);
 	strbuf_release(&url);
 	strbuf_release(&b.buf);
 	return ret;
@@ -415,7 +420,7 @@ int docker_build(struct docker *d, const char *tag, const char *dockerfile, cons
 	add_escaped(d, &path, "dockerfile", dockerfile);
 	add_escaped(d, &path, "buildargs", args_text ? args_text : "{}");
 	free(args_text);
-	ret = post_json_stream(d, path.buf, curl_slist_append(NULL, "Content-Type: application/x-tar"), context,
+	ret = post_json_stream(d, path.buf, curllib.slist_append(NULL, "Content-Type: application/x-tar"), context,
 			       len, NULL, sink, arg, &status, eb);
 	strbuf_release(&path);
 	return ret;
@@ -426,7 +431,7 @@ static struct curl_slist *auth_header(struct curl_slist *headers, const char *au
 {
 	char *h = xasprintf("X-Registry-Auth: %s", auth);
 
-	headers = curl_slist_append(headers, h);
+	headers = curllib.slist_append(headers, h);
 	explicit_bzero(h, strlen(h));
 	free(h);
 	return headers;
@@ -452,15 +457,15 @@ int docker_push(struct docker *d, const char *image, const char *auth, struct er
 
 int docker_pull(struct docker *d, const char *image, const char *auth, struct errbuf *eb)
 {
-	char *esc = curl_easy_escape(d->curl, image, 0);
+	char *esc = curllib.easy_escape(d->curl, image, 0);
 	char *path = xasprintf("/images/create?fromImage=%s", esc);
 	struct curl_slist *headers;
 	long status;
 	int ret;
 
-	curl_free(esc);
+	curllib.free(esc);
 	/* its progress messages are read as they come: a long pull's are many */
-	headers = curl_slist_append(NULL, "Content-Type: application/json");
+	headers = curllib.slist_append(NULL, "Content-Type: application/json");
 	if (auth)
 		headers = auth_header(headers, auth);
 	ret = post_json_stream(d, path, headers, NULL, 0, NULL, NULL, NULL, &status, eb);
@@ -487,7 +492,7 @@ static size_t on_save(char *data, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 
 	if (!s->status)
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+		curllib.easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
 	if (s->status >= 400) {
 		strbuf_add(&s->err, data, n < 4096 ? n : 4096);
 		return n;
@@ -508,10 +513,10 @@ int docker_save(struct docker *d, const char *image, int fd, struct errbuf *eb)
 
 	strbuf_init(&s.err, 0);
 	prepare(d, "GET", path, &url);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_save);
-	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &s);
-	CURLcode rc = curl_easy_perform(d->curl);
-	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &s.status);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_save);
+	curllib.easy_setopt(d->curl, CURLOPT_WRITEDATA, &s);
+	CURLcode rc = curllib.easy_perform(d->curl);
+	curllib.easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &s.status);
 	if (s.status >= 400) {
 		engine_message(&s.err, s.status, eb);
 		ret = error(eb, YERR(BAD_REQUEST), "the engine cannot save image '%s': %s", image, eb->msg);
@@ -519,7 +524,7 @@ int docker_save(struct docker *d, const char *image, int fd, struct errbuf *eb)
 		ret = error(eb, YERR(IO), "cannot write image '%s': %s", image, strerror(s.write_errno));
 	} else if (rc != CURLE_OK) {
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach the container engine at '%s': %s", d->socket,
-			    curl_easy_strerror(rc));
+			    curllib.easy_strerror(rc));
 	}
 	free(path);
 	strbuf_release(&url);
@@ -541,7 +546,7 @@ int docker_load(struct docker *d, const char *tar_path, struct errbuf *eb)
 		goto out;
 	}
 	/* its answer is a build's: {"stream": "Loaded image: ..."} or {"error"} */
-	ret = post_json_stream(d, "/images/load?quiet=1", curl_slist_append(NULL, "Content-Type: application/x-tar"),
+	ret = post_json_stream(d, "/images/load?quiet=1", curllib.slist_append(NULL, "Content-Type: application/x-tar"),
 			       NULL, (size_t)st.st_size, f, NULL, NULL, &status, eb);
 out:
 	fclose(f);

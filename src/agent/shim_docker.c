@@ -1,7 +1,6 @@
 #include "base/compat.h"
 #include "agent/shim_docker.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,6 +16,7 @@
 #include "base/fsutil.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/curllib.h"
 
 /* How often the shim looks for a stop signal while it follows a container. */
 #define POLL_MS 200
@@ -626,7 +626,8 @@ int shim_docker_main(const char *dir)
 	int ret;
 
 	memset(&e, 0, sizeof(e));
-	curl_global_init(CURL_GLOBAL_DEFAULT); /* before the output thread exists */
+	if (curllib_load(&eb)) /* before the output thread exists */
+		die("%s", eb.msg);
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
 	/* the output thread inherits the mask: only the main thread takes signals */

@@ -2,20 +2,20 @@
 #include "agent/stage.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-#include <openssl/evp.h>
+#include <nettle/nettle-meta.h>
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "agent/xmllib.h"
 #include "base/clock.h"
 #include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
 #include "base/xalloc.h"
+#include "common/curllib.h"
 #include "common/dataset.h"
 #include "common/httpc.h"
 
@@ -180,7 +180,8 @@ struct sink {
 	int fd;
 	const char *path;
 	uint64_t got;
-	EVP_MD_CTX *md;          /* hash of the bytes, NULL: none */
+	const struct nettle_hash *md; /* hash of the bytes (sink_hash), NULL: none */
+	void *md_ctx;            /* owned: its state */
 	int err;                 /* errno of a failed write */
 	struct strbuf *mem;      /* instead of fd: into memory (listings) */
 };
@@ -199,10 +200,32 @@ static size_t sink_write(char *data, size_t size, size_t n, void *arg)
 		return 0;
 	}
 	if (s->md)
-		EVP_DigestUpdate(s->md, data, len);
+		s->md->update(s->md_ctx, len, (const uint8_t *)data);
 	s->got += len;
 	account(s->r, len, len);
 	return len;
+}
+
+/* s hashes what it writes with alg (nettle_md5, nettle_sha256). */
+static void sink_hash(struct sink *s, const struct nettle_hash *alg)
+{
+	s->md = alg;
+	s->md_ctx = xmalloc(alg->context_size);
+	alg->init(s->md_ctx);
+}
+
+/* The hash of what s wrote, in lowercase hex (2 * digest_size + 1 bytes);
+ * the hash is released. */
+static void sink_hash_hex(struct sink *s, char *hex)
+{
+	uint8_t md[SHA256_DIGEST_SIZE]; /* the largest of the two */
+
+	s->md->digest(s->md_ctx, s->md->digest_size, md);
+	for (unsigned i = 0; i < s->md->digest_size; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	free(s->md_ctx);
+	s->md_ctx = NULL;
+	s->md = NULL;
 }
 
 static int sink_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -217,7 +240,7 @@ static int curl_get_on(struct run *r, CURL *reuse, const char *url, bool sign, s
 		       long *status, struct errbuf *eb)
 {
 	const struct stage_config *cfg = r->cfg;
-	CURL *c = reuse ? reuse : curl_easy_init();
+	CURL *c = reuse ? reuse : curllib.easy_init();
 	char errmsg[CURL_ERROR_SIZE] = "";
 	char *sigv4 = NULL, *userpwd = NULL;
 	struct curl_slist *hdrs = NULL;
@@ -226,45 +249,45 @@ static int curl_get_on(struct run *r, CURL *reuse, const char *url, bool sign, s
 	if (!c)
 		return error(eb, YERR(INTERNAL), "cannot start libcurl");
 	if (reuse)
-		curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, url);
+		curllib.easy_reset(c);
+	curllib.easy_setopt(c, CURLOPT_URL, url);
 	httpc_cloexec(c);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, sink_progress);
-	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
-	curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errmsg);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, sign ? 0L : 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curllib.easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+	curllib.easy_setopt(c, CURLOPT_WRITEDATA, s);
+	curllib.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, sink_progress);
+	curllib.easy_setopt(c, CURLOPT_XFERINFODATA, s);
+	curllib.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	curllib.easy_setopt(c, CURLOPT_ERRORBUFFER, errmsg);
+	curllib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curllib.easy_setopt(c, CURLOPT_FOLLOWLOCATION, sign ? 0L : 1L);
+	curllib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
 	/* a transfer that stalls for a minute is a dead store */
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curllib.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curllib.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+	curllib.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (sign) {
 		sigv4 = xasprintf("aws:amz:%s:s3", cfg->s3_region ? cfg->s3_region : "us-east-1");
 		userpwd = xasprintf("%s:%s", cfg->s3_key ? cfg->s3_key : "", cfg->s3_secret ? cfg->s3_secret : "");
-		curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4);
-		curl_easy_setopt(c, CURLOPT_USERPWD, userpwd);
+		curllib.easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4);
+		curllib.easy_setopt(c, CURLOPT_USERPWD, userpwd);
 		/* S3 wants the payload's hash, which libcurl (before 8.x) does not
 		 * add; a GET's payload is empty */
-		hdrs = curl_slist_append(hdrs, "x-amz-content-sha256: "
+		hdrs = curllib.slist_append(hdrs, "x-amz-content-sha256: "
 					 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+		curllib.easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	}
-	CURLcode cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	CURLcode cc = curllib.easy_perform(c);
+	curllib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 	if (cc == CURLE_ABORTED_BY_CALLBACK)
 		ret = error(eb, YERR(UNAVAILABLE), "stopped");
 	else if (cc == CURLE_WRITE_ERROR && s->err)
 		ret = (errno = s->err, io_error(eb, "write", s->path ? s->path : "(memory)"));
 	else if (cc != CURLE_OK)
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': %s", url,
-			    *errmsg ? errmsg : curl_easy_strerror(cc));
+			    *errmsg ? errmsg : curllib.easy_strerror(cc));
 	if (!reuse)
-		curl_easy_cleanup(c);
-	curl_slist_free_all(hdrs);
+		curllib.easy_cleanup(c);
+	curllib.slist_free_all(hdrs);
 	free(sigv4);
 	free(userpwd);
 	return ret;
@@ -619,11 +642,11 @@ static const char *node_name(xmlNode *n)
 	return (const char *)n->name;
 }
 
-static char *node_text(xmlNode *n)
+static char *node_text(const struct xmllib *xl, xmlNode *n)
 {
-	xmlChar *t = xmlNodeGetContent(n);
+	xmlChar *t = xl->xmlNodeGetContent(n);
 	char *s = xstrdup(t ? (const char *)t : "");
-	xmlFree(t);
+	(*xl->xmlFree)(t);
 	return s;
 }
 
@@ -631,13 +654,18 @@ static char *node_text(xmlNode *n)
  * *next to the continuation token when the listing is truncated. */
 static int s3_parse_page(const struct strbuf *body, struct s3_listing *l, char **next, struct errbuf *eb)
 {
-	xmlDoc *doc = xmlReadMemory(body->buf, (int)body->len, "list.xml", NULL,
-				    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-	xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
+	const struct xmllib *xl = xmllib_load(eb);
+	xmlDoc *doc = NULL;
+	xmlNode *root = NULL;
 	bool truncated = false;
 	int ret = 0;
 
 	*next = NULL;
+	if (!xl)
+		return YERR(INTERNAL);
+	doc = xl->xmlReadMemory(body->buf, (int)body->len, "list.xml", NULL,
+				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	root = doc ? xl->xmlDocGetRootElement(doc) : NULL;
 	if (!root || strcmp(node_name(root), "ListBucketResult")) {
 		ret = error(eb, YERR(BAD_REQUEST), "the store's listing is not a ListBucketResult");
 		goto out;
@@ -646,12 +674,12 @@ static int s3_parse_page(const struct strbuf *body, struct s3_listing *l, char *
 		if (n->type != XML_ELEMENT_NODE)
 			continue;
 		if (!strcmp(node_name(n), "IsTruncated")) {
-			char *t = node_text(n);
+			char *t = node_text(xl, n);
 			truncated = !strcmp(t, "true");
 			free(t);
 		} else if (!strcmp(node_name(n), "NextContinuationToken")) {
 			free(*next);
-			*next = node_text(n);
+			*next = node_text(xl, n);
 		} else if (!strcmp(node_name(n), "Contents")) {
 			struct s3_object o = { NULL, NULL, 0 };
 			char *size = NULL;
@@ -659,11 +687,11 @@ static int s3_parse_page(const struct strbuf *body, struct s3_listing *l, char *
 				if (k->type != XML_ELEMENT_NODE)
 					continue;
 				if (!strcmp(node_name(k), "Key") && !o.key)
-					o.key = node_text(k);
+					o.key = node_text(xl, k);
 				else if (!strcmp(node_name(k), "ETag") && !o.etag)
-					o.etag = node_text(k);
+					o.etag = node_text(xl, k);
 				else if (!strcmp(node_name(k), "Size") && !size)
-					size = node_text(k);
+					size = node_text(xl, k);
 			}
 			if (!o.key || !size || parse_u64_str(size, &o.size) < 0) {
 				free(o.key);
@@ -688,15 +716,15 @@ static int s3_parse_page(const struct strbuf *body, struct s3_listing *l, char *
 	}
 out:
 	if (doc)
-		xmlFreeDoc(doc);
+		xl->xmlFreeDoc(doc);
 	return ret;
 }
 
 static char *s3_escape(const char *s)
 {
-	char *e = curl_easy_escape(NULL, s, 0);
+	char *e = curllib.easy_escape(NULL, s, 0);
 	char *r = xstrdup(e ? e : "");
-	curl_free(e);
+	curllib.free(e);
 	return r;
 }
 
@@ -776,8 +804,7 @@ static int s3_object(struct run *r, CURL *conn, const char *bucket, const char *
 		ret = io_error(eb, "create", path);
 		goto out;
 	}
-	s.md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(s.md, EVP_md5(), NULL);
+	sink_hash(&s, &nettle_md5);
 	ret = curl_get_on(r, conn, url, true, &s, &status, eb);
 	if (!ret && status != 200)
 		ret = error(eb, YERR(UNAVAILABLE), "GET '%s' answered HTTP %ld", o->key, status);
@@ -790,12 +817,8 @@ static int s3_object(struct run *r, CURL *conn, const char *bucket, const char *
 	if (strlen(etag) && etag[strlen(etag) - 1] == '"')
 		etag[strlen(etag) - 1] = '\0';
 	if (!ret && strlen(etag) == 32 && strspn(etag, "0123456789abcdefABCDEF") == 32) {
-		unsigned char md[EVP_MAX_MD_SIZE];
-		unsigned mdlen = 0;
 		char hex[33];
-		EVP_DigestFinal_ex(s.md, md, &mdlen);
-		for (unsigned i = 0; i < 16; i++)
-			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		sink_hash_hex(&s, hex);
 		if (strcasecmp(hex, etag))
 			ret = error(eb, YERR(IO), "checksum mismatch: object '%s' has MD5 %s, its ETag says %s",
 				    o->key, hex, etag);
@@ -803,7 +826,7 @@ static int s3_object(struct run *r, CURL *conn, const char *bucket, const char *
 	if (!ret && fchmod(s.fd, 0444) < 0)
 		ret = io_error(eb, "chmod", path);
 	close(s.fd);
-	EVP_MD_CTX_free(s.md);
+	free(s.md_ctx);
 out:
 	free(url);
 	free(path);
@@ -828,7 +851,7 @@ static void *s3_conn_new(void *arg)
 {
 	struct s3_conn *c = xcalloc(1, sizeof(*c));
 	c->so = arg;
-	c->c = curl_easy_init();
+	c->c = curllib.easy_init();
 	return c;
 }
 
@@ -836,7 +859,7 @@ static void s3_conn_free(void *ctx)
 {
 	struct s3_conn *c = ctx;
 	if (c->c)
-		curl_easy_cleanup(c->c);
+		curllib.easy_cleanup(c->c);
 	free(c);
 }
 
@@ -958,8 +981,6 @@ static int stage_https(struct run *r, const json_t *d, const char *source, char 
 	char *partial = cache_partial_path(cfg->cache, key);
 	char *file = xasprintf("%s/%s", partial, name);
 	struct sink s = { .r = r, .path = file, .fd = -1 };
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
 	rm_rf(partial);
 	if (mkdir_p(partial, 0755) < 0) {
 		ret = io_error(eb, "create", partial);
@@ -970,15 +991,12 @@ static int stage_https(struct run *r, const json_t *d, const char *source, char 
 		ret = io_error(eb, "create", file);
 		goto out;
 	}
-	s.md = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(s.md, EVP_sha256(), NULL);
+	sink_hash(&s, &nettle_sha256);
 	ret = curl_get(r, source, false, &s, &status, eb);
 	if (!ret && status != 200)
 		ret = error(eb, YERR(UNAVAILABLE), "GET answered HTTP %ld", status);
 	if (!ret) {
-		EVP_DigestFinal_ex(s.md, md, &mdlen);
-		for (unsigned i = 0; i < 32; i++)
-			snprintf(got + 2 * i, 3, "%02x", md[i]);
+		sink_hash_hex(&s, got);
 		if (strcmp(got, sum))
 			ret = error(eb, YERR(IO), "checksum mismatch: sha256 %s, expected %s", got, sum);
 	}
@@ -992,7 +1010,7 @@ static int stage_https(struct run *r, const json_t *d, const char *source, char 
 out:
 	if (s.fd >= 0)
 		close(s.fd);
-	EVP_MD_CTX_free(s.md);
+	free(s.md_ctx);
 	if (ret)
 		rm_rf(partial);
 	free(partial);
@@ -1108,6 +1126,8 @@ int stage_data(const struct stage_config *cfg, const json_t *data, const char *d
 	json_t *d;
 	int ret = 0;
 
+	if (curllib_load(eb))
+		return YERR(INTERNAL);
 	if (mkdir_p(data_dir, 0755) < 0)
 		return io_error(eb, "create", data_dir);
 	pthread_mutex_init(&r.lock, NULL);

@@ -254,3 +254,17 @@ char *self_sibling(const char *name)
 	slash = strrchr(self, '/');
 	return xasprintf("%.*s/%s", slash ? (int)(slash - self) : 0, self, name);
 }
+
+int exec_sibling(const char *name, char **argv)
+{
+	char *path = self_sibling(name);
+
+	if (!path) {
+		fprintf(stderr, "yard: cannot find this program (/proc/self/exe): %s\n", strerror(errno));
+		return 1;
+	}
+	execv(path, argv);
+	fprintf(stderr, "yard: cannot run %s: %s (it is installed beside this program)\n", path, strerror(errno));
+	free(path);
+	return 1;
+}

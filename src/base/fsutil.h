@@ -23,6 +23,10 @@ int write_file_replace(const char *path, const void *data, size_t len, unsigned 
  * installed beside yard), caller frees; NULL with errno when the binary
  * cannot be read. */
 char *self_sibling(const char *name);
+/* exec_sibling runs the program name beside this one (self_sibling) with
+ * argv, in this process (same pid, same argv[0]); it returns, 1, only when
+ * it cannot, having said why on stderr. */
+int exec_sibling(const char *name, char **argv);
 /* rm_rf removes path and everything below it; missing is not an error. */
 int rm_rf(const char *path);
 /* fsync_dir fsyncs the directory that holds path. */

@@ -2,10 +2,10 @@
  * A small blocking HTTP client, shared by the agent and the CLI. One struct
  * httpc per thread (it keeps its connection alive between calls). What
  * carries a request is a transport, a table of ops (struct
- * httpc_transport): libcurl's (common/httpc_curl.c), which the daemons and
- * the full CLI use, and libevent's evhttp (common/httpc_ev.c), which the
- * small front `yard` uses (src/front.c says why). main() picks one with
- * httpc_global_init before any thread starts.
+ * httpc_transport): libcurl's (common/httpc_curl.c), which the master and
+ * yard-core use, and libevent's evhttp (common/httpc_ev.c), which the small
+ * front `yard` and yard-agent use (src/front.c, src/agent_prog.c say why).
+ * main() picks one with httpc_global_init before any thread starts.
  *
  * Several masters may share one store, one leading and the others standing
  * by (docs/faults.md). A client is given their URLs as one comma-separated

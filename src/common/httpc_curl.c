@@ -9,12 +9,12 @@
 #include "base/clock.h"
 #include "base/parse.h"
 #include "base/xalloc.h"
+#include "common/curllib.h"
 #include "common/httphead.h"
 #include "common/httpc_impl.h"
 #include "common/wsframe.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -69,21 +69,21 @@ static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_so
 
 void httpc_cloexec(void *curl)
 {
-	curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curllib.easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
 }
 
 /* Sets how the master is verified (struct httpc_tls) on handle h. */
 static void set_tls(const struct httpc *c, CURL *h)
 {
 	if (c->ca_file)
-		curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+		curllib.easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
 	if (c->pin) {
-		curl_easy_setopt(h, CURLOPT_PINNEDPUBLICKEY, c->pin);
+		curllib.easy_setopt(h, CURLOPT_PINNEDPUBLICKEY, c->pin);
 		if (!c->ca_file) {
 			/* the pin is the whole check: a self-signed certificate
 			 * names no CA, and the master may be reached by any name */
-			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-			curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+			curllib.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+			curllib.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
 		}
 	}
 }
@@ -93,7 +93,7 @@ static void set_tls(const struct httpc *c, CURL *h)
 static int transfer_error(struct httpc *c, const char *master, const char *url, CURLcode rc,
 			  const char *detail, struct errbuf *eb)
 {
-	const char *why = detail && *detail ? detail : curl_easy_strerror(rc);
+	const char *why = detail && *detail ? detail : curllib.easy_strerror(rc);
 
 	switch (rc) {
 	case CURLE_PEER_FAILED_VERIFICATION:
@@ -146,58 +146,58 @@ static int request_once(struct httpc *c, const char *base, const char *method, c
 	CURLcode rc;
 	int ret = 0;
 
-	curl_easy_reset(h);
+	curllib.easy_reset(h);
 	strbuf_addf(&url, "%s%s", base, path);
-	curl_easy_setopt(h, CURLOPT_URL, url.buf);
+	curllib.easy_setopt(h, CURLOPT_URL, url.buf);
 	httpc_cloexec(h);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, res);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, res);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
+	curllib.easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curllib.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curllib.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curllib.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curllib.easy_setopt(h, CURLOPT_WRITEDATA, res);
+	curllib.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curllib.easy_setopt(h, CURLOPT_HEADERDATA, res);
+	curllib.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curllib.easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
 	set_tls(c, h);
 	if (c->timeout_ms)
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+		curllib.easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	if (c->cancelled) {
-		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
-		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+		curllib.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curllib.easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curllib.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	}
 	if (c->token) {
 		strbuf_addf(&line, "Authorization: Bearer %s", c->token);
-		hdrs = curl_slist_append(hdrs, line.buf);
+		hdrs = curllib.slist_append(hdrs, line.buf);
 	}
 	if (body || !strcmp(method, "POST") || !strcmp(method, "PUT")) {
 		strbuf_reset(&line);
 		strbuf_addf(&line, "Content-Type: %s",
 			    content_type ? content_type : "application/octet-stream");
-		hdrs = curl_slist_append(hdrs, line.buf);
+		hdrs = curllib.slist_append(hdrs, line.buf);
 		/* no "Expect: 100-continue" round trip for large bodies */
-		hdrs = curl_slist_append(hdrs, "Expect:");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
+		hdrs = curllib.slist_append(hdrs, "Expect:");
+		curllib.easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
+		curllib.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_len : 0));
 	}
 	if (!strcmp(method, "GET"))
-		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	rc = curl_easy_perform(h);
+		curllib.easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	curllib.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	rc = curllib.easy_perform(h);
 	*reach = HTTPC_ANSWERED;
 	*os_errno = 0;
 	if (rc != CURLE_OK) {
 		long oserr = 0;
 		*reach = never_connected(rc) ? HTTPC_NOT_CONNECTED : HTTPC_MAYBE_SENT;
-		curl_easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
+		curllib.easy_getinfo(h, CURLINFO_OS_ERRNO, &oserr);
 		*os_errno = (int)oserr;
 		ret = transfer_error(c, base, url.buf, rc, detail, eb);
 		goto out;
 	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
+	curllib.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res->status);
 out:
-	curl_slist_free_all(hdrs);
+	curllib.slist_free_all(hdrs);
 	strbuf_release(&url);
 	strbuf_release(&line);
 	return ret;
@@ -205,12 +205,15 @@ out:
 
 static void curl_global(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	struct errbuf eb = ERRBUF_INIT;
+
+	if (curllib_load(&eb))
+		die("%s", eb.msg);
 }
 
 static void *curl_open(void)
 {
-	CURL *h = curl_easy_init();
+	CURL *h = curllib.easy_init();
 
 	if (!h)
 		die("cannot initialise libcurl");
@@ -219,14 +222,14 @@ static void *curl_open(void)
 
 static void curl_close(void *conn)
 {
-	curl_easy_cleanup(conn);
+	curllib.easy_cleanup(conn);
 }
 
 static char *curl_local_ip(void *conn)
 {
 	char *ip = NULL;
 
-	if (curl_easy_getinfo(conn, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip)
+	if (curllib.easy_getinfo(conn, CURLINFO_LOCAL_IP, &ip) == CURLE_OK && ip && *ip)
 		return xstrdup(ip);
 	return NULL;
 }
@@ -282,12 +285,12 @@ int httpc_stream_send(struct httpc_stream *s, const void *buf, size_t len, size_
 		s->wlen = len < sizeof(s->wbuf) ? len : sizeof(s->wbuf);
 		memcpy(s->wbuf, buf, s->wlen);
 	}
-	rc = curl_easy_send(s->curl, s->wbuf, s->wlen, &n);
+	rc = curllib.easy_send(s->curl, s->wbuf, s->wlen, &n);
 	if (rc == CURLE_AGAIN || (rc == CURLE_OK && !n))
 		return HTTPC_STREAM_AGAIN;
 	if (rc != CURLE_OK) {
 		s->wlen = 0;
-		return error(eb, YERR(UNAVAILABLE), "the connection broke: %s", curl_easy_strerror(rc));
+		return error(eb, YERR(UNAVAILABLE), "the connection broke: %s", curllib.easy_strerror(rc));
 	}
 	/* a plain socket may take part of it: the rest is the caller's next bytes */
 	memmove(s->wbuf, s->wbuf + n, s->wlen - n);
@@ -332,18 +335,18 @@ int httpc_stream_recv(struct httpc_stream *s, void *buf, size_t len, size_t *got
 		*got = n;
 		return 0;
 	}
-	rc = curl_easy_recv(s->curl, buf, len, got);
+	rc = curllib.easy_recv(s->curl, buf, len, got);
 	if (rc == CURLE_AGAIN)
 		return HTTPC_STREAM_AGAIN;
 	if (rc != CURLE_OK)
-		return error(eb, YERR(UNAVAILABLE), "the connection broke: %s", curl_easy_strerror(rc));
+		return error(eb, YERR(UNAVAILABLE), "the connection broke: %s", curllib.easy_strerror(rc));
 	return *got ? 0 : HTTPC_STREAM_EOF;
 }
 
 void httpc_stream_close(struct httpc_stream *s)
 {
 	if (s->curl)
-		curl_easy_cleanup(s->curl);
+		curllib.easy_cleanup(s->curl);
 	s->curl = NULL;
 	s->fd = -1;
 	strbuf_release(&s->pending);
@@ -420,30 +423,33 @@ static int upgrade_once(struct httpc *c, const char *base, const struct httpc_up
 	CURLcode rc;
 	int ret = 0;
 
+	/* a program on another transport loads libcurl at its first session */
+	if (curllib_load(eb))
+		return YERR(INTERNAL);
 	memset(&h, 0, sizeof(h));
 	memset(s, 0, sizeof(*s));
 	s->fd = -1;
 	strbuf_init(&s->pending, 0);
-	s->curl = curl_easy_init();
+	s->curl = curllib.easy_init();
 	if (!s->curl)
 		die("cannot initialise libcurl");
 	strbuf_addf(&url, "%s%s", base, req->path);
-	curl_easy_setopt(s->curl, CURLOPT_URL, url.buf);
+	curllib.easy_setopt(s->curl, CURLOPT_URL, url.buf);
 	httpc_cloexec(s->curl);
-	curl_easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
-	curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(s->curl, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, detail);
+	curllib.easy_setopt(s->curl, CURLOPT_CONNECT_ONLY, 1L);
+	curllib.easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+	curllib.easy_setopt(s->curl, CURLOPT_TCP_NODELAY, 1L);
+	curllib.easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+	curllib.easy_setopt(s->curl, CURLOPT_ERRORBUFFER, detail);
 	set_tls(c, s->curl);
-	rc = curl_easy_perform(s->curl);
+	rc = curllib.easy_perform(s->curl);
 	*rc_out = rc;
 	if (rc != CURLE_OK) {
 		ret = transfer_error(c, base, url.buf, rc, detail, eb);
 		goto fail;
 	}
-	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, NULL);
-	if (curl_easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD) {
+	curllib.easy_setopt(s->curl, CURLOPT_ERRORBUFFER, NULL);
+	if (curllib.easy_getinfo(s->curl, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK || sock == CURL_SOCKET_BAD) {
 		ret = error(eb, YERR(UNAVAILABLE), "cannot reach '%s': no socket after connecting", url.buf);
 		goto fail;
 	}
@@ -517,7 +523,7 @@ fail:
 	free(s->protocol);
 	s->protocol = NULL;
 	if (s->curl)
-		curl_easy_cleanup(s->curl);
+		curllib.easy_cleanup(s->curl);
 	s->curl = NULL;
 	s->fd = -1;
 	if (!ret && res->status == 101)

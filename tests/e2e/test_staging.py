@@ -97,6 +97,13 @@ def expected_sums():
     return "".join(f"{hashlib.sha256(OBJECTS['pre/' + k]).hexdigest()}  {k}\n" for k in ("a.txt", "d/b.txt"))
 
 
+def mapped(pid, soname):
+    """Whether process pid has the shared object soname mapped (maps names
+    the file the soname links to: libcurl.so.4.8.0)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return any(os.path.basename(line.split()[-1]).startswith(soname) for line in f if "/" in line)
+
+
 def test_s3_staged_verified_and_cached():
     with cluster("staging-s3") as c:
         s3 = S3rver(c.dir)
@@ -104,9 +111,17 @@ def test_s3_staged_verified_and_cached():
             for k, v in OBJECTS.items():
                 s3.put(k, v)
             c.start_master()
-            c.start_agent("n1", gpus="none", extra=s3_args(c, s3.url))
+            agent = c.start_agent("n1", gpus="none", extra=s3_args(c, s3.url))
+            # `yard agent` is yard-agent, which loads libcurl and libxml2 at
+            # their first use (src/agent_prog.c): a registered agent has neither
+            pid = agent.p.pid
+            check(os.readlink(f"/proc/{pid}/exe").endswith("/yard-agent"), "yard agent runs yard-agent")
+            for so in ("libcurl.so.4", "libxml2.so.2"):
+                check(not mapped(pid, so), f"an agent that has staged nothing maps {so}")
             j1 = submit_data_job(c, "first", "s3://bkt/pre", SUMS_CMD)
             check_eq(c.api.wait_job(j1)["state"], "succeeded", "the first job")
+            for so in ("libcurl.so.4", "libxml2.so.2"):
+                check(mapped(pid, so), f"the agent staged from S3 without loading {so}")
             check_eq(c.api.log(j1).decode(), expected_sums(), "the staged objects' content, as the task sees it")
             check(re.search(r"staged 1 entries, \d+ bytes of data, [1-9]\d* bytes transferred", agent_log(c)),
                   "the first staging transferred the objects")

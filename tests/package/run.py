@@ -42,6 +42,7 @@ CLI_ENV = f"YARD_MASTER={MASTER_URL} YARD_TOKEN=$(cat {DATA}/admin-token)"
 FILES = [
     ("/usr/bin/yard", True),
     ("/usr/bin/yard-core", True),
+    ("/usr/bin/yard-agent", True),
     ("/usr/bin/yard-shim", True),
     ("/usr/share/yard/web/index.html", False),
     ("/lib/systemd/system/yard-master.service", False),
@@ -62,6 +63,19 @@ MAN_PAGES = [
 # the highest `systemd-analyze security` exposure the master's sandbox may have
 # (0: fully locked down, 10: not at all; yard-master.service scores 1.3)
 MASTER_MAX_EXPOSURE = 2.0
+
+
+def dlopened_sonames():
+    """The shared objects the sources load with dlopen (each a *_SONAME
+    define beside its table of functions, src/base/dynlib.h)."""
+    found = set()
+    for root, _, files in os.walk(os.path.join(HERE, "..", "..", "src")):
+        for name in files:
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(root, name)) as f:
+                    found.update(re.findall(r'^#define \w+_SONAME "([^"]+)"', f.read(), re.M))
+    check(len(found) >= 4, f"found only {sorted(found)} among the sources' dlopen'ed libraries")
+    return sorted(found)
 
 
 class Run:
@@ -131,8 +145,13 @@ class Run:
                 check(os.access(full, os.X_OK), f"{path} is not executable")
         conf = self.m.run(f"dpkg-query -W -f='${{Conffiles}}' {PACKAGE}")
         check_eq({ln.split()[0] for ln in conf.splitlines() if ln.strip()}, CONFFILES, "the package's conffiles")
-        ldd = self.m.run("ldd /usr/bin/yard /usr/bin/yard-core /usr/bin/yard-shim")
+        ldd = self.m.run("ldd /usr/bin/yard /usr/bin/yard-core /usr/bin/yard-agent /usr/bin/yard-shim")
         check("not found" not in ldd, f"a library the binaries need is missing:\n{ldd}")
+        # the libraries loaded at their first use (dlopen), which ldd cannot
+        # see: the package's Depends must have brought each
+        cache = self.m.run("ldconfig -p")
+        for soname in dlopened_sonames():
+            check(f"{soname} " in cache, f"{soname}, which the binaries load at first use, is not installed")
         out = self.m.run("yard --version").strip()
         check_eq(out, f"yard {self.version}", "yard --version beside the package's version")
         check_eq(self.m.run("yard-shim --version").strip(), f"yard-shim {self.version}", "yard-shim --version")
