@@ -5,6 +5,7 @@ cloud script starts VMs. The pool scales up to its maximum and no
 further; scales down idle nodes only, never one that runs a task; gives
 up a node that never registers; and a master killed while the script
 runs, started again, neither leaks a node nor asks twice."""
+import fcntl
 import glob
 import json
 import os
@@ -50,11 +51,17 @@ class elastic:
         return self
 
     def set_mode(self, mode):
-        with open(self.state) as f:
-            st = json.load(f)
-        st["mode"] = mode
-        with open(self.state, "w") as f:
-            json.dump(st, f)
+        # under the script's lock, and the file replaced whole as the script
+        # replaces it: a call under way (a down the test has just seen in
+        # calls.log) read the file before and would write the old mode back
+        with open(self.state + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with open(self.state) as f:
+                st = json.load(f)
+            st["mode"] = mode
+            with open(self.state + ".tmp", "w") as f:
+                json.dump(st, f)
+            os.rename(self.state + ".tmp", self.state)
 
     def calls(self):
         try:
