@@ -81,7 +81,12 @@ int fetch_task_inputs(const struct fetch_config *cfg, const char *code, const ch
 	*archive_out = NULL;
 	if (!code && !ckpt)
 		return 0;
-	httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
+	/* a checkpoint may be gigabytes; code is kilobytes, and an agent that
+	 * only ever fetched code need not load libcurl (httpc_init_bulk) */
+	if (ckpt)
+		httpc_init_bulk(&h, cfg->master_url, &cfg->tls, cfg->token);
+	else
+		httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
 	h.timeout_ms = 300000;
 	pthread_mutex_lock(cfg->lock);
 	if (code)

@@ -46,7 +46,7 @@ static int fetch(const struct fetch_config *cfg, const char *tag, const char *di
 	long status = 0;
 	int ret;
 
-	httpc_init(&h, cfg->master_url, &cfg->tls, cfg->token);
+	httpc_init_bulk(&h, cfg->master_url, &cfg->tls, cfg->token);
 	h.timeout_ms = 600000;
 	ret = httpc_json(&h, "GET", path, NULL, &found, &status, eb);
 	if (ret && status == 404)

@@ -403,7 +403,7 @@ static void *yard_conn_new(void *arg)
 	struct yard_files *yf = arg;
 	struct yard_conn *c = xcalloc(1, sizeof(*c));
 	c->yf = yf;
-	httpc_init(&c->h, yf->r->cfg->master_url, &yf->r->cfg->tls, yf->r->cfg->token);
+	httpc_init_bulk(&c->h, yf->r->cfg->master_url, &yf->r->cfg->tls, yf->r->cfg->token);
 	c->h.timeout_ms = 120000;
 	httpc_response_init(&c->res);
 	return c;

@@ -35,13 +35,12 @@ static size_t add_url(struct httpc *c, const char *url, size_t n)
 	return c->nurls++;
 }
 
-void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
-		const char *token)
+/* httpc_init on transport t. */
+static void init_on(struct httpc *c, const struct httpc_transport *t, const char *base_url,
+		    const struct httpc_tls *tls, const char *token)
 {
-	if (!transport)
-		die("httpc_init: no transport (httpc_global_init was not called)");
-	c->tp = transport;
-	c->conn = transport->open();
+	c->tp = t;
+	c->conn = t->open();
 	c->urls = NULL;
 	c->nurls = 0;
 	for (const char *p = base_url;;) {
@@ -70,11 +69,25 @@ void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *t
 	c->cancel_arg = NULL;
 }
 
+void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
+		const char *token)
+{
+	if (!transport)
+		die("httpc_init: no transport (httpc_global_init was not called)");
+	init_on(c, transport, base_url, tls, token);
+}
+
+void httpc_init_bulk(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
+		     const char *token)
+{
+	init_on(c, &httpc_curl, base_url, tls, token);
+}
+
 void httpc_init_like(struct httpc *c, const struct httpc *proto)
 {
 	struct httpc_tls tls = { proto->ca_file, proto->pin };
 
-	httpc_init(c, proto->urls[proto->cur], &tls, proto->token);
+	init_on(c, proto->tp, proto->urls[proto->cur], &tls, proto->token);
 	for (size_t i = 0; i < proto->nurls; i++)
 		if (i != proto->cur && c->nurls < HTTPC_URLS_MAX)
 			add_url(c, proto->urls[i], strlen(proto->urls[i]));

@@ -133,9 +133,15 @@ char *httpc_local_ip(struct httpc *c);
  * and token are copied, and apply to every master. */
 void httpc_init(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
 		const char *token);
+/* httpc_init_bulk is httpc_init for a client that downloads large bodies
+ * (staging chunks, checkpoints, images): on libcurl's transport, loaded at
+ * its first use, whichever transport httpc_global_init chose, because
+ * libevent 2.1's evhttp reads at most 4 KiB a system call. */
+void httpc_init_bulk(struct httpc *c, const char *base_url, const struct httpc_tls *tls,
+		     const char *token);
 /* httpc_init_like: a client of the same masters (the one proto uses now
- * first), TLS, token, timeout and 429 waits as proto, with a connection of
- * its own (for another thread). */
+ * first), transport, TLS, token, timeout and 429 waits as proto, with a
+ * connection of its own (for another thread). */
 void httpc_init_like(struct httpc *c, const struct httpc *proto);
 void httpc_release(struct httpc *c);
 void httpc_set_token(struct httpc *c, const char *token);

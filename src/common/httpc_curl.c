@@ -203,6 +203,7 @@ out:
 	return ret;
 }
 
+/* a missing libcurl is a broken install (the package depends on it) */
 static void curl_global(void)
 {
 	struct errbuf eb = ERRBUF_INIT;
@@ -213,7 +214,10 @@ static void curl_global(void)
 
 static void *curl_open(void)
 {
-	CURL *h = curllib.easy_init();
+	CURL *h;
+
+	curl_global(); /* loaded here when another transport is the program's */
+	h = curllib.easy_init();
 
 	if (!h)
 		die("cannot initialise libcurl");

@@ -457,6 +457,36 @@ static void test_retry_after_and_headers(void **state)
 	server_stop(&rated);
 }
 
+/* A bulk client is on libcurl whichever transport the program chose, and
+ * a client made like another keeps the other's transport. */
+static void test_bulk_on_libcurl(void **state)
+{
+	struct server leader;
+	struct httpc plain, bulk, like;
+	struct httpc_response res;
+	struct errbuf eb = ERRBUF_INIT;
+
+	server_start(&leader, LEADER, NULL);
+	httpc_init(&plain, leader.url, NULL, "tok");
+	httpc_init_bulk(&bulk, leader.url, NULL, "tok");
+	assert_ptr_equal(bulk.tp, &httpc_curl);
+	httpc_init_like(&like, &bulk);
+	assert_ptr_equal(like.tp, &httpc_curl);
+	httpc_release(&like);
+	httpc_init_like(&like, &plain);
+	assert_ptr_equal(like.tp, plain.tp);
+	bulk.timeout_ms = 5000;
+	httpc_response_init(&res);
+	assert_int_equal(post(&bulk, "{\"n\": 1}", &res, &eb), 0);
+	assert_int_equal(res.status, 200);
+	assert_string_equal(leader.last.buf, "POST /v1/jobs {\"n\": 1}");
+	httpc_response_release(&res);
+	httpc_release(&like);
+	httpc_release(&bulk);
+	httpc_release(&plain);
+	server_stop(&leader);
+}
+
 /* httpc_urls_check names the bad entry. */
 static void test_urls_check(void **state)
 {
@@ -487,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_standbys_in_a_loop),
 		cmocka_unit_test(test_stall_not_resent),
 		cmocka_unit_test(test_retry_after_and_headers),
+		cmocka_unit_test(test_bulk_on_libcurl),
 		cmocka_unit_test(test_urls_check),
 	};
 	httpc_global_init(&httpc_curl);
