@@ -69,15 +69,15 @@ static enum dep_verdict verdict(struct master *m, struct job *j, char *msg, size
 	return pinned < 0 ? DEP_FAILED : pinned ? DEP_WAIT : v;
 }
 
-/* sweep_once marks m's queued jobs and gathers (OUT: fail, nfail) those to
- * fail. */
-static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
+/* sweep_once marks the queued jobs of jobs[0..n) and gathers (OUT: fail,
+ * nfail) those to fail. */
+static void sweep_once(struct master *m, struct job **jobs, size_t n, struct job **fail, size_t *nfail)
 {
 	char msg[160];
 
 	*nfail = 0;
-	for (size_t i = 0; i < m->nqueue; i++) {
-		struct job *j = m->queue[i];
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = jobs[i];
 		enum dep_verdict v;
 
 		if (!j || j->state != JOB_QUEUED || !j->spec)
@@ -97,18 +97,22 @@ static void sweep_once(struct master *m, struct job **fail, size_t *nfail)
 	}
 }
 
-void control_sweep(struct master *m)
+void control_sweep(struct master *m, bool full)
 {
 	struct job **fail;
 	size_t nfail;
 	char msg[160];
 
-	if (!m->nqueue)
+	if (!(full ? m->nqueue : m->nfresh))
 		return;
-	fail = xcalloc(m->nqueue, sizeof(*fail));
-	/* failing a job may fail the jobs after it: sweep until none fails */
+	fail = xcalloc(full ? m->nqueue : m->nfresh, sizeof(*fail));
+	/* failing a job may fail the jobs after it: sweep until none fails
+	 * (an ended job leaves the queue, so it is read again each time) */
 	for (;;) {
-		sweep_once(m, fail, &nfail);
+		if (full)
+			sweep_once(m, m->queue, m->nqueue, fail, &nfail);
+		else
+			sweep_once(m, m->fresh, m->nfresh, fail, &nfail);
 		if (!nfail)
 			break;
 		for (size_t k = 0; k < nfail; k++) {

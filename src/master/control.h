@@ -28,8 +28,11 @@ int control_check_after(struct master *m, const struct caller *c, const struct j
 			struct errbuf *eb);
 /* control_sweep, before each scheduling pass, marks every queued job
  * blocked or not with its waiting reason, and fails those whose
- * dependencies failed (and those of theirs, in the same sweep). */
-void control_sweep(struct master *m);
+ * dependencies failed (and those of theirs, in the same sweep). Before a
+ * pass of new arrivals alone (!full, jobs_schedule) it sweeps them alone:
+ * whatever can change an earlier job's verdict (a job's or a task's state,
+ * a hold) asks for a full pass, and a new job's dependents are newer. */
+void control_sweep(struct master *m, bool full);
 /* control_hold holds queued job j for user by (YERR(CONFLICT) naming its
  * state when it is not queued, or naming the holder when already held);
  * control_release undoes it (YERR(CONFLICT) when it is not held). */

@@ -1105,7 +1105,7 @@ void jobs_schedule(struct master *m)
 	m->sched_passes++;
 	m->sched_needed = false;
 	experiments_sweep(m);
-	control_sweep(m);
+	control_sweep(m, full);
 	world_build(m, &b, full ? m->queue : m->fresh, full ? m->nqueue : m->nfresh, !full);
 	if (!full && !sched_new_only_ok(&b.w)) {
 		world_release(m, &b);

@@ -257,6 +257,66 @@ static void test_image_job_waits_then_runs(void **state)
 	json_decref(work);
 }
 
+/* A job's dependencies on passes of new arrivals alone: the new job is
+ * swept (it waits, or fails at once when its dependency has failed), and
+ * a dependency's end asks for a full pass, which fails the job waiting. */
+static void test_dependencies_on_new_arrival_passes(void **state)
+{
+	struct fixture *f = *state;
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *x, *a, *b, *c;
+	struct node *n;
+	json_t *body, *after;
+	char text[256];
+
+	assert_int_equal(reg(f, "{\"name\": \"p1\", \"addr\": \"10.0.0.1\", \"cpus\": 1, \"gpus\": []}", &n,
+			     &eb), 0);
+	/* x holds the node's one CPU, so that a waits queued */
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"cpus\": 1}}}}");
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &x, &again_, &eb), 0);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_not_equal(x->state, JOB_QUEUED);
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &a, &again_, &eb), 0);
+	json_decref(body);
+	commit(f);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(a->state, JOB_QUEUED);
+
+	snprintf(text, sizeof(text), "{\"spec\": {\"command\": [\"/bin/true\"], \"after\": [%" PRIu64 "], "
+		 "\"tasks\": {\"worker\": {\"cpus\": 1}}}}", a->id);
+	after = parse(text);
+	assert_int_equal(jobs_submit(&f->m, &alice, after, &b, &again_, &eb), 0);
+	commit(f);
+	assert_false(f->m.sched_needed); /* the next pass is of new arrivals alone */
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(b->state, JOB_QUEUED);
+	assert_true(b->blocked);
+	assert_string_equal(b->wait_code, "dependency");
+	snprintf(text, sizeof(text), "waits for job %" PRIu64 " to succeed", a->id);
+	assert_string_equal(b->wait_msg, text);
+
+	/* its dependency cancelled (queued: no task to wait for): a full pass
+	 * fails it */
+	assert_int_equal(jobs_cancel(&f->m, a, &eb), 0);
+	commit(f);
+	assert_true(f->m.sched_needed);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(b->state, JOB_FAILED);
+
+	/* a new job after the cancelled one fails on a pass of new arrivals */
+	assert_int_equal(jobs_submit(&f->m, &alice, after, &c, &again_, &eb), 0);
+	json_decref(after);
+	commit(f);
+	assert_false(f->m.sched_needed);
+	jobs_schedule(&f->m);
+	commit(f);
+	assert_int_equal(c->state, JOB_FAILED);
+}
+
 /* The task of j's current attempt (its only role, index 0). */
 static struct task *current_task(struct job *j)
 {
@@ -575,6 +635,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drain_survives, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_old_state_loads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dependencies_on_new_arrival_passes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
