@@ -155,6 +155,9 @@ static struct task *task_new(struct master *m, struct job *j, const struct spec_
 	t->memory = r->memory;
 	t->pids = r->pids;
 	t->gpus = xcalloc(1, sizeof(unsigned));
+	/* a new task has no log yet: its document need not ask the store */
+	for (int s = 0; s < LOG_STREAM__COUNT; s++)
+		t->log_size_known[s] = true;
 	ALLOC_GROW(m->tasks, m->ntasks + 1, m->atasks);
 	m->tasks[m->ntasks++] = t;
 	ALLOC_GROW(j->tasks, j->ntasks + 1, j->atasks);

@@ -622,6 +622,51 @@ static void test_remove(void **state)
 	assert_int_equal(f->m.nnodes, 2);
 }
 
+/* The store's blob_size, counting its calls (test_new_job_doc_asks_no_log). */
+static int blob_size_calls;
+static int counted_blob_size(struct store *st, const char *name, uint64_t *out, struct errbuf *eb)
+{
+	blob_size_calls++;
+	return store_sqlite_ops.blob_size(st, name, out, eb);
+}
+
+/* A new job's document shows its tasks' logs empty without asking the
+ * store (a new task has none); a task loaded from the store asks once. */
+static void test_new_job_doc_asks_no_log(void **state)
+{
+	struct fixture *f = *state;
+	struct store_ops counting = store_sqlite_ops;
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j;
+	json_t *body, *doc;
+
+	counting.blob_size = counted_blob_size;
+	f->m.sops = &counting;
+	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"replicas\": 2}}}}");
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &again_, &eb), 0);
+	json_decref(body);
+	commit(f);
+	blob_size_calls = 0;
+	doc = jobs_job_json(&f->m, j, true);
+	assert_int_equal(blob_size_calls, 0);
+	assert_json_text(json_object_get(json_array_get(json_object_get(doc, "tasks"), 1), "log_size"),
+			 "{\"stdout\":0,\"stderr\":0}");
+	json_decref(doc);
+
+	/* loaded back, the sizes are the store's to say: asked once each */
+	uint64_t id = j->id;
+	reload(f);
+	j = core_job(&f->m, id);
+	assert_non_null(j);
+	doc = jobs_job_json(&f->m, j, true);
+	assert_int_equal(blob_size_calls, 4);
+	json_decref(doc);
+	doc = jobs_job_json(&f->m, j, true);
+	assert_int_equal(blob_size_calls, 4);
+	json_decref(doc);
+	f->m.sops = &store_sqlite_ops;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -636,6 +681,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_old_state_loads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dependencies_on_new_arrival_passes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_job_doc_asks_no_log, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
