@@ -25,12 +25,17 @@
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <signal.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 /* how often a request looks at c->cancelled */
 #define CANCEL_POLL_MS 250
 /* a request without c->timeout_ms: the most a connection may stay silent */
 #define IDLE_LIMIT_S 600
+/* the most one write to the socket sends: libevent's default, 16 KiB, is
+ * a system call and a loop turn for every 16 KiB of a log chunk */
+#define WRITE_MAX (4u << 20)
 
 /* One client's connection state (struct httpc's conn). */
 struct ev_conn {
@@ -227,6 +232,16 @@ static void master_addr_release(struct master_addr *a)
 	free(a->prefix);
 }
 
+/* TCP_NODELAY on ec's socket, when it has one. */
+static void set_nodelay(struct ev_conn *ec)
+{
+	struct bufferevent *bev = ec->evcon ? evhttp_connection_get_bufferevent(ec->evcon) : NULL;
+	int fd = bev ? bufferevent_getfd(bev) : -1, one = 1;
+
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* A connection to the master at base: the one kept when it is still open
  * and goes there (*kept), else a new one. */
 static int connection(struct ev_conn *ec, const struct httpc *c, const char *base,
@@ -270,6 +285,7 @@ static int connection(struct ev_conn *ec, const struct httpc *c, const char *bas
 	}
 	if (!bev)
 		die("cannot initialise libevent");
+	bufferevent_set_max_single_write(bev, WRITE_MAX);
 	ec->evcon = evhttp_connection_base_bufferevent_new(ec->base, NULL, bev, a->host,
 							   (unsigned short)a->port);
 	if (!ec->evcon)
@@ -483,6 +499,10 @@ static void send_once(const struct httpc *c, struct ev_req *r, const struct mast
 		r->errored = r->done = true;
 		return;
 	}
+	/* the connection's socket exists now (a new one is connecting): a
+	 * request's last segment must not wait for the ACK of the one before
+	 * (Nagle's algorithm), as libcurl's do not */
+	set_nodelay(ec);
 	if (c->timeout_ms) {
 		struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
 		timer = evtimer_new(ec->base, on_timeout, r);
