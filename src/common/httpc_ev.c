@@ -22,11 +22,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <signal.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 /* how often a request looks at c->cancelled */
