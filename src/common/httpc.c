@@ -20,8 +20,6 @@ static const struct httpc_transport *transport;
 void httpc_global_init(const struct httpc_transport *t)
 {
 	transport = t;
-	if (t->global_init)
-		t->global_init();
 }
 
 /* Adds the URL of n bytes to c's list, without its trailing slashes;

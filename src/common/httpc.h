@@ -103,7 +103,8 @@ enum httpc_reach {
  * unknown) saying how far it got.
  */
 struct httpc_transport {
-	void (*global_init)(void); /* once, before any thread starts; may be NULL */
+	/* a connection's state; a transport loads its library here, at its
+	 * first use (libcurl's, common/curllib.h) */
 	void *(*open)(void);
 	void (*close)(void *conn);
 	int (*request)(struct httpc *c, const char *base, const char *method, const char *path,
@@ -119,8 +120,8 @@ struct httpc_transport {
 extern const struct httpc_transport httpc_curl;
 extern const struct httpc_transport httpc_ev;
 
-/* httpc_global_init initialises transport t once, in main() before any
- * thread starts; every client httpc_init makes afterwards uses it. */
+/* httpc_global_init chooses transport t, in main() before any thread
+ * starts: every client httpc_init makes afterwards uses it. */
 void httpc_global_init(const struct httpc_transport *t);
 
 /* httpc_local_ip: the local address c's last request went out from

@@ -203,23 +203,16 @@ out:
 	return ret;
 }
 
-/* a missing libcurl is a broken install (the package depends on it) */
-static void curl_global(void)
-{
-	struct errbuf eb = ERRBUF_INIT;
-
-	if (curllib_load(&eb))
-		die("%s", eb.msg);
-}
-
 static void *curl_open(void)
 {
+	struct errbuf eb = ERRBUF_INIT;
 	CURL *h;
 
-	curl_global(); /* loaded here when another transport is the program's */
-	h = curllib.easy_init();
-
-	if (!h)
+	/* loaded by the first client: a missing libcurl is a broken install
+	 * (the package depends on it) */
+	if (curllib_load(&eb))
+		die("%s", eb.msg);
+	if (!(h = curllib.easy_init()))
 		die("cannot initialise libcurl");
 	return h;
 }
@@ -239,7 +232,6 @@ static char *curl_local_ip(void *conn)
 }
 
 const struct httpc_transport httpc_curl = {
-	.global_init = curl_global,
 	.open = curl_open,
 	.close = curl_close,
 	.request = request_once,
