@@ -221,8 +221,7 @@ static void sink_hash_hex(struct sink *s, char *hex)
 	uint8_t md[SHA256_DIGEST_SIZE]; /* the largest of the two */
 
 	s->md->digest(s->md_ctx, s->md->digest_size, md);
-	for (unsigned i = 0; i < s->md->digest_size; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	hex_encode(md, s->md->digest_size, hex);
 	free(s->md_ctx);
 	s->md_ctx = NULL;
 	s->md = NULL;

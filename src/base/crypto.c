@@ -17,8 +17,9 @@
 #include <nettle/sha2.h>
 #include <sys/random.h>
 
-static void to_hex(const unsigned char *in, size_t n, char *out)
+void hex_encode(const void *data, size_t n, char *out)
 {
+	const unsigned char *in = data;
 	static const char digits[] = "0123456789abcdef";
 	for (size_t i = 0; i < n; i++) {
 		out[2 * i] = digits[in[i] >> 4];
@@ -35,7 +36,7 @@ void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1])
 	sha256_init(&ctx);
 	sha256_update(&ctx, len, data);
 	sha256_digest(&ctx, sizeof(md), md);
-	to_hex(md, sizeof(md), out);
+	hex_encode(md, sizeof(md), out);
 }
 
 /* struct sha256_stream is nettle's sha256_ctx under another name. */
@@ -61,7 +62,7 @@ void sha256_stream_finish(struct sha256_stream *s, char out[SHA256_HEX_LEN + 1])
 	uint8_t md[SHA256_DIGEST_SIZE];
 
 	sha256_digest(&s->ctx, sizeof(md), md);
-	to_hex(md, sizeof(md), out);
+	hex_encode(md, sizeof(md), out);
 	free(s);
 }
 
@@ -78,7 +79,7 @@ void hmac_sha256_hex(const char *key, const void *data, size_t len, char out[SHA
 	hmac_sha256_set_key(&ctx, strlen(key), (const uint8_t *)key);
 	hmac_sha256_update(&ctx, len, data);
 	hmac_sha256_digest(&ctx, sizeof(md), md);
-	to_hex(md, sizeof(md), out);
+	hex_encode(md, sizeof(md), out);
 }
 
 int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1])
@@ -102,7 +103,7 @@ int sha256_file_hex(const char *path, char out[SHA256_HEX_LEN + 1])
 		sha256_update(&ctx, (size_t)n, buf);
 	}
 	sha256_digest(&ctx, sizeof(md), md);
-	to_hex(md, sizeof(md), out);
+	hex_encode(md, sizeof(md), out);
 	ret = 0;
 out:
 	close(fd);
@@ -114,7 +115,7 @@ void random_hex(char *out, size_t nbytes)
 	unsigned char buf[64];
 	assert(nbytes <= sizeof(buf));
 	random_bytes(buf, nbytes);
-	to_hex(buf, nbytes, out);
+	hex_encode(buf, nbytes, out);
 }
 
 /* The kernel's generator (getrandom(2), the source OpenSSL seeds from). */

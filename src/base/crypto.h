@@ -6,6 +6,9 @@
 
 #define SHA256_HEX_LEN 64
 
+/* hex_encode writes the n bytes at data as 2n lowercase hex digits and a
+ * NUL into out. */
+void hex_encode(const void *data, size_t n, char *out);
 /* sha256_hex writes 64 hex digits and a NUL into out[65]. */
 void sha256_hex(const void *data, size_t len, char out[SHA256_HEX_LEN + 1]);
 /* sha256_file_hex hashes a whole file; -1 with errno on error. */
