@@ -99,20 +99,19 @@ static void sweep_once(struct master *m, struct job **jobs, size_t n, struct job
 
 void control_sweep(struct master *m, bool full)
 {
+	/* read again on each sweep: an ended job leaves the queue */
+	struct job ***jobs = full ? &m->queue : &m->fresh;
+	size_t *n = full ? &m->nqueue : &m->nfresh;
 	struct job **fail;
 	size_t nfail;
 	char msg[160];
 
-	if (!(full ? m->nqueue : m->nfresh))
+	if (!*n)
 		return;
-	fail = xcalloc(full ? m->nqueue : m->nfresh, sizeof(*fail));
-	/* failing a job may fail the jobs after it: sweep until none fails
-	 * (an ended job leaves the queue, so it is read again each time) */
+	fail = xcalloc(*n, sizeof(*fail));
+	/* failing a job may fail the jobs after it: sweep until none fails */
 	for (;;) {
-		if (full)
-			sweep_once(m, m->queue, m->nqueue, fail, &nfail);
-		else
-			sweep_once(m, m->fresh, m->nfresh, fail, &nfail);
+		sweep_once(m, *jobs, *n, fail, &nfail);
 		if (!nfail)
 			break;
 		for (size_t k = 0; k < nfail; k++) {

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
-#include "base/strbuf.h"
 #include "base/fsutil.h"
+#include "base/strbuf.h"
 #include "base/xalloc.h"
 #include "master/http.h"
 
