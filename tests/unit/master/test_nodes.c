@@ -257,6 +257,24 @@ static void test_image_job_waits_then_runs(void **state)
 	json_decref(work);
 }
 
+/* Submits body for alice, committed: the job. */
+static struct job *submit(struct fixture *f, const json_t *body)
+{
+	struct errbuf eb = ERRBUF_INIT;
+	struct job *j;
+
+	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &again_, &eb), 0);
+	commit(f);
+	return j;
+}
+
+/* A scheduling pass, committed. */
+static void plan(struct fixture *f)
+{
+	jobs_schedule(&f->m);
+	commit(f);
+}
+
 /* A job's dependencies on passes of new arrivals alone: the new job is
  * swept (it waits, or fails at once when its dependency has failed), and
  * a dependency's end asks for a full pass, which fails the job waiting. */
@@ -273,25 +291,20 @@ static void test_dependencies_on_new_arrival_passes(void **state)
 			     &eb), 0);
 	/* x holds the node's one CPU, so that a waits queued */
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"cpus\": 1}}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &x, &again_, &eb), 0);
-	jobs_schedule(&f->m);
-	commit(f);
+	x = submit(f, body);
+	plan(f);
 	assert_int_not_equal(x->state, JOB_QUEUED);
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &a, &again_, &eb), 0);
+	a = submit(f, body);
 	json_decref(body);
-	commit(f);
-	jobs_schedule(&f->m);
-	commit(f);
+	plan(f);
 	assert_int_equal(a->state, JOB_QUEUED);
 
 	snprintf(text, sizeof(text), "{\"spec\": {\"command\": [\"/bin/true\"], \"after\": [%" PRIu64 "], "
 		 "\"tasks\": {\"worker\": {\"cpus\": 1}}}}", a->id);
 	after = parse(text);
-	assert_int_equal(jobs_submit(&f->m, &alice, after, &b, &again_, &eb), 0);
-	commit(f);
+	b = submit(f, after);
 	assert_false(f->m.sched_needed); /* the next pass is of new arrivals alone */
-	jobs_schedule(&f->m);
-	commit(f);
+	plan(f);
 	assert_int_equal(b->state, JOB_QUEUED);
 	assert_true(b->blocked);
 	assert_string_equal(b->wait_code, "dependency");
@@ -303,17 +316,14 @@ static void test_dependencies_on_new_arrival_passes(void **state)
 	assert_int_equal(jobs_cancel(&f->m, a, &eb), 0);
 	commit(f);
 	assert_true(f->m.sched_needed);
-	jobs_schedule(&f->m);
-	commit(f);
+	plan(f);
 	assert_int_equal(b->state, JOB_FAILED);
 
 	/* a new job after the cancelled one fails on a pass of new arrivals */
-	assert_int_equal(jobs_submit(&f->m, &alice, after, &c, &again_, &eb), 0);
+	c = submit(f, after);
 	json_decref(after);
-	commit(f);
 	assert_false(f->m.sched_needed);
-	jobs_schedule(&f->m);
-	commit(f);
+	plan(f);
 	assert_int_equal(c->state, JOB_FAILED);
 }
 
@@ -636,16 +646,14 @@ static void test_new_job_doc_asks_no_log(void **state)
 {
 	struct fixture *f = *state;
 	struct store_ops counting = store_sqlite_ops;
-	struct errbuf eb = ERRBUF_INIT;
 	struct job *j;
 	json_t *body, *doc;
 
 	counting.blob_size = counted_blob_size;
 	f->m.sops = &counting;
 	body = parse("{\"spec\": {\"command\": [\"/bin/true\"], \"tasks\": {\"worker\": {\"replicas\": 2}}}}");
-	assert_int_equal(jobs_submit(&f->m, &alice, body, &j, &again_, &eb), 0);
+	j = submit(f, body);
 	json_decref(body);
-	commit(f);
 	blob_size_calls = 0;
 	doc = jobs_job_json(&f->m, j, true);
 	assert_int_equal(blob_size_calls, 0);
