@@ -63,6 +63,7 @@ struct ev_req {
 	unsigned long ssl_err;           /* the TLS handshake's error, if it failed */
 	const struct httpc *c;
 	struct event *cancel_poll;
+	bool new_conn;                   /* it goes on a connection of its own, not a kept one */
 };
 
 /* OpenSSL once loaded (common/tlslib.h), and the index of an SSL's
@@ -499,10 +500,11 @@ static void send_once(const struct httpc *c, struct ev_req *r, const struct mast
 		r->errored = r->done = true;
 		return;
 	}
-	/* the connection's socket exists now (a new one is connecting): a
+	/* a new connection's socket exists now (it is connecting): a
 	 * request's last segment must not wait for the ACK of the one before
-	 * (Nagle's algorithm), as libcurl's do not */
-	set_nodelay(ec);
+	 * (Nagle's algorithm), as libcurl's do not; a kept one has it */
+	if (r->new_conn)
+		set_nodelay(ec);
 	if (c->timeout_ms) {
 		struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
 		timer = evtimer_new(ec->base, on_timeout, r);
@@ -569,6 +571,7 @@ static int ev_request(struct httpc *c, const char *base, const char *method, con
 		bool kept;
 		if ((ret = connection(ec, c, base, &a, &kept, eb)))
 			goto out;
+		r.new_conn = !kept;
 		send_once(c, &r, &a, type, target, body, body_len, content_type);
 		if (r.answered) {
 			*reach = HTTPC_ANSWERED;
