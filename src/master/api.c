@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include "base/clock.h"
+#include "base/crypto.h"
 #include "base/fsutil.h"
 #include "base/parse.h"
 #include "base/strbuf.h"
@@ -134,8 +135,7 @@ int store_upload(struct req *r, char hex[65])
 		return -1;
 	}
 	EVP_DigestFinal_ex(r->sha, md, &mdlen);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	hex_encode(md, mdlen, hex);
 	close(r->upload_fd);
 	r->upload_fd = -1;
 	if ((rc = core_batch_open(r->m))) {
